@@ -1,0 +1,38 @@
+# Every dependency comes from Debian's packages (tools/bootstrap installs them).
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(Catch2 2 REQUIRED)
+pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+pkg_check_modules(URING REQUIRED IMPORTED_TARGET liburing)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+
+# CAF 0.17.6 ships no CMake package: find its headers and libraries directly.
+find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
+find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
+find_library(CAF_IO_LIBRARY caf_io REQUIRED)
+add_library(caf::core INTERFACE IMPORTED)
+target_include_directories(caf::core INTERFACE ${CAF_INCLUDE_DIR})
+target_link_libraries(caf::core INTERFACE ${CAF_CORE_LIBRARY} Threads::Threads)
+add_library(caf::io INTERFACE IMPORTED)
+target_link_libraries(caf::io INTERFACE ${CAF_IO_LIBRARY} caf::core)
+
+# CUDA and cuBLAS: built when nvcc is found; used at run time only when a GPU is present.
+set(ANCHORAGE_HAVE_CUDA OFF)
+if(ANCHORAGE_CUDA)
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)   # H200; set -DCMAKE_CUDA_ARCHITECTURES for others
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(ANCHORAGE_HAVE_CUDA ON)
+  endif()
+endif()
+message(STATUS "anchorage: CUDA kernels ${ANCHORAGE_HAVE_CUDA}")

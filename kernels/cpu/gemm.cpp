@@ -1,0 +1,13 @@
+#include "kernels/gemm.hpp"
+
+#include <cblas.h>
+
+namespace anchorage::kernels::cpu {
+
+void gemm(bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+          int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
+              lda, b, ldb, beta, c, ldc);
+}
+
+}  // namespace anchorage::kernels::cpu

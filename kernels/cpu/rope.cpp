@@ -1,0 +1,26 @@
+#include "kernels/rope.hpp"
+
+#include <cmath>
+
+namespace anchorage::kernels::cpu {
+
+void rope(float* x, int stride, int rows, int heads, int head_dim, int pos0, float base) {
+  const int half = head_dim / 2;
+  for (int r = 0; r < rows; ++r) {
+    const double pos = static_cast<double>(pos0 + r);
+    for (int i = 0; i < half; ++i) {
+      const double theta = pos * std::pow(static_cast<double>(base), -2.0 * i / head_dim);
+      const float c = static_cast<float>(std::cos(theta));
+      const float s = static_cast<float>(std::sin(theta));
+      for (int h = 0; h < heads; ++h) {
+        float* xh = x + static_cast<long>(r) * stride + static_cast<long>(h) * head_dim;
+        const float a = xh[i];
+        const float b = xh[i + half];
+        xh[i] = a * c - b * s;
+        xh[i + half] = a * s + b * c;
+      }
+    }
+  }
+}
+
+}  // namespace anchorage::kernels::cpu
