@@ -46,7 +46,7 @@ model_config preset_config(const std::string& name) {
     c.gdn_dk = 64;
     c.gdn_dv = 64;
     c.gdn_chunk = 64;
-    c.n_q = 8;
+    c.n_q = 4;
     c.n_kv = 2;
     c.head_dim = 64;
     c.grid = 1024;

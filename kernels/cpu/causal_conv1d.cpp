@@ -9,25 +9,27 @@ namespace anchorage::kernels::cpu {
 void causal_conv1d(const float* x, const float* w, float* tail, float* y, int rows, int channels,
                    int ksize) {
   const int hist = ksize - 1;
-  // in(t) for t in [-hist, rows): the tail then x.
-  auto in = [&](int t, int c) -> float {
-    return t < 0 ? tail[static_cast<long>(t + hist) * channels + c]
-                 : x[static_cast<long>(t) * channels + c];
-  };
+  const std::size_t ch = static_cast<std::size_t>(channels);
+  // in = [old tail | x], row t of x at in + (hist + t) * ch
+  std::vector<float> in((static_cast<std::size_t>(hist) + rows) * ch);
+  std::memcpy(in.data(), tail, static_cast<std::size_t>(hist) * ch * sizeof(float));
+  std::memcpy(in.data() + hist * ch, x, static_cast<std::size_t>(rows) * ch * sizeof(float));
+  std::vector<float> wt(static_cast<std::size_t>(ksize) * ch);  // tap-major for unit stride
+  for (std::size_t c = 0; c < ch; ++c)
+    for (int j = 0; j < ksize; ++j) wt[j * ch + c] = w[c * ksize + j];
   for (int t = 0; t < rows; ++t) {
-    for (int c = 0; c < channels; ++c) {
-      float acc = 0.0f;
-      for (int j = 0; j < ksize; ++j) acc += w[static_cast<long>(c) * ksize + j] * in(t - hist + j, c);
-      y[static_cast<long>(t) * channels + c] = acc / (1.0f + std::exp(-acc));
+    float* yt = y + t * ch;
+    const float* w0 = wt.data();
+    const float* i0 = in.data() + t * ch;  // input row t - hist
+    for (std::size_t c = 0; c < ch; ++c) yt[c] = w0[c] * i0[c];
+    for (int j = 1; j < ksize; ++j) {
+      const float* wj = wt.data() + j * ch;
+      const float* ij = in.data() + (t + j) * ch;
+      for (std::size_t c = 0; c < ch; ++c) yt[c] += wj[c] * ij[c];
     }
+    for (std::size_t c = 0; c < ch; ++c) yt[c] = yt[c] / (1.0f + std::exp(-yt[c]));
   }
-  // New tail: the last `hist` inputs of [old tail | x].
-  std::vector<float> next(static_cast<std::size_t>(hist) * channels);
-  for (int i = 0; i < hist; ++i) {
-    const int t = rows - hist + i;
-    for (int c = 0; c < channels; ++c) next[static_cast<std::size_t>(i) * channels + c] = in(t, c);
-  }
-  if (hist > 0) std::memcpy(tail, next.data(), next.size() * sizeof(float));
+  if (hist > 0) std::memcpy(tail, in.data() + rows * ch, static_cast<std::size_t>(hist) * ch * sizeof(float));
 }
 
 }  // namespace anchorage::kernels::cpu

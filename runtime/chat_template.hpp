@@ -1,0 +1,47 @@
+#pragma once
+// Qwen3-style chat template: turns a conversation into prompt text.
+//
+// The returned text contains special strings (<|im_start|>, <think>, <tool_call>, ...) that are
+// meant to be encoded with tokenizer::encode(text, /*parse_special=*/true).
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace anchorage {
+
+struct tool_call {
+  std::string id;         // not rendered
+  std::string name;       // function name
+  std::string arguments;  // JSON text, as the model or client gave it
+};
+
+struct chat_message {
+  std::string role;  // system | user | assistant | tool
+  std::string content;
+  std::optional<std::string> reasoning_content;  // assistant only
+  std::vector<tool_call> tool_calls;             // assistant only
+  std::string tool_call_id;                      // tool only; not rendered
+  std::string name;                              // not rendered
+};
+
+struct template_options {
+  bool add_generation_prompt = true;
+  bool enable_thinking = true;
+  nlohmann::json tools = nlohmann::json::array();  // OpenAI tool definitions; null == empty
+};
+
+// Renders `messages` as Qwen3's jinja template does (see chat_template.cpp for the exact rules).
+// Throws std::invalid_argument for an empty list, an unknown role (named in the message), a
+// system message that is not first, or `tools` that is neither an array nor null.
+std::string render_chat(const std::vector<chat_message>& messages, const template_options& options);
+
+// The index of the last user query: the last "user" message whose content is not wholly a
+// <tool_response>...</tool_response> block. Assistant messages at a greater index keep their
+// reasoning; earlier ones lose it. Without any user query returns messages.size() - 1 (so no
+// reasoning is kept), and 0 for an empty list.
+std::size_t reasoning_kept_from(const std::vector<chat_message>& messages);
+
+}  // namespace anchorage

@@ -1,0 +1,110 @@
+// Engine throughput: prefill tokens/s at several prompt lengths and decode tokens/s at a
+// context length, printed as one JSON object. Usage:
+//   anchorage-bench-engine [--preset small] [--prefill 1024,8192,32768] [--decode-at 32768]
+//                          [--decode-tokens 32] [--device cpu|cuda]
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.hpp"
+#include "runtime/blas_setup.hpp"
+#include "runtime/engine.hpp"
+#include "runtime/model_weights.hpp"
+
+using namespace anchorage;
+
+namespace {
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::stoi(item));
+  return out;
+}
+
+std::vector<token_id> prose(std::size_t n) {
+  std::vector<token_id> t(n);
+  std::uint64_t x = 88172645463325252ULL;
+  for (auto& v : t) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    v = static_cast<token_id>(32 + x % 95);  // printable bytes
+  }
+  return t;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  select_blas_core(argv);
+  std::string preset = "small", device = "cpu";
+  std::vector<int> lengths = {1024, 8192, 32768};
+  int decode_at = 32768, decode_tokens = 32;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--preset") preset = v;
+    else if (a == "--prefill") lengths = parse_list(v);
+    else if (a == "--decode-at") decode_at = std::stoi(v);
+    else if (a == "--decode-tokens") decode_tokens = std::stoi(v);
+    else if (a == "--device") device = v;
+    else {
+      std::cerr << "unknown argument " << a << "\n";
+      return 2;
+    }
+  }
+  try {
+    model_config c = preset_config(preset);
+    int longest = decode_at + decode_tokens;
+    for (int n : lengths) longest = std::max(longest, n);
+    c.ctx_size = std::max(c.ctx_size, longest);
+    const auto where = device == "cuda" ? kernels::backend::cuda : kernels::backend::cpu;
+    engine e(c, random_weights(c, 1), where);
+
+    nlohmann::json out;
+    out["preset"] = preset;
+    out["device"] = device;
+    out["grid"] = c.grid;
+    out["arithmetic"] = kernels::arithmetic_flags(where);
+    std::size_t params = 0;
+    for (const auto& s : weight_specs(c)) {
+      std::size_t n = 1;
+      for (auto d : s.shape) n *= static_cast<std::size_t>(d);
+      params += n;
+    }
+    out["parameters"] = params;
+    for (int n : lengths) {
+      e.reset();
+      const auto prompt = prose(static_cast<std::size_t>(n));
+      const auto t0 = std::chrono::steady_clock::now();
+      e.prefill(prompt);
+      const double s = seconds_since(t0);
+      out["prefill"].push_back({{"tokens", n}, {"seconds", s}, {"tokens_per_s", n / s}});
+      std::cerr << "prefill " << n << ": " << s << " s\n";
+      if (n == decode_at) break;  // decode right after the prefill it needs
+    }
+    if (decode_tokens > 0) {
+      if (e.length() != static_cast<std::size_t>(decode_at)) {
+        e.reset();
+        e.prefill(prose(static_cast<std::size_t>(decode_at)));
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < decode_tokens; ++i) e.decode(static_cast<token_id>(97 + i % 26));
+      const double s = seconds_since(t0);
+      out["decode"] = {{"context", decode_at}, {"tokens", decode_tokens}, {"seconds", s},
+                       {"tokens_per_s", decode_tokens / s}};
+    }
+    std::cout << out.dump(2) << "\n";
+  } catch (const std::exception& ex) {
+    std::cerr << "error: " << ex.what() << "\n";
+    return 1;
+  }
+}
