@@ -15,8 +15,10 @@ struct attention_shape {
   int o_stride;   // floats between output rows
   float scale;
 };
+// Scores of the query heads sharing one kv head, stacked, plus their stacked queries and outputs.
 inline long attention_scratch(const attention_shape& sh) {
-  return static_cast<long>(sh.m) * (sh.pos0 + sh.m);
+  const long rows = static_cast<long>(sh.m) * (sh.n_q / sh.n_kv);
+  return rows * (sh.pos0 + sh.m) + 2 * rows * sh.head_dim;
 }
 }  // namespace anchorage::kernels
 
