@@ -1,0 +1,31 @@
+#pragma once
+#include <memory>
+
+#include <caf/fwd.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "protocol/messages.hpp"
+#include "runtime/engine.hpp"
+#include "runtime/generation_session.hpp"
+
+namespace anchorage {
+
+// The board: the only owner of the engine. It runs a request one prefill chunk or one decode
+// block per message, sending itself the next step, so a message that arrives meanwhile (a
+// cancel, at high priority) is handled between two steps.
+struct board_state {
+  std::shared_ptr<engine> eng;
+  int decode_block = 4;
+  caf::actor conductor;
+  board_job job;
+  std::unique_ptr<generation_session> session;
+  std::int64_t prefill_done_ns = 0;
+  std::int64_t first_token_ns = 0;
+  long steps = 0;  // steps run, for tests
+  static inline const char* name = "board";
+};
+
+caf::behavior board(caf::stateful_actor<board_state>* self, std::shared_ptr<engine> eng,
+                    int decode_block, caf::actor conductor);
+
+}  // namespace anchorage

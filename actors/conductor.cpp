@@ -1,0 +1,111 @@
+#include "actors/conductor.hpp"
+
+#include <caf/all.hpp>
+
+namespace anchorage {
+namespace {
+
+void reject(caf::stateful_actor<conductor_state>* self, const request_envelope& env, api_error err) {
+  self->state.counters.on_rejected(err.status);
+  stream_event ev;
+  ev.what = stream_event::kind::failed;
+  ev.id = env.id;
+  ev.error = std::move(err);
+  self->send(env.sink, std::move(ev));
+}
+
+void dispatch(caf::stateful_actor<conductor_state>* self) {
+  auto& st = self->state;
+  if (st.running || st.queue.empty()) return;
+  board_job j = std::move(st.queue.front());
+  st.queue.pop_front();
+  st.running = j.id;
+  self->send(st.board, run_atom::value, std::move(j));
+}
+
+}  // namespace
+
+caf::behavior conductor(caf::stateful_actor<conductor_state>* self, conductor_options opts,
+                        std::function<caf::actor(caf::actor)> make_board) {
+  auto& st = self->state;
+  st.opts = std::move(opts);
+  st.book = std::make_unique<ledger>(st.opts.ledger_path);
+  st.board = make_board(caf::actor_cast<caf::actor>(self));
+  self->link_to(st.board);
+  return {
+      [=](generate_atom, request_envelope& env) {
+        auto& st = self->state;
+        const long waiting = static_cast<long>(st.queue.size());
+        if (st.running && waiting >= st.opts.max_queue)
+          return reject(self, env,
+                        api_error{429, "rate_limit_error",
+                                  "the server is busy: " + std::to_string(waiting) +
+                                      " requests are already waiting; retry later",
+                                  ""});
+        auto rendered = render_request(*env.request, st.opts.limits, st.tok, ++st.sequence);
+        if (auto* err = std::get_if<api_error>(&rendered)) return reject(self, env, std::move(*err));
+        board_job j = std::move(std::get<board_job>(rendered));
+        j.id = env.id;
+        j.sink = env.sink;
+        j.received_ns = env.received_ns;
+        // The lookup: no tier is built yet, so every request is served cold from position 0.
+        j.cache = x_cache_info{};
+        stream_event ev;
+        ev.what = stream_event::kind::accepted;
+        ev.id = env.id;
+        ev.prompt_tokens = static_cast<long>(j.prompt.size());
+        self->send(env.sink, std::move(ev));
+        st.queue.push_back(std::move(j));
+        dispatch(self);
+      },
+      [=](cancel_atom, const std::string& id) {
+        auto& st = self->state;
+        for (auto it = st.queue.begin(); it != st.queue.end(); ++it) {
+          if (it->id != id) continue;
+          stream_event ev;
+          ev.what = stream_event::kind::failed;
+          ev.id = id;
+          ev.error = api_error{499, "cancelled", "the client went away", ""};
+          self->send(it->sink, std::move(ev));
+          st.queue.erase(it);
+          return;
+        }
+        if (st.running && *st.running == id)
+          self->send<caf::message_priority::high>(st.board, cancel_atom::value, id);
+      },
+      [=](done_atom, const ledger_entry& e) {
+        auto& st = self->state;
+        if (e.finish_reason != "error") st.counters.on_finished(e);
+        st.book->record(e);
+        if (st.running && *st.running == e.id) st.running.reset();
+        dispatch(self);
+      },
+      [=](stats_atom) -> std::string {
+        auto& st = self->state;
+        nlohmann::json j;
+        j["tiers"] = nlohmann::json::object();  // one object per cache tier; none are built yet
+        j["requests"] = st.book->totals();
+        j["queue"] = {{"waiting", st.queue.size()}, {"running", st.running.has_value()},
+                      {"max_queue", st.opts.max_queue}};
+        nlohmann::json recent = nlohmann::json::array();
+        for (const auto& e : st.book->recent()) recent.push_back(to_json(e));
+        j["ledger"] = std::move(recent);
+        return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      },
+      [=](metrics_atom) -> std::string {
+        auto& st = self->state;
+        return st.counters.text(static_cast<long>(st.queue.size()), st.running.has_value());
+      },
+      [=](clear_atom, const std::string& tier) -> std::string {
+        // Tiers to clear arrive with the cache issues; the names are checked by the admin.
+        nlohmann::json j = {{"cleared", nlohmann::json::array()}, {"tier", tier}};
+        return j.dump();
+      },
+      [=](drain_atom) -> bool {
+        auto& st = self->state;
+        return !st.running && st.queue.empty();
+      },
+  };
+}
+
+}  // namespace anchorage

@@ -1,0 +1,43 @@
+#pragma once
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <caf/fwd.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "protocol/messages.hpp"
+#include "runtime/ledger.hpp"
+#include "runtime/metrics.hpp"
+#include "runtime/prompt_render.hpp"
+#include "runtime/tokenizer.hpp"
+
+namespace anchorage {
+
+struct conductor_options {
+  render_limits limits;
+  int max_queue = 16;
+  std::string ledger_path;
+};
+
+// The conductor renders each request, looks up the tiers (none yet: every request is cold),
+// queues it, and hands the board one request at a time in arrival order.
+struct conductor_state {
+  conductor_options opts;
+  tokenizer tok;
+  std::unique_ptr<ledger> book;
+  metrics counters;
+  caf::actor board;
+  std::deque<board_job> queue;
+  std::optional<std::string> running;
+  std::uint64_t sequence = 0;
+  static inline const char* name = "conductor";
+};
+
+// The board is spawned by the conductor (it needs the conductor's handle): `make_board`
+// receives the conductor and returns the board.
+caf::behavior conductor(caf::stateful_actor<conductor_state>* self, conductor_options opts,
+                        std::function<caf::actor(caf::actor)> make_board);
+
+}  // namespace anchorage

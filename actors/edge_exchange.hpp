@@ -1,0 +1,29 @@
+#pragma once
+// One generation request's exchange with the conductor, from an HTTP worker thread.
+#include <memory>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "protocol/messages.hpp"
+
+namespace anchorage {
+
+class exchange {
+ public:
+  exchange(caf::actor_system& sys, caf::actor conductor, std::string id,
+           std::shared_ptr<const completion_request> req, std::int64_t received_ns);
+  // The next event; a failed event with status 504 when none comes within `timeout`.
+  stream_event next(std::chrono::seconds timeout = std::chrono::seconds(600));
+  // Tells the conductor the client went away (high priority), then drains to the end.
+  void cancel();
+  const std::string& id() const { return id_; }
+
+ private:
+  caf::scoped_actor self_;
+  caf::actor conductor_;
+  std::string id_;
+};
+
+}  // namespace anchorage

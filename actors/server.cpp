@@ -1,0 +1,59 @@
+#include "actors/server.hpp"
+
+#include <caf/all.hpp>
+
+#include <thread>
+
+#include "actors/board.hpp"
+#include "actors/conductor.hpp"
+#include "actors/edge.hpp"
+#include "runtime/model_weights.hpp"
+
+namespace anchorage {
+
+server::server(const server_config& cfg) : cfg_(cfg) {
+  const model_config mc = cfg_.engine.config();
+  const tensor_map w = cfg_.engine.weights_path ? load_weights(*cfg_.engine.weights_path, mc)
+                                                : random_weights(mc, cfg_.engine.weights_seed);
+  auto eng = std::make_shared<engine>(mc, w, cfg_.engine.backend());
+  system_ = std::make_unique<caf::actor_system>(sys_cfg_);
+
+  conductor_options opts;
+  opts.limits.ctx_size = mc.ctx_size;
+  opts.max_queue = cfg_.max_queue;
+  opts.ledger_path = cfg_.ledger_path;
+  const int block = cfg_.decode_block;
+  auto& sys = *system_;
+  conductor_ = sys.spawn(anchorage::conductor, opts, [&sys, eng, block](caf::actor c) mutable {
+    return sys.spawn(anchorage::board, std::move(eng), block, std::move(c));
+  });
+  edge_ = std::make_unique<http_edge>(*system_, conductor_, cfg_);
+}
+
+server::~server() { stop(); }
+
+int server::start() { return edge_->start(); }
+
+bool server::drain(std::chrono::milliseconds grace) {
+  edge_->begin_drain();
+  const auto until = std::chrono::steady_clock::now() + grace;
+  caf::scoped_actor self{*system_};
+  for (;;) {
+    bool idle = false;
+    self->request(conductor_, std::chrono::seconds(5), drain_atom::value)
+        .receive([&](bool b) { idle = b; }, [&](caf::error&) {});
+    if (idle) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void server::stop() {
+  if (edge_) edge_->stop();
+  if (conductor_) {
+    caf::anon_send_exit(conductor_, caf::exit_reason::user_shutdown);
+    conductor_ = nullptr;
+  }
+}
+
+}  // namespace anchorage

@@ -1,0 +1,39 @@
+#pragma once
+#include <memory>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
+#include "runtime/server_config.hpp"
+
+namespace anchorage {
+
+class http_edge;
+
+// The whole server in one process: an actor system, the conductor and its board (owning the
+// engine built from cfg.engine), and the HTTP edge. Used by the `anchorage` binary and by the
+// end-to-end tests.
+class server {
+ public:
+  explicit server(const server_config& cfg);
+  ~server();
+
+  int start();  // serves; returns the bound port
+  // SIGTERM's drain: stop accepting, wait up to `grace` for running and queued requests,
+  // then stop the edge. Returns whether everything finished within the grace period.
+  bool drain(std::chrono::milliseconds grace);
+  void stop();
+
+  caf::actor conductor() const { return conductor_; }
+  caf::actor_system& system() { return *system_; }
+
+ private:
+  server_config cfg_;
+  caf::actor_system_config sys_cfg_;
+  std::unique_ptr<caf::actor_system> system_;
+  caf::actor conductor_;
+  std::unique_ptr<http_edge> edge_;
+};
+
+}  // namespace anchorage

@@ -1,0 +1,60 @@
+#pragma once
+// The actors' vocabulary: every message type and atom in one CAF type-id block.
+//
+//   edge      -> conductor  (generate_atom, request_envelope)
+//   edge      -> conductor  (cancel_atom, id)                       high priority
+//   conductor -> board      (run_atom, board_job)
+//   conductor -> board      (cancel_atom, id)                       high priority
+//   board     -> board      (step_atom)                             one chunk or block each
+//   board     -> sink       stream_event                            progress, deltas, end
+//   board     -> conductor  (done_atom, ledger_entry)
+//   admin     -> conductor  (stats_atom) -> std::string (JSON)
+//   admin     -> conductor  (metrics_atom) -> std::string (Prometheus text)
+//   admin     -> conductor  (clear_atom, tier) -> std::string (JSON) or error
+//   edge      -> conductor  (drain_atom) -> bool (idle)
+//
+// The structs carry shared pointers, actor handles and JSON, and travel inside one process
+// only: they are whitelisted as local message types rather than given serializers.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/type_id.hpp>
+
+#include "protocol/board_job.hpp"
+#include "protocol/ledger_entry.hpp"
+#include "protocol/openai_types.hpp"
+
+namespace anchorage {
+
+// A parsed client request on its way to the conductor.
+struct request_envelope {
+  std::string id;
+  std::shared_ptr<const completion_request> request;
+  std::int64_t received_ns = 0;
+  caf::actor sink;
+};
+
+}  // namespace anchorage
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::request_envelope)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::board_job)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::stream_event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::ledger_entry)
+
+CAF_BEGIN_TYPE_ID_BLOCK(anchorage, caf::first_custom_type_id)
+  CAF_ADD_TYPE_ID(anchorage, (anchorage::request_envelope))
+  CAF_ADD_TYPE_ID(anchorage, (anchorage::board_job))
+  CAF_ADD_TYPE_ID(anchorage, (anchorage::stream_event))
+  CAF_ADD_TYPE_ID(anchorage, (anchorage::ledger_entry))
+  CAF_ADD_ATOM(anchorage, anchorage, generate_atom, "generate")
+  CAF_ADD_ATOM(anchorage, anchorage, cancel_atom, "cancel")
+  CAF_ADD_ATOM(anchorage, anchorage, run_atom, "run")
+  CAF_ADD_ATOM(anchorage, anchorage, step_atom, "step")
+  CAF_ADD_ATOM(anchorage, anchorage, done_atom, "done")
+  CAF_ADD_ATOM(anchorage, anchorage, stats_atom, "stats")
+  CAF_ADD_ATOM(anchorage, anchorage, metrics_atom, "metrics")
+  CAF_ADD_ATOM(anchorage, anchorage, clear_atom, "clear")
+  CAF_ADD_ATOM(anchorage, anchorage, drain_atom, "drain")
+CAF_END_TYPE_ID_BLOCK(anchorage)

@@ -1,0 +1,87 @@
+#pragma once
+// The typed vocabulary of the OpenAI-compatible HTTP edge: what a request asks for, what an
+// error says, and what a response reports. Plain data; parsing and JSON shapes live in
+// runtime/openai_request.hpp and runtime/openai_response.hpp.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "protocol/chat_message.hpp"
+
+namespace anchorage {
+
+// An error as the client sees it: the HTTP status and OpenAI's {"error":{...}} fields.
+struct api_error {
+  int status = 400;
+  std::string type;     // invalid_request_error | not_found_error | authentication_error |
+                        // rate_limit_error | server_error
+  std::string message;  // human-readable: says what is wrong
+  std::string param;    // the offending field ("messages[2].role"), empty when none
+};
+
+enum class request_kind { completion, chat };
+
+// A validated /v1/completions or /v1/chat/completions request. Only the fields of `kind` are
+// set; the others keep their defaults.
+struct completion_request {
+  request_kind kind = request_kind::completion;
+  std::string model;  // empty when the client omitted it
+
+  // completion: exactly one of these is set, and it is non-empty
+  std::optional<std::string> prompt_text;
+  std::optional<std::vector<std::int32_t>> prompt_tokens;  // each in [0, vocab size)
+
+  // chat
+  std::vector<chat_message> messages;                 // non-empty
+  nlohmann::json tools = nlohmann::json::array();     // OpenAI tool definitions, as given
+  std::string tool_choice = "auto";                   // auto | none | required | function:NAME
+  bool enable_thinking = true;                        // chat_template_kwargs.enable_thinking
+
+  // both
+  std::optional<long> max_tokens;  // max_completion_tokens or max_tokens, >= 1; absent = no limit
+  double temperature = 1.0;        // [0, 2]
+  double top_p = 1.0;              // (0, 1]
+  std::optional<std::uint64_t> seed;
+  std::vector<std::string> stop;   // at most 4, each non-empty
+  bool stream = false;
+  bool include_usage = false;      // stream_options.include_usage, as sent (meaningful if stream)
+  std::optional<std::string> prompt_cache_key;
+  std::string user;
+};
+
+struct usage_info {
+  long prompt_tokens = 0;
+  long completion_tokens = 0;
+  long cached_tokens = 0;  // prompt tokens whose state was restored instead of prefilled
+};
+
+// Where the prompt's state came from; reported to clients as the extension field "x_cache".
+struct x_cache_info {
+  std::string source = "cold";  // cold, or the tier the state was restored from
+  long resumed_at = 0;          // prompt position the restored state covers
+  long prefilled_tokens = 0;    // prompt tokens actually forwarded
+  double restore_ms = 0;
+  double ttft_ms = 0;
+};
+
+// The assistant's turn, split the way OpenAI's chat message is.
+struct assistant_output {
+  std::string reasoning;
+  std::string content;
+  std::vector<tool_call> tool_calls;
+};
+
+// One increment of assistant_output. For reasoning and content, `text` is appended to the
+// matching field; for tool_call, `call` is the whole call and `index` its position in
+// assistant_output::tool_calls.
+struct output_delta {
+  enum class kind { reasoning, content, tool_call } what = kind::content;
+  std::string text;
+  tool_call call;
+  int index = 0;
+};
+
+}  // namespace anchorage

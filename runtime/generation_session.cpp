@@ -1,0 +1,113 @@
+#include "runtime/generation_session.hpp"
+
+#include <algorithm>
+
+namespace anchorage {
+namespace {
+
+// The longest prefix of s of at most n bytes that ends on a UTF-8 character boundary.
+std::size_t utf8_cut(const std::string& s, std::size_t n) {
+  if (n >= s.size()) return s.size();
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return n;
+}
+
+}  // namespace
+
+generation_session::generation_session(engine& e, generation_job job)
+    : engine_(e), job_(std::move(job)),
+      parser_(job_.parse_reasoning, job_.parse_tool_calls, job_.starts_in_reasoning) {
+  for (const auto& s : job_.stop_strings) longest_stop_ = std::max(longest_stop_, s.size());
+  const std::size_t from = engine_.length();
+  if (from > job_.prompt.size()) throw std::logic_error("engine holds more rows than the prompt");
+  engine_.begin_prefill({job_.prompt.begin() + static_cast<long>(from), job_.prompt.end()});
+  prefilled_ = static_cast<long>(job_.prompt.size() - from);
+}
+
+generation_session::step_result generation_session::step(int block) {
+  step_result r;
+  if (done_) return r;
+  if (cancelled_) {
+    finish("cancelled", r.deltas);
+    return r;
+  }
+  if (prefilling()) {
+    engine_.prefill_step();
+    r.prefill_finished = !prefilling();
+    return r;
+  }
+  if (!gen_) gen_.emplace(engine_, job_.gen);
+  for (int i = 0; i < block && !gen_->done(); ++i) {
+    const auto t = gen_->step();
+    if (!t) break;
+    ++r.tokens;
+    ++output_tokens_;
+    ids_.push_back(*t);
+    for (auto& d : parser_.feed(*t)) emit(r.deltas, std::move(d));
+    if (done_) return r;  // a stop string ended it
+  }
+  if (gen_->done()) finish(gen_->reason() == finish_reason::stop ? "stop" : "length", r.deltas);
+  return r;
+}
+
+void generation_session::emit(std::vector<output_delta>& into, output_delta d) {
+  if (d.what == output_delta::kind::reasoning) {
+    out_.reasoning += d.text;
+    into.push_back(std::move(d));
+    return;
+  }
+  if (d.what == output_delta::kind::tool_call) {
+    flush_held(into);
+    out_.tool_calls.push_back(d.call);
+    into.push_back(std::move(d));
+    return;
+  }
+  if (longest_stop_ == 0) {
+    out_.content += d.text;
+    into.push_back(std::move(d));
+    return;
+  }
+  held_ += d.text;
+  std::size_t cut = std::string::npos;
+  for (const auto& s : job_.stop_strings) cut = std::min(cut, held_.find(s));
+  if (cut != std::string::npos) {
+    held_.resize(cut);
+    flush_held(into);
+    done_ = true;
+    finish_ = "stop";
+    return;
+  }
+  // keep the last longest_stop_ - 1 bytes: they may begin a stop string
+  const std::size_t keep = longest_stop_ - 1;
+  if (held_.size() > keep) {
+    const std::size_t n = utf8_cut(held_, held_.size() - keep);
+    if (n > 0) {
+      output_delta out;
+      out.text = held_.substr(0, n);
+      held_.erase(0, n);
+      out_.content += out.text;
+      into.push_back(std::move(out));
+    }
+  }
+}
+
+void generation_session::flush_held(std::vector<output_delta>& into) {
+  if (held_.empty()) return;
+  output_delta d;
+  d.text = std::move(held_);
+  held_.clear();
+  out_.content += d.text;
+  into.push_back(std::move(d));
+}
+
+void generation_session::finish(const std::string& reason, std::vector<output_delta>& into) {
+  for (auto& d : parser_.finish()) {
+    emit(into, std::move(d));
+    if (done_) return;
+  }
+  flush_held(into);
+  done_ = true;
+  finish_ = reason;
+}
+
+}  // namespace anchorage

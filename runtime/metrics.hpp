@@ -1,0 +1,24 @@
+#pragma once
+#include <map>
+#include <string>
+
+#include "protocol/ledger_entry.hpp"
+
+namespace anchorage {
+
+// Server counters in Prometheus' text format (version 0.0.4). One owner (the conductor).
+class metrics {
+ public:
+  void on_finished(const ledger_entry& e);
+  void on_rejected(int status);
+  std::string text(long queue_depth, bool running) const;
+
+ private:
+  std::map<std::string, long> requests_;  // "route|source|finish_reason"
+  std::map<int, long> rejected_;
+  long prompt_tokens_ = 0, prefilled_ = 0, cached_ = 0, output_tokens_ = 0;
+  double ttft_sum_s_ = 0, total_sum_s_ = 0;
+  long finished_ = 0;
+};
+
+}  // namespace anchorage

@@ -1,0 +1,73 @@
+#include "runtime/prompt_render.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "runtime/chat_template.hpp"
+
+namespace anchorage {
+namespace {
+
+std::string head_digest(const std::vector<std::int32_t>& prompt) {
+  const std::size_t n = std::min<std::size_t>(prompt.size(), 512);
+  const auto h = XXH3_64bits(prompt.data(), n * sizeof(std::int32_t));
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "h%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace
+
+std::variant<board_job, api_error> render_request(const completion_request& r, const render_limits& lim,
+                                                  const tokenizer& tok, std::uint64_t fallback_seed) {
+  board_job j;
+  std::string param;
+  if (r.kind == request_kind::chat) {
+    j.route = "chat";
+    param = "messages";
+    template_options t;
+    t.enable_thinking = r.enable_thinking;
+    const bool tools = r.tool_choice != "none" && r.tools.is_array() && !r.tools.empty();
+    if (tools) t.tools = r.tools;
+    std::string text;
+    try {
+      text = render_chat(r.messages, t);
+    } catch (const std::exception& e) {
+      return api_error{400, "invalid_request_error", e.what(), "messages"};
+    }
+    const auto ids = tok.encode(text, true);
+    j.prompt.assign(ids.begin(), ids.end());
+    j.parse_reasoning = r.enable_thinking;
+    j.parse_tool_calls = tools;
+  } else {
+    j.route = "completions";
+    param = "prompt";
+    if (r.prompt_tokens) {
+      j.prompt = *r.prompt_tokens;
+    } else {
+      const auto ids = tok.encode(r.prompt_text.value_or(""), true);
+      j.prompt.assign(ids.begin(), ids.end());
+    }
+  }
+  const long n = static_cast<long>(j.prompt.size());
+  if (n == 0) return api_error{400, "invalid_request_error", "the prompt is empty", param};
+  if (n >= lim.ctx_size)
+    return api_error{400, "invalid_request_error",
+                     "the prompt has " + std::to_string(n) + " tokens; the context holds " +
+                         std::to_string(lim.ctx_size) + " including at least one generated token",
+                     param};
+  const long room = lim.ctx_size - n;
+  long want = r.max_tokens.value_or(r.kind == request_kind::chat ? room : lim.default_completion_max_tokens);
+  j.max_tokens = std::min(want, room);
+  j.temperature = r.temperature;
+  j.top_p = r.top_p;
+  j.seed = r.seed.value_or(fallback_seed);
+  j.stop_tokens = {special_tokens::im_end, special_tokens::endoftext};
+  j.stop_strings = r.stop;
+  j.session_key = r.prompt_cache_key ? *r.prompt_cache_key : head_digest(j.prompt);
+  return j;
+}
+
+}  // namespace anchorage

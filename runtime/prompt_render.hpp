@@ -1,0 +1,26 @@
+#pragma once
+#include <cstdint>
+#include <variant>
+
+#include "protocol/board_job.hpp"
+#include "protocol/openai_types.hpp"
+#include "runtime/tokenizer.hpp"
+
+namespace anchorage {
+
+struct render_limits {
+  long ctx_size = 0;        // context capacity in tokens
+  long default_completion_max_tokens = 16;  // OpenAI's default for /v1/completions
+};
+
+// Turns a parsed request into the board's job: the chat template (tools rendered unless
+// tool_choice is "none"), tokens, stop tokens (<|im_end|>, <|endoftext|>), what to parse out of
+// the output, and max_tokens clamped to the context left after the prompt (a request for more
+// is clamped, not refused). A prompt that leaves no room for one token is a 400 with code
+// context_length_exceeded. The session key is prompt_cache_key, or else a digest of the prompt's
+// first 512 tokens. Without a seed, `fallback_seed` is used (the conductor passes the request's
+// sequence number, so a trace replayed in order samples the same tokens).
+std::variant<board_job, api_error> render_request(const completion_request& r, const render_limits& lim,
+                                                  const tokenizer& tok, std::uint64_t fallback_seed);
+
+}  // namespace anchorage

@@ -1,0 +1,170 @@
+#include "runtime/server_config.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <stdexcept>
+
+namespace anchorage {
+namespace {
+
+struct option {
+  const char* name;  // without dashes
+  const char* value; // placeholder, nullptr for a switch
+  const char* help;
+  std::function<void(server_config&, const std::string&)> set;
+};
+
+long parse_long(const std::string& name, const std::string& v, long lo, long hi) {
+  std::size_t used = 0;
+  long x = 0;
+  try {
+    x = std::stol(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (v.empty() || used != v.size() || x < lo || x > hi)
+    throw std::invalid_argument("--" + name + " wants an integer in [" + std::to_string(lo) + ", " +
+                                std::to_string(hi) + "], got '" + v + "'");
+  return x;
+}
+
+bool parse_bool(const std::string& name, const std::string& v) {
+  if (v == "true" || v == "1" || v == "on" || v.empty()) return true;
+  if (v == "false" || v == "0" || v == "off") return false;
+  throw std::invalid_argument("--" + name + " is a switch (true/false), got '" + v + "'");
+}
+
+void set_engine(server_config& c, const std::string& flag, const std::string& v) { c.engine.parse(flag, v); }
+
+const std::vector<option>& options() {
+  static const std::vector<option> all = {
+      {"host", "ADDR", "address to listen on (127.0.0.1)", [](server_config& c, const std::string& v) { c.host = v; }},
+      {"port", "N", "port to listen on (8080)",
+       [](server_config& c, const std::string& v) { c.port = static_cast<int>(parse_long("port", v, 0, 65535)); }},
+      {"preset", "NAME", "built-in model: tiny, tiny-mtp, small, small-mtp (small)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--preset", v); }},
+      {"weights", "FILE", "safetensors weights of the preset's layout (random weights otherwise)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--weights", v); }},
+      {"weights-seed", "N", "seed of the random weights (1)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--weights-seed", v); }},
+      {"prefix-chunk", "N", "the grid: prefill chunk in tokens (preset's: 1024 for small)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--prefix-chunk", v); }},
+      {"ctx-size", "N", "context capacity in tokens (preset's: 131072 for small)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--ctx-size", v); }},
+      {"device", "DEV", "cpu, cuda or auto (cpu)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--device", v); }},
+      {"served-model-name", "NAME", "model id clients name (anchorage)",
+       [](server_config& c, const std::string& v) { c.served_model_name = v; }},
+      {"admin-token", "TOKEN", "token for admin routes (or ANCHORAGE_ADMIN_TOKEN)",
+       [](server_config& c, const std::string& v) { c.admin_token = v; }},
+      {"cache-dir", "DIR", "directory of the NVMe cache tiers",
+       [](server_config& c, const std::string& v) { c.cache_dir = v; }},
+      {"no-cache", nullptr, "every cache tier off: the cold path only",
+       [](server_config& c, const std::string& v) { c.no_cache = parse_bool("no-cache", v); }},
+      {"max-queue", "N", "requests that may wait behind the running one (16); beyond: 429",
+       [](server_config& c, const std::string& v) { c.max_queue = static_cast<int>(parse_long("max-queue", v, 0, 100000)); }},
+      {"max-body-mb", "N", "largest request body in MiB (32); beyond: 413",
+       [](server_config& c, const std::string& v) { c.max_body_bytes = parse_long("max-body-mb", v, 1, 4096) << 20; }},
+      {"decode-block", "N", "tokens decoded per board step (4)",
+       [](server_config& c, const std::string& v) { c.decode_block = static_cast<int>(parse_long("decode-block", v, 1, 1024)); }},
+      {"ledger", "FILE", "append one JSON line per request to FILE",
+       [](server_config& c, const std::string& v) { c.ledger_path = v; }},
+      {"trace", "FILE", "record the client requests received, as JSON lines, to FILE",
+       [](server_config& c, const std::string& v) { c.trace_path = v; }},
+      {"http-threads", "N", "HTTP worker threads (8)",
+       [](server_config& c, const std::string& v) { c.http_threads = static_cast<int>(parse_long("http-threads", v, 1, 1024)); }},
+  };
+  return all;
+}
+
+const option* find(const std::string& name) {
+  for (const auto& o : options())
+    if (name == o.name) return &o;
+  return nullptr;
+}
+
+void apply_file(server_config& c, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("--config: cannot read '" + path + "'");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("--config '" + path + "' is not JSON: " + e.what());
+  }
+  if (!j.is_object()) throw std::invalid_argument("--config '" + path + "' must hold a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    const option* o = find(key);
+    if (o == nullptr) throw std::invalid_argument("--config '" + path + "': unknown key '" + key + "'");
+    std::string v;
+    if (value.is_string()) v = value.get<std::string>();
+    else if (value.is_boolean()) v = value.get<bool>() ? "true" : "false";
+    else if (value.is_number_integer()) v = std::to_string(value.get<long>());
+    else throw std::invalid_argument("--config '" + path + "': key '" + key + "' must be a string, integer or boolean");
+    o->set(c, v);
+  }
+}
+
+}  // namespace
+
+server_config parse_server_args(const std::vector<std::string>& args) {
+  server_config c;
+  if (const char* t = std::getenv("ANCHORAGE_ADMIN_TOKEN")) c.admin_token = t;
+  // the file first, so flags win whatever their order
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--config") {
+      if (i + 1 >= args.size()) throw std::invalid_argument("--config needs a file");
+      apply_file(c, args[i + 1]);
+    }
+  }
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a == "--help" || a == "-h") {
+      c.help = true;
+      continue;
+    }
+    if (a == "--config") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument '" + a + "' (see --help)");
+    std::string value;
+    bool inline_value = false;
+    if (const auto eq = a.find('='); eq != std::string::npos) {
+      value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+      inline_value = true;
+    }
+    const option* o = find(a.substr(2));
+    if (o == nullptr) throw std::invalid_argument("unknown flag " + a + " (see --help)");
+    if (o->value == nullptr) {
+      o->set(c, inline_value ? value : "true");
+      continue;
+    }
+    if (!inline_value) {
+      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value (" + o->value + ")");
+      value = args[++i];
+    }
+    o->set(c, value);
+  }
+  c.engine.config();  // validates preset, grid and context now, not at the first request
+  return c;
+}
+
+std::string server_help() {
+  std::string s = "usage: anchorage [flags]\n\n";
+  s += "  --config FILE.json   the same keys as the flags, without dashes; flags win\n";
+  s += "  --help               this text\n";
+  for (const auto& o : options()) {
+    std::string left = std::string("  --") + o.name + (o.value ? std::string(" ") + o.value : "");
+    if (left.size() < 23) left.resize(23, ' ');
+    else left += "  ";
+    s += left + o.help + "\n";
+  }
+  return s;
+}
+
+}  // namespace anchorage

@@ -1,0 +1,37 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/engine_options.hpp"
+
+namespace anchorage {
+
+// Everything the server reads at start. Flags keep the seed's spelling; `--config FILE.json`
+// sets the same keys (without the dashes, e.g. {"port": 8081, "served-model-name": "x"});
+// flags given on the command line win over the file.
+struct server_config {
+  engine_options engine;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string served_model_name = "anchorage";
+  std::string admin_token;      // --admin-token, or ANCHORAGE_ADMIN_TOKEN
+  std::string cache_dir;        // --cache-dir (the NVMe tiers; unused until they land)
+  bool no_cache = false;        // --no-cache: every tier off, the cold path only
+  int max_queue = 16;           // requests waiting beyond the running one; past it: 429
+  long max_body_bytes = 32L << 20;
+  int decode_block = 4;         // tokens per decode message on the board
+  std::string ledger_path;      // --ledger FILE: one JSON line per request
+  std::string trace_path;       // --trace FILE: record client requests as JSON lines
+  int http_threads = 8;
+  bool help = false;
+};
+
+// Parses argv (argv[0] skipped). Throws std::invalid_argument naming the flag for an unknown
+// flag, a missing value or a bad value; the message suits a user.
+server_config parse_server_args(const std::vector<std::string>& args);
+
+// The --help text: every flag with its default.
+std::string server_help();
+
+}  // namespace anchorage

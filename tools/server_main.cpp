@@ -1,0 +1,48 @@
+// The server: `anchorage [flags]` (see --help). SIGTERM or SIGINT drains: stop accepting,
+// let running requests finish (up to 30 s), flush, exit 0.
+#include <csignal>
+#include <iostream>
+
+#include "actors/server.hpp"
+#include "runtime/blas_setup.hpp"
+
+using namespace anchorage;
+
+int main(int argc, char** argv) {
+  select_blas_core(argv);
+  server_config cfg;
+  try {
+    cfg = parse_server_args(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::exception& e) {
+    std::cerr << "anchorage: " << e.what() << "\n";
+    return 2;
+  }
+  if (cfg.help) {
+    std::cout << server_help();
+    return 0;
+  }
+  // Signals are taken by sigwait below: block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  try {
+    const model_config mc = cfg.engine.config();
+    std::cerr << "anchorage: loading " << mc.preset << " (grid " << mc.grid << ", context " << mc.ctx_size << ")\n";
+    server s(cfg);
+    const int port = s.start();
+    std::cerr << "anchorage: serving '" << cfg.served_model_name << "' on http://" << cfg.host << ":" << port << "\n";
+    int sig = 0;
+    sigwait(&signals, &sig);
+    std::cerr << "anchorage: draining (signal " << sig << ")\n";
+    const bool clean = s.drain(std::chrono::seconds(30));
+    if (!clean) std::cerr << "anchorage: requests still running after 30 s; stopping anyway\n";
+    s.stop();
+    std::cerr << "anchorage: stopped\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "anchorage: " << e.what() << "\n";
+    return 1;
+  }
+}
