@@ -1,0 +1,58 @@
+#pragma once
+// A CAF actor system on the deterministic test scheduler, and recorder actors that keep what
+// they receive. Tests step the mailboxes one message at a time; nothing sleeps.
+#include <caf/all.hpp>
+
+#include <memory>
+#include <vector>
+
+#include "protocol/messages.hpp"
+
+namespace anchorage::testing {
+
+struct caf_fixture {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  caf::scheduler::test_coordinator* sched = nullptr;
+
+  caf_fixture() {
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    sys = std::make_unique<caf::actor_system>(cfg);
+    sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
+  }
+  // Every actor spawned through the fixture is stopped before the system goes: an actor
+  // system waits for its actors, and on the test scheduler nothing else would end them.
+  template <class... Ts>
+  caf::actor spawn(Ts&&... xs) {
+    auto a = sys->spawn(std::forward<Ts>(xs)...);
+    spawned.push_back(a);
+    return a;
+  }
+  ~caf_fixture() {
+    for (auto& a : spawned) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    sched->run();
+    spawned.clear();
+  }
+  std::vector<caf::actor> spawned;
+
+  template <class State>
+  static State& state_of(const caf::actor& a) {
+    auto* p = caf::actor_cast<caf::abstract_actor*>(a);
+    return dynamic_cast<caf::stateful_actor<State>*>(p)->state;
+  }
+};
+
+struct recorded {
+  std::vector<stream_event> events;
+  std::vector<ledger_entry> ledger;
+};
+
+// Keeps every stream_event and every (done_atom, ledger_entry) it receives.
+inline caf::behavior recorder(caf::event_based_actor*, std::shared_ptr<recorded> into) {
+  return {
+      [into](stream_event& ev) { into->events.push_back(std::move(ev)); },
+      [into](done_atom, const ledger_entry& e) { into->ledger.push_back(e); },
+  };
+}
+
+}  // namespace anchorage::testing

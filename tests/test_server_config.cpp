@@ -1,0 +1,70 @@
+// Server flags, the JSON config file and --help.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "runtime/server_config.hpp"
+
+using namespace anchorage;
+
+TEST_CASE("defaults serve the small model on 127.0.0.1:8080", "[config]") {
+  const auto c = parse_server_args({});
+  CHECK(c.host == "127.0.0.1");
+  CHECK(c.port == 8080);
+  CHECK(c.engine.preset == "small");
+  CHECK(c.served_model_name == "anchorage");
+  CHECK(c.engine.config().grid == 1024);
+  CHECK(c.engine.config().ctx_size == 131072);
+  CHECK_FALSE(c.no_cache);
+}
+
+TEST_CASE("flags keep the seed's spelling and check their values", "[config]") {
+  const auto c = parse_server_args({"--preset", "tiny", "--prefix-chunk", "64", "--ctx-size=2048", "--port", "0",
+                                    "--served-model-name", "m", "--no-cache", "--max-queue", "3"});
+  CHECK(c.engine.config().grid == 64);
+  CHECK(c.engine.config().ctx_size == 2048);
+  CHECK(c.port == 0);
+  CHECK(c.served_model_name == "m");
+  CHECK(c.no_cache);
+  CHECK(c.max_queue == 3);
+  CHECK_THROWS_WITH(parse_server_args({"--port", "http"}), Catch::Contains("--port"));
+  CHECK_THROWS_WITH(parse_server_args({"--bogus"}), Catch::Contains("unknown flag --bogus"));
+  CHECK_THROWS_WITH(parse_server_args({"--port"}), Catch::Contains("needs a value"));
+  CHECK_THROWS_WITH(parse_server_args({"--preset", "tiny", "--prefix-chunk", "40"}), Catch::Contains("multiple of 16"));
+  CHECK_THROWS_WITH(parse_server_args({"--preset", "nope"}), Catch::Contains("unknown model preset"));
+}
+
+TEST_CASE("--config sets the same keys and flags win", "[config]") {
+  const auto path = std::filesystem::temp_directory_path() / ("anchorage-cfg-" + std::to_string(std::random_device{}()) + ".json");
+  {
+    std::ofstream out(path);
+    out << R"({"port": 9000, "preset": "tiny", "served-model-name": "from-file", "no-cache": true})";
+  }
+  const auto c = parse_server_args({"--served-model-name", "from-flag", "--config", path.string()});
+  CHECK(c.port == 9000);
+  CHECK(c.engine.preset == "tiny");
+  CHECK(c.served_model_name == "from-flag");
+  CHECK(c.no_cache);
+  {
+    std::ofstream out(path);
+    out << R"({"colour": "blue"})";
+  }
+  CHECK_THROWS_WITH(parse_server_args({"--config", path.string()}), Catch::Contains("unknown key 'colour'"));
+  {
+    std::ofstream out(path);
+    out << "{not json";
+  }
+  CHECK_THROWS_WITH(parse_server_args({"--config", path.string()}), Catch::Contains("not JSON"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("--help lists every flag", "[config]") {
+  CHECK(parse_server_args({"--help"}).help);
+  const std::string h = server_help();
+  for (const char* f : {"--host", "--port", "--preset", "--prefix-chunk", "--ctx-size", "--cache-dir", "--no-cache",
+                        "--served-model-name", "--admin-token", "--config", "--max-queue", "--ledger", "--trace"})
+    CHECK_THAT(h, Catch::Contains(f));
+}
