@@ -15,14 +15,18 @@ struct attention_shape {
   int o_stride;   // floats between output rows
   float scale;
 };
-// Scores of the query heads sharing one kv head, stacked, plus their stacked queries and outputs.
+// The CPU kernel works in tiles of query rows by keys.
+inline constexpr int attention_row_block = 128;
+inline constexpr int attention_key_block = 256;
+// The stacked queries and outputs of the query heads sharing one kv head, a running max and sum
+// per row, and one score tile. It does not grow with the context.
 inline long attention_scratch(const attention_shape& sh) {
   const long rows = static_cast<long>(sh.m) * (sh.n_q / sh.n_kv);
-  return rows * (sh.pos0 + sh.m) + 2 * rows * sh.head_dim;
+  return 2 * rows * sh.head_dim + 2 * rows + static_cast<long>(attention_row_block) * attention_key_block;
 }
 }  // namespace anchorage::kernels
 
 // o[i][h] = softmax_j<=pos0+i (scale * q[i][h] . K[j][kvh]) . V[j][kvh]
-// Masked scores are exact zeros in the probability row. scratch: attention_scratch(shape) floats.
+// Keys past a row's position take no part. scratch: attention_scratch(shape) floats.
 ANCHORAGE_OP(void, attention, (const float* q, const float* k, const float* v, float* o,
                                const anchorage::kernels::attention_shape& shape, float* scratch))

@@ -1,6 +1,8 @@
 #include "kernels/causal_conv1d.hpp"
 
 #include <cmath>
+
+#include "kernels/cpu/fast_exp.hpp"
 #include <cstring>
 #include <vector>
 
@@ -27,7 +29,7 @@ void causal_conv1d(const float* x, const float* w, float* tail, float* y, int ro
       const float* ij = in.data() + (t + j) * ch;
       for (std::size_t c = 0; c < ch; ++c) yt[c] += wj[c] * ij[c];
     }
-    for (std::size_t c = 0; c < ch; ++c) yt[c] = yt[c] / (1.0f + std::exp(-yt[c]));
+    for (std::size_t c = 0; c < ch; ++c) yt[c] = fast_silu(yt[c]);
   }
   if (hist > 0) std::memcpy(tail, in.data() + rows * ch, static_cast<std::size_t>(hist) * ch * sizeof(float));
 }

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/cpu/fast_exp.hpp"
+
 namespace anchorage::kernels::cpu {
 
 void gated_rmsnorm(const float* x, const float* z, const float* w, float* y, int rows, int heads,
@@ -15,7 +17,7 @@ void gated_rmsnorm(const float* x, const float* z, const float* w, float* y, int
     for (int i = 0; i < dim; ++i) ss += xg[i] * xg[i];
     const float inv = 1.0f / std::sqrt(ss / static_cast<float>(dim) + eps);
     for (int i = 0; i < dim; ++i) {
-      const float gate = zg[i] / (1.0f + std::exp(-zg[i]));
+      const float gate = fast_silu(zg[i]);
       yg[i] = xg[i] * inv * w[i] * gate;
     }
   }

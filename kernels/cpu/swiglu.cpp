@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/cpu/fast_exp.hpp"
+
 namespace anchorage::kernels::cpu {
 
 void swiglu(const float* in, float* out, int rows, int hidden) {
@@ -9,7 +11,7 @@ void swiglu(const float* in, float* out, int rows, int hidden) {
     const float* gate = in + 2L * r * hidden;
     const float* up = gate + hidden;
     float* o = out + static_cast<long>(r) * hidden;
-    for (int i = 0; i < hidden; ++i) o[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+    for (int i = 0; i < hidden; ++i) o[i] = fast_silu(gate[i]) * up[i];
   }
 }
 
