@@ -6,7 +6,9 @@
 
 #include <chrono>
 
+#include "actors/admin.hpp"
 #include "actors/edge_exchange.hpp"
+#include "protocol/error_code.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/openai_request.hpp"
 #include "runtime/openai_response.hpp"
@@ -42,6 +44,7 @@ struct stream_state {
 http_edge::http_edge(caf::actor_system& sys, caf::actor conductor, const server_config& cfg)
     : sys_(sys), conductor_(std::move(conductor)), cfg_(cfg), server_(std::make_unique<httplib::Server>()) {
   started_s_ = unix_seconds();
+  admin_ = sys_.spawn(admin, cfg_.admin_token, conductor_);
   if (!cfg_.trace_path.empty()) {
     const model_config mc = cfg_.engine.config();
     trace_ = std::make_unique<trace_writer>(
@@ -75,6 +78,10 @@ int http_edge::start() {
 void http_edge::stop() {
   if (server_) server_->stop();
   if (thread_.joinable()) thread_.join();
+  if (admin_) {
+    caf::anon_send_exit(admin_, caf::exit_reason::user_shutdown);
+    admin_ = nullptr;
+  }
 }
 
 void http_edge::routes() {
@@ -192,38 +199,37 @@ void http_edge::routes() {
     send_json(res, 200, {{"status", "ok"}});
   });
 
-  auto ask = [this](auto atom, auto... args) -> std::optional<std::string> {
+  // Operator routes go through the admin actor, which checks the token and the tier.
+  auto ask = [this](httplib::Response& res, const char* content_type, auto... args) {
     caf::scoped_actor self{sys_};
-    std::optional<std::string> out;
-    self->request(conductor_, std::chrono::seconds(10), atom, args...)
-        .receive([&](std::string& text) { out = std::move(text); }, [&](caf::error&) {});
-    return out;
+    self->request(admin_, std::chrono::seconds(10), args...)
+        .receive([&](std::string& text) { res.set_content(text, content_type); },
+                 [&](caf::error& err) {
+                   if (err.category() == caf::atom("anchorage")) {
+                     const auto code = static_cast<error_code>(err.code());
+                     static const char* messages[] = {
+                         "", "admin routes are off: start the server with --admin-token or ANCHORAGE_ADMIN_TOKEN",
+                         "this route needs the admin token (Authorization: Bearer TOKEN)",
+                         "unknown tier (all, resident, store, disk, spill, suffix, response)"};
+                     static const char* types[] = {"", "permission_error", "authentication_error", "invalid_request_error"};
+                     const auto i = static_cast<std::size_t>(code);
+                     return send_error(res, {http_status(code), types[i], messages[i], code == error_code::unknown_tier ? "tier" : ""});
+                   }
+                   send_error(res, {503, "server_error", "the server did not answer: " + sys_.render(err), ""});
+                 });
   };
   s.Get("/metrics", [ask](const httplib::Request&, httplib::Response& res) {
-    auto text = ask(metrics_atom::value);
-    if (!text) return send_error(res, {503, "server_error", "the conductor did not answer", ""});
-    res.set_content(*text, "text/plain; version=0.0.4");
+    ask(res, "text/plain; version=0.0.4", metrics_atom::value);
   });
   s.Get("/v1/cache/stats", [ask](const httplib::Request&, httplib::Response& res) {
-    auto text = ask(stats_atom::value);
-    if (!text) return send_error(res, {503, "server_error", "the conductor did not answer", ""});
-    res.set_content(*text, "application/json");
+    ask(res, "application/json", stats_atom::value);
   });
-  s.Post("/v1/cache/clear", [this, ask](const httplib::Request& q, httplib::Response& res) {
-    if (cfg_.admin_token.empty())
-      return send_error(res, {403, "permission_error", "admin routes are off: start the server with --admin-token or ANCHORAGE_ADMIN_TOKEN", ""});
+  s.Post("/v1/cache/clear", [ask](const httplib::Request& q, httplib::Response& res) {
     std::string given = q.get_header_value("X-Admin-Token");
     const std::string auth = q.get_header_value("Authorization");
     if (given.empty() && auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
-    if (given != cfg_.admin_token)
-      return send_error(res, {401, "authentication_error", "this route needs the admin token (Authorization: Bearer TOKEN)", ""});
     const std::string tier = q.has_param("tier") ? q.get_param_value("tier") : "all";
-    static const std::vector<std::string> tiers = {"all", "resident", "store", "disk", "spill", "suffix", "response"};
-    if (std::find(tiers.begin(), tiers.end(), tier) == tiers.end())
-      return send_error(res, {400, "invalid_request_error", "unknown tier '" + tier + "' (all, resident, store, disk, spill, suffix, response)", "tier"});
-    auto text = ask(clear_atom::value, tier);
-    if (!text) return send_error(res, {503, "server_error", "the conductor did not answer", ""});
-    res.set_content(*text, "application/json");
+    ask(res, "application/json", clear_atom::value, given, tier);
   });
 
   s.set_error_handler([](const httplib::Request& q, httplib::Response& res) {

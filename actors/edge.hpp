@@ -38,6 +38,7 @@ class http_edge {
 
   caf::actor_system& sys_;
   caf::actor conductor_;
+  caf::actor admin_;
   server_config cfg_;
   std::unique_ptr<httplib::Server> server_;
   std::unique_ptr<trace_writer> trace_;

@@ -1,0 +1,18 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include <caf/fwd.hpp>
+
+namespace anchorage {
+
+// The tier names `?tier=` accepts.
+const std::vector<std::string>& cache_tier_names();
+
+// The admin: operator messages. It checks the admin token and the tier name, then hands the
+// work to the conductor (which will ask the tiers once they exist).
+//   (clear_atom, token, tier) -> std::string JSON | error_code
+//   (stats_atom) -> std::string JSON; (metrics_atom) -> std::string Prometheus text
+caf::behavior admin(caf::event_based_actor* self, std::string token, caf::actor conductor);
+
+}  // namespace anchorage
