@@ -64,6 +64,7 @@ void finish(caf::stateful_actor<board_state>* self) {
   l.total_ms = static_cast<double>(now - st.job.received_ns) / 1e6;
   l.output_tokens = s.output_tokens();
   l.finish_reason = s.finish_reason();
+  l.seed = st.job.seed;
   self->send(st.conductor, done_atom::value, l);
   self->send(st.job.sink, std::move(ev));
   st.session.reset();

@@ -132,11 +132,17 @@ void http_edge::routes() {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider("text/event-stream", [this, st, kind, route](std::size_t, httplib::DataSink& sink) {
       auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+      // A client that left is recorded too (a replay skips it: it cannot leave the same way).
+      auto record_cancel = [&](const stream_event& end) {
+        if (!trace_) return;
+        trace_->record(st->path, st->body, nlohmann::json{{"cancelled", true}},
+                       end.what == stream_event::kind::finished ? trace_ledger(end.ledger) : nlohmann::json());
+      };
       const bool chat = kind == request_kind::chat;
       if (!st->started) {
         st->started = true;
         if (chat && !write(sse_data(chat_chunk_role(st->id, st->created, st->model)))) {
-          st->ex->cancel();
+          record_cancel(st->ex->cancel());
           return false;
         }
         return true;
@@ -178,7 +184,7 @@ void http_edge::routes() {
           return true;
       }
       if (!ok) {
-        st->ex->cancel();  // the client went away: stop the generation at its next step
+        record_cancel(st->ex->cancel());  // the client went away: stop the generation at its next step
         return false;
       }
       return true;

@@ -27,11 +27,11 @@ stream_event exchange::next(std::chrono::seconds timeout) {
   return out;
 }
 
-void exchange::cancel() {
+stream_event exchange::cancel() {
   self_->send<caf::message_priority::high>(conductor_, cancel_atom::value, id_);
   for (;;) {
-    const auto ev = next(std::chrono::seconds(600));
-    if (ev.what == stream_event::kind::finished || ev.what == stream_event::kind::failed) return;
+    auto ev = next(std::chrono::seconds(600));
+    if (ev.what == stream_event::kind::finished || ev.what == stream_event::kind::failed) return ev;
   }
 }
 

@@ -16,8 +16,9 @@ class exchange {
            std::shared_ptr<const completion_request> req, std::int64_t received_ns);
   // The next event; a failed event with status 504 when none comes within `timeout`.
   stream_event next(std::chrono::seconds timeout = std::chrono::seconds(600));
-  // Tells the conductor the client went away (high priority), then drains to the end.
-  void cancel();
+  // Tells the conductor the client went away (high priority), then drains to the end and
+  // returns the last event (finished with reason "cancelled", or failed).
+  stream_event cancel();
   const std::string& id() const { return id_; }
 
  private:

@@ -20,6 +20,7 @@ struct api_error {
                         // rate_limit_error | server_error
   std::string message;  // human-readable: says what is wrong
   std::string param;    // the offending field ("messages[2].role"), empty when none
+  std::string code;     // a machine-readable reason (e.g. "context_length_exceeded"), or empty
 };
 
 enum class request_kind { completion, chat };

@@ -16,6 +16,7 @@ nlohmann::json to_json(const ledger_entry& e) {
           {"ttft_ms", e.ttft_ms},
           {"total_ms", e.total_ms},
           {"output_tokens", e.output_tokens},
+          {"seed", e.seed},
           {"finish_reason", e.finish_reason}};
 }
 
@@ -32,6 +33,7 @@ ledger_entry ledger_entry_from_json(const nlohmann::json& j) {
   e.ttft_ms = j.at("ttft_ms").get<double>();
   e.total_ms = j.at("total_ms").get<double>();
   e.output_tokens = j.at("output_tokens").get<long>();
+  e.seed = j.value("seed", 0ULL);
   e.finish_reason = j.at("finish_reason").get<std::string>();
   return e;
 }

@@ -58,7 +58,7 @@ json error_body(const api_error& e) {
                {{"message", e.message},
                 {"type", e.type},
                 {"param", e.param.empty() ? json(nullptr) : json(e.param)},
-                {"code", nullptr}}}};
+                {"code", e.code.empty() ? json(nullptr) : json(e.code)}}}};
 }
 
 json usage_json(const usage_info& u) {

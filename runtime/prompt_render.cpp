@@ -57,7 +57,7 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
     return api_error{400, "invalid_request_error",
                      "the prompt has " + std::to_string(n) + " tokens; the context holds " +
                          std::to_string(lim.ctx_size) + " including at least one generated token",
-                     param};
+                     param, "context_length_exceeded"};
   const long room = lim.ctx_size - n;
   long want = r.max_tokens.value_or(r.kind == request_kind::chat ? room : lim.default_completion_max_tokens);
   j.max_tokens = std::min(want, room);

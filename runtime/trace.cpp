@@ -53,7 +53,8 @@ nlohmann::json trace_error(const api_error& e) {
 nlohmann::json trace_ledger(const ledger_entry& e) {
   return {{"session_key", e.session_key}, {"route", e.route},         {"prompt_tokens", e.prompt_tokens},
           {"source", e.source},           {"resumed_at", e.resumed_at}, {"prefilled", e.prefilled},
-          {"output_tokens", e.output_tokens}, {"finish_reason", e.finish_reason}};
+          {"output_tokens", e.output_tokens}, {"finish_reason", e.finish_reason},
+          {"seed", e.seed}};
 }
 
 }  // namespace anchorage
