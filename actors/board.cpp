@@ -2,6 +2,8 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
+
 #include "runtime/clock.hpp"
 
 namespace anchorage {
@@ -91,6 +93,11 @@ caf::behavior board(caf::stateful_actor<board_state>* self, std::shared_ptr<engi
         }
         st.job = std::move(j);
         st.first_token_ns = 0;
+        auto early = std::find(st.early_cancels.begin(), st.early_cancels.end(), st.job.id);
+        if (early != st.early_cancels.end()) {
+          st.early_cancels.erase(early);
+          st.session->cancel();
+        }
         self->send(self, step_atom::value);
       },
       [=](step_atom) {
@@ -119,7 +126,9 @@ caf::behavior board(caf::stateful_actor<board_state>* self, std::shared_ptr<engi
       },
       [=](cancel_atom, const std::string& id) {
         auto& st = self->state;
-        if (st.session && st.job.id == id) st.session->cancel();
+        if (st.session && st.job.id == id) return st.session->cancel();
+        st.early_cancels.push_back(id);
+        if (st.early_cancels.size() > 16) st.early_cancels.pop_front();
       },
   };
 }

@@ -1,5 +1,7 @@
 #pragma once
+#include <deque>
 #include <memory>
+#include <string>
 
 #include <caf/fwd.hpp>
 #include <caf/stateful_actor.hpp>
@@ -22,6 +24,9 @@ struct board_state {
   std::int64_t prefill_done_ns = 0;
   std::int64_t first_token_ns = 0;
   long steps = 0;  // steps run, for tests
+  // A cancel sent at high priority can pass the run it cancels in the mailbox: the ids of
+  // cancels that found no such job running are kept (the last few) and end that job at once.
+  std::deque<std::string> early_cancels;
   static inline const char* name = "board";
 };
 

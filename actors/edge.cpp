@@ -72,6 +72,12 @@ int http_edge::start() {
     throw std::runtime_error("cannot bind " + cfg_.host + ":" + std::to_string(port) + " (in use?)");
   }
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // httplib's stop() does nothing before the listener runs; wait for it, so a stop() right
+  // after start() cannot leave the listener running and its thread unjoinable.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!server_->is_running() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!server_->is_running()) throw std::runtime_error("the HTTP listener did not start");
   return port;
 }
 

@@ -21,7 +21,7 @@ generation_session::generation_session(engine& e, generation_job job)
   const std::size_t from = engine_.length();
   if (from > job_.prompt.size()) throw std::logic_error("engine holds more rows than the prompt");
   engine_.begin_prefill({job_.prompt.begin() + static_cast<long>(from), job_.prompt.end()});
-  prefilled_ = static_cast<long>(job_.prompt.size() - from);
+  start_ = from;
 }
 
 generation_session::step_result generation_session::step(int block) {
@@ -33,6 +33,7 @@ generation_session::step_result generation_session::step(int block) {
   }
   if (prefilling()) {
     engine_.prefill_step();
+    prefilled_ = static_cast<long>(engine_.length() - start_);
     r.prefill_finished = !prefilling();
     return r;
   }

@@ -45,6 +45,7 @@ class generation_session {
   // stop, length or cancelled ("tool_calls" is the edge's reading of stop with calls made)
   const std::string& finish_reason() const { return finish_; }
   long prompt_tokens() const { return static_cast<long>(job_.prompt.size()); }
+  // prompt tokens forwarded so far (all of them once the prefill is done)
   long prefilled_tokens() const { return prefilled_; }
   long output_tokens() const { return output_tokens_; }
   const assistant_output& output() const { return out_; }
@@ -63,6 +64,7 @@ class generation_session {
   std::size_t longest_stop_ = 0;
   assistant_output out_;
   std::vector<token_id> ids_;
+  std::size_t start_ = 0;  // the engine's length when the session began
   long prefilled_ = 0;
   long output_tokens_ = 0;
   bool cancelled_ = false;

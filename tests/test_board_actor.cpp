@@ -165,3 +165,21 @@ TEST_CASE("a request cancelled while it waits never reaches the board", "[actors
     if (ev.id == "second") second_failed = ev.what == stream_event::kind::failed;
   CHECK(second_failed);
 }
+
+TEST_CASE("a cancel that passes its run in the mailbox still cancels it", "[actors][board]") {
+  // The conductor sends run at normal priority and a cancel at high priority: in the board's
+  // mailbox the cancel can come first. The board keeps it and ends the job as soon as it runs.
+  caf_fixture f;
+  const model_config c = test_config("tiny", 1024);
+  std::shared_ptr<engine> eng = make_engine(c);
+  auto seen = std::make_shared<recorded>();
+  auto sink = f.spawn(recorder, seen);
+  auto b = f.spawn(board, eng, 1, sink);
+  caf::anon_send(b, run_atom::value, long_prefill_job(sink, 4, c.grid));
+  caf::anon_send<caf::message_priority::high>(b, cancel_atom::value, std::string("r1"));
+  f.sched->run();
+  REQUIRE(seen->ledger.size() == 1);
+  CHECK(seen->ledger[0].finish_reason == "cancelled");
+  CHECK(seen->ledger[0].prefilled == 0);
+  CHECK(eng->length() == 0);
+}

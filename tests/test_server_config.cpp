@@ -37,7 +37,7 @@ TEST_CASE("flags keep the seed's spelling and check their values", "[config]") {
   CHECK_THROWS_WITH(parse_server_args({"--preset", "nope"}), Catch::Contains("unknown model preset"));
 }
 
-TEST_CASE("--config sets the same keys and flags win", "[config]") {
+TEST_CASE("a config file sets the same keys as the flags, and flags win", "[config]") {
   const auto path = std::filesystem::temp_directory_path() / ("anchorage-cfg-" + std::to_string(std::random_device{}()) + ".json");
   {
     std::ofstream out(path);
@@ -61,7 +61,7 @@ TEST_CASE("--config sets the same keys and flags win", "[config]") {
   std::filesystem::remove(path);
 }
 
-TEST_CASE("--help lists every flag", "[config]") {
+TEST_CASE("the help text lists every flag", "[config]") {
   CHECK(parse_server_args({"--help"}).help);
   const std::string h = server_help();
   for (const char* f : {"--host", "--port", "--preset", "--prefix-chunk", "--ctx-size", "--cache-dir", "--no-cache",
