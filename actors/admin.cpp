@@ -14,9 +14,9 @@ const std::vector<std::string>& cache_tier_names() {
   return names;
 }
 
-caf::behavior admin(caf::event_based_actor* self, std::string token, caf::actor conductor) {
+admin_actor::behavior_type admin(admin_actor::pointer self, std::string token, conductor_actor conductor) {
   return {
-      [=](clear_atom, const std::string& given, const std::string& tier) -> caf::result<caf::message> {
+      [=](clear_atom, const std::string& given, const std::string& tier) -> caf::result<std::string> {
         if (token.empty()) return caf::make_error(error_code::admin_disabled);
         if (given != token) return caf::make_error(error_code::unauthorized);
         const auto& names = cache_tier_names();

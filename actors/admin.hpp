@@ -2,7 +2,7 @@
 #include <string>
 #include <vector>
 
-#include <caf/fwd.hpp>
+#include "protocol/interfaces.hpp"
 
 namespace anchorage {
 
@@ -13,6 +13,6 @@ const std::vector<std::string>& cache_tier_names();
 // work to the conductor (which will ask the tiers once they exist).
 //   (clear_atom, token, tier) -> std::string JSON | error_code
 //   (stats_atom) -> std::string JSON; (metrics_atom) -> std::string Prometheus text
-caf::behavior admin(caf::event_based_actor* self, std::string token, caf::actor conductor);
+admin_actor::behavior_type admin(admin_actor::pointer self, std::string token, conductor_actor conductor);
 
 }  // namespace anchorage

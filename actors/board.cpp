@@ -23,7 +23,7 @@ generation_job to_generation_job(const board_job& j) {
   return g;
 }
 
-void fail(caf::stateful_actor<board_state>* self, const board_job& j, int status, const std::string& msg) {
+void fail(board_actor::stateful_pointer<board_state> self, const board_job& j, int status, const std::string& msg) {
   stream_event ev;
   ev.what = stream_event::kind::failed;
   ev.id = j.id;
@@ -38,7 +38,7 @@ void fail(caf::stateful_actor<board_state>* self, const board_job& j, int status
   self->send(self->state.conductor, done_atom::value, std::move(e));
 }
 
-void finish(caf::stateful_actor<board_state>* self) {
+void finish(board_actor::stateful_pointer<board_state> self) {
   auto& st = self->state;
   const auto& s = *st.session;
   const auto now = steady_ns();
@@ -75,8 +75,8 @@ void finish(caf::stateful_actor<board_state>* self) {
 
 }  // namespace
 
-caf::behavior board(caf::stateful_actor<board_state>* self, std::shared_ptr<engine> eng,
-                    int decode_block, caf::actor conductor) {
+board_actor::behavior_type board(board_actor::stateful_pointer<board_state> self,
+                                 std::shared_ptr<engine> eng, int decode_block, done_receiver conductor) {
   self->state.eng = std::move(eng);
   self->state.decode_block = decode_block;
   self->state.conductor = std::move(conductor);

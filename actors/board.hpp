@@ -6,7 +6,7 @@
 #include <caf/fwd.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "protocol/messages.hpp"
+#include "protocol/interfaces.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/generation_session.hpp"
 
@@ -18,7 +18,7 @@ namespace anchorage {
 struct board_state {
   std::shared_ptr<engine> eng;
   int decode_block = 4;
-  caf::actor conductor;
+  done_receiver conductor;
   board_job job;
   std::unique_ptr<generation_session> session;
   std::int64_t prefill_done_ns = 0;
@@ -30,7 +30,7 @@ struct board_state {
   static inline const char* name = "board";
 };
 
-caf::behavior board(caf::stateful_actor<board_state>* self, std::shared_ptr<engine> eng,
-                    int decode_block, caf::actor conductor);
+board_actor::behavior_type board(board_actor::stateful_pointer<board_state> self,
+                                 std::shared_ptr<engine> eng, int decode_block, done_receiver conductor);
 
 }  // namespace anchorage

@@ -5,7 +5,7 @@
 namespace anchorage {
 namespace {
 
-void reject(caf::stateful_actor<conductor_state>* self, const request_envelope& env, api_error err) {
+void reject(conductor_actor::stateful_pointer<conductor_state> self, const request_envelope& env, api_error err) {
   self->state.counters.on_rejected(err.status);
   stream_event ev;
   ev.what = stream_event::kind::failed;
@@ -14,7 +14,7 @@ void reject(caf::stateful_actor<conductor_state>* self, const request_envelope& 
   self->send(env.sink, std::move(ev));
 }
 
-void dispatch(caf::stateful_actor<conductor_state>* self) {
+void dispatch(conductor_actor::stateful_pointer<conductor_state> self) {
   auto& st = self->state;
   if (st.running || st.queue.empty()) return;
   board_job j = std::move(st.queue.front());
@@ -25,12 +25,13 @@ void dispatch(caf::stateful_actor<conductor_state>* self) {
 
 }  // namespace
 
-caf::behavior conductor(caf::stateful_actor<conductor_state>* self, conductor_options opts,
-                        std::function<caf::actor(caf::actor)> make_board) {
+conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<conductor_state> self,
+                                         conductor_options opts,
+                                         std::function<board_actor(done_receiver)> make_board) {
   auto& st = self->state;
   st.opts = std::move(opts);
   st.book = std::make_unique<ledger>(st.opts.ledger_path);
-  st.board = make_board(caf::actor_cast<caf::actor>(self));
+  st.board = make_board(caf::actor_cast<done_receiver>(self));
   self->link_to(st.board);
   return {
       [=](generate_atom, request_envelope& env) {

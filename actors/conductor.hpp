@@ -1,5 +1,6 @@
 #pragma once
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -7,7 +8,7 @@
 #include <caf/fwd.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "protocol/messages.hpp"
+#include "protocol/interfaces.hpp"
 #include "runtime/ledger.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/prompt_render.hpp"
@@ -28,7 +29,7 @@ struct conductor_state {
   tokenizer tok;
   std::unique_ptr<ledger> book;
   metrics counters;
-  caf::actor board;
+  board_actor board;
   std::deque<board_job> queue;
   std::optional<std::string> running;
   std::uint64_t sequence = 0;
@@ -37,7 +38,8 @@ struct conductor_state {
 
 // The board is spawned by the conductor (it needs the conductor's handle): `make_board`
 // receives the conductor and returns the board.
-caf::behavior conductor(caf::stateful_actor<conductor_state>* self, conductor_options opts,
-                        std::function<caf::actor(caf::actor)> make_board);
+conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<conductor_state> self,
+                                         conductor_options opts,
+                                         std::function<board_actor(done_receiver)> make_board);
 
 }  // namespace anchorage

@@ -41,7 +41,7 @@ struct stream_state {
 
 }  // namespace
 
-http_edge::http_edge(caf::actor_system& sys, caf::actor conductor, const server_config& cfg)
+http_edge::http_edge(caf::actor_system& sys, conductor_actor conductor, const server_config& cfg)
     : sys_(sys), conductor_(std::move(conductor)), cfg_(cfg), server_(std::make_unique<httplib::Server>()) {
   started_s_ = unix_seconds();
   admin_ = sys_.spawn(admin, cfg_.admin_token, conductor_);

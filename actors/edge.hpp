@@ -4,8 +4,9 @@
 #include <string>
 #include <thread>
 
-#include <caf/actor.hpp>
 #include <caf/fwd.hpp>
+
+#include "protocol/interfaces.hpp"
 
 #include "runtime/server_config.hpp"
 
@@ -22,7 +23,7 @@ class trace_writer;
 // A streaming client that goes away cancels its generation at the next step.
 class http_edge {
  public:
-  http_edge(caf::actor_system& sys, caf::actor conductor, const server_config& cfg);
+  http_edge(caf::actor_system& sys, conductor_actor conductor, const server_config& cfg);
   ~http_edge();
 
   // Binds and starts serving in a thread of its own; returns the bound port (cfg.port 0 picks
@@ -37,8 +38,8 @@ class http_edge {
   void routes();
 
   caf::actor_system& sys_;
-  caf::actor conductor_;
-  caf::actor admin_;
+  conductor_actor conductor_;
+  admin_actor admin_;
   server_config cfg_;
   std::unique_ptr<httplib::Server> server_;
   std::unique_ptr<trace_writer> trace_;

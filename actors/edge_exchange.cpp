@@ -4,10 +4,10 @@
 
 namespace anchorage {
 
-exchange::exchange(caf::actor_system& sys, caf::actor conductor, std::string id,
+exchange::exchange(caf::actor_system& sys, conductor_actor conductor, std::string id,
                    std::shared_ptr<const completion_request> req, std::int64_t received_ns)
     : self_(sys), conductor_(std::move(conductor)), id_(std::move(id)) {
-  request_envelope env{id_, std::move(req), received_ns, caf::actor_cast<caf::actor>(self_)};
+  request_envelope env{id_, std::move(req), received_ns, caf::actor_cast<sink_actor>(self_)};
   self_->send(conductor_, generate_atom::value, std::move(env));
 }
 

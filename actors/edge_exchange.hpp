@@ -6,13 +6,13 @@
 #include <caf/actor.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "protocol/messages.hpp"
+#include "protocol/interfaces.hpp"
 
 namespace anchorage {
 
 class exchange {
  public:
-  exchange(caf::actor_system& sys, caf::actor conductor, std::string id,
+  exchange(caf::actor_system& sys, conductor_actor conductor, std::string id,
            std::shared_ptr<const completion_request> req, std::int64_t received_ns);
   // The next event; a failed event with status 504 when none comes within `timeout`.
   stream_event next(std::chrono::seconds timeout = std::chrono::seconds(600));
@@ -23,7 +23,7 @@ class exchange {
 
  private:
   caf::scoped_actor self_;
-  caf::actor conductor_;
+  conductor_actor conductor_;
   std::string id_;
 };
 

@@ -24,7 +24,7 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   opts.ledger_path = cfg_.ledger_path;
   const int block = cfg_.decode_block;
   auto& sys = *system_;
-  conductor_ = sys.spawn(anchorage::conductor, opts, [&sys, eng, block](caf::actor c) mutable {
+  conductor_ = sys.spawn(anchorage::conductor, opts, [&sys, eng, block](done_receiver c) mutable {
     return sys.spawn(anchorage::board, std::move(eng), block, std::move(c));
   });
   edge_ = std::make_unique<http_edge>(*system_, conductor_, cfg_);

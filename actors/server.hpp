@@ -5,6 +5,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 
+#include "protocol/interfaces.hpp"
 #include "runtime/server_config.hpp"
 
 namespace anchorage {
@@ -25,14 +26,14 @@ class server {
   bool drain(std::chrono::milliseconds grace);
   void stop();
 
-  caf::actor conductor() const { return conductor_; }
+  conductor_actor conductor() const { return conductor_; }
   caf::actor_system& system() { return *system_; }
 
  private:
   server_config cfg_;
   caf::actor_system_config sys_cfg_;
   std::unique_ptr<caf::actor_system> system_;
-  caf::actor conductor_;
+  conductor_actor conductor_;
   std::unique_ptr<http_edge> edge_;
 };
 

@@ -3,12 +3,33 @@
 #include <string>
 #include <vector>
 
-#include <caf/actor.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include "protocol/ledger_entry.hpp"
 #include "protocol/openai_types.hpp"
 
 namespace anchorage {
+
+// What the board and conductor tell the edge about one request, in order:
+// accepted, progress*, delta*, then finished | failed (or failed alone when refused).
+struct stream_event {
+  enum class kind { accepted, progress, delta, finished, failed };
+  kind what = kind::delta;
+  std::string id;
+  std::vector<output_delta> deltas;  // delta
+  long done_tokens = 0;              // progress: prompt tokens forwarded so far
+  long prompt_tokens = 0;
+  std::string finish_reason;         // finished
+  assistant_output output;           // finished: everything the deltas carried
+  usage_info usage;                  // finished
+  x_cache_info cache;                // finished
+  ledger_entry ledger;               // finished
+  api_error error;                   // failed
+};
+
+// Whoever receives a request's stream_events (the edge's per-request actor).
+using sink_actor = caf::typed_actor<caf::reacts_to<stream_event>>;
 
 // A rendered request as the conductor hands it to the board.
 struct board_job {
@@ -28,24 +49,7 @@ struct board_job {
   // what the lookup decided (cold until the tiers land)
   x_cache_info cache;
   std::int64_t received_ns = 0;  // steady clock, when the edge received the request
-  caf::actor sink;               // receives the stream_events
-};
-
-// What the board and conductor tell the edge about one request, in order:
-// accepted, progress*, delta*, then finished | failed (or failed alone when refused).
-struct stream_event {
-  enum class kind { accepted, progress, delta, finished, failed };
-  kind what = kind::delta;
-  std::string id;
-  std::vector<output_delta> deltas;  // delta
-  long done_tokens = 0;              // progress: prompt tokens forwarded so far
-  long prompt_tokens = 0;
-  std::string finish_reason;         // finished
-  assistant_output output;           // finished: everything the deltas carried
-  usage_info usage;                  // finished
-  x_cache_info cache;                // finished
-  ledger_entry ledger;               // finished
-  api_error error;                   // failed
+  sink_actor sink;               // receives the stream_events
 };
 
 }  // namespace anchorage

@@ -33,7 +33,7 @@ struct request_envelope {
   std::string id;
   std::shared_ptr<const completion_request> request;
   std::int64_t received_ns = 0;
-  caf::actor sink;
+  sink_actor sink;
 };
 
 }  // namespace anchorage

@@ -23,9 +23,9 @@ struct caf_fixture {
   // Every actor spawned through the fixture is stopped before the system goes: an actor
   // system waits for its actors, and on the test scheduler nothing else would end them.
   template <class... Ts>
-  caf::actor spawn(Ts&&... xs) {
+  auto spawn(Ts&&... xs) {
     auto a = sys->spawn(std::forward<Ts>(xs)...);
-    spawned.push_back(a);
+    spawned.push_back(caf::actor_cast<caf::actor>(a));
     return a;
   }
   ~caf_fixture() {
@@ -35,10 +35,11 @@ struct caf_fixture {
   }
   std::vector<caf::actor> spawned;
 
-  template <class State>
-  static State& state_of(const caf::actor& a) {
+  // The state of a typed stateful actor (for assertions between steps).
+  template <class State, class Handle>
+  static State& state_of(const Handle& a) {
     auto* p = caf::actor_cast<caf::abstract_actor*>(a);
-    return dynamic_cast<caf::stateful_actor<State>*>(p)->state;
+    return dynamic_cast<caf::stateful_actor<State, typename Handle::base>*>(p)->state;
   }
 };
 

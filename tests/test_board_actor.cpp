@@ -21,7 +21,7 @@ board_job long_prefill_job(const caf::actor& sink, int chunks, int grid) {
   j.prompt.assign(t.begin(), t.end());
   j.temperature = 0;
   j.max_tokens = 4;
-  j.sink = sink;
+  j.sink = caf::actor_cast<sink_actor>(sink);
   return j;
 }
 
@@ -34,7 +34,7 @@ TEST_CASE("a high-priority message sent during a long prefill is handled before 
   std::shared_ptr<engine> eng = make_engine(c);
   auto seen = std::make_shared<recorded>();
   auto sink = f.spawn(recorder, seen);
-  auto b = f.spawn(board, eng, 1, sink);  // the recorder stands in for the conductor too
+  auto b = f.spawn(board, eng, 1, caf::actor_cast<done_receiver>(sink));  // the recorder stands in for the conductor too
   caf::anon_send(b, run_atom::value, long_prefill_job(sink, 10, c.grid));
   auto& st = caf_fixture::state_of<board_state>(b);
   while (st.steps < 3) REQUIRE(f.sched->try_run_once());
@@ -65,7 +65,7 @@ TEST_CASE("the board streams progress, deltas and one finished event", "[actors]
   std::shared_ptr<engine> eng = make_engine(c);
   auto seen = std::make_shared<recorded>();
   auto sink = f.spawn(recorder, seen);
-  auto b = f.spawn(board, eng, 2, sink);
+  auto b = f.spawn(board, eng, 2, caf::actor_cast<done_receiver>(sink));
   auto job = long_prefill_job(sink, 3, c.grid);
   job.max_tokens = 5;
   caf::anon_send(b, run_atom::value, job);
@@ -100,7 +100,7 @@ TEST_CASE("the conductor runs one request at a time in arrival order and bounds 
   opts.limits.ctx_size = c.ctx_size;
   opts.max_queue = 1;
   auto& sys = *f.sys;
-  auto cond = f.spawn(conductor, opts, [&sys, eng](caf::actor self) { return sys.spawn(board, eng, 4, self); });
+  auto cond = f.spawn(conductor, opts, [&sys, eng](done_receiver self) { return sys.spawn(board, eng, 4, self); });
   auto seen = std::make_shared<recorded>();
   auto sink = f.spawn(recorder, seen);
 
@@ -113,7 +113,7 @@ TEST_CASE("the conductor runs one request at a time in arrival order and bounds 
     return std::make_shared<const completion_request>(r);
   };
   for (const char* id : {"a", "b", "c"})
-    caf::anon_send(cond, generate_atom::value, request_envelope{id, req(std::string(70, 'x') + id), 0, sink});
+    caf::anon_send(cond, generate_atom::value, request_envelope{id, req(std::string(70, 'x') + id), 0, caf::actor_cast<sink_actor>(sink)});
   f.sched->run();
 
   std::vector<std::string> order;
@@ -142,7 +142,7 @@ TEST_CASE("a request cancelled while it waits never reaches the board", "[actors
   conductor_options opts;
   opts.limits.ctx_size = c.ctx_size;
   auto& sys = *f.sys;
-  auto cond = f.spawn(conductor, opts, [&sys, eng](caf::actor self) { return sys.spawn(board, eng, 4, self); });
+  auto cond = f.spawn(conductor, opts, [&sys, eng](done_receiver self) { return sys.spawn(board, eng, 4, self); });
   auto seen = std::make_shared<recorded>();
   auto sink = f.spawn(recorder, seen);
   completion_request r;
@@ -150,8 +150,8 @@ TEST_CASE("a request cancelled while it waits never reaches the board", "[actors
   r.temperature = 0;
   r.max_tokens = 2;
   auto p = std::make_shared<const completion_request>(r);
-  caf::anon_send(cond, generate_atom::value, request_envelope{"first", p, 0, sink});
-  caf::anon_send(cond, generate_atom::value, request_envelope{"second", p, 0, sink});
+  caf::anon_send(cond, generate_atom::value, request_envelope{"first", p, 0, caf::actor_cast<sink_actor>(sink)});
+  caf::anon_send(cond, generate_atom::value, request_envelope{"second", p, 0, caf::actor_cast<sink_actor>(sink)});
   // The edge cancels only after the conductor accepted the request; step until it waits.
   auto& cst = caf_fixture::state_of<conductor_state>(cond);
   while (cst.queue.empty()) REQUIRE(f.sched->try_run_once());
@@ -174,7 +174,7 @@ TEST_CASE("a cancel that passes its run in the mailbox still cancels it", "[acto
   std::shared_ptr<engine> eng = make_engine(c);
   auto seen = std::make_shared<recorded>();
   auto sink = f.spawn(recorder, seen);
-  auto b = f.spawn(board, eng, 1, sink);
+  auto b = f.spawn(board, eng, 1, caf::actor_cast<done_receiver>(sink));
   caf::anon_send(b, run_atom::value, long_prefill_job(sink, 4, c.grid));
   caf::anon_send<caf::message_priority::high>(b, cancel_atom::value, std::string("r1"));
   f.sched->run();
