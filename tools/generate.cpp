@@ -70,8 +70,7 @@ int main(int argc, char** argv) {
     j["prompt_tokens"] = ids.size();
     j["completion_tokens"] = out.size();
     j["finish_reason"] = g.reason() == finish_reason::stop ? "stop" : "length";
-    j["text"] = nlohmann::json(tok.decode(out)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    j["text"] = nlohmann::json::parse(j["text"].get<std::string>());
+    j["text"] = tok.decode(out);  // invalid UTF-8 is replaced when dumped below
     j["prefill_s"] = secs(t0, t1);
     j["decode_s"] = secs(t1, t2);
     j["fingerprint"] = e.layout().fingerprint;
