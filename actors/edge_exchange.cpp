@@ -20,6 +20,8 @@ stream_event exchange::next(std::chrono::seconds timeout) {
                  },
                  caf::after(timeout) >> [&] {});
   if (!got) {
+    // give the request up where it is (queued or running), so no work is done for nobody
+    self_->send<caf::message_priority::high>(conductor_, cancel_atom::value, id_);
     out.what = stream_event::kind::failed;
     out.id = id_;
     out.error = api_error{504, "server_error", "no answer from the engine in time", ""};

@@ -14,7 +14,8 @@ class exchange {
  public:
   exchange(caf::actor_system& sys, conductor_actor conductor, std::string id,
            std::shared_ptr<const completion_request> req, std::int64_t received_ns);
-  // The next event; a failed event with status 504 when none comes within `timeout`.
+  // The next event; when none comes within `timeout`, the request is cancelled and a failed
+  // event with status 504 is returned.
   stream_event next(std::chrono::seconds timeout = std::chrono::seconds(600));
   // Tells the conductor the client went away (high priority), then drains to the end and
   // returns the last event (finished with reason "cancelled", or failed).
