@@ -5,9 +5,12 @@
 #include <algorithm>
 
 #include "runtime/clock.hpp"
+#include "runtime/end_record_builder.hpp"
 
 namespace anchorage {
 namespace {
+
+using board_ptr = board_actor::stateful_pointer<board_state>;
 
 generation_job to_generation_job(const board_job& j) {
   generation_job g;
@@ -15,15 +18,23 @@ generation_job to_generation_job(const board_job& j) {
   g.gen.sampling.temperature = static_cast<float>(j.temperature);
   g.gen.sampling.top_p = static_cast<float>(j.top_p);
   g.gen.sampling.seed = j.seed;
+  g.gen.sampling.logit_bias.assign(j.logit_bias.begin(), j.logit_bias.end());
   g.gen.max_tokens = static_cast<int>(j.max_tokens);
   g.gen.stop_tokens.assign(j.stop_tokens.begin(), j.stop_tokens.end());
   g.stop_strings = j.stop_strings;
   g.parse_reasoning = j.parse_reasoning;
   g.parse_tool_calls = j.parse_tool_calls;
+  g.starts_in_reasoning = j.starts_in_reasoning;
+  g.reasoning_budget = j.reasoning_budget;
   return g;
 }
 
-void fail(board_actor::stateful_pointer<board_state> self, const board_job& j, int status, const std::string& msg) {
+void send_tiers(board_ptr self) {
+  auto& st = self->state;
+  self->send(st.conductor, tiers_atom::value, st.tiers->stats().dump());
+}
+
+void fail(board_ptr self, const board_job& j, int status, const std::string& msg) {
   stream_event ev;
   ev.what = stream_event::kind::failed;
   ev.id = j.id;
@@ -38,9 +49,48 @@ void fail(board_actor::stateful_pointer<board_state> self, const board_job& j, i
   self->send(self->state.conductor, done_atom::value, std::move(e));
 }
 
-void finish(board_actor::stateful_pointer<board_state> self) {
+// Where the request starts: the tiers' offer restored into the engine, or a cold reset. A
+// restore that fails for any reason is the cold path. Sets j.cache and j.prompt (the served
+// prompt) and returns the offer taken.
+resume_offer start_state(board_ptr self, board_job& j) {
+  auto& st = self->state;
+  const std::int64_t t0 = steady_ns();
+  std::vector<token_id> prompt(j.prompt.begin(), j.prompt.end());
+  resume_offer o = st.tiers->plan(prompt);
+  if (o.source != "cold") {
+    try {
+      st.tiers->restore(st.eng->cache_state(), o);
+    } catch (const std::exception&) {
+      o = resume_offer{};
+      o.served = std::move(prompt);
+    }
+  }
+  if (o.source == "cold") st.eng->reset();
+  j.prompt.assign(o.served.begin(), o.served.end());
+  j.cache = x_cache_info{};
+  j.cache.source = o.source;
+  j.cache.resumed_at = static_cast<long>(o.at);
+  j.cache.restore_ms = static_cast<double>(steady_ns() - t0) / 1e6;
+  return o;
+}
+
+void finish(board_ptr self) {
   auto& st = self->state;
   const auto& s = *st.session;
+  // The tiers keep what this request leaves: the end anchor and the session snapshot, once the
+  // whole prompt was forwarded (a request cancelled inside its prefill leaves its anchors only).
+  if (st.eng->length() >= st.job.prompt.size()) {
+    const std::vector<token_id> served(st.job.prompt.begin(), st.job.prompt.end());
+    generation_outcome g;
+    g.served = &served;
+    g.output = &s.output_ids();
+    g.hidden = s.hidden_spans();
+    g.reasoning_end = s.reasoning_end();
+    g.starts_in_reasoning = st.job.starts_in_reasoning;
+    g.rows = st.eng->length();
+    st.tiers->end_generation(st.eng->cache_state(), st.eng->where(), build_end_record(g));
+  }
+  send_tiers(self);
   const auto now = steady_ns();
   stream_event ev;
   ev.what = stream_event::kind::finished;
@@ -75,22 +125,36 @@ void finish(board_actor::stateful_pointer<board_state> self) {
 
 }  // namespace
 
-board_actor::behavior_type board(board_actor::stateful_pointer<board_state> self,
-                                 std::shared_ptr<engine> eng, int decode_block, done_receiver conductor) {
+board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, board_options opts,
+                                 done_receiver conductor) {
   self->state.eng = std::move(eng);
-  self->state.decode_block = decode_block;
+  self->state.decode_block = opts.decode_block;
+  self->state.tiers = std::make_unique<cache_tiers>(opts.cache);
   self->state.conductor = std::move(conductor);
+  send_tiers(self);  // the conductor's stats show the tiers (empty) before the first request
   return {
       [=](run_atom, board_job& j) {
         auto& st = self->state;
         if (st.session) return fail(self, j, 503, "the board is busy");
-        // No tier restores anything yet: every request starts cold.
-        st.eng->reset();
+        const std::vector<std::int32_t> asked = j.prompt;
+        resume_offer o = start_state(self, j);
         try {
           st.session = std::make_unique<generation_session>(*st.eng, to_generation_job(j));
         } catch (const std::exception& e) {
-          return fail(self, j, 400, e.what());
+          if (o.source == "cold") return fail(self, j, 400, e.what());
+          // The served prompt (an end alignment can lengthen it) did not fit: start cold.
+          st.eng->reset();
+          j.prompt = asked;
+          j.cache = x_cache_info{};
+          o = resume_offer{};
+          o.served.assign(asked.begin(), asked.end());
+          try {
+            st.session = std::make_unique<generation_session>(*st.eng, to_generation_job(j));
+          } catch (const std::exception& e2) {
+            return fail(self, j, 400, e2.what());
+          }
         }
+        st.tiers->begin(o, st.eng->layout());
         st.job = std::move(j);
         st.first_token_ns = 0;
         auto early = std::find(st.early_cancels.begin(), st.early_cancels.end(), st.job.id);
@@ -104,7 +168,9 @@ board_actor::behavior_type board(board_actor::stateful_pointer<board_state> self
         auto& st = self->state;
         if (!st.session) return;
         ++st.steps;
+        const bool was_prefilling = st.session->prefilling();
         auto r = st.session->step(st.decode_block);
+        if (was_prefilling) st.tiers->after_prefill_step(st.eng->cache_state(), st.eng->where());
         if (st.session->prefilling() || r.prefill_finished) {
           stream_event ev;
           ev.what = stream_event::kind::progress;
@@ -129,6 +195,12 @@ board_actor::behavior_type board(board_actor::stateful_pointer<board_state> self
         if (st.session && st.job.id == id) return st.session->cancel();
         st.early_cancels.push_back(id);
         if (st.early_cancels.size() > 16) st.early_cancels.pop_front();
+      },
+      [=](clear_atom, const std::string& tier) -> std::string {
+        auto& st = self->state;
+        nlohmann::json j = {{"cleared", st.tiers->clear(tier)}, {"tier", tier}};
+        send_tiers(self);
+        return j.dump();
       },
   };
 }

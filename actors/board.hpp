@@ -7,17 +7,28 @@
 #include <caf/stateful_actor.hpp>
 
 #include "protocol/interfaces.hpp"
+#include "runtime/cache_tiers.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/generation_session.hpp"
 
 namespace anchorage {
 
-// The board: the only owner of the engine. It runs a request one prefill chunk or one decode
-// block per message, sending itself the next step, so a message that arrives meanwhile (a
-// cancel, at high priority) is handled between two steps.
+struct board_options {
+  int decode_block = 4;   // tokens per decode message
+  cache_options cache;    // the device tiers
+};
+
+// The board: the only owner of the engine and of the device tiers (the resident prefix is the
+// engine's own rows). It runs a request one prefill chunk or one decode block per message,
+// sending itself the next step, so a message that arrives meanwhile (a cancel, at high
+// priority; a clear) is handled between two steps. Before a request it asks the tiers where to
+// resume (the lookup must see the rows it will resume from, so it runs here, when the board
+// is free, not when the request was queued); after each chunk it lets them anchor; at the end
+// of a generation it leaves the end anchor and the session snapshot.
 struct board_state {
   std::shared_ptr<engine> eng;
   int decode_block = 4;
+  std::unique_ptr<cache_tiers> tiers;
   done_receiver conductor;
   board_job job;
   std::unique_ptr<generation_session> session;
@@ -31,6 +42,6 @@ struct board_state {
 };
 
 board_actor::behavior_type board(board_actor::stateful_pointer<board_state> self,
-                                 std::shared_ptr<engine> eng, int decode_block, done_receiver conductor);
+                                 std::shared_ptr<engine> eng, board_options opts, done_receiver conductor);
 
 }  // namespace anchorage

@@ -49,8 +49,8 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
         j.id = env.id;
         j.sink = env.sink;
         j.received_ns = env.received_ns;
-        // The lookup: no tier is built yet, so every request is served cold from position 0.
-        j.cache = x_cache_info{};
+        // The lookup runs on the board when it takes the job: the resident rows change with
+        // every request, so an offer made now would be stale by the time this one runs.
         stream_event ev;
         ev.what = stream_event::kind::accepted;
         ev.id = env.id;
@@ -81,10 +81,13 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
         if (st.running && *st.running == e.id) st.running.reset();
         dispatch(self);
       },
+      [=](tiers_atom, const std::string& tiers) {
+        self->state.counters.set_tiers(nlohmann::json::parse(tiers, nullptr, false));
+      },
       [=](stats_atom) -> std::string {
         auto& st = self->state;
         nlohmann::json j;
-        j["tiers"] = nlohmann::json::object();  // one object per cache tier; none are built yet
+        j["tiers"] = st.counters.tiers();  // one object per cache tier, as the board last reported
         j["requests"] = st.book->totals();
         j["queue"] = {{"waiting", st.queue.size()}, {"running", st.running.has_value()},
                       {"max_queue", st.opts.max_queue}};
@@ -97,10 +100,9 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
         auto& st = self->state;
         return st.counters.text(static_cast<long>(st.queue.size()), st.running.has_value());
       },
-      [=](clear_atom, const std::string& tier) -> std::string {
-        // Tiers to clear arrive with the cache issues; the names are checked by the admin.
-        nlohmann::json j = {{"cleared", nlohmann::json::array()}, {"tier", tier}};
-        return j.dump();
+      [=](clear_atom, const std::string& tier) -> caf::result<std::string> {
+        // The names are checked by the admin; the board owns the device tiers.
+        return self->delegate(self->state.board, clear_atom::value, tier);
       },
       [=](drain_atom) -> bool {
         auto& st = self->state;

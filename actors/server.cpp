@@ -22,10 +22,14 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   opts.limits.ctx_size = mc.ctx_size;
   opts.max_queue = cfg_.max_queue;
   opts.ledger_path = cfg_.ledger_path;
-  const int block = cfg_.decode_block;
+  opts.limits.reasoning_budget = cfg_.reasoning_budget;
+  board_options bo;
+  bo.decode_block = cfg_.decode_block;
+  bo.cache = cfg_.cache;
+  if (cfg_.no_cache) bo.cache.enabled = false;
   auto& sys = *system_;
-  conductor_ = sys.spawn(anchorage::conductor, opts, [&sys, eng, block](done_receiver c) mutable {
-    return sys.spawn(anchorage::board, std::move(eng), block, std::move(c));
+  conductor_ = sys.spawn(anchorage::conductor, opts, [&sys, eng, bo](done_receiver c) mutable {
+    return sys.spawn(anchorage::board, std::move(eng), bo, std::move(c));
   });
   edge_ = std::make_unique<http_edge>(*system_, conductor_, cfg_);
 }

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <caf/replies_to.hpp>
@@ -44,8 +45,11 @@ struct board_job {
   long max_tokens = 16;     // already clamped to the context left
   std::vector<std::int32_t> stop_tokens;
   std::vector<std::string> stop_strings;
+  std::vector<std::pair<std::int32_t, float>> logit_bias;  // OpenAI logit_bias, ids in the vocabulary
   bool parse_reasoning = false;
   bool parse_tool_calls = false;
+  bool starts_in_reasoning = false;  // the generation prompt opened the <think> block
+  long reasoning_budget = -1;        // --reasoning-budget: thinking tokens before a hidden close; -1 none
   // what the lookup decided (cold until the tiers land)
   x_cache_info cache;
   std::int64_t received_ns = 0;  // steady clock, when the edge received the request

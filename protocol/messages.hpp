@@ -8,6 +8,8 @@
 //   board     -> board      (step_atom)                             one chunk or block each
 //   board     -> sink       stream_event                            progress, deltas, end
 //   board     -> conductor  (done_atom, ledger_entry)
+//   board     -> conductor  (tiers_atom, json)                      the tiers' stats, after each change
+//   conductor -> board      (clear_atom, tier) -> std::string (JSON)
 //   admin     -> conductor  (stats_atom) -> std::string (JSON)
 //   admin     -> conductor  (metrics_atom) -> std::string (Prometheus text)
 //   admin     -> conductor  (clear_atom, tier) -> std::string (JSON) or error
@@ -57,4 +59,5 @@ CAF_BEGIN_TYPE_ID_BLOCK(anchorage, caf::first_custom_type_id)
   CAF_ADD_ATOM(anchorage, anchorage, metrics_atom, "metrics")
   CAF_ADD_ATOM(anchorage, anchorage, clear_atom, "clear")
   CAF_ADD_ATOM(anchorage, anchorage, drain_atom, "drain")
+  CAF_ADD_ATOM(anchorage, anchorage, tiers_atom, "tiers")
 CAF_END_TYPE_ID_BLOCK(anchorage)

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -47,6 +48,8 @@ struct completion_request {
   double top_p = 1.0;              // (0, 1]
   std::optional<std::uint64_t> seed;
   std::vector<std::string> stop;   // at most 4, each non-empty
+  // logit_bias: (token id in [0, vocab size), bias in [-100, 100]), at most 300, ascending ids
+  std::vector<std::pair<std::int32_t, float>> logit_bias;
   bool stream = false;
   bool include_usage = false;      // stream_options.include_usage, as sent (meaningful if stream)
   std::optional<std::string> prompt_cache_key;

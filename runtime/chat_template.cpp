@@ -11,6 +11,7 @@ constexpr std::string_view think_open = "<think>";
 constexpr std::string_view think_close = "</think>";
 constexpr std::string_view tool_response_open = "<tool_response>";
 constexpr std::string_view tool_response_close = "</tool_response>";
+constexpr std::string_view empty_think_block = "<think>\n\n</think>\n\n";
 
 // JSON text of `value`; invalid UTF-8 in strings becomes U+FFFD instead of throwing.
 std::string dump_json(const nlohmann::json& value) {
@@ -94,13 +95,17 @@ void render_system(std::string& out, const std::vector<chat_message>& messages,
       "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n";
 }
 
+// Every assistant message carries a think block: its reasoning when kept and non-empty, an
+// empty block otherwise (reasoning before the last user query is dropped this way, the
+// "Qwen3.8" rule). The content follows the block without its leading newlines.
 void render_assistant(std::string& out, const chat_message& m, bool keep_reasoning) {
   const assistant_parts parts = split_reasoning(m);
   out += "<|im_start|>assistant\n";
-  std::string_view content = parts.content;
+  const std::string_view content = lstrip_newlines(parts.content);
   if (keep_reasoning && !parts.reasoning.empty()) {
-    content = lstrip_newlines(content);
     out += "<think>\n" + parts.reasoning + "\n</think>\n\n";
+  } else {
+    out += empty_think_block;
   }
   out += content;
   for (std::size_t i = 0; i < m.tool_calls.size(); ++i) {
@@ -161,7 +166,9 @@ std::string render_chat(const std::vector<chat_message>& messages,
 
   if (options.add_generation_prompt) {
     out += "<|im_start|>assistant\n";
-    if (!options.enable_thinking) out += "<think>\n\n</think>\n\n";
+    // Thinking: the prompt opens the block and the model continues inside it. Not thinking:
+    // an empty block, closed.
+    out += options.enable_thinking ? std::string_view("<think>\n") : empty_think_block;
   }
   return out;
 }

@@ -1,5 +1,13 @@
 #pragma once
-// Qwen3-style chat template: turns a conversation into prompt text.
+// Qwen3-style chat template, with the seed's "Qwen3.8" think blocks: turns a conversation into
+// prompt text.
+//
+// Think blocks: with enable_thinking the generation prompt ends "<|im_start|>assistant\n<think>\n"
+// (the model's output starts inside the reasoning block), without it
+// "<|im_start|>assistant\n<think>\n\n</think>\n\n". Every assistant message in the history
+// renders "<think>\nREASONING\n</think>\n\n" + content when its reasoning is kept (it follows
+// the last user query) and non-empty, and otherwise the empty block "<think>\n\n</think>\n\n"
+// + content; content loses its leading newlines either way.
 //
 // The returned text contains special strings (<|im_start|>, <think>, <tool_call>, ...) that are
 // meant to be encoded with tokenizer::encode(text, /*parse_special=*/true).

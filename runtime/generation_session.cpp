@@ -2,8 +2,35 @@
 
 #include <algorithm>
 
+#include "runtime/tokenizer.hpp"
+
 namespace anchorage {
 namespace {
+
+// reasoning_close_phrase as tokens, and how many of them come before </think> (the hidden part).
+struct close_phrase {
+  std::vector<token_id> ids;
+  std::size_t hidden = 0;
+};
+
+const close_phrase& reasoning_close() {
+  static const close_phrase p = [] {
+    close_phrase c;
+    c.ids = tokenizer{}.encode(reasoning_close_phrase, /*parse_special=*/true);
+    c.hidden = static_cast<std::size_t>(
+        std::find(c.ids.begin(), c.ids.end(), special_tokens::think_close) - c.ids.begin());
+    return c;
+  }();
+  return p;
+}
+
+// Whether the parser, before any output, leaves `t` undecided: whitespace bytes (held) and the
+// specials and reserved ids it drops. Anything else but <think> ends the chance to open reasoning.
+bool keeps_output_undecided(token_id t) {
+  if (t < special_tokens::first) return t == ' ' || t == '\t' || t == '\n' || t == '\r';
+  return t != special_tokens::think_close && t != special_tokens::tool_call_open &&
+         t != special_tokens::tool_call_close;
+}
 
 // The longest prefix of s of at most n bytes that ends on a UTF-8 character boundary.
 std::size_t utf8_cut(const std::string& s, std::size_t n) {
@@ -17,6 +44,7 @@ std::size_t utf8_cut(const std::string& s, std::size_t n) {
 generation_session::generation_session(engine& e, generation_job job)
     : engine_(e), job_(std::move(job)),
       parser_(job_.parse_reasoning, job_.parse_tool_calls, job_.starts_in_reasoning) {
+  if (job_.parse_reasoning) think_ = job_.starts_in_reasoning ? think_state::open : think_state::before;
   for (const auto& s : job_.stop_strings) longest_stop_ = std::max(longest_stop_, s.size());
   const std::size_t from = engine_.length();
   if (from > job_.prompt.size()) throw std::logic_error("engine holds more rows than the prompt");
@@ -37,18 +65,66 @@ generation_session::step_result generation_session::step(int block) {
     r.prefill_finished = !prefilling();
     return r;
   }
-  if (!gen_) gen_.emplace(engine_, job_.gen);
+  if (!gen_) {
+    gen_.emplace(engine_, job_.gen);
+    maybe_close_reasoning();  // a budget of 0
+  }
   for (int i = 0; i < block && !gen_->done(); ++i) {
     const auto t = gen_->step();
     if (!t) break;
     ++r.tokens;
     ++output_tokens_;
     ids_.push_back(*t);
-    for (auto& d : parser_.feed(*t)) emit(r.deltas, std::move(d));
+    on_token(*t, gen_->last_forced(), r.deltas);
     if (done_) return r;  // a stop string ended it
   }
   if (gen_->done()) finish(gen_->reason() == finish_reason::stop ? "stop" : "length", r.deltas);
   return r;
+}
+
+void generation_session::on_token(token_id t, bool forced, std::vector<output_delta>& into) {
+  if (forced && hidden_left_ > 0) {  // the close phrase before </think>: not for the client
+    --hidden_left_;
+    const std::size_t i = ids_.size() - 1;
+    if (!hidden_.empty() && hidden_.back().second == i) {
+      ++hidden_.back().second;
+    } else {
+      hidden_.emplace_back(i, i + 1);
+    }
+    return;
+  }
+  track_reasoning(t);
+  for (auto& d : parser_.feed(t)) emit(into, std::move(d));
+}
+
+void generation_session::track_reasoning(token_id t) {
+  if (think_ == think_state::before) {
+    if (t == special_tokens::think_open) {
+      think_ = think_state::open;
+      maybe_close_reasoning();
+    } else if (!keeps_output_undecided(t)) {
+      think_ = think_state::none;
+    }
+  } else if (think_ == think_state::open) {
+    if (t == special_tokens::think_close) {
+      think_ = think_state::closed;
+      reasoning_end_ = ids_.size() - 1;
+    } else {
+      ++reasoning_tokens_;
+      maybe_close_reasoning();
+    }
+  }
+}
+
+void generation_session::maybe_close_reasoning() {
+  if (closing_ || think_ != think_state::open || job_.reasoning_budget < 0 ||
+      reasoning_tokens_ < job_.reasoning_budget || gen_->done()) {
+    return;
+  }
+  closing_ = true;
+  const close_phrase& phrase = reasoning_close();
+  hidden_left_ = phrase.hidden;
+  gen_->force(phrase.ids);
 }
 
 void generation_session::emit(std::vector<output_delta>& into, output_delta d) {

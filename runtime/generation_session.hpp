@@ -1,6 +1,9 @@
 #pragma once
+#include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "protocol/openai_types.hpp"
@@ -10,14 +13,24 @@
 
 namespace anchorage {
 
+// What the server forces when a generation's reasoning reaches its budget, encoded with specials
+// parsed (so </think> is one token). The text before </think> is hidden from the client; the
+// "</think>\n\n" part closes the reasoning as the parser reads it.
+inline constexpr std::string_view reasoning_close_phrase =
+    "\n\nConsidering the limited time, I have to give the solution based on the thinking "
+    "directly now.\n</think>\n\n";
+
 // What one request asks of the engine once its prompt is rendered.
 struct generation_job {
   std::vector<token_id> prompt;
-  generation_request gen;                 // sampling, max_tokens, stop tokens
+  generation_request gen;                 // sampling (logit_bias included), max_tokens, stops
   std::vector<std::string> stop_strings;  // cut the content where one appears
   bool parse_reasoning = false;
   bool parse_tool_calls = false;
   bool starts_in_reasoning = false;
+  // Reasoning tokens the generation may produce before the session closes the block with
+  // reasoning_close_phrase; -1: no budget. Only read with parse_reasoning.
+  long reasoning_budget = -1;
 };
 
 // One request on the engine, a step at a time: a prefill chunk per step, then up to `block`
@@ -27,6 +40,14 @@ struct generation_job {
 // first) over the prompt's remaining tokens. Stop strings are matched on the content; text
 // that could be the start of a stop string is held back until it is decided, so a stop string
 // never reaches the client. The emitted deltas concatenate to output().
+//
+// Reasoning budget: the session follows the reasoning block as the parser reads it (open from
+// the first token with starts_in_reasoning, or at a <think> that is the first non-whitespace
+// output; closed at </think>) and counts the tokens generated inside it. When the count reaches
+// reasoning_budget with the block still open, the next tokens are reasoning_close_phrase's,
+// forced instead of sampled (generator::force). The phrase's tokens before </think> form a
+// hidden span: they are in output_ids() and in the engine but never fed to the parser, so the
+// client never sees them. Forced tokens count toward max_tokens and output_tokens().
 class generation_session {
  public:
   // Throws what engine::begin_prefill throws (bad ids, context overflow) before anything runs.
@@ -49,9 +70,28 @@ class generation_session {
   long prefilled_tokens() const { return prefilled_; }
   long output_tokens() const { return output_tokens_; }
   const assistant_output& output() const { return out_; }
+  // Every token emitted, sampled or forced, in order: each one but the last has been forwarded
+  // to the engine; the last is pending (forwarded only if the generation went on). A stop token
+  // that ended the generation is not listed (it is pending, never forwarded).
   const std::vector<token_id>& output_ids() const { return ids_; }
+  // Half-open ranges [begin, end) of indices into output_ids() the client never saw (the
+  // forced phrase's text before </think>), ascending and disjoint.
+  const std::vector<std::pair<std::size_t, std::size_t>>& hidden_spans() const { return hidden_; }
+  // The index in output_ids() of the </think> that closed the reasoning block (generated or
+  // forced); nullopt while it is open or when there was none.
+  std::optional<std::size_t> reasoning_end() const { return reasoning_end_; }
+  // Whether the output began inside the reasoning block (the prompt opened it).
+  bool in_reasoning_from_start() const { return job_.parse_reasoning && job_.starts_in_reasoning; }
+  // Tokens generated inside the reasoning block so far (the hidden phrase not included).
+  long reasoning_tokens() const { return reasoning_tokens_; }
 
  private:
+  // Where the output stands relative to the reasoning block, as the parser reads it.
+  enum class think_state { before, open, closed, none };
+
+  void on_token(token_id t, bool forced, std::vector<output_delta>& into);
+  void track_reasoning(token_id t);
+  void maybe_close_reasoning();
   void emit(std::vector<output_delta>& into, output_delta d);
   void flush_held(std::vector<output_delta>& into);
   void finish(const std::string& reason, std::vector<output_delta>& into);
@@ -64,6 +104,12 @@ class generation_session {
   std::size_t longest_stop_ = 0;
   assistant_output out_;
   std::vector<token_id> ids_;
+  std::vector<std::pair<std::size_t, std::size_t>> hidden_;
+  std::optional<std::size_t> reasoning_end_;
+  think_state think_ = think_state::none;
+  long reasoning_tokens_ = 0;
+  std::size_t hidden_left_ = 0;  // forced tokens still to come that are hidden
+  bool closing_ = false;         // the close phrase has been queued
   std::size_t start_ = 0;  // the engine's length when the session began
   long prefilled_ = 0;
   long output_tokens_ = 0;

@@ -40,6 +40,28 @@ std::string metrics::text(long queue_depth, bool running) const {
     << "anchorage_ttft_seconds_sum " << ttft_sum_s_ << "\nanchorage_ttft_seconds_count " << finished_ << "\n";
   o << "# HELP anchorage_request_seconds Time from arrival to the last token.\n# TYPE anchorage_request_seconds summary\n"
     << "anchorage_request_seconds_sum " << total_sum_s_ << "\nanchorage_request_seconds_count " << finished_ << "\n";
+  struct tier_series {
+    const char* key;
+    const char* name;
+    const char* type;
+    const char* help;
+  };
+  static const tier_series series[] = {
+      {"entries", "anchorage_cache_entries", "gauge", "Entries a cache tier holds (anchors, snapshots)."},
+      {"bytes", "anchorage_cache_bytes", "gauge", "Device bytes a cache tier holds."},
+      {"limit_bytes", "anchorage_cache_limit_bytes", "gauge", "A cache tier's budget."},
+      {"hits", "anchorage_cache_hits_total", "counter", "Requests a cache tier answered."},
+      {"misses", "anchorage_cache_misses_total", "counter", "Lookups a cache tier had nothing for."},
+      {"evictions", "anchorage_cache_evictions_total", "counter", "Entries dropped to make room."},
+      {"tokens_saved", "anchorage_cache_tokens_saved_total", "counter", "Prompt tokens restored instead of prefilled."},
+  };
+  for (const auto& s : series) {
+    o << "# HELP " << s.name << " " << s.help << "\n# TYPE " << s.name << " " << s.type << "\n";
+    for (const auto& [tier, values] : tiers_.items()) {
+      if (!values.is_object() || !values.contains(s.key)) continue;
+      o << s.name << "{tier=\"" << tier << "\"} " << values[s.key].dump() << "\n";
+    }
+  }
   o << "# HELP anchorage_queue_depth Requests waiting for the engine.\n# TYPE anchorage_queue_depth gauge\n"
     << "anchorage_queue_depth " << queue_depth << "\n";
   o << "# HELP anchorage_running Requests on the engine.\n# TYPE anchorage_running gauge\n"

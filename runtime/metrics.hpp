@@ -2,6 +2,8 @@
 #include <map>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "protocol/ledger_entry.hpp"
 
 namespace anchorage {
@@ -11,6 +13,9 @@ class metrics {
  public:
   void on_finished(const ledger_entry& e);
   void on_rejected(int status);
+  // The tiers' latest stats (cache_tiers::stats()): one series per tier and counter.
+  void set_tiers(nlohmann::json tiers) { tiers_ = std::move(tiers); }
+  const nlohmann::json& tiers() const { return tiers_; }
   std::string text(long queue_depth, bool running) const;
 
  private:
@@ -19,6 +24,7 @@ class metrics {
   long prompt_tokens_ = 0, prefilled_ = 0, cached_ = 0, output_tokens_ = 0;
   double ttft_sum_s_ = 0, total_sum_s_ = 0;
   long finished_ = 0;
+  nlohmann::json tiers_ = nlohmann::json::object();
 };
 
 }  // namespace anchorage

@@ -1,5 +1,6 @@
 #include "runtime/openai_request.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <optional>
@@ -20,6 +21,8 @@ using failure = std::optional<api_error>;
 
 constexpr int max_json_depth = 512;
 constexpr std::size_t max_stop_strings = 4;
+constexpr std::size_t max_logit_bias_entries = 300;
+constexpr double max_logit_bias = 100.0;
 
 api_error invalid(std::string param, std::string message) {
   return api_error{400, "invalid_request_error", std::move(message), std::move(param)};
@@ -93,6 +96,47 @@ failure read_positive(const json& v, const std::string& param, long& out) {
   return std::nullopt;
 }
 
+// logit_bias: {"<token id>": bias, ...}. Keys are decimal ids in [0, vocab_size()), values
+// numbers in [-100, 100]; two keys naming one id ("7" and "07") are refused. Stored by id.
+failure read_logit_bias(const json& body, completion_request& r) {
+  const json* v = field(body, "logit_bias");
+  if (!v) return std::nullopt;
+  const std::string p = "logit_bias";
+  if (!v->is_object()) return wrong_type(p, "an object mapping token ids to biases", *v);
+  if (v->size() > max_logit_bias_entries) {
+    return invalid(p, "logit_bias may hold at most " + std::to_string(max_logit_bias_entries) +
+                          " entries, got " + std::to_string(v->size()));
+  }
+  std::vector<std::pair<std::int32_t, float>> out;
+  for (const auto& [key, bias] : v->items()) {
+    const bool digits = !key.empty() && key.size() <= 9 &&
+                        std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const long id = digits ? std::stol(key) : -1;
+    if (id < 0 || id >= vocab_size()) {
+      return invalid(p, "logit_bias key " + json(key).dump() + " is not a token id in [0, " +
+                            std::to_string(vocab_size()) + ")");
+    }
+    if (!bias.is_number()) {
+      return invalid(p, "logit_bias[" + json(key).dump() + "] must be a number, got " +
+                            std::string(bias.type_name()));
+    }
+    const double b = bias.get<double>();
+    if (b < -max_logit_bias || b > max_logit_bias) {
+      return invalid(p, "logit_bias[" + json(key).dump() + "] must be in [-100, 100], got " +
+                            bias.dump());
+    }
+    out.emplace_back(static_cast<std::int32_t>(id), static_cast<float>(b));
+  }
+  std::sort(out.begin(), out.end());
+  for (std::size_t i = 1; i < out.size(); ++i) {
+    if (out[i].first == out[i - 1].first) {
+      return invalid(p, "logit_bias names token " + std::to_string(out[i].first) + " twice");
+    }
+  }
+  r.logit_bias = std::move(out);
+  return std::nullopt;
+}
+
 // ---- fields shared by both kinds -------------------------------------------------------------
 
 failure read_common(const json& body, completion_request& r) {
@@ -136,6 +180,7 @@ failure read_common(const json& body, completion_request& r) {
       if (s.empty()) return invalid("stop", "stop strings must not be empty");
     }
   }
+  if (auto e = read_logit_bias(body, r)) return e;
   if (auto e = opt_bool(body, "stream", "stream", r.stream)) return e;
   if (const json* v = field(body, "stream_options")) {
     if (!v->is_object()) return wrong_type("stream_options", "an object", *v);

@@ -15,7 +15,9 @@ namespace anchorage {
 //   model string; max_completion_tokens (preferred) or max_tokens an integer >= 1;
 //   temperature a number in [0, 2]; top_p a number in (0, 1]; n the integer 1; seed an integer
 //   >= 0; stop a non-empty string or an array of at most 4 of them; stream a boolean;
-//   stream_options {include_usage: boolean}; prompt_cache_key and user strings.
+//   stream_options {include_usage: boolean}; prompt_cache_key and user strings;
+//   logit_bias an object of at most 300 entries mapping token ids as decimal strings (each in
+//   [0, vocab_size()), each id once) to numbers in [-100, 100].
 //   completion: prompt a non-empty string, a non-empty array of token ids in [0, vocab_size()),
 //     or an array holding exactly one such string or id array.
 //   chat: messages a non-empty array of {role, content, name?} where role is system (only as the

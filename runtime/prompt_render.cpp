@@ -41,6 +41,8 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
     j.prompt.assign(ids.begin(), ids.end());
     j.parse_reasoning = r.enable_thinking;
     j.parse_tool_calls = tools;
+    j.starts_in_reasoning = r.enable_thinking;  // the template ends its prompt with "<think>\n"
+    if (r.enable_thinking) j.reasoning_budget = lim.reasoning_budget;
   } else {
     j.route = "completions";
     param = "prompt";
@@ -66,6 +68,7 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
   j.seed = r.seed.value_or(fallback_seed);
   j.stop_tokens = {special_tokens::im_end, special_tokens::endoftext};
   j.stop_strings = r.stop;
+  j.logit_bias = r.logit_bias;
   j.session_key = r.prompt_cache_key ? *r.prompt_cache_key : head_digest(j.prompt);
   return j;
 }

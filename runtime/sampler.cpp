@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 
 namespace anchorage {
 namespace {
@@ -21,11 +22,20 @@ double step_uniform(std::uint64_t seed, std::uint64_t step) {
   return static_cast<double>(z >> 11) * (1.0 / 9007199254740992.0);  // [0, 1)
 }
 
-token_id sample_token(const std::vector<float>& logits, const sampling_params& p, std::uint64_t step) {
-  if (logits.empty()) throw std::invalid_argument("no logits to sample from");
+token_id sample_token(const std::vector<float>& raw, const sampling_params& p, std::uint64_t step) {
+  if (raw.empty()) throw std::invalid_argument("no logits to sample from");
   if (!(p.temperature >= 0.0f)) throw std::invalid_argument("temperature must be >= 0");
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) throw std::invalid_argument("top_p must be in (0, 1]");
-  const int n = static_cast<int>(logits.size());
+  const int n = static_cast<int>(raw.size());
+  std::vector<float> biased;
+  if (!p.logit_bias.empty()) {
+    biased = raw;
+    for (const auto& [id, bias] : p.logit_bias) {
+      if (id < 0 || id >= n) throw std::invalid_argument("logit_bias names id " + std::to_string(id) + " outside the logits");
+      biased[static_cast<std::size_t>(id)] += bias;
+    }
+  }
+  const std::vector<float>& logits = p.logit_bias.empty() ? raw : biased;
   if (p.temperature == 0.0f) {
     int best = 0;
     for (int i = 1; i < n; ++i)

@@ -37,6 +37,20 @@ bool parse_bool(const std::string& name, const std::string& v) {
   throw std::invalid_argument("--" + name + " is a switch (true/false), got '" + v + "'");
 }
 
+// A size in GiB (fractions allowed, e.g. 0.25) as bytes.
+std::size_t parse_gib(const std::string& name, const std::string& v) {
+  std::size_t used = 0;
+  double x = -1;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (v.empty() || used != v.size() || !(x >= 0) || x > 1e6)
+    throw std::invalid_argument("--" + name + " wants a size in GiB (e.g. 2 or 0.5), got '" + v + "'");
+  return static_cast<std::size_t>(x * 1073741824.0);
+}
+
 void set_engine(server_config& c, const std::string& flag, const std::string& v) { c.engine.parse(flag, v); }
 
 const std::vector<option>& options() {
@@ -64,12 +78,27 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) { c.cache_dir = v; }},
       {"no-cache", nullptr, "every cache tier off: the cold path only",
        [](server_config& c, const std::string& v) { c.no_cache = parse_bool("no-cache", v); }},
+      {"resident-gb", "GB", "budget of the resident prefix's anchors and end anchor (2.5)",
+       [](server_config& c, const std::string& v) { c.cache.resident_bytes = parse_gib("resident-gb", v); }},
+      {"end-anchor", "BOOL", "keep an anchor where each generation ends (true)",
+       [](server_config& c, const std::string& v) { c.cache.end_anchor = parse_bool("end-anchor", v); }},
+      {"end-align", "BOOL", "align whitespace runs next to hidden spans when resuming at the end (true)",
+       [](server_config& c, const std::string& v) { c.cache.end_align = parse_bool("end-align", v); }},
+      {"cache-budget-gb", "GB", "budget of the state store's snapshots (2)",
+       [](server_config& c, const std::string& v) { c.cache.store_bytes = parse_gib("cache-budget-gb", v); }},
+      {"store-entry-gb", "GB", "largest single snapshot in the state store (1)",
+       [](server_config& c, const std::string& v) { c.cache.store_entry_bytes = parse_gib("store-entry-gb", v); }},
       {"max-queue", "N", "requests that may wait behind the running one (16); beyond: 429",
        [](server_config& c, const std::string& v) { c.max_queue = static_cast<int>(parse_long("max-queue", v, 0, 100000)); }},
       {"max-body-mb", "N", "largest request body in MiB (32); beyond: 413",
        [](server_config& c, const std::string& v) { c.max_body_bytes = parse_long("max-body-mb", v, 1, 4096) << 20; }},
       {"decode-block", "N", "tokens decoded per board step (4)",
        [](server_config& c, const std::string& v) { c.decode_block = static_cast<int>(parse_long("decode-block", v, 1, 1024)); }},
+      {"reasoning-budget", "N",
+       "reasoning tokens a thinking chat may generate before the server closes the block (-1: unlimited)",
+       [](server_config& c, const std::string& v) {
+         c.reasoning_budget = parse_long("reasoning-budget", v, -1, 1L << 40);
+       }},
       {"ledger", "FILE", "append one JSON line per request to FILE",
        [](server_config& c, const std::string& v) { c.ledger_path = v; }},
       {"trace", "FILE", "record the client requests received, as JSON lines, to FILE",
@@ -103,7 +132,8 @@ void apply_file(server_config& c, const std::string& path) {
     if (value.is_string()) v = value.get<std::string>();
     else if (value.is_boolean()) v = value.get<bool>() ? "true" : "false";
     else if (value.is_number_integer()) v = std::to_string(value.get<long>());
-    else throw std::invalid_argument("--config '" + path + "': key '" + key + "' must be a string, integer or boolean");
+    else if (value.is_number_float()) v = value.dump();
+    else throw std::invalid_argument("--config '" + path + "': key '" + key + "' must be a string, number or boolean");
     o->set(c, v);
   }
 }

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cache_options.hpp"
 #include "runtime/engine_options.hpp"
 
 namespace anchorage {
@@ -18,9 +19,12 @@ struct server_config {
   std::string admin_token;      // --admin-token, or ANCHORAGE_ADMIN_TOKEN
   std::string cache_dir;        // --cache-dir (the NVMe tiers; unused until they land)
   bool no_cache = false;        // --no-cache: every tier off, the cold path only
+  cache_options cache;          // --resident-gb, --end-anchor, --end-align, --cache-budget-gb, --store-entry-gb
   int max_queue = 16;           // requests waiting beyond the running one; past it: 429
   long max_body_bytes = 32L << 20;
   int decode_block = 4;         // tokens per decode message on the board
+  long reasoning_budget = -1;   // --reasoning-budget: reasoning tokens before the server closes
+                                // the block with a hidden phrase; -1 unlimited
   std::string ledger_path;      // --ledger FILE: one JSON line per request
   std::string trace_path;       // --trace FILE: record client requests as JSON lines
   int http_threads = 8;

@@ -70,8 +70,10 @@ inline engine_run run_engine(const server_config& cfg, const std::vector<token_i
 }
 
 // What the server makes of generated tokens (reasoning, content, tool calls).
-inline assistant_output parse_tokens(const std::vector<token_id>& ids, bool reasoning, bool tools) {
-  output_parser p(reasoning, tools);
+// A chat with thinking starts inside the reasoning block (the generation prompt opens it).
+inline assistant_output parse_tokens(const std::vector<token_id>& ids, bool reasoning, bool tools,
+                                     bool starts_in_reasoning = false) {
+  output_parser p(reasoning, tools, starts_in_reasoning);
   for (token_id t : ids) p.feed(t);
   p.finish();
   return p.result();

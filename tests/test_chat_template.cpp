@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,10 +39,11 @@ const std::string tools_footer =
 TEST_CASE("system and user with generation prompt", "[template]") {
   const std::string out =
       render_chat({msg("system", "You are helpful."), msg("user", "Hello!")}, template_options{});
+  // thinking (the default): the prompt opens the reasoning block and the model continues in it
   CHECK(out ==
         "<|im_start|>system\nYou are helpful.<|im_end|>\n"
         "<|im_start|>user\nHello!<|im_end|>\n"
-        "<|im_start|>assistant\n");
+        "<|im_start|>assistant\n<think>\n");
 }
 
 TEST_CASE("no generation prompt and no system message", "[template]") {
@@ -70,7 +72,7 @@ TEST_CASE("reasoning is kept only after the last user query", "[template]") {
   options.add_generation_prompt = false;
   CHECK(render_chat(messages, options) ==
         "<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
-        "<|im_start|>assistant\n4<|im_end|>\n"
+        "<|im_start|>assistant\n<think>\n\n</think>\n\n4<|im_end|>\n"
         "<|im_start|>user\nAnd 3+3?<|im_end|>\n"
         "<|im_start|>assistant\n<think>\nadd again\n</think>\n\n6<|im_end|>\n");
 }
@@ -86,17 +88,50 @@ TEST_CASE("reasoning given inline in content", "[template]") {
   options.add_generation_prompt = false;
   CHECK(render_chat(messages, options) ==
         "<|im_start|>user\nQ1<|im_end|>\n"
-        "<|im_start|>assistant\nA1<|im_end|>\n"
+        "<|im_start|>assistant\n<think>\n\n</think>\n\nA1<|im_end|>\n"
         "<|im_start|>user\nQ2<|im_end|>\n"
         "<|im_start|>assistant\n<think>\nnew thoughts\n</think>\n\nA2<|im_end|>\n");
 }
 
-TEST_CASE("empty reasoning after the last query renders no think block", "[template]") {
-  const std::vector<chat_message> messages = {msg("user", "Q"), assistant("A", std::string(""))};
+TEST_CASE("empty reasoning after the last query renders an empty think block", "[template]") {
   template_options options;
   options.add_generation_prompt = false;
-  CHECK(render_chat(messages, options) ==
-        "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\nA<|im_end|>\n");
+  for (const auto& reasoning : {std::optional<std::string>(""), std::optional<std::string>("\n\n"),
+                                std::optional<std::string>()}) {
+    const std::vector<chat_message> messages = {msg("user", "Q"), assistant("A", reasoning)};
+    CHECK(render_chat(messages, options) ==
+          "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nA<|im_end|>\n");
+  }
+}
+
+TEST_CASE("reasoning before the last query is dropped to an empty block", "[template]") {
+  // Open WebUI sends a finished answer back without its reasoning; opencode sends it back with.
+  // Either way the earlier turn renders the same: an empty block, then the content without its
+  // leading newlines.
+  template_options options;
+  options.add_generation_prompt = false;
+  const std::string want =
+      "<|im_start|>user\nQ1<|im_end|>\n"
+      "<|im_start|>assistant\n<think>\n\n</think>\n\nA1<|im_end|>\n"
+      "<|im_start|>user\nQ2<|im_end|>\n";
+  CHECK(render_chat({msg("user", "Q1"), assistant("A1", std::string("thought")), msg("user", "Q2")},
+                    options) == want);
+  CHECK(render_chat({msg("user", "Q1"), assistant("\n\nA1"), msg("user", "Q2")}, options) == want);
+  CHECK(render_chat({msg("user", "Q1"), assistant("<think>\nthought\n</think>\n\nA1"), msg("user", "Q2")},
+                    options) == want);
+}
+
+TEST_CASE("the generation prompt after a history, thinking on and off", "[template]") {
+  const std::vector<chat_message> messages = {msg("user", "Q1"), assistant("A1", std::string("r1")),
+                                              msg("user", "Q2")};
+  const std::string history =
+      "<|im_start|>user\nQ1<|im_end|>\n"
+      "<|im_start|>assistant\n<think>\n\n</think>\n\nA1<|im_end|>\n"
+      "<|im_start|>user\nQ2<|im_end|>\n";
+  template_options options;
+  CHECK(render_chat(messages, options) == history + "<|im_start|>assistant\n<think>\n");
+  options.enable_thinking = false;
+  CHECK(render_chat(messages, options) == history + "<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }
 
 TEST_CASE("content without a leading <think> is left alone", "[template]") {
@@ -104,7 +139,8 @@ TEST_CASE("content without a leading <think> is left alone", "[template]") {
   template_options options;
   options.add_generation_prompt = false;
   CHECK(render_chat(messages, options) ==
-        "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\nx </think> y<|im_end|>\n");
+        "<|im_start|>user\nQ<|im_end|>\n"
+        "<|im_start|>assistant\n<think>\n\n</think>\n\nx </think> y<|im_end|>\n");
 }
 
 TEST_CASE("tool definitions go in the system turn", "[template]") {
@@ -129,12 +165,12 @@ TEST_CASE("tool definitions go in the system turn", "[template]") {
   SECTION("with a system message") {
     CHECK(render_chat({msg("system", "Be brief."), msg("user", "Weather?")}, options) ==
           "<|im_start|>system\nBe brief.\n\n" + tools_header + "\n" + tool1 + "\n" + tool2 +
-              tools_footer + "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n");
+              tools_footer + "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n<think>\n");
   }
   SECTION("without a system message") {
     CHECK(render_chat({msg("user", "Weather?")}, options) ==
           "<|im_start|>system\n" + tools_header + "\n" + tool1 + "\n" + tool2 + tools_footer +
-              "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n");
+              "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n<think>\n");
   }
 }
 
@@ -158,16 +194,16 @@ TEST_CASE("assistant tool calls and grouped tool responses", "[template]") {
   options.add_generation_prompt = false;
   CHECK(render_chat(messages, options) ==
         "<|im_start|>user\nWeather in Paris?<|im_end|>\n"
-        "<|im_start|>assistant\nLet me check.\n"
+        "<|im_start|>assistant\n<think>\n\n</think>\n\nLet me check.\n"
         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\",\"days\":2}}"
         "\n</tool_call>\n"
         "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call><|im_end|>\n"
         "<|im_start|>user\n<tool_response>\n{\"temp\": 21}\n</tool_response>\n"
         "<tool_response>\n12:00\n</tool_response><|im_end|>\n"
-        "<|im_start|>assistant\n"
+        "<|im_start|>assistant\n<think>\n\n</think>\n\n"
         "<tool_call>\n{\"name\": \"echo\", \"arguments\": \"not json\"}\n</tool_call><|im_end|>\n"
         "<|im_start|>user\n<tool_response>\nnot json\n</tool_response><|im_end|>\n"
-        "<|im_start|>assistant\nIt is 21 degrees.<|im_end|>\n");
+        "<|im_start|>assistant\n<think>\n\n</think>\n\nIt is 21 degrees.<|im_end|>\n");
 }
 
 TEST_CASE("reasoning survives across a tool-calling turn after the last query", "[template]") {

@@ -169,7 +169,10 @@ void run_opencode_conversation(std::size_t system_chars, std::size_t tools_chars
     CHECK(completion <= ctx - expected_prompt);
     CHECK((sum.finish_reason == "stop" || sum.finish_reason == "length" || sum.finish_reason == "tool_calls"));
     if (sum.finish_reason == "length") CHECK(completion == ctx - expected_prompt);
-    CHECK(sum.usage_chunk["x_cache"]["prefilled_tokens"] == expected_prompt);
+    // Each turn shares its head with the one before: a resume, then the rest prefilled.
+    const json& x = sum.usage_chunk["x_cache"];
+    CHECK(x["prefilled_tokens"].get<long>() == expected_prompt - x["resumed_at"].get<long>());
+    CHECK(usage["prompt_tokens_details"]["cached_tokens"] == x["resumed_at"]);
   };
   {
     INFO("first request");

@@ -65,7 +65,8 @@ TEST_CASE("http: greedy output over HTTP equals the engine's own", "[http]") {
 
     const auto prompt = tok.encode(render_chat(to_messages(messages), template_options{}), true);
     const engine_run want = run_engine(cfg, prompt, 20);
-    const assistant_output out = parse_tokens(want.tokens, /*reasoning=*/true, /*tools=*/false);
+    const assistant_output out = parse_tokens(want.tokens, /*reasoning=*/true, /*tools=*/false,
+                                                /*starts_in_reasoning=*/true);
     INFO("engine: " << want.tokens.size() << " tokens, " << finish_name(want.reason));
     const json& msg = j["choices"][0]["message"];
     CHECK(msg["content"] == out.content);

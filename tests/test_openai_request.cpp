@@ -7,6 +7,8 @@
 
 #include "runtime/chat_template.hpp"
 #include "runtime/openai_request.hpp"
+#include "runtime/prompt_render.hpp"
+#include "runtime/tokenizer.hpp"
 
 using namespace anchorage;
 using nlohmann::json;
@@ -377,4 +379,77 @@ TEST_CASE("enable_thinking comes from chat_template_kwargs", "[openai]") {
              .enable_thinking);
   CHECK(accept(with(chat_base(), "chat_template_kwargs", {{"other", 1}}), request_kind::chat)
             .enable_thinking);
+}
+
+TEST_CASE("logit_bias is validated on both routes", "[openai]") {
+  for (const auto k : {request_kind::chat, request_kind::completion}) {
+    const json base = k == request_kind::chat ? chat_base() : completion_base();
+    check_rejects(with(base, "logit_bias", {1, 2}), k, "logit_bias", "must be an object");
+    check_rejects(with(base, "logit_bias", "50256:-100"), k, "logit_bias", "must be an object");
+    check_rejects(with(base, "logit_bias", {{"272", 1}}), k, "logit_bias", "\"272\" is not a token id in [0, 272)");
+    check_rejects(with(base, "logit_bias", {{"-1", 1}}), k, "logit_bias", "\"-1\" is not a token id");
+    check_rejects(with(base, "logit_bias", {{"a", 1}}), k, "logit_bias", "\"a\" is not a token id");
+    check_rejects(with(base, "logit_bias", {{"", 1}}), k, "logit_bias", "is not a token id");
+    check_rejects(with(base, "logit_bias", {{"1.5", 1}}), k, "logit_bias", "is not a token id");
+    check_rejects(with(base, "logit_bias", {{" 7", 1}}), k, "logit_bias", "is not a token id");
+    check_rejects(with(base, "logit_bias", {{"99999999999999999999", 1}}), k, "logit_bias", "is not a token id");
+    check_rejects(with(base, "logit_bias", {{"7", 100.5}}), k, "logit_bias", "logit_bias[\"7\"] must be in [-100, 100]");
+    check_rejects(with(base, "logit_bias", {{"7", -101}}), k, "logit_bias", "must be in [-100, 100], got -101");
+    check_rejects(with(base, "logit_bias", {{"7", "5"}}), k, "logit_bias", "logit_bias[\"7\"] must be a number");
+    check_rejects(with(base, "logit_bias", {{"7", true}}), k, "logit_bias", "must be a number");
+    check_rejects(with(base, "logit_bias", {{"7", 1}, {"07", 2}}), k, "logit_bias", "names token 7 twice");
+    json many = json::object();
+    for (int i = 0; i < 272; ++i) many[std::to_string(i)] = 1;
+    for (int i = 0; i < 29; ++i) many["0" + std::to_string(i + 100)] = 1;  // 301 keys
+    check_rejects(with(base, "logit_bias", many), k, "logit_bias", "at most 300 entries, got 301");
+
+    const completion_request r =
+        accept(with(base, "logit_bias", {{"10", 5}, {"9", -100}, {"0", 100}, {"271", 0.25}}), k);
+    using entry = std::pair<std::int32_t, float>;
+    CHECK(r.logit_bias == std::vector<entry>{{0, 100.0f}, {9, -100.0f}, {10, 5.0f}, {271, 0.25f}});
+    CHECK(accept(with(base, "logit_bias", nullptr), k).logit_bias.empty());
+    CHECK(accept(with(base, "logit_bias", json::object()), k).logit_bias.empty());
+  }
+}
+
+TEST_CASE("render_request passes logit_bias and opens thinking with its budget", "[openai]") {
+  const tokenizer tok;
+  render_limits lim;
+  lim.ctx_size = 4096;
+  lim.reasoning_budget = 64;
+  using entry = std::pair<std::int32_t, float>;
+
+  const completion_request chat =
+      accept(with(chat_base(), "logit_bias", {{"259", -100}, {"65", 3}}), request_kind::chat);
+  auto rendered = render_request(chat, lim, tok, 1);
+  REQUIRE(std::holds_alternative<board_job>(rendered));
+  board_job j = std::get<board_job>(rendered);
+  CHECK(j.logit_bias == std::vector<entry>{{65, 3.0f}, {259, -100.0f}});
+  CHECK(j.parse_reasoning);
+  CHECK(j.starts_in_reasoning);
+  CHECK(j.reasoning_budget == 64);
+  const std::string prompt = tok.decode(std::vector<token_id>(j.prompt.begin(), j.prompt.end()));
+  CHECK(prompt == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n");
+  CHECK(j.prompt.back() == '\n');
+  CHECK(j.prompt[j.prompt.size() - 2] == special_tokens::think_open);
+
+  const completion_request no_think =
+      accept(with(chat_base(), "chat_template_kwargs", {{"enable_thinking", false}}), request_kind::chat);
+  j = std::get<board_job>(render_request(no_think, lim, tok, 1));
+  CHECK_FALSE(j.parse_reasoning);
+  CHECK_FALSE(j.starts_in_reasoning);
+  CHECK(j.reasoning_budget == -1);
+  CHECK(j.logit_bias.empty());
+
+  const completion_request completion =
+      accept(with(completion_base(), "logit_bias", {{"1", 2}}), request_kind::completion);
+  j = std::get<board_job>(render_request(completion, lim, tok, 1));
+  CHECK(j.logit_bias == std::vector<entry>{{1, 2.0f}});
+  CHECK_FALSE(j.starts_in_reasoning);
+  CHECK(j.reasoning_budget == -1);
+
+  lim.reasoning_budget = -1;
+  j = std::get<board_job>(render_request(chat, lim, tok, 1));
+  CHECK(j.starts_in_reasoning);
+  CHECK(j.reasoning_budget == -1);
 }

@@ -30,6 +30,12 @@ TEST_CASE("flags keep the seed's spelling and check their values", "[config]") {
   CHECK(c.served_model_name == "m");
   CHECK(c.no_cache);
   CHECK(c.max_queue == 3);
+  CHECK(c.reasoning_budget == -1);
+  CHECK(parse_server_args({"--reasoning-budget", "512"}).reasoning_budget == 512);
+  CHECK(parse_server_args({"--reasoning-budget=0"}).reasoning_budget == 0);
+  CHECK(parse_server_args({"--reasoning-budget", "-1"}).reasoning_budget == -1);
+  CHECK_THROWS_WITH(parse_server_args({"--reasoning-budget", "-2"}), Catch::Contains("--reasoning-budget"));
+  CHECK_THROWS_WITH(parse_server_args({"--reasoning-budget", "lots"}), Catch::Contains("--reasoning-budget"));
   CHECK_THROWS_WITH(parse_server_args({"--port", "http"}), Catch::Contains("--port"));
   CHECK_THROWS_WITH(parse_server_args({"--bogus"}), Catch::Contains("unknown flag --bogus"));
   CHECK_THROWS_WITH(parse_server_args({"--port"}), Catch::Contains("needs a value"));
@@ -41,10 +47,12 @@ TEST_CASE("a config file sets the same keys as the flags, and flags win", "[conf
   const auto path = std::filesystem::temp_directory_path() / ("anchorage-cfg-" + std::to_string(std::random_device{}()) + ".json");
   {
     std::ofstream out(path);
-    out << R"({"port": 9000, "preset": "tiny", "served-model-name": "from-file", "no-cache": true})";
+    out << R"({"port": 9000, "preset": "tiny", "served-model-name": "from-file", "no-cache": true,
+              "reasoning-budget": 2048})";
   }
   const auto c = parse_server_args({"--served-model-name", "from-flag", "--config", path.string()});
   CHECK(c.port == 9000);
+  CHECK(c.reasoning_budget == 2048);
   CHECK(c.engine.preset == "tiny");
   CHECK(c.served_model_name == "from-flag");
   CHECK(c.no_cache);
@@ -65,6 +73,7 @@ TEST_CASE("the help text lists every flag", "[config]") {
   CHECK(parse_server_args({"--help"}).help);
   const std::string h = server_help();
   for (const char* f : {"--host", "--port", "--preset", "--prefix-chunk", "--ctx-size", "--cache-dir", "--no-cache",
-                        "--served-model-name", "--admin-token", "--config", "--max-queue", "--ledger", "--trace"})
+                        "--served-model-name", "--admin-token", "--config", "--max-queue", "--ledger", "--trace",
+                        "--reasoning-budget"})
     CHECK_THAT(h, Catch::Contains(f));
 }

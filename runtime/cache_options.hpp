@@ -1,0 +1,18 @@
+#pragma once
+#include <cstddef>
+
+namespace anchorage {
+
+// The device tiers' knobs (seed §13.13), with the served defaults.
+struct cache_options {
+  bool enabled = true;                     // false: --no-cache, the cold path only
+  std::size_t resident_bytes = 2560ULL << 20;    // --resident-gb 2.5
+  std::size_t store_bytes = 2048ULL << 20;       // --cache-budget-gb 2
+  std::size_t store_entry_bytes = 1024ULL << 20; // --store-entry-gb 1
+  bool end_anchor = true;                  // --end-anchor
+  bool end_align = true;                   // --end-align
+  bool session_cache = true;               // snapshot a conversation when its turn ends
+  bool prefix_cache = true;                // snapshot the longest line of a cold prefill that fits
+};
+
+}  // namespace anchorage

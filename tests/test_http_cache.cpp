@@ -1,0 +1,188 @@
+// End-to-end: conversations that grow turn by turn, answered from the end anchor, with the
+// client keeping its answers' reasoning (an agent) or dropping it (Open WebUI); the tiers'
+// stats, metrics and clear route.
+#include "tests/http_helpers.hpp"
+
+using namespace anchorage;
+using namespace anchorage::testing;
+
+namespace {
+
+// OpenAI logit_bias that leaves only the letters a..z: answers that survive the round trip to
+// the client and back (the random tiny model would otherwise write invalid UTF-8 and specials).
+json letters_only() {
+  json b = json::object();
+  for (int id = 0; id < vocab_size(); ++id)
+    if (id < 'a' || id > 'z') b[std::to_string(id)] = -100;
+  return b;
+}
+
+json chat_body(const json& messages, std::uint64_t seed, long max_tokens = 120) {
+  return json{{"model", "anchorage"},   {"messages", messages}, {"max_tokens", max_tokens},
+              {"temperature", 0.8},     {"seed", seed},         {"logit_bias", letters_only()}};
+}
+
+std::size_t count_tokens(const std::string& text) { return tok.encode(text, true).size(); }
+
+struct turn_reply {
+  json message;
+  json x_cache;
+  json usage;
+  std::string finish_reason;
+};
+
+turn_reply post_turn(const http_server& s, const json& body) {
+  const http_reply r = s.post_json("/v1/chat/completions", body);
+  INFO(r.body.substr(0, 400));
+  REQUIRE(r.status == 200);
+  const json j = r.body_json();
+  turn_reply t;
+  t.message = j["choices"][0]["message"];
+  t.finish_reason = j["choices"][0]["finish_reason"];
+  t.x_cache = j["x_cache"];
+  t.usage = j["usage"];
+  return t;
+}
+
+const char* system_prompt =
+    "You are a coding agent. Read the files you are asked about, run the tools you need and keep "
+    "your answers short.";
+
+// Glue after an answer the client echoed: the template's end of the assistant turn, the new
+// message, and the generation prompt (which opens the reasoning block).
+std::string tool_glue(const std::string& result) {
+  return "<|im_end|>\n<|im_start|>user\n<tool_response>\n" + result +
+         "\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n";
+}
+std::string user_glue(const std::string& text) {
+  return "<|im_end|>\n<|im_start|>user\n" + text + "<|im_end|>\n<|im_start|>assistant\n<think>\n";
+}
+
+}  // namespace
+
+TEST_CASE("an agent's six turns resume from the end anchor and prefill only what is new", "[http][cache][end]") {
+  http_server s({"--reasoning-budget", "6"});
+  json messages = json::array({{{"role", "system"}, {"content", system_prompt}},
+                               {{"role", "user"}, {"content", "List the files in src and read main.cpp."}}});
+  std::size_t expected_prefill = 0;
+  for (int turn = 0; turn < 7; ++turn) {
+    INFO("turn " << turn);
+    const turn_reply t = post_turn(s, chat_body(messages, 100 + turn));
+    // Every answer ran to max_tokens: its last token is pending, the rows hold the rest.
+    REQUIRE(t.finish_reason == "length");
+    REQUIRE(t.message.value("reasoning_content", "").size() > 0);
+    REQUIRE(t.message.value("content", "").size() > 0);
+    const long prompt_tokens = t.usage["prompt_tokens"];
+    const long prefilled = t.x_cache["prefilled_tokens"];
+    CHECK(t.usage["prompt_tokens_details"]["cached_tokens"] == prompt_tokens - prefilled);
+    if (turn == 0) {
+      CHECK(t.x_cache["source"] == "cold");
+      CHECK(prefilled == prompt_tokens);
+    } else {
+      CHECK(t.x_cache["source"] == "end");
+      CHECK(static_cast<std::size_t>(prefilled) == expected_prefill);
+      CHECK(t.x_cache["resumed_at"] == prompt_tokens - prefilled);
+    }
+    messages.push_back({{"role", "assistant"},
+                        {"content", t.message["content"]},
+                        {"reasoning_content", t.message["reasoning_content"]}});
+    const std::string result = "file " + std::to_string(turn) + ": int main() { return " + std::to_string(turn) + "; }";
+    messages.push_back({{"role", "tool"}, {"tool_call_id", "call_" + std::to_string(turn)}, {"content", result}});
+    // The pending token, then the glue and the tool result.
+    expected_prefill = 1 + count_tokens(tool_glue(result));
+  }
+  const json stats = s.get("/v1/cache/stats").body_json();
+  CHECK(stats["tiers"]["resident"]["end_hits"] == 6);
+  CHECK(stats["tiers"]["resident"]["tokens_saved"].get<long>() > 0);
+}
+
+TEST_CASE("a client that drops its answers' reasoning still resumes from the end anchor", "[http][cache][end]") {
+  http_server s({"--reasoning-budget", "6"});
+  json messages = json::array({{{"role", "system"}, {"content", system_prompt}},
+                               {{"role", "user"}, {"content", "What is a hybrid model?"}}});
+  std::size_t expected_prefill = 0;
+  for (int turn = 0; turn < 6; ++turn) {
+    INFO("turn " << turn);
+    const turn_reply t = post_turn(s, chat_body(messages, 200 + turn));
+    REQUIRE(t.finish_reason == "length");
+    const long prompt_tokens = t.usage["prompt_tokens"];
+    const long prefilled = t.x_cache["prefilled_tokens"];
+    if (turn > 0) {
+      CHECK(t.x_cache["source"] == "end");
+      CHECK(static_cast<std::size_t>(prefilled) == expected_prefill);
+      CHECK(t.usage["prompt_tokens_details"]["cached_tokens"] == prompt_tokens - prefilled);
+    }
+    // Open WebUI sends the answer back without its reasoning, and a new question.
+    messages.push_back({{"role", "assistant"}, {"content", t.message["content"]}});
+    const std::string next = "And question number " + std::to_string(turn + 2) + "?";
+    messages.push_back({{"role", "user"}, {"content", next}});
+    expected_prefill = 1 + count_tokens(user_glue(next));
+  }
+}
+
+TEST_CASE("a client that edits its history resumes at a grid anchor, not at the end", "[http][cache]") {
+  http_server s({"--reasoning-budget", "4"});
+  json messages = json::array({{{"role", "system"}, {"content", filler(system_prompt, 200)}},
+                               {{"role", "user"}, {"content", "First question."}}});
+  const turn_reply first = post_turn(s, chat_body(messages, 7, 120));
+  REQUIRE(first.message.value("content", "").size() > 0);  // the answer got past its reasoning
+  messages.push_back({{"role", "assistant"}, {"content", "an answer the model did not write"}});
+  messages.push_back({{"role", "user"}, {"content", "Second question."}});
+  const turn_reply second = post_turn(s, chat_body(messages, 8, 8));
+  CHECK(second.x_cache["source"] == "resident");
+  const long at = second.x_cache["resumed_at"];
+  CHECK(at > 0);
+  CHECK(at % 32 == 0);  // the tiny preset's grid
+  CHECK(at <= first.usage["prompt_tokens"].get<long>());
+}
+
+TEST_CASE("the cache stats, metrics and clear route report the tiers", "[http][cache]") {
+  http_server s({"--admin-token", "secret"});
+  json messages = json::array({{{"role", "system"}, {"content", filler(system_prompt, 300)}},
+                               {{"role", "user"}, {"content", "hello"}}});
+  post_turn(s, chat_body(messages, 1, 8));
+  const json stats = s.get("/v1/cache/stats").body_json();
+  const json& resident = stats["tiers"]["resident"];
+  CHECK(resident["anchors"].get<long>() > 0);
+  CHECK(resident["bytes"].get<long>() > 0);
+  CHECK(resident["bytes"].get<long>() <= resident["limit_bytes"].get<long>());
+  CHECK(stats["tiers"]["store"]["entries"].get<long>() >= 1);
+  for (const char* key : {"entries", "bytes", "hits", "misses", "evictions", "tokens_saved"}) {
+    INFO(key);
+    CHECK(resident.contains(key));
+    CHECK(stats["tiers"]["store"].contains(key));
+  }
+  const http_reply m = s.get("/metrics");
+  REQUIRE(m.status == 200);
+  CHECK(m.body.find("anchorage_cache_entries{tier=\"resident\"}") != std::string::npos);
+  CHECK(m.body.find("anchorage_cache_hits_total{tier=\"store\"}") != std::string::npos);
+
+  const http_reply cleared = s.post("/v1/cache/clear?tier=all", "", {{"Authorization", "Bearer secret"}});
+  REQUIRE(cleared.status == 200);
+  CHECK(cleared.body_json()["cleared"] == json::array({"resident", "store"}));
+  const json after = s.get("/v1/cache/stats").body_json();
+  CHECK(after["tiers"]["resident"]["entries"] == 0);
+  CHECK(after["tiers"]["store"]["entries"] == 0);
+  // After a clear the same request starts cold and still answers the same.
+  const turn_reply again = post_turn(s, chat_body(messages, 1, 8));
+  CHECK(again.x_cache["source"] == "cold");
+}
+
+TEST_CASE("with --no-cache every turn is cold", "[http][cache]") {
+  http_server s({"--reasoning-budget", "6", "--no-cache"});
+  json messages = json::array({{{"role", "system"}, {"content", system_prompt}},
+                               {{"role", "user"}, {"content", "Read the README."}}});
+  for (int turn = 0; turn < 3; ++turn) {
+    INFO("turn " << turn);
+    const turn_reply t = post_turn(s, chat_body(messages, 300 + turn));
+    CHECK(t.x_cache["source"] == "cold");
+    CHECK(t.x_cache["prefilled_tokens"] == t.usage["prompt_tokens"]);
+    CHECK(t.usage["prompt_tokens_details"]["cached_tokens"] == 0);
+    messages.push_back({{"role", "assistant"}, {"content", t.message["content"]},
+                        {"reasoning_content", t.message["reasoning_content"]}});
+    messages.push_back({{"role", "tool"}, {"tool_call_id", "c"}, {"content", "ok " + std::to_string(turn)}});
+  }
+  const json stats = s.get("/v1/cache/stats").body_json();
+  CHECK(stats["tiers"]["resident"]["entries"] == 0);
+  CHECK(stats["tiers"]["store"]["entries"] == 0);
+}

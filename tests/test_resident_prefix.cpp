@@ -1,0 +1,269 @@
+// The resident prefix (grid anchors, end anchor, taint) and the lookup order through
+// cache_tiers, on the tiny models, against cold prefills and against an engine that kept its rows.
+#include <catch2/catch.hpp>
+
+#include "tests/cache_fixture.hpp"
+
+using namespace anchorage;
+using namespace anchorage::testing;
+
+namespace {
+
+// A cold prefill of `prompt` in a fresh engine, compared with `e` byte for byte.
+void require_equals_cold(const model_config& c, engine& e, const std::vector<token_id>& prompt) {
+  auto cold = make_engine(c);
+  cold->prefill(prompt);
+  REQUIRE(e.length() == prompt.size());
+  CHECK(same_bytes(e.last_logits(), cold->last_logits()));
+  if (c.mtp) CHECK(same_bytes(e.last_draft_logits(), cold->last_draft_logits()));
+  require_same_state(take_snapshot(e.cache_state()), take_snapshot(cold->cache_state()), cold->layout());
+}
+
+}  // namespace
+
+TEST_CASE("grid anchors resume every turn of a growing conversation bit for bit", "[resident][exact]") {
+  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp");
+  INFO("preset " << preset);
+  const model_config c = test_config(preset);
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  cache_tiers tiers(small_cache(/*end_anchor=*/false));
+  auto e = make_engine(c);
+
+  std::vector<token_id> prompt = test_tokens(3 * g + 5, 11);
+  for (int turn = 0; turn < 4; ++turn) {
+    INFO("turn " << turn);
+    const std::size_t previous = turn == 0 ? 0 : tiers.resident().tokens().size();
+    const auto r = serve_turn(tiers, *e, prompt, 0);
+    if (turn == 0) {
+      CHECK(r.offer.source == "cold");
+    } else {
+      // The previous prompt's rows up to its last line are exact; the short chunk above it is not.
+      CHECK(r.offer.source == "resident");
+      CHECK(r.offer.at == previous / g * g);
+      CHECK(r.prefilled == prompt.size() - r.offer.at);
+    }
+    require_equals_cold(c, *e, prompt);
+    // Every anchor sits on a line at or below the taint.
+    for (const auto& [pos, stamp] : tiers.resident().anchors().positions()) {
+      CHECK(pos % g == 0);
+      CHECK(pos <= tiers.resident().taint());
+    }
+    const auto more = test_tokens(g + 7 + static_cast<std::size_t>(turn) * 9, 20 + turn);
+    prompt.insert(prompt.end(), more.begin(), more.end());
+  }
+}
+
+TEST_CASE("a request that parts off the grid resumes at the line below, never at the part", "[resident][exact]") {
+  const model_config c = test_config("tiny");
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  cache_tiers tiers(small_cache(false));
+  auto e = make_engine(c);
+  const auto first = test_tokens(4 * g + 3, 5);
+  serve_turn(tiers, *e, first, 0);
+  // Shares 2 lines and 10 tokens, then differs.
+  auto second = slice(first, 0, 2 * g + 10);
+  const auto tail = test_tokens(g, 99);
+  second.insert(second.end(), tail.begin(), tail.end());
+  const auto r = serve_turn(tiers, *e, second, 0);
+  CHECK(r.offer.source == "resident");
+  CHECK(r.offer.at == 2 * g);
+  require_equals_cold(c, *e, second);
+  // The anchors of the first prompt above the part are gone.
+  for (const auto& [pos, stamp] : tiers.resident().anchors().positions()) CHECK(pos <= second.size());
+}
+
+TEST_CASE("a prompt equal to the resident one still forwards its last token", "[resident]") {
+  const model_config c = test_config("tiny");
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  cache_tiers tiers(small_cache(false));
+  auto e = make_engine(c);
+  const auto prompt = test_tokens(3 * g, 8);  // ends on a line
+  serve_turn(tiers, *e, prompt, 0);
+  const auto r = serve_turn(tiers, *e, prompt, 0);
+  CHECK(r.offer.source == "resident");
+  CHECK(r.offer.at == 2 * g);  // the anchor at 3g would leave nothing to forward
+  require_equals_cold(c, *e, prompt);
+}
+
+TEST_CASE("the end anchor resumes the next turn where the answer ended", "[resident][end]") {
+  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp");
+  INFO("preset " << preset);
+  const model_config c = test_config(preset);
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  cache_tiers tiers(small_cache(true));
+  auto e = make_engine(c);
+  // The reference keeps its rows in place and never restores anything.
+  auto kept = make_engine(c);
+
+  std::vector<token_id> prompt = test_tokens(2 * g + 9, 31);
+  kept->prefill(prompt);
+  for (int turn = 0; turn < 3; ++turn) {
+    INFO("turn " << turn);
+    const auto r = serve_turn(tiers, *e, prompt, 12);
+    generation_request gr;
+    gr.max_tokens = 12;
+    const auto ref = generator(*kept, gr).run();
+    CHECK(r.output == ref);
+    require_same_state(take_snapshot(e->cache_state()), take_snapshot(kept->cache_state()), kept->layout());
+    if (turn > 0) {
+      CHECK(r.offer.source == "end");
+      CHECK(r.prefilled == 1 + 5 + static_cast<std::size_t>(turn));  // the pending token and the new ones
+    }
+    const std::size_t end = e->length();
+    REQUIRE(tiers.resident().has_end_anchor());
+    CHECK(tiers.resident().end_position() == end);
+    // Decode rows are above the taint: no grid anchor there.
+    CHECK(tiers.resident().taint() <= prompt.size());
+    const auto next = next_prompt(prompt, r.output, 5 + static_cast<std::size_t>(turn) + 1, 40 + turn);
+    kept->prefill(slice(next, end, next.size()));
+    prompt = next;
+  }
+  // The last turn's prefill started off the grid: still no anchor above the taint.
+  for (const auto& [pos, stamp] : tiers.resident().anchors().positions()) CHECK(pos <= tiers.resident().taint());
+}
+
+TEST_CASE("an end anchor restored into a fresh engine equals the engine that kept its rows", "[resident][end]") {
+  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp");
+  INFO("preset " << preset);
+  const model_config c = test_config(preset);
+  cache_tiers tiers(small_cache(true));
+  auto a = make_engine(c);
+  const auto prompt = test_tokens(c.grid + 17, 3);
+  const auto r = serve_turn(tiers, *a, prompt, 20);
+  const std::size_t end = a->length();
+  const auto next = next_prompt(prompt, r.output, 9, 4);
+
+  const auto offer = tiers.plan(next);
+  REQUIRE(offer.source == "end");
+  REQUIRE(offer.at == end);
+  // A fresh engine with the rows copied in (the rows are what stays in place) and the end
+  // anchor's sections restored.
+  auto b = make_engine(c);
+  const snapshot rows = take_snapshot(a->cache_state());
+  restore_snapshot(b->cache_state(), rows);
+  for (std::size_t i = 0; i < b->layout().sections.size(); ++i) {
+    std::vector<unsigned char> zero(b->layout().sections[i].bytes, 0);
+    b->cache_state().copy_section_in(i, zero.data());  // nothing of a's sections survives
+  }
+  tiers.restore(b->cache_state(), offer);
+  require_same_state(take_snapshot(b->cache_state()), rows, a->layout());
+
+  a->prefill(slice(next, end, next.size()));
+  b->prefill(slice(next, end, next.size()));
+  CHECK(same_bytes(a->last_logits(), b->last_logits()));
+  generation_request gr;
+  gr.max_tokens = 16;
+  CHECK(generator(*a, gr).run() == generator(*b, gr).run());
+  require_same_state(take_snapshot(a->cache_state()), take_snapshot(b->cache_state()), a->layout());
+}
+
+TEST_CASE("a client that changed the answer resumes at the last exact line", "[resident][end]") {
+  const model_config c = test_config("tiny");
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  cache_tiers tiers(small_cache(true));
+  auto e = make_engine(c);
+  const auto prompt = test_tokens(3 * g + 4, 12);
+  const auto r = serve_turn(tiers, *e, prompt, 10);
+  auto edited = r.output;
+  edited[3] = (edited[3] + 1) % 256;
+  const auto next = next_prompt(prompt, edited, 20, 13);
+  const auto r2 = serve_turn(tiers, *e, next, 0);
+  CHECK(r2.offer.source == "resident");
+  CHECK(r2.offer.at == 3 * g);
+  require_equals_cold(c, *e, next);
+}
+
+TEST_CASE("the state store answers when the resident prefix cannot, exactly", "[resident][store][exact]") {
+  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp");
+  INFO("preset " << preset);
+  const model_config c = test_config(preset);
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  cache_tiers tiers(small_cache(true));
+  auto e = make_engine(c);
+  // A shared head (a system prompt) then one user's question.
+  const auto head = test_tokens(4 * g + 5, 50);
+  auto first = head;
+  const auto q1 = test_tokens(15, 51);
+  first.insert(first.end(), q1.begin(), q1.end());
+  serve_turn(tiers, *e, first, 0);
+  // The cold prefill left a prefix snapshot at its longest line.
+  CHECK(tiers.store().entries() >= 1);
+  // Another session replaces the rows entirely, then the first head comes back.
+  serve_turn(tiers, *e, test_tokens(5 * g, 60), 0);
+  tiers.clear("resident");
+  auto second = head;
+  const auto q2 = test_tokens(22, 52);
+  second.insert(second.end(), q2.begin(), q2.end());
+  const auto r = serve_turn(tiers, *e, second, 0);
+  CHECK(r.offer.source == "store");
+  CHECK(r.offer.at == 4 * g);
+  require_equals_cold(c, *e, second);
+}
+
+TEST_CASE("a deeper tier is taken only when it starts later", "[resident][store]") {
+  const model_config c = test_config("tiny");
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  cache_tiers tiers(small_cache(false));
+  auto e = make_engine(c);
+  const auto prompt = test_tokens(4 * g + 2, 70);
+  serve_turn(tiers, *e, prompt, 0);  // leaves anchors up to 4g and a snapshot at 4g
+  REQUIRE(tiers.store().entries() >= 1);
+  auto longer = prompt;
+  const auto more = test_tokens(g, 71);
+  longer.insert(longer.end(), more.begin(), more.end());
+  // Both the resident prefix and the store start at 4g: the resident prefix wins the tie.
+  const auto r = serve_turn(tiers, *e, longer, 0);
+  CHECK(r.offer.source == "resident");
+  CHECK(r.offer.at == 4 * g);
+}
+
+TEST_CASE("anchors stay within their budget and the newest four survive", "[resident][budget]") {
+  const model_config c = test_config("tiny");
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  auto e = make_engine(c);
+  const std::size_t anchor = state_copy::bytes_for(e->layout(), 0);
+  cache_options o = small_cache(GENERATE(false, true));
+  o.resident_bytes = 6 * anchor + anchor / 2;
+  INFO("end anchor " << o.end_anchor);
+  cache_tiers tiers(o);
+  const auto prompt = test_tokens(20 * g + 3, 80);
+  const auto offer = tiers.plan(prompt);
+  e->reset();
+  tiers.begin(offer, e->layout());
+  e->begin_prefill(prompt);
+  while (e->prefill_remaining() > 0) {
+    e->prefill_step();
+    tiers.after_prefill_step(e->cache_state(), e->where());
+    CHECK(tiers.budget().used("resident") <= o.resident_bytes);
+  }
+  const auto pos = tiers.resident().anchors().positions();
+  CHECK(pos.size() == 6);
+  for (std::size_t line = 17; line <= 20; ++line) CHECK(pos.count(line * g) == 1);
+  CHECK(tiers.resident().anchors().evictions() == 14);
+  generation_request gr;
+  gr.max_tokens = 4;
+  std::vector<token_id> out = generator(*e, gr).run();
+  generation_outcome go;
+  go.served = &prompt;
+  go.output = &out;
+  go.rows = e->length();
+  tiers.end_generation(e->cache_state(), e->where(), build_end_record(go));
+  CHECK(tiers.budget().used("resident") <= o.resident_bytes);
+  CHECK(tiers.resident().has_end_anchor() == o.end_anchor);
+  for (std::size_t line = 17; line <= 20; ++line) CHECK(tiers.resident().anchors().positions().count(line * g) == 1);
+}
+
+TEST_CASE("with the cache off every request is cold and nothing is kept", "[resident]") {
+  const model_config c = test_config("tiny");
+  cache_options o = small_cache(true);
+  o.enabled = false;
+  cache_tiers tiers(o);
+  auto e = make_engine(c);
+  const auto prompt = test_tokens(3 * c.grid + 1, 90);
+  serve_turn(tiers, *e, prompt, 5);
+  const auto r = serve_turn(tiers, *e, prompt, 5);
+  CHECK(r.offer.source == "cold");
+  CHECK(tiers.resident().anchors().size() == 0);
+  CHECK(!tiers.resident().has_end_anchor());
+  CHECK(tiers.store().entries() == 0);
+}
