@@ -7,8 +7,7 @@
 //  * Exact head: R[0, rules_from()) must equal C token for token, where rules_from() is the
 //    smaller of prompt_len and the first span's start (earlier answers in the prompt part keep
 //    their reasoning and hidden spans: a client that drops them later still aligns). No rule
-//    applies in the head (whitespace next to a special token included). Hidden spans must therefore
-//    lie in the output: hidden tokens of an earlier answer inside the prompt part never align.
+//    applies in the head (whitespace next to a special token included).
 //  * Exact prefix: when C starts with all of R, that is the alignment (nothing used). O(e) and no
 //    allocation besides `served`.
 //  * Otherwise R[rules_from(), e) is walked left to right against C:
