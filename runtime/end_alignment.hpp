@@ -13,8 +13,8 @@
 //  * Otherwise R[rules_from(), e) is walked left to right against C:
 //    - Hidden spans: a position of R inside a hidden span is skipped with the rest of its span;
 //      C is never asked to hold hidden tokens (the client never saw them).
-//    - Reasoning: decided once, at the first position i >= reasoning.begin (if i <
-//      reasoning.end). When C from there is whitespace-only tokens then </think> (the empty
+//    - Reasoning: for each reasoning span, decided once, at the first position i >= its begin
+//      (if i < its end). When C from there is whitespace-only tokens then </think> (the empty
 //      block the template renders for dropped reasoning), and that block is not R[i,
 //      reasoning.end) itself token for token, R skips to reasoning.end and C skips its
 //      whitespace to that </think>. With reasoning.end < e the </think> then matches R's; with

@@ -186,3 +186,17 @@ TEST_CASE("with --no-cache every turn is cold", "[http][cache]") {
   CHECK(stats["tiers"]["resident"]["entries"] == 0);
   CHECK(stats["tiers"]["store"]["entries"] == 0);
 }
+
+TEST_CASE("with --end-anchor=off the next turn resumes at a grid anchor", "[http][cache]") {
+  http_server s({"--reasoning-budget", "6", "--end-anchor=off"});
+  json messages = json::array({{{"role", "system"}, {"content", filler(system_prompt, 150)}},
+                               {{"role", "user"}, {"content", "Run the tests."}}});
+  const turn_reply first = post_turn(s, chat_body(messages, 5));
+  messages.push_back({{"role", "assistant"}, {"content", first.message["content"]},
+                      {"reasoning_content", first.message["reasoning_content"]}});
+  messages.push_back({{"role", "tool"}, {"tool_call_id", "c"}, {"content", "all passed"}});
+  const turn_reply second = post_turn(s, chat_body(messages, 6));
+  CHECK(second.x_cache["source"] == "resident");
+  // The previous prompt's last line: everything after it (the answer included) is re-read.
+  CHECK(second.x_cache["resumed_at"] == first.usage["prompt_tokens"].get<long>() / 32 * 32);
+}

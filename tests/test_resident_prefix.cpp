@@ -267,3 +267,31 @@ TEST_CASE("with the cache off every request is cold and nothing is kept", "[resi
   CHECK(!tiers.resident().has_end_anchor());
   CHECK(tiers.store().entries() == 0);
 }
+
+TEST_CASE("store snapshots resume every turn of a growing conversation bit for bit", "[resident][store][exact]") {
+  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp");
+  INFO("preset " << preset);
+  const model_config c = test_config(preset);
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  cache_options o = small_cache(false);
+  o.session_cache = false;  // only the prefix snapshots: every resume below is a grid state
+  cache_tiers tiers(o);
+  auto e = make_engine(c);
+  std::vector<token_id> prompt = test_tokens(2 * g + 11, 120);
+  for (int turn = 0; turn < 4; ++turn) {
+    INFO("turn " << turn);
+    const std::size_t previous = turn == 0 ? 0 : tiers.resident().tokens().size();
+    tiers.clear("resident");  // the rows are gone (another session took them): the store answers
+    const auto r = serve_turn(tiers, *e, prompt, 0);
+    if (turn == 0) {
+      CHECK(r.offer.source == "cold");
+    } else {
+      CHECK(r.offer.source == "store");
+      CHECK(r.offer.at == previous / g * g);
+    }
+    require_equals_cold(c, *e, prompt);
+    const auto more = test_tokens(g + 3 + static_cast<std::size_t>(turn) * 5, 130 + turn);
+    prompt.insert(prompt.end(), more.begin(), more.end());
+  }
+  CHECK(tiers.budget().used("store") <= o.store_bytes);
+}

@@ -19,6 +19,27 @@ TEST_CASE("defaults serve the small model on 127.0.0.1:8080", "[config]") {
   CHECK(c.engine.config().grid == 1024);
   CHECK(c.engine.config().ctx_size == 131072);
   CHECK_FALSE(c.no_cache);
+  // The device tiers' served defaults (seed §13.13).
+  CHECK(c.cache.resident_bytes == 2560ULL << 20);
+  CHECK(c.cache.store_bytes == 2048ULL << 20);
+  CHECK(c.cache.store_entry_bytes == 1024ULL << 20);
+  CHECK(c.cache.end_anchor);
+  CHECK(c.cache.end_align);
+}
+
+TEST_CASE("the cache flags take sizes in GiB and switches", "[config]") {
+  const auto c = parse_server_args({"--resident-gb", "0.5", "--cache-budget-gb=1", "--store-entry-gb", "0.25",
+                                    "--end-anchor=off", "--end-align=false"});
+  CHECK(c.cache.resident_bytes == 512ULL << 20);
+  CHECK(c.cache.store_bytes == 1024ULL << 20);
+  CHECK(c.cache.store_entry_bytes == 256ULL << 20);
+  CHECK_FALSE(c.cache.end_anchor);
+  CHECK_FALSE(c.cache.end_align);
+  CHECK(parse_server_args({"--end-anchor"}).cache.end_anchor);
+  CHECK(parse_server_args({"--resident-gb", "0"}).cache.resident_bytes == 0);
+  CHECK_THROWS_WITH(parse_server_args({"--resident-gb", "-1"}), Catch::Contains("--resident-gb"));
+  CHECK_THROWS_WITH(parse_server_args({"--cache-budget-gb", "lots"}), Catch::Contains("--cache-budget-gb"));
+  CHECK_THROWS_WITH(parse_server_args({"--end-anchor=maybe"}), Catch::Contains("--end-anchor"));
 }
 
 TEST_CASE("flags keep the seed's spelling and check their values", "[config]") {
@@ -48,11 +69,13 @@ TEST_CASE("a config file sets the same keys as the flags, and flags win", "[conf
   {
     std::ofstream out(path);
     out << R"({"port": 9000, "preset": "tiny", "served-model-name": "from-file", "no-cache": true,
-              "reasoning-budget": 2048})";
+              "reasoning-budget": 2048, "resident-gb": 1.5, "end-anchor": false})";
   }
   const auto c = parse_server_args({"--served-model-name", "from-flag", "--config", path.string()});
   CHECK(c.port == 9000);
   CHECK(c.reasoning_budget == 2048);
+  CHECK(c.cache.resident_bytes == 1536ULL << 20);
+  CHECK_FALSE(c.cache.end_anchor);
   CHECK(c.engine.preset == "tiny");
   CHECK(c.served_model_name == "from-flag");
   CHECK(c.no_cache);
@@ -74,6 +97,7 @@ TEST_CASE("the help text lists every flag", "[config]") {
   const std::string h = server_help();
   for (const char* f : {"--host", "--port", "--preset", "--prefix-chunk", "--ctx-size", "--cache-dir", "--no-cache",
                         "--served-model-name", "--admin-token", "--config", "--max-queue", "--ledger", "--trace",
-                        "--reasoning-budget"})
+                        "--reasoning-budget", "--resident-gb", "--end-anchor", "--end-align", "--cache-budget-gb",
+                        "--store-entry-gb"})
     CHECK_THAT(h, Catch::Contains(f));
 }
