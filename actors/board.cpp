@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <iostream>
 
 #include "runtime/clock.hpp"
 #include "runtime/end_record_builder.hpp"
@@ -27,6 +28,18 @@ generation_job to_generation_job(const board_job& j) {
   g.starts_in_reasoning = j.starts_in_reasoning;
   g.reasoning_budget = j.reasoning_budget;
   return g;
+}
+
+// A tier call that throws (an allocation that failed mid-copy) is a refusal: the request goes
+// on, and the resident prefix, whose state is then uncertain, starts over.
+template <class F>
+void guarded(board_ptr self, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    std::cerr << "anchorage: a cache tier failed (" << e.what() << "); the resident prefix is dropped\n";
+    self->state.tiers->clear("resident");
+  }
 }
 
 void send_tiers(board_ptr self) {
@@ -56,11 +69,14 @@ resume_offer start_state(board_ptr self, board_job& j) {
   auto& st = self->state;
   const std::int64_t t0 = steady_ns();
   std::vector<token_id> prompt(j.prompt.begin(), j.prompt.end());
+  st.eng->abandon_prefill();  // a request cancelled inside its prefill left its queue
   resume_offer o = st.tiers->plan(prompt);
   if (o.source != "cold") {
     try {
       st.tiers->restore(st.eng->cache_state(), o);
     } catch (const std::exception&) {
+      // What the restore wrote is unknown: the resident rows are no longer trusted.
+      st.tiers->clear("resident");
       o = resume_offer{};
       o.served = std::move(prompt);
     }
@@ -88,7 +104,7 @@ void finish(board_ptr self) {
     g.reasoning_end = s.reasoning_end();
     g.starts_in_reasoning = st.job.starts_in_reasoning;
     g.rows = st.eng->length();
-    st.tiers->end_generation(st.eng->cache_state(), st.eng->where(), build_end_record(g));
+    guarded(self, [&] { st.tiers->end_generation(st.eng->cache_state(), st.eng->where(), build_end_record(g)); });
   }
   send_tiers(self);
   const auto now = steady_ns();
@@ -142,7 +158,9 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
           st.session = std::make_unique<generation_session>(*st.eng, to_generation_job(j));
         } catch (const std::exception& e) {
           if (o.source == "cold") return fail(self, j, 400, e.what());
-          // The served prompt (an end alignment can lengthen it) did not fit: start cold.
+          // The served prompt (an end alignment can lengthen it) did not fit: start cold. The
+          // restore wrote sections (and, from the store, rows) the resident prefix does not know.
+          st.tiers->clear("resident");
           st.eng->reset();
           j.prompt = asked;
           j.cache = x_cache_info{};
@@ -154,7 +172,7 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
             return fail(self, j, 400, e2.what());
           }
         }
-        st.tiers->begin(o, st.eng->layout());
+        guarded(self, [&] { st.tiers->begin(o, st.eng->layout()); });
         st.job = std::move(j);
         st.first_token_ns = 0;
         auto early = std::find(st.early_cancels.begin(), st.early_cancels.end(), st.job.id);
@@ -170,7 +188,7 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
         ++st.steps;
         const bool was_prefilling = st.session->prefilling();
         auto r = st.session->step(st.decode_block);
-        if (was_prefilling) st.tiers->after_prefill_step(st.eng->cache_state(), st.eng->where());
+        if (was_prefilling) guarded(self, [&] { st.tiers->after_prefill_step(st.eng->cache_state(), st.eng->where()); });
         if (st.session->prefilling() || r.prefill_finished) {
           stream_event ev;
           ev.what = stream_event::kind::progress;

@@ -23,7 +23,13 @@ bool anchor_set::take(const state_adapter& from, kernels::backend where) {
     return false;
   }
   entry e;
-  e.copy = state_copy::take(from, where, 0);
+  try {
+    e.copy = state_copy::take(from, where, 0);
+  } catch (...) {
+    budget_.release(pool_, bytes);  // a failed copy holds nothing; the caller sees a refusal
+    ++refusals_;
+    return false;
+  }
   e.stamp = ++clock_;
   bytes_ += bytes;
   anchors_.emplace(pos, std::move(e));

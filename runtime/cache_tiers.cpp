@@ -41,9 +41,6 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt) {
     ++store_counts_.misses;
   }
   if (!best) return cold;
-  tier_counters& c = best->source == "store" ? store_counts_ : best->source == "end" ? end_counts_ : resident_counts_;
-  ++c.hits;
-  c.tokens_saved += static_cast<long long>(best->at);
   return *best;
 }
 
@@ -64,6 +61,12 @@ void cache_tiers::begin(const resume_offer& o, const state_layout& layout) {
   served_ = o.served;
   prefix_target_ = 0;
   if (!opts_.enabled) return;
+  // Counted here, where the offer is taken, not in plan(): a failed restore is the cold path.
+  if (o.source != "cold") {
+    tier_counters& c = o.source == "store" ? store_counts_ : o.source == "end" ? end_counts_ : resident_counts_;
+    ++c.hits;
+    c.tokens_saved += static_cast<long long>(o.at);
+  }
   resident_.begin(o);
   // The prefix cache: a request the resident prefix could not answer leaves a snapshot at the
   // longest line of its prompt that fits one entry, so the next request with this head (another
@@ -87,8 +90,9 @@ void cache_tiers::after_prefill_step(const state_adapter& state, kernels::backen
 
 void cache_tiers::end_generation(const state_adapter& state, kernels::backend where, end_record record) {
   if (!opts_.enabled) return;
-  if (opts_.session_cache && !record.rows.empty())
-    store_.insert(record.rows, state, where, "session");
+  // The conversation's newest turn supersedes its earlier session snapshots.
+  if (opts_.session_cache && !record.rows.empty() && store_.insert(record.rows, state, where, "session"))
+    store_.drop_prefixes_of(record.rows, "session");
   resident_.end_generation(state, where, std::move(record));
 }
 
@@ -133,6 +137,7 @@ nlohmann::json cache_tiers::stats() const {
       {"evictions", store_.evictions()},
       {"refusals", store_.refusals()},
       {"collisions", store_.collisions()},
+      {"superseded", store_.superseded()},
       {"tokens_saved", store_counts_.tokens_saved},
   };
   j["enabled"] = opts_.enabled;

@@ -98,7 +98,17 @@ class end_walk {
     while (d < n && is_whitespace_token(client_[d])) ++d;
     const bool equal = b - i_ == d - j_ &&
                        std::equal(rows_.begin() + i_, rows_.begin() + b, client_.begin() + j_);
-    if (!equal) {
+    if (!equal && b == e) {
+      // R ends in this run: C's run may go on past what the rows hold (the pending token, the
+      // new message's whitespace). C's run inside R's: all of it stands for R's. R's inside
+      // C's: only that much does; the rest is new. Neither: none of C's is R's.
+      const std::size_t r_len = b - i_, c_len = d - j_;
+      const std::size_t common = std::min(r_len, c_len);
+      const bool nested = std::equal(rows_.begin() + i_, rows_.begin() + i_ + common, client_.begin() + j_);
+      if (!nested) d = j_;
+      else if (c_len > r_len) d = j_ + r_len;
+      used_whitespace = true;
+    } else if (!equal) {
       if (!runs_next_to_boundary(b, d)) return false;
       used_whitespace = true;
     }

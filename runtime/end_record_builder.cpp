@@ -34,11 +34,17 @@ end_record build_end_record(const generation_outcome& g) {
         begin = p + i + 1;
         break;
       }
-      if (out[i] != ' ' && out[i] != '\n') break;
+      if (!is_whitespace_token(out[i])) break;
     }
   }
   if (begin) {
-    const std::size_t end = g.reasoning_end ? std::min(p + *g.reasoning_end, e) : e;
+    // The block ends at the session's </think>; without one (reasoning not parsed) at the first
+    // </think> the rows hold, or at e when thinking never closed.
+    std::size_t end = g.reasoning_end ? std::min(p + *g.reasoning_end, e) : e;
+    if (!g.reasoning_end)
+      end = static_cast<std::size_t>(
+          std::find(r.rows.begin() + static_cast<long>(*begin), r.rows.end(), special_tokens::think_close) -
+          r.rows.begin());
     if (end >= *begin) r.reasoning.push_back({*begin, end});
   }
   return r;

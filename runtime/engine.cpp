@@ -152,6 +152,11 @@ void engine::begin_prefill(const std::vector<token_id>& tokens) {
   p_->queued_at = 0;
 }
 
+void engine::abandon_prefill() {
+  p_->queued.clear();
+  p_->queued_at = 0;
+}
+
 std::size_t engine::prefill_remaining() const { return p_->queued.size() - p_->queued_at; }
 
 bool engine::prefill_step() {

@@ -58,6 +58,9 @@ class engine {
   void begin_prefill(const std::vector<token_id>& tokens);
   bool prefill_step();
   std::size_t prefill_remaining() const;
+  // Drops a queued prefill's remaining tokens (a request cancelled inside its prefill); the
+  // rows and sections it already wrote stay.
+  void abandon_prefill();
 
   // Forwards one token at position length() (per-token form).
   void decode(token_id t);

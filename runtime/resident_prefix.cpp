@@ -30,7 +30,10 @@ std::optional<resume_offer> resident_prefix::offer(const std::vector<token_id>& 
     o.exact_to = *p;
     best = std::move(o);
   }
-  if (end_ && opts_.end_anchor) {
+  // The end anchor stands only while the rows still hold its tokens (begin() drops it when a
+  // request rewrites them; this checks it again).
+  if (end_ && opts_.end_anchor && tokens_.size() >= end_->rows.size() &&
+      std::equal(end_->rows.begin(), end_->rows.end(), tokens_.begin())) {
     const std::size_t e = end_->rows.size();
     if (!best || e > best->at) {
       if (auto a = align_to_end(*end_, prompt, opts_.end_align)) {
@@ -127,7 +130,13 @@ void resident_prefix::end_generation(const state_adapter& state, kernels::backen
     ++end_refusals_;
     return;
   }
-  end_copy_ = state_copy::take(state, where, 0);
+  try {
+    end_copy_ = state_copy::take(state, where, 0);
+  } catch (...) {
+    budget_.release(pool_, bytes);  // a failed copy holds nothing
+    ++end_refusals_;
+    return;
+  }
   end_ = std::move(record);
 }
 

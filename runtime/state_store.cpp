@@ -131,6 +131,25 @@ std::optional<state_store::hit> state_store::lookup(const std::vector<token_id>&
   return std::nullopt;
 }
 
+std::size_t state_store::drop_prefixes_of(const std::vector<token_id>& tokens, const std::string& kind) {
+  std::size_t dropped = 0;
+  for (auto it = lru_.begin(); it != lru_.end();) {
+    const bool prefix = it->kind == kind && it->tokens.size() < tokens.size() &&
+                        std::equal(it->tokens.begin(), it->tokens.end(), tokens.begin());
+    if (!prefix) {
+      ++it;
+      continue;
+    }
+    unindex(it);
+    budget_.release(pool_, it->bytes);
+    bytes_ -= it->bytes;
+    it = lru_.erase(it);
+    ++dropped;
+    ++superseded_;
+  }
+  return dropped;
+}
+
 void state_store::clear() {
   budget_.release(pool_, bytes_);
   bytes_ = 0;

@@ -78,6 +78,11 @@ class state_store {
   // restore the hit.)
   void note_restored(std::size_t tokens) { tokens_saved_ += tokens; }
 
+  // Drops the entries of `kind` whose tokens are a proper prefix of `tokens` (a conversation's
+  // earlier session snapshots, once its newer turn is kept) and releases their bytes; counted
+  // as superseded, not evicted. Returns how many were dropped.
+  std::size_t drop_prefixes_of(const std::vector<token_id>& tokens, const std::string& kind);
+
   // Drops every entry and releases its bytes (not counted as evictions). Counters are kept.
   void clear();
 
@@ -89,6 +94,7 @@ class state_store {
   long evictions() const { return evictions_; }
   long refusals() const { return refusals_; }    // inserts refused (cap or pool)
   long collisions() const { return collisions_; }  // lookup candidates refused by the token check
+  long superseded() const { return superseded_; }
   std::size_t tokens_saved() const { return tokens_saved_; }
 
   const std::string& pool() const { return pool_; }
@@ -120,7 +126,7 @@ class state_store {
   std::map<std::size_t, hash_index, std::greater<>> by_length_;  // longest first
   std::size_t bytes_ = 0;
 
-  long hits_ = 0, misses_ = 0, evictions_ = 0, refusals_ = 0, collisions_ = 0;
+  long hits_ = 0, misses_ = 0, evictions_ = 0, refusals_ = 0, collisions_ = 0, superseded_ = 0;
   std::size_t tokens_saved_ = 0;
 };
 

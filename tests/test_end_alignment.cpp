@@ -287,3 +287,21 @@ TEST_CASE("earlier answers' reasoning in the prompt part is skipped too", "[alig
   const auto changed = enc(q1 + empty + "Five." + glue + empty + "Six.<|im_end|>\n");
   CHECK_FALSE(align_to_end(r, changed, true));
 }
+
+TEST_CASE("whitespace at the end of the rows takes from the client only what the rows hold", "[align]") {
+  // R = "AB" + hidden "xyz" + "C " ; the client saw "ABC " then its pending "\n" and new text.
+  end_record r;
+  r.rows = enc("ABxyzC ");
+  r.prompt_len = 2;
+  r.hidden = {{2, 5}};
+  REQUIRE(well_formed(r));
+  const auto c = enc("ABC \n<|im_end|>\nU");
+  const auto a = align_to_end(r, c, true);
+  REQUIRE(a);
+  CHECK(tok.decode(a->served) == "ABxyzC \n<|im_end|>\nU");
+  // A client that dropped the trailing space keeps every token of its own.
+  const auto d = align_to_end(r, enc("ABC\n<|im_end|>\nU"), true);
+  REQUIRE(d);
+  CHECK(tok.decode(d->served) == "ABxyzC \n<|im_end|>\nU");
+  CHECK(d->used_whitespace);
+}

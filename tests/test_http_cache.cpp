@@ -140,7 +140,7 @@ TEST_CASE("the cache stats, metrics and clear route report the tiers", "[http][c
   http_server s({"--admin-token", "secret"});
   json messages = json::array({{{"role", "system"}, {"content", filler(system_prompt, 300)}},
                                {{"role", "user"}, {"content", "hello"}}});
-  post_turn(s, chat_body(messages, 1, 8));
+  const turn_reply before = post_turn(s, chat_body(messages, 1, 8));
   const json stats = s.get("/v1/cache/stats").body_json();
   const json& resident = stats["tiers"]["resident"];
   CHECK(resident["anchors"].get<long>() > 0);
@@ -166,6 +166,7 @@ TEST_CASE("the cache stats, metrics and clear route report the tiers", "[http][c
   // After a clear the same request starts cold and still answers the same.
   const turn_reply again = post_turn(s, chat_body(messages, 1, 8));
   CHECK(again.x_cache["source"] == "cold");
+  CHECK(again.message == before.message);
 }
 
 TEST_CASE("with --no-cache every turn is cold", "[http][cache]") {

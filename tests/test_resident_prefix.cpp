@@ -295,3 +295,94 @@ TEST_CASE("store snapshots resume every turn of a growing conversation bit for b
   }
   CHECK(tiers.budget().used("store") <= o.store_bytes);
 }
+
+TEST_CASE("an unrelated request between two turns takes the end anchor with its rows", "[resident][end][exact]") {
+  const model_config c = test_config("tiny");
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  cache_options o = small_cache(true);
+  o.session_cache = false;  // A's session snapshot would answer (a session resume, not exact)
+  cache_tiers tiers(o);
+  auto e = make_engine(c);
+  const auto a1 = test_tokens(3 * g + 7, 140);
+  const auto r1 = serve_turn(tiers, *e, a1, 10);
+  // B shares nothing with A and is long enough to overwrite A's answer rows.
+  serve_turn(tiers, *e, test_tokens(4 * g + 1, 141), 4);
+  const auto a2 = next_prompt(a1, r1.output, 9, 142);
+  const auto r2 = serve_turn(tiers, *e, a2, 0);
+  CHECK(r2.offer.source == "store");  // A's prefix snapshot at 3g
+  CHECK(r2.offer.at == 3 * g);
+  require_equals_cold(c, *e, a2);
+}
+
+TEST_CASE("a store restore over another session's rows keeps none of its anchors", "[resident][store][exact]") {
+  const model_config c = test_config("tiny");
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  cache_options o = small_cache(true);
+  o.session_cache = false;
+  cache_tiers tiers(o);
+  auto e = make_engine(c);
+  const auto a = test_tokens(4 * g + 5, 150);
+  serve_turn(tiers, *e, a, 0);  // cold: a prefix snapshot at 4g
+  const auto b = test_tokens(5 * g + 3, 151);
+  serve_turn(tiers, *e, b, 0);  // replaces the rows; B's anchors up to 5g
+  REQUIRE(tiers.resident().anchors().size() >= 5);
+  auto a_next = slice(a, 0, 4 * g + 2);
+  const auto tail = test_tokens(g + 4, 152);
+  a_next.insert(a_next.end(), tail.begin(), tail.end());
+  const auto r = serve_turn(tiers, *e, a_next, 0);
+  CHECK(r.offer.source == "store");
+  CHECK(r.offer.at == 4 * g);
+  require_equals_cold(c, *e, a_next);
+  // B comes back: none of its anchors may be used over A's rows.
+  auto b_next = b;
+  const auto more = test_tokens(g, 153);
+  b_next.insert(b_next.end(), more.begin(), more.end());
+  const auto rb = serve_turn(tiers, *e, b_next, 0);
+  CHECK(rb.offer.source != "resident");
+  require_equals_cold(c, *e, b_next);
+}
+
+TEST_CASE("no anchor is taken where an end resume prefilled across a line", "[resident][end][exact]") {
+  const model_config c = test_config("tiny");
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  cache_tiers tiers(small_cache(true));
+  auto e = make_engine(c);
+  const auto p1 = test_tokens(2 * g + 9, 160);
+  const auto r1 = serve_turn(tiers, *e, p1, 12);
+  const auto p2 = next_prompt(p1, r1.output, 2 * g + 3, 161);  // crosses two lines from the end
+  const auto r2 = serve_turn(tiers, *e, p2, 0);
+  REQUIRE(r2.offer.source == "end");
+  for (const auto& [pos, stamp] : tiers.resident().anchors().positions()) CHECK(pos <= p1.size());
+  // A prompt that parts well past those lines resumes at the end anchor (its rows are intact),
+  // never at a line the off-grid prefill passed.
+  auto p3 = slice(p2, 0, r2.offer.at + g + 5);
+  const auto other = test_tokens(g, 162);
+  p3.insert(p3.end(), other.begin(), other.end());
+  const auto r3 = serve_turn(tiers, *e, p3, 0);
+  CHECK(r3.offer.source == "end");
+  CHECK(r3.offer.at == r2.offer.at);
+}
+
+TEST_CASE("a request cancelled inside its prefill does not make the next one cold", "[resident]") {
+  const model_config c = test_config("tiny");
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  cache_tiers tiers(small_cache(true));
+  auto e = make_engine(c);
+  const auto p = test_tokens(5 * g + 3, 170);
+  serve_turn(tiers, *e, p, 0);
+  // The same conversation again, abandoned after one chunk (the client went away).
+  auto longer = p;
+  const auto more = test_tokens(3 * g, 171);
+  longer.insert(longer.end(), more.begin(), more.end());
+  const auto o = tiers.plan(longer);
+  tiers.restore(e->cache_state(), o);
+  tiers.begin(o, e->layout());
+  e->begin_prefill(slice(longer, e->length(), longer.size()));
+  e->prefill_step();
+  tiers.after_prefill_step(e->cache_state(), e->where());
+  e->abandon_prefill();  // what the board does before the next request
+  const auto r = serve_turn(tiers, *e, longer, 0);
+  CHECK(r.offer.source == "resident");
+  CHECK(r.offer.at >= 5 * g);
+  require_equals_cold(c, *e, longer);
+}

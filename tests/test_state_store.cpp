@@ -247,3 +247,28 @@ TEST_CASE("insert checks its preconditions", "[store]") {
   CHECK(store.entries() == 0);
   CHECK(budget.used("store") == 0);
 }
+
+TEST_CASE("a newer session snapshot supersedes the conversation's earlier ones", "[store]") {
+  const model_config c = test_config("tiny");
+  auto e = make_engine(c);
+  memory_budget budget;
+  budget.set_limit("store", 64ULL << 20);
+  state_store store(budget);
+  const auto tokens = test_tokens(100, 9);
+  e->prefill(tokens);
+  const auto head = [&](std::size_t n) { return std::vector<token_id>(tokens.begin(), tokens.begin() + static_cast<long>(n)); };
+  REQUIRE(store.insert(head(40), e->cache_state(), e->where(), "session"));
+  REQUIRE(store.insert(head(60), e->cache_state(), e->where(), "prefix"));
+  auto other = head(50);
+  other.back() = (other.back() + 1) % 256;  // another conversation: not a prefix
+  REQUIRE(store.insert(other, e->cache_state(), e->where(), "session"));
+  REQUIRE(store.insert(head(90), e->cache_state(), e->where(), "session"));
+  CHECK(store.drop_prefixes_of(head(90), "session") == 1);  // head(40) only
+  CHECK(store.entries() == 3);
+  CHECK(store.superseded() == 1);
+  CHECK(store.evictions() == 0);
+  CHECK(budget.used("store") == store.bytes());
+  // The prefix snapshot and the other conversation are still there.
+  CHECK(store.lookup(tokens, 60)->length == 60);
+  CHECK(store.lookup(other, other.size())->length == 50);
+}
