@@ -7,6 +7,7 @@
 
 #include "runtime/clock.hpp"
 #include "runtime/end_record_builder.hpp"
+#include "runtime/tokenizer.hpp"
 
 namespace anchorage {
 namespace {
@@ -69,19 +70,27 @@ resume_offer start_state(board_ptr self, board_job& j) {
   auto& st = self->state;
   const std::int64_t t0 = steady_ns();
   std::vector<token_id> prompt(j.prompt.begin(), j.prompt.end());
-  st.eng->abandon_prefill();  // a request cancelled inside its prefill left its queue
-  resume_offer o = st.tiers->plan(prompt);
+  request_info info;
+  info.session_key = j.session_key;
+  info.max_tokens = static_cast<std::size_t>(std::max(0L, j.max_tokens));
+  if (j.reasoning_budget >= 0) info.hidden_reserve = tokenizer{}.encode(reasoning_close_phrase, true).size();
+  info.side_slot_free = !st.side_slots.empty();
+  resume_offer o = st.tiers->plan(prompt, info);
+  st.active = o.via == "side" ? st.side_slots.front().get() : st.eng.get();
+  st.active->abandon_prefill();  // a request cancelled inside its prefill left its queue
   if (o.source != "cold") {
     try {
-      st.tiers->restore(st.eng->cache_state(), o);
+      st.tiers->restore(st.active->cache_state(), o);
     } catch (const std::exception&) {
       // What the restore wrote is unknown: the resident rows are no longer trusted.
       st.tiers->clear("resident");
+      const std::string via = o.via;
       o = resume_offer{};
       o.served = std::move(prompt);
+      o.via = via;
     }
   }
-  if (o.source == "cold") st.eng->reset();
+  if (o.source == "cold") st.active->reset();
   j.prompt.assign(o.served.begin(), o.served.end());
   j.cache = x_cache_info{};
   j.cache.source = o.source;
@@ -93,9 +102,10 @@ resume_offer start_state(board_ptr self, board_job& j) {
 void finish(board_ptr self) {
   auto& st = self->state;
   const auto& s = *st.session;
+  engine& e = *st.active;
   // The tiers keep what this request leaves: the end anchor and the session snapshot, once the
   // whole prompt was forwarded (a request cancelled inside its prefill leaves its anchors only).
-  if (st.eng->length() >= st.job.prompt.size()) {
+  if (e.length() >= st.job.prompt.size()) {
     const std::vector<token_id> served(st.job.prompt.begin(), st.job.prompt.end());
     generation_outcome g;
     g.served = &served;
@@ -103,9 +113,10 @@ void finish(board_ptr self) {
     g.hidden = s.hidden_spans();
     g.reasoning_end = s.reasoning_end();
     g.starts_in_reasoning = st.job.starts_in_reasoning;
-    g.rows = st.eng->length();
-    guarded(self, [&] { st.tiers->end_generation(st.eng->cache_state(), st.eng->where(), build_end_record(g)); });
+    g.rows = e.length();
+    guarded(self, [&] { st.tiers->end_generation(e.cache_state(), e.where(), build_end_record(g)); });
   }
+  guarded(self, [&] { st.tiers->finish(e.cache_state()); });
   send_tiers(self);
   const auto now = steady_ns();
   stream_event ev;
@@ -145,7 +156,9 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
                                  done_receiver conductor) {
   self->state.eng = std::move(eng);
   self->state.decode_block = opts.decode_block;
-  self->state.tiers = std::make_unique<cache_tiers>(opts.cache);
+  self->state.tiers = std::make_unique<cache_tiers>(opts.cache, self->state.eng->where());
+  self->state.side_slots = std::move(opts.side_slots);
+  self->state.active = self->state.eng.get();
   self->state.conductor = std::move(conductor);
   send_tiers(self);  // the conductor's stats show the tiers (empty) before the first request
   return {
@@ -155,24 +168,27 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
         const std::vector<std::int32_t> asked = j.prompt;
         resume_offer o = start_state(self, j);
         try {
-          st.session = std::make_unique<generation_session>(*st.eng, to_generation_job(j));
+          st.session = std::make_unique<generation_session>(*st.active, to_generation_job(j));
         } catch (const std::exception& e) {
           if (o.source == "cold") return fail(self, j, 400, e.what());
           // The served prompt (an end alignment can lengthen it) did not fit: start cold. The
           // restore wrote sections (and, from the store, rows) the resident prefix does not know.
           st.tiers->clear("resident");
-          st.eng->reset();
+          st.active->reset();
           j.prompt = asked;
           j.cache = x_cache_info{};
+          const std::string via = o.via;
           o = resume_offer{};
           o.served.assign(asked.begin(), asked.end());
+          o.via = via;
           try {
-            st.session = std::make_unique<generation_session>(*st.eng, to_generation_job(j));
+            st.session = std::make_unique<generation_session>(*st.active, to_generation_job(j));
           } catch (const std::exception& e2) {
             return fail(self, j, 400, e2.what());
           }
         }
-        guarded(self, [&] { st.tiers->begin(o, st.eng->layout()); });
+        guarded(self, [&] { st.tiers->begin(o, st.active->cache_state()); });
+        j.cache.via = st.tiers->running_via();
         st.job = std::move(j);
         st.first_token_ns = 0;
         auto early = std::find(st.early_cancels.begin(), st.early_cancels.end(), st.job.id);
@@ -188,13 +204,14 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
         ++st.steps;
         const bool was_prefilling = st.session->prefilling();
         auto r = st.session->step(st.decode_block);
-        if (was_prefilling) guarded(self, [&] { st.tiers->after_prefill_step(st.eng->cache_state(), st.eng->where()); });
+        engine& e = *st.active;
+        if (was_prefilling) guarded(self, [&] { st.tiers->after_prefill_step(e.cache_state(), e.where()); });
         if (st.session->prefilling() || r.prefill_finished) {
           stream_event ev;
           ev.what = stream_event::kind::progress;
           ev.id = st.job.id;
           ev.prompt_tokens = st.session->prompt_tokens();
-          ev.done_tokens = static_cast<long>(st.eng->length());
+          ev.done_tokens = static_cast<long>(e.length());
           self->send(st.job.sink, std::move(ev));
         }
         if (r.tokens > 0 && st.first_token_ns == 0) st.first_token_ns = steady_ns();

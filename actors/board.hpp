@@ -2,6 +2,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <caf/fwd.hpp>
 #include <caf/stateful_actor.hpp>
@@ -16,6 +17,9 @@ namespace anchorage {
 struct board_options {
   int decode_block = 4;   // tokens per decode message
   cache_options cache;    // the device tiers
+  // --parallel N: N - 1 side slots, engines of the same model with their own buffers. A guest
+  // runs on one and leaves slot 0 (the resident prompt) untouched.
+  std::vector<std::shared_ptr<engine>> side_slots;
 };
 
 // The board: the only owner of the engine and of the device tiers (the resident prefix is the
@@ -29,6 +33,8 @@ struct board_state {
   std::shared_ptr<engine> eng;
   int decode_block = 4;
   std::unique_ptr<cache_tiers> tiers;
+  std::vector<std::shared_ptr<engine>> side_slots;
+  engine* active = nullptr;  // the running request's engine: slot 0 or a side slot
   done_receiver conductor;
   board_job job;
   std::unique_ptr<generation_session> session;

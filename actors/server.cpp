@@ -27,6 +27,8 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   bo.decode_block = cfg_.decode_block;
   bo.cache = cfg_.cache;
   if (cfg_.no_cache) bo.cache.enabled = false;
+  for (int i = 1; i < cfg_.cache.parallel; ++i)
+    bo.side_slots.push_back(std::make_shared<engine>(mc, w, cfg_.engine.backend()));
   auto& sys = *system_;
   conductor_ = sys.spawn(anchorage::conductor, opts, [&sys, eng, bo](done_receiver c) mutable {
     return sys.spawn(anchorage::board, std::move(eng), bo, std::move(c));

@@ -69,6 +69,8 @@ struct x_cache_info {
   long prefilled_tokens = 0;    // prompt tokens actually forwarded
   double restore_ms = 0;
   double ttft_ms = 0;
+  std::string via;              // "", or what served it beyond the source: stash (a guest whose
+                                // rows were copied aside and back), side (a side slot), pin, park
 };
 
 // The assistant's turn, split the way OpenAI's chat message is.

@@ -72,6 +72,34 @@ void anchor_set::erase(std::map<std::size_t, entry>::iterator it) {
   anchors_.erase(it);
 }
 
+std::optional<state_copy> anchor_set::extract(std::size_t pos) {
+  auto it = anchors_.find(pos);
+  if (it == anchors_.end()) return std::nullopt;
+  state_copy c = std::move(it->second.copy);
+  budget_.release(pool_, c.bytes());
+  bytes_ -= c.bytes();
+  anchors_.erase(it);
+  return c;
+}
+
+bool anchor_set::adopt(std::size_t pos, state_copy copy) {
+  if (anchors_.count(pos)) {
+    anchors_[pos].stamp = ++clock_;
+    return true;
+  }
+  const std::size_t bytes = copy.bytes();
+  if (!make_room(bytes)) {
+    ++refusals_;
+    return false;
+  }
+  entry e;
+  e.copy = std::move(copy);
+  e.stamp = ++clock_;
+  bytes_ += bytes;
+  anchors_.emplace(pos, std::move(e));
+  return true;
+}
+
 std::optional<std::size_t> anchor_set::best_at_or_below(std::size_t limit) const {
   auto it = anchors_.upper_bound(limit);
   if (it == anchors_.begin()) return std::nullopt;

@@ -38,6 +38,12 @@ class anchor_set {
   // anchors as take() does. False when even that cannot make room; nothing is reserved then.
   bool reserve_evicting(std::size_t bytes) { return make_room(bytes); }
 
+  // Takes the anchor at `pos` out of the set (its bytes leave this pool); empty when none.
+  std::optional<state_copy> extract(std::size_t pos);
+  // Puts a copy taken elsewhere back as the anchor at `pos` (newest), making room as take()
+  // does; false (the copy is dropped) when there is none.
+  bool adopt(std::size_t pos, state_copy copy);
+
   // Drops every anchor above `pos` (their rows are about to be overwritten).
   void drop_above(std::size_t pos);
   void clear();

@@ -13,6 +13,11 @@ struct cache_options {
   bool end_align = true;                   // --end-align
   bool session_cache = true;               // snapshot a conversation when its turn ends
   bool prefix_cache = true;                // snapshot the longest line of a cold prefill that fits
+  std::size_t guest_max = 8192;                  // --resident-guest-max: a guest's longest prompt
+  std::size_t stash_bytes = 1024ULL << 20;       // --resident-stash-gb 1
+  std::size_t pin_bytes = 4096ULL << 20;         // --resident-pin-gb 4
+  std::size_t park_bytes = 4096ULL << 20;        // --resident-park-gb 4
+  int parallel = 1;                              // --parallel N: slot 0 and N - 1 side slots
 };
 
 }  // namespace anchorage

@@ -8,24 +8,45 @@ constexpr const char* store_pool = "store";
 
 }  // namespace
 
-cache_tiers::cache_tiers(cache_options opts)
+cache_tiers::cache_tiers(cache_options opts, kernels::backend where)
     : opts_(opts),
+      where_(where),
       resident_(budget_, resident_options{opts.end_anchor, opts.end_align, 4}, resident_pool),
       store_(budget_, store_pool, opts.store_entry_bytes) {
   budget_.set_limit(resident_pool, opts_.enabled ? opts_.resident_bytes : 0);
   budget_.set_limit(store_pool, opts_.enabled ? opts_.store_bytes : 0);
+  budget_.set_limit("stash", opts_.enabled ? opts_.stash_bytes : 0);
+  budget_.set_limit("pin", opts_.enabled ? opts_.pin_bytes : 0);
+  budget_.set_limit("park", opts_.enabled ? opts_.park_bytes : 0);
 }
 
-resume_offer cache_tiers::plan(const std::vector<token_id>& prompt) {
+bool cache_tiers::is_guest(std::size_t n) const {
+  return opts_.guest_max > 0 && n <= opts_.guest_max && 4 * n < resident_.tokens().size();
+}
+
+resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const request_info& info) {
   resume_offer cold;
   cold.served = prompt;
   planned_copy_ = nullptr;
+  pending_session_ = info.session_key;
+  stash_need_ = 0;
   if (!opts_.enabled || prompt.empty()) return cold;
-  std::optional<resume_offer> best = resident_.offer(prompt);
-  if (!best) ++resident_counts_.misses;
-  // The store is deeper: taken only when it starts later than the resident prefix.
+  const bool guest = is_guest(prompt.size());
+  std::optional<resume_offer> best;
+  if (guest && info.side_slot_free) {
+    // A side slot has none of slot 0's rows: only the store can start it later than cold.
+    cold.via = "side";
+  } else {
+    best = resident_.offer(prompt);
+    // A guest reads the rows in place; bringing back a set-aside prompt would change slot 0.
+    if (guest && best && !best->via.empty()) best.reset();
+    if (!best) ++resident_counts_.misses;
+  }
+  // The store is deeper: taken only when it starts later than the resident prefix. A stashed
+  // guest does not take it (a snapshot writes rows from 0, below what the stash holds).
+  const bool store_ok = !(guest && !info.side_slot_free);
   const std::size_t floor = best ? best->at : 0;
-  if (auto hit = store_.lookup(prompt, prompt.size() - 1); hit && hit->length > floor) {
+  if (auto hit = store_ok ? store_.lookup(prompt, prompt.size() - 1) : std::nullopt; hit && hit->length > floor) {
     resume_offer o;
     o.source = "store";
     o.at = hit->length;
@@ -37,11 +58,17 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt) {
     o.rows_replaced = true;
     planned_copy_ = hit->copy;
     best = std::move(o);
-  } else if (!hit) {
+  } else if (store_ok && !hit) {
     ++store_counts_.misses;
   }
-  if (!best) return cold;
-  return *best;
+  resume_offer o = best ? std::move(*best) : std::move(cold);
+  if (guest) {
+    o.via = info.side_slot_free ? "side" : "stash";
+    // What the guest can write past its start: the rest of its prompt, its output, the rows the
+    // server may add unseen, and two margins of 512.
+    stash_need_ = (prompt.size() - o.at) + info.max_tokens + info.hidden_reserve + 2 * 512;
+  }
+  return o;
 }
 
 void cache_tiers::restore(state_adapter& into, const resume_offer& o) {
@@ -53,13 +80,16 @@ void cache_tiers::restore(state_adapter& into, const resume_offer& o) {
     store_.note_restored(o.at);
     return;
   }
-  resident_.restore(into, o);
+  resident_.restore(into, where_, o);
 }
 
-void cache_tiers::begin(const resume_offer& o, const state_layout& layout) {
+void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
   planned_copy_ = nullptr;
   served_ = o.served;
   prefix_target_ = 0;
+  via_ = o.via;
+  guest_ = o.via == "stash" || o.via == "side";
+  run_exact_ = o.exact;
   if (!opts_.enabled) return;
   // Counted here, where the offer is taken, not in plan(): a failed restore is the cold path.
   if (o.source != "cold") {
@@ -67,11 +97,48 @@ void cache_tiers::begin(const resume_offer& o, const state_layout& layout) {
     ++c.hits;
     c.tokens_saved += static_cast<long long>(o.at);
   }
-  resident_.begin(o);
+  if (o.via == "pin") ++pin_hits_;
+  if (o.via == "park") ++park_hits_;
+  if (o.via == "side") ++guests_side_;
+  if (o.via == "stash") {
+    // The rows the guest can reach are copied aside first; refused, the guest cuts the resident
+    // rows at its start like any request.
+    const std::size_t a = o.at, b = std::min(resident_.tokens().size(), o.at + stash_need_);
+    const std::size_t bytes = row_copy::bytes_for(state.layout(), a, b);
+    if (b <= a || budget_.reserve("stash", bytes)) {
+      try {
+        stash_ = row_copy::take(state, where_, a, std::max(a, b));
+        stash_bytes_ = b > a ? bytes : 0;
+        ++guests_stashed_;
+      } catch (...) {
+        if (b > a) budget_.release("stash", bytes);
+        throw;
+      }
+    } else {
+      ++stash_refusals_;
+      via_.clear();
+      guest_ = false;
+    }
+  }
+  if (!guest_) {
+    // A request that rewrites rows the resident prompt does not share sets them aside first:
+    // another session's parks the resident one, the same session's (a compaction) pins its head.
+    const auto& rows = resident_.tokens();
+    const std::size_t n = std::min(rows.size(), o.served.size());
+    const std::size_t shared = static_cast<std::size_t>(
+        std::mismatch(rows.begin(), rows.begin() + static_cast<long>(n), o.served.begin()).first - rows.begin());
+    if (o.source != "store" && o.via.empty() && shared < rows.size() && o.at < rows.size()) {
+      const bool other = !resident_session_.empty() && pending_session_ != resident_session_;
+      resident_.set_aside(state, where_, other ? "park" : "pin", o.at);
+    }
+    resident_.begin(o);
+    resident_session_ = pending_session_;
+  }
   // The prefix cache: a request the resident prefix could not answer leaves a snapshot at the
   // longest line of its prompt that fits one entry, so the next request with this head (another
   // session with the same system prompt) starts there.
   if (!opts_.prefix_cache || !o.exact || o.source == "resident" || o.source == "end") return;
+  const state_layout& layout = state.layout();
   const std::size_t grid = static_cast<std::size_t>(layout.grid);
   std::size_t line = o.served.size() / grid * grid;
   while (line > o.at && state_copy::bytes_for(layout, line) > opts_.store_entry_bytes) line -= grid;
@@ -80,8 +147,9 @@ void cache_tiers::begin(const resume_offer& o, const state_layout& layout) {
 
 void cache_tiers::after_prefill_step(const state_adapter& state, kernels::backend where) {
   if (!opts_.enabled) return;
-  resident_.after_prefill_step(state, where);
-  if (prefix_target_ != 0 && state.valid_length() == prefix_target_ && resident_.taint() >= prefix_target_) {
+  if (!guest_) resident_.after_prefill_step(state, where);
+  const bool exact = !guest_ ? resident_.taint() >= prefix_target_ : run_exact_;
+  if (prefix_target_ != 0 && state.valid_length() == prefix_target_ && exact) {
     std::vector<token_id> head(served_.begin(), served_.begin() + static_cast<long>(prefix_target_));
     store_.insert(head, state, where, "prefix");
     prefix_target_ = 0;
@@ -89,11 +157,23 @@ void cache_tiers::after_prefill_step(const state_adapter& state, kernels::backen
 }
 
 void cache_tiers::end_generation(const state_adapter& state, kernels::backend where, end_record record) {
-  if (!opts_.enabled) return;
+  // A guest keeps no end anchor and no session snapshot of its own.
+  if (!opts_.enabled || guest_) return;
   // The conversation's newest turn supersedes its earlier session snapshots.
   if (opts_.session_cache && !record.rows.empty() && store_.insert(record.rows, state, where, "session"))
     store_.drop_prefixes_of(record.rows, "session");
   resident_.end_generation(state, where, std::move(record));
+}
+
+void cache_tiers::finish(state_adapter& state) {
+  if (guest_ && via_ == "stash") {
+    stash_.restore(state);
+    budget_.release("stash", stash_bytes_);
+    stash_ = row_copy{};
+    stash_bytes_ = 0;
+  }
+  via_.clear();
+  guest_ = false;
 }
 
 std::vector<std::string> cache_tiers::clear(const std::string& tier) {
@@ -126,6 +206,19 @@ nlohmann::json cache_tiers::stats() const {
       {"evictions", a.evictions()},
       {"refusals", a.refusals() + resident_.end_refusals()},
       {"tokens_saved", resident_counts_.tokens_saved + end_counts_.tokens_saved},
+      {"guests_stashed", guests_stashed_},
+      {"guests_side", guests_side_},
+      {"stash_refusals", stash_refusals_},
+      {"stash_limit_bytes", budget_.limit("stash")},
+      {"pinned", resident_.saved("pin") ? nlohmann::json(resident_.saved("pin")->rows.last()) : nlohmann::json()},
+      {"pin_bytes", budget_.used("pin")},
+      {"pin_limit_bytes", budget_.limit("pin")},
+      {"pin_hits", pin_hits_},
+      {"parked", resident_.saved("park") ? nlohmann::json(resident_.saved("park")->rows.last()) : nlohmann::json()},
+      {"park_bytes", budget_.used("park")},
+      {"park_limit_bytes", budget_.limit("park")},
+      {"park_hits", park_hits_},
+      {"set_aside_refusals", resident_.set_aside_refusals},
   };
   j["store"] = {
       {"entries", store_.entries()},

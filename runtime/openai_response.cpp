@@ -69,11 +69,13 @@ json usage_json(const usage_info& u) {
 }
 
 json x_cache_json(const x_cache_info& x) {
-  return json{{"source", x.source},
-              {"resumed_at", x.resumed_at},
-              {"prefilled_tokens", x.prefilled_tokens},
-              {"restore_ms", x.restore_ms},
-              {"ttft_ms", x.ttft_ms}};
+  json j{{"source", x.source},
+         {"resumed_at", x.resumed_at},
+         {"prefilled_tokens", x.prefilled_tokens},
+         {"restore_ms", x.restore_ms},
+         {"ttft_ms", x.ttft_ms}};
+  if (!x.via.empty()) j["via"] = x.via;
+  return j;
 }
 
 std::string chat_finish_reason(const assistant_output& output, const std::string& finish_reason) {

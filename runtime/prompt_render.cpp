@@ -18,6 +18,25 @@ std::string head_digest(const std::vector<std::int32_t>& prompt) {
   return buf;
 }
 
+// A chat's session: its messages up to and including the first user message. Two sessions of one
+// client share the system prompt (often far more than 512 tokens of it) and differ there.
+std::string chat_session_digest(const std::vector<chat_message>& messages) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  for (const auto& m : messages) {
+    XXH3_64bits_update(st, m.role.data(), m.role.size());
+    XXH3_64bits_update(st, "\x1f", 1);
+    XXH3_64bits_update(st, m.content.data(), m.content.size());
+    XXH3_64bits_update(st, "\x1e", 1);
+    if (m.role == "user") break;
+  }
+  const auto h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "c%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 }  // namespace
 
 std::variant<board_job, api_error> render_request(const completion_request& r, const render_limits& lim,
@@ -69,7 +88,9 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
   j.stop_tokens = {special_tokens::im_end, special_tokens::endoftext};
   j.stop_strings = r.stop;
   j.logit_bias = r.logit_bias;
-  j.session_key = r.prompt_cache_key ? *r.prompt_cache_key : head_digest(j.prompt);
+  if (r.prompt_cache_key) j.session_key = *r.prompt_cache_key;
+  else if (r.kind == request_kind::chat) j.session_key = chat_session_digest(r.messages);
+  else j.session_key = head_digest(j.prompt);
   return j;
 }
 

@@ -48,10 +48,16 @@ std::optional<resume_offer> resident_prefix::offer(const std::vector<token_id>& 
       }
     }
   }
+  // A pinned head or a parked session that shares more with the prompt than the rows in place.
+  for (const auto& [kind, saved] : saved_) {
+    auto o = offer_saved(saved, prompt);
+    if (o && (!best || o->at > best->at)) best = std::move(o);
+  }
   return best;
 }
 
-void resident_prefix::restore(state_adapter& into, const resume_offer& o) const {
+void resident_prefix::restore(state_adapter& into, kernels::backend where, const resume_offer& o) {
+  if (o.via == "pin" || o.via == "park") return bring_back(into, where, o);
   if (o.source == "end") {
     if (!end_ || end_->rows.size() != o.at) throw std::logic_error("resident_prefix: the end anchor is gone");
     end_copy_.restore(into, o.at);
@@ -147,6 +153,7 @@ void resident_prefix::drop_end() {
 }
 
 void resident_prefix::clear() {
+  clear_saved();
   anchors_.clear();
   drop_end();
   tokens_.clear();

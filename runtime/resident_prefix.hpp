@@ -1,5 +1,6 @@
 #pragma once
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "runtime/anchor_set.hpp"
 #include "runtime/end_alignment.hpp"
 #include "runtime/memory_budget.hpp"
+#include "runtime/row_copy.hpp"
 #include "runtime/state_copy.hpp"
 #include "runtime/token.hpp"
 
@@ -21,6 +23,23 @@ struct resume_offer {
   std::size_t exact_to = 0;       // rows [0, exact_to) of the restored state are a cold prefill's
   bool rows_replaced = false;     // the restore wrote rows (a snapshot), not only sections
   bool aligned = false;           // the end alignment changed the prompt (reasoning, hidden spans)
+  std::string via;                // "", or what served it: stash | side | pin | park
+};
+
+// A conversation's rows set aside before another request overwrites them (seed §13.4): the
+// pinned head (kind "pin": the same session's head, e.g. before a compaction request) or the
+// parked session (kind "park": another session's request replaced it). Rows [from, end) of
+// `tokens`, grid anchors over them, and for a parked session its end anchor.
+struct saved_prompt {
+  std::string kind;
+  std::vector<token_id> tokens;               // what rows [0, rows.last()) held
+  row_copy rows;                              // rows [from, end)
+  std::map<std::size_t, state_copy> anchors;  // grid anchors in (from, end], at or below taint
+  std::optional<end_record> end;
+  state_copy end_copy;
+  std::vector<token_span> reasoning, hidden;  // the earlier answers' spans
+  std::size_t taint = 0;
+  std::size_t bytes = 0;                      // reserved in the pool named `kind`
 };
 
 struct resident_options {
@@ -56,8 +75,10 @@ class resident_prefix {
   std::optional<resume_offer> offer(const std::vector<token_id>& prompt) const;
 
   // Restores the offer's sections and sets the valid length to offer.at. The rows below it are
-  // the engine's own and already hold the offer's tokens.
-  void restore(state_adapter& into, const resume_offer& offer) const;
+  // the engine's own and already hold the offer's tokens; for an offer via a pinned head or a
+  // parked session, its rows are written back first (the rows in place are parked in turn when
+  // they are another session's) and it becomes the resident prompt.
+  void restore(state_adapter& into, kernels::backend where, const resume_offer& offer);
 
   // The engine now holds `o.served`'s first `o.at` rows and will prefill the rest from there.
   // o.exact: the state at o.at is a cold prefill's (cold start, grid anchor, grid snapshot);
@@ -74,8 +95,18 @@ class resident_prefix {
   // decode rows tainted and, with end_anchor on, copies the sections as the end anchor.
   void end_generation(const state_adapter& state, kernels::backend where, end_record record);
 
+  // Before a request that resumes at `from` rewrites the rows above it: sets rows [from, end)
+  // aside as `kind` ("pin" or "park", also the budget pool's name), as many as the pool holds,
+  // with anchors over them (pin: up to 8 spread; park: the newest 4 and the end anchor). The
+  // anchors move out of the resident set. Replaces the earlier one of that kind. Returns whether
+  // anything was kept.
+  bool set_aside(const state_adapter& state, kernels::backend where, const std::string& kind, std::size_t from);
+  const saved_prompt* saved(const std::string& kind) const;
+
   // Everything dropped: the next request starts cold.
   void clear();
+  // Drops the set-aside prompts ("pin", "park") only.
+  void clear_saved();
 
   const std::vector<token_id>& tokens() const { return tokens_; }
   std::size_t taint() const { return taint_; }
@@ -87,6 +118,9 @@ class resident_prefix {
 
  private:
   void drop_end();
+  std::optional<resume_offer> offer_saved(const saved_prompt& s, const std::vector<token_id>& prompt) const;
+  void bring_back(state_adapter& into, kernels::backend where, const resume_offer& offer);
+  void release_saved(saved_prompt& s);
 
   memory_budget& budget_;
   resident_options opts_;
@@ -100,6 +134,10 @@ class resident_prefix {
   std::optional<end_record> end_;
   state_copy end_copy_;
   long end_refusals_ = 0;
+  std::map<std::string, saved_prompt> saved_;  // "pin", "park"
+ public:
+  long set_aside_refusals = 0;
+  long saved_hits = 0;
 };
 
 }  // namespace anchorage

@@ -88,6 +88,18 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) { c.cache.store_bytes = parse_gib("cache-budget-gb", v); }},
       {"store-entry-gb", "GB", "largest single snapshot in the state store (1)",
        [](server_config& c, const std::string& v) { c.cache.store_entry_bytes = parse_gib("store-entry-gb", v); }},
+      {"resident-guest-max", "N", "longest prompt served as a guest beside the resident one (8192; 0: no guests)",
+       [](server_config& c, const std::string& v) {
+         c.cache.guest_max = static_cast<std::size_t>(parse_long("resident-guest-max", v, 0, 1L << 30));
+       }},
+      {"resident-stash-gb", "GB", "budget of a guest's stash of the rows it overwrites (1)",
+       [](server_config& c, const std::string& v) { c.cache.stash_bytes = parse_gib("resident-stash-gb", v); }},
+      {"resident-pin-gb", "GB", "budget of the pinned head of a replaced prompt (4)",
+       [](server_config& c, const std::string& v) { c.cache.pin_bytes = parse_gib("resident-pin-gb", v); }},
+      {"resident-park-gb", "GB", "budget of the parked session another session replaced (4)",
+       [](server_config& c, const std::string& v) { c.cache.park_bytes = parse_gib("resident-park-gb", v); }},
+      {"parallel", "N", "slots: the resident one and N-1 side slots for guests (1)",
+       [](server_config& c, const std::string& v) { c.cache.parallel = static_cast<int>(parse_long("parallel", v, 1, 64)); }},
       {"max-queue", "N", "requests that may wait behind the running one (16); beyond: 429",
        [](server_config& c, const std::string& v) { c.max_queue = static_cast<int>(parse_long("max-queue", v, 0, 100000)); }},
       {"max-body-mb", "N", "largest request body in MiB (32); beyond: 413",

@@ -1,6 +1,8 @@
 #pragma once
 // One request through the device tiers as the board runs it, without actors: lookup, restore or
 // cold reset, prefill chunk by chunk with the tiers anchoring, greedy decode, end of generation.
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "runtime/cache_tiers.hpp"
@@ -15,15 +17,20 @@ struct turn_result {
   resume_offer offer;
   std::vector<token_id> output;  // emitted tokens; the last one is pending, not in the rows
   std::size_t prefilled = 0;
+  std::string via;  // what served it beyond the source (stash, pin, park, ...)
 };
 
 inline turn_result serve_turn(cache_tiers& tiers, engine& e, const std::vector<token_id>& prompt,
-                              int max_tokens) {
+                              int max_tokens, const std::string& session = "s") {
   turn_result r;
-  r.offer = tiers.plan(prompt);
+  request_info info;
+  info.session_key = session;
+  info.max_tokens = static_cast<std::size_t>(std::max(max_tokens, 0));
+  r.offer = tiers.plan(prompt, info);
   if (r.offer.source == "cold") e.reset();
   else tiers.restore(e.cache_state(), r.offer);
-  tiers.begin(r.offer, e.layout());
+  tiers.begin(r.offer, e.cache_state());
+  r.via = tiers.running_via();
   const std::size_t from = e.length();
   e.begin_prefill(slice(r.offer.served, from, r.offer.served.size()));
   while (e.prefill_remaining() > 0) {
@@ -41,6 +48,7 @@ inline turn_result serve_turn(cache_tiers& tiers, engine& e, const std::vector<t
     o.rows = e.length();
     tiers.end_generation(e.cache_state(), e.where(), build_end_record(o));
   }
+  tiers.finish(e.cache_state());
   return r;
 }
 

@@ -1,64 +1,11 @@
 // End-to-end: conversations that grow turn by turn, answered from the end anchor, with the
 // client keeping its answers' reasoning (an agent) or dropping it (Open WebUI); the tiers'
 // stats, metrics and clear route.
-#include "tests/http_helpers.hpp"
+#include "tests/chat_turns.hpp"
 
 using namespace anchorage;
 using namespace anchorage::testing;
 
-namespace {
-
-// OpenAI logit_bias that leaves only the letters a..z: answers that survive the round trip to
-// the client and back (the random tiny model would otherwise write invalid UTF-8 and specials).
-json letters_only() {
-  json b = json::object();
-  for (int id = 0; id < vocab_size(); ++id)
-    if (id < 'a' || id > 'z') b[std::to_string(id)] = -100;
-  return b;
-}
-
-json chat_body(const json& messages, std::uint64_t seed, long max_tokens = 120) {
-  return json{{"model", "anchorage"},   {"messages", messages}, {"max_tokens", max_tokens},
-              {"temperature", 0.8},     {"seed", seed},         {"logit_bias", letters_only()}};
-}
-
-std::size_t count_tokens(const std::string& text) { return tok.encode(text, true).size(); }
-
-struct turn_reply {
-  json message;
-  json x_cache;
-  json usage;
-  std::string finish_reason;
-};
-
-turn_reply post_turn(const http_server& s, const json& body) {
-  const http_reply r = s.post_json("/v1/chat/completions", body);
-  INFO(r.body.substr(0, 400));
-  REQUIRE(r.status == 200);
-  const json j = r.body_json();
-  turn_reply t;
-  t.message = j["choices"][0]["message"];
-  t.finish_reason = j["choices"][0]["finish_reason"];
-  t.x_cache = j["x_cache"];
-  t.usage = j["usage"];
-  return t;
-}
-
-const char* system_prompt =
-    "You are a coding agent. Read the files you are asked about, run the tools you need and keep "
-    "your answers short.";
-
-// Glue after an answer the client echoed: the template's end of the assistant turn, the new
-// message, and the generation prompt (which opens the reasoning block).
-std::string tool_glue(const std::string& result) {
-  return "<|im_end|>\n<|im_start|>user\n<tool_response>\n" + result +
-         "\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n";
-}
-std::string user_glue(const std::string& text) {
-  return "<|im_end|>\n<|im_start|>user\n" + text + "<|im_end|>\n<|im_start|>assistant\n<think>\n";
-}
-
-}  // namespace
 
 TEST_CASE("an agent's six turns resume from the end anchor and prefill only what is new", "[http][cache][end]") {
   http_server s({"--reasoning-budget", "6"});

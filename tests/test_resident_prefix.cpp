@@ -229,7 +229,7 @@ TEST_CASE("anchors stay within their budget and the newest four survive", "[resi
   const auto prompt = test_tokens(20 * g + 3, 80);
   const auto offer = tiers.plan(prompt);
   e->reset();
-  tiers.begin(offer, e->layout());
+  tiers.begin(offer, e->cache_state());
   e->begin_prefill(prompt);
   while (e->prefill_remaining() > 0) {
     e->prefill_step();
@@ -301,6 +301,7 @@ TEST_CASE("an unrelated request between two turns takes the end anchor with its 
   const std::size_t g = static_cast<std::size_t>(c.grid);
   cache_options o = small_cache(true);
   o.session_cache = false;  // A's session snapshot would answer (a session resume, not exact)
+  o.pin_bytes = o.park_bytes = 0;  // nothing set aside: the store answers
   cache_tiers tiers(o);
   auto e = make_engine(c);
   const auto a1 = test_tokens(3 * g + 7, 140);
@@ -319,6 +320,7 @@ TEST_CASE("a store restore over another session's rows keeps none of its anchors
   const std::size_t g = static_cast<std::size_t>(c.grid);
   cache_options o = small_cache(true);
   o.session_cache = false;
+  o.pin_bytes = o.park_bytes = 0;  // nothing set aside: the store answers
   cache_tiers tiers(o);
   auto e = make_engine(c);
   const auto a = test_tokens(4 * g + 5, 150);
@@ -376,7 +378,7 @@ TEST_CASE("a request cancelled inside its prefill does not make the next one col
   longer.insert(longer.end(), more.begin(), more.end());
   const auto o = tiers.plan(longer);
   tiers.restore(e->cache_state(), o);
-  tiers.begin(o, e->layout());
+  tiers.begin(o, e->cache_state());
   e->begin_prefill(slice(longer, e->length(), longer.size()));
   e->prefill_step();
   tiers.after_prefill_step(e->cache_state(), e->where());

@@ -70,7 +70,7 @@ turn_timing first_token(engine& e, cache_tiers* tiers, const std::vector<token_i
     t.offer = tiers->plan(prompt);
     if (t.offer.source == "cold") e.reset();
     else tiers->restore(e.cache_state(), t.offer);
-    tiers->begin(t.offer, e.layout());
+    tiers->begin(t.offer, e.cache_state());
   } else {
     t.offer.served = prompt;
     e.reset();
@@ -84,6 +84,7 @@ turn_timing first_token(engine& e, cache_tiers* tiers, const std::vector<token_i
   }
   sample_token(e.last_logits(), sampling_params{}, 0);
   t.ttft_s = seconds_since(t0);
+  if (tiers) tiers->finish(e.cache_state());
   t.prefilled = e.length() - from;
   return t;
 }
