@@ -40,6 +40,20 @@ TEST_CASE("the cache flags take sizes in GiB and switches", "[config]") {
   CHECK_THROWS_WITH(parse_server_args({"--resident-gb", "-1"}), Catch::Contains("--resident-gb"));
   CHECK_THROWS_WITH(parse_server_args({"--cache-budget-gb", "lots"}), Catch::Contains("--cache-budget-gb"));
   CHECK_THROWS_WITH(parse_server_args({"--end-anchor=maybe"}), Catch::Contains("--end-anchor"));
+  const auto i = parse_server_args({"--resident-guest-max", "1000", "--resident-stash-gb", "0.5", "--resident-pin-gb=1",
+                                    "--resident-park-gb", "2", "--parallel", "3"});
+  CHECK(i.cache.guest_max == 1000);
+  CHECK(i.cache.stash_bytes == 512ULL << 20);
+  CHECK(i.cache.pin_bytes == 1024ULL << 20);
+  CHECK(i.cache.park_bytes == 2048ULL << 20);
+  CHECK(i.cache.parallel == 3);
+  const auto d = parse_server_args({});
+  CHECK(d.cache.guest_max == 8192);
+  CHECK(d.cache.stash_bytes == 1024ULL << 20);
+  CHECK(d.cache.pin_bytes == 4096ULL << 20);
+  CHECK(d.cache.park_bytes == 4096ULL << 20);
+  CHECK(d.cache.parallel == 1);
+  CHECK_THROWS_WITH(parse_server_args({"--parallel", "0"}), Catch::Contains("--parallel"));
 }
 
 TEST_CASE("flags keep the seed's spelling and check their values", "[config]") {
@@ -98,6 +112,7 @@ TEST_CASE("the help text lists every flag", "[config]") {
   for (const char* f : {"--host", "--port", "--preset", "--prefix-chunk", "--ctx-size", "--cache-dir", "--no-cache",
                         "--served-model-name", "--admin-token", "--config", "--max-queue", "--ledger", "--trace",
                         "--reasoning-budget", "--resident-gb", "--end-anchor", "--end-align", "--cache-budget-gb",
-                        "--store-entry-gb"})
+                        "--store-entry-gb", "--resident-guest-max", "--resident-stash-gb", "--resident-pin-gb",
+                        "--resident-park-gb", "--parallel"})
     CHECK_THAT(h, Catch::Contains(f));
 }
