@@ -38,9 +38,26 @@ void guarded(board_ptr self, F&& f) {
   try {
     f();
   } catch (const std::exception& e) {
+    auto& st = self->state;
+    // A side slot holds none of slot 0's state: only slot 0's failures drop the resident prefix.
+    if (st.active != st.eng.get()) {
+      std::cerr << "anchorage: a cache tier failed on a side slot (" << e.what() << ")\n";
+      return;
+    }
     std::cerr << "anchorage: a cache tier failed (" << e.what() << "); the resident prefix is dropped\n";
-    self->state.tiers->clear("resident");
+    st.tiers->clear("resident");
   }
+}
+
+// The cold path after a restore failed: a side slot's failure touched nothing of slot 0's;
+// on slot 0 what the restore wrote is unknown, so the resident rows are no longer trusted.
+resume_offer cold_after_failure(board_ptr self, const resume_offer& failed, std::vector<token_id> prompt) {
+  auto& st = self->state;
+  if (failed.via != "side") st.tiers->clear("resident");
+  resume_offer o;
+  o.served = std::move(prompt);
+  if (failed.via == "side" || failed.via == "stash") o.via = failed.via;
+  return o;
 }
 
 void send_tiers(board_ptr self) {
@@ -82,12 +99,7 @@ resume_offer start_state(board_ptr self, board_job& j) {
     try {
       st.tiers->restore(st.active->cache_state(), o);
     } catch (const std::exception&) {
-      // What the restore wrote is unknown: the resident rows are no longer trusted.
-      st.tiers->clear("resident");
-      const std::string via = o.via;
-      o = resume_offer{};
-      o.served = std::move(prompt);
-      o.via = via;
+      o = cold_after_failure(self, o, std::move(prompt));
     }
   }
   if (o.source == "cold") st.active->reset();
@@ -173,14 +185,10 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
           if (o.source == "cold") return fail(self, j, 400, e.what());
           // The served prompt (an end alignment can lengthen it) did not fit: start cold. The
           // restore wrote sections (and, from the store, rows) the resident prefix does not know.
-          st.tiers->clear("resident");
+          o = cold_after_failure(self, o, std::vector<token_id>(asked.begin(), asked.end()));
           st.active->reset();
           j.prompt = asked;
           j.cache = x_cache_info{};
-          const std::string via = o.via;
-          o = resume_offer{};
-          o.served.assign(asked.begin(), asked.end());
-          o.via = via;
           try {
             st.session = std::make_unique<generation_session>(*st.active, to_generation_job(j));
           } catch (const std::exception& e2) {

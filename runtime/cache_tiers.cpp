@@ -31,17 +31,16 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
   pending_session_ = info.session_key;
   stash_need_ = 0;
   if (!opts_.enabled || prompt.empty()) return cold;
-  const bool guest = is_guest(prompt.size());
-  std::optional<resume_offer> best;
-  if (guest && info.side_slot_free) {
-    // A side slot has none of slot 0's rows: only the store can start it later than cold.
-    cold.via = "side";
-  } else {
-    best = resident_.offer(prompt);
-    // A guest reads the rows in place; bringing back a set-aside prompt would change slot 0.
-    if (guest && best && !best->via.empty()) best.reset();
-    if (!best) ++resident_counts_.misses;
+  std::optional<resume_offer> best = resident_.offer(prompt);
+  // A short request is a guest, unless it continues the resident conversation (a client that
+  // dropped a long reasoning sends a prompt much shorter than the rows).
+  const bool guest = is_guest(prompt.size()) && !(best && best->source == "end" && best->via.empty());
+  if (guest) {
+    // A guest reads the rows in place (a side slot none of them); bringing back a set-aside
+    // prompt would change slot 0.
+    if (info.side_slot_free || (best && !best->via.empty())) best.reset();
   }
+  if (!best && !(guest && info.side_slot_free)) ++resident_counts_.misses;
   // The store is deeper: taken only when it starts later than the resident prefix. A stashed
   // guest does not take it (a snapshot writes rows from 0, below what the stash holds).
   const bool store_ok = !(guest && !info.side_slot_free);
@@ -66,7 +65,7 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
     o.via = info.side_slot_free ? "side" : "stash";
     // What the guest can write past its start: the rest of its prompt, its output, the rows the
     // server may add unseen, and two margins of 512.
-    stash_need_ = (prompt.size() - o.at) + info.max_tokens + info.hidden_reserve + 2 * 512;
+    stash_need_ = (o.served.size() - std::min(o.at, o.served.size())) + info.max_tokens + info.hidden_reserve + 2 * 512;
   }
   return o;
 }
@@ -127,7 +126,7 @@ void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
     const std::size_t n = std::min(rows.size(), o.served.size());
     const std::size_t shared = static_cast<std::size_t>(
         std::mismatch(rows.begin(), rows.begin() + static_cast<long>(n), o.served.begin()).first - rows.begin());
-    if (o.source != "store" && o.via.empty() && shared < rows.size() && o.at < rows.size()) {
+    if (o.source != "store" && via_.empty() && shared < rows.size() && o.at < rows.size()) {
       const bool other = !resident_session_.empty() && pending_session_ != resident_session_;
       resident_.set_aside(state, where_, other ? "park" : "pin", o.at);
     }
@@ -166,14 +165,16 @@ void cache_tiers::end_generation(const state_adapter& state, kernels::backend wh
 }
 
 void cache_tiers::finish(state_adapter& state) {
-  if (guest_ && via_ == "stash") {
-    stash_.restore(state);
-    budget_.release("stash", stash_bytes_);
-    stash_ = row_copy{};
-    stash_bytes_ = 0;
-  }
+  const bool stashed = guest_ && via_ == "stash";
   via_.clear();
   guest_ = false;
+  if (!stashed) return;
+  // Released first: a restore that throws must not keep the pool's bytes.
+  row_copy stash = std::move(stash_);
+  stash_ = row_copy{};
+  budget_.release("stash", stash_bytes_);
+  stash_bytes_ = 0;
+  stash.restore(state);
 }
 
 std::vector<std::string> cache_tiers::clear(const std::string& tier) {

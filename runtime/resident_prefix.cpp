@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "runtime/tokenizer.hpp"
+
 namespace anchorage {
 namespace {
 
@@ -91,8 +93,15 @@ void resident_prefix::begin(const resume_offer& o) {
     hidden_.clear();
   } else {
     auto below = [at](const token_span& s) { return s.second > at; };
+    // A reasoning span must end at a </think> the rows hold: one that ended unclosed where this
+    // request resumes is closed by the prompt's next token, when that is </think>.
+    const auto& served = o.served;
     reasoning_.erase(std::remove_if(reasoning_.begin(), reasoning_.end(),
-                                    [at](const token_span& s) { return s.second >= at; }),
+                                    [at, &served](const token_span& s) {
+                                      const bool closed_here = s.second == at && at < served.size() &&
+                                                               served[at] == special_tokens::think_close;
+                                      return s.second > at || (s.second == at && !closed_here);
+                                    }),
                      reasoning_.end());
     hidden_.erase(std::remove_if(hidden_.begin(), hidden_.end(), below), hidden_.end());
   }

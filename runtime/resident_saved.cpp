@@ -59,6 +59,9 @@ bool resident_prefix::set_aside(const state_adapter& state, kernels::backend whe
   std::size_t end = avail > extras ? std::min(rows_held, from + (avail - extras) / row_b) : from;
   chosen.erase(std::remove_if(chosen.begin(), chosen.end(), [end](std::size_t p) { return p > end; }), chosen.end());
   const bool keep_end = with_end && end_->rows.size() <= end;
+  // The anchors that did not fit leave room for more rows.
+  const std::size_t kept_extras = chosen.size() * section_b + (keep_end ? section_b : 0);
+  if (avail > kept_extras) end = std::min(rows_held, from + (avail - kept_extras) / row_b);
   if (end <= from || (chosen.empty() && !keep_end)) {
     ++set_aside_refusals;
     return false;

@@ -148,3 +148,28 @@ TEST_CASE("with --end-anchor=off the next turn resumes at a grid anchor", "[http
   // The previous prompt's last line: everything after it (the answer included) is re-read.
   CHECK(second.x_cache["resumed_at"] == first.usage["prompt_tokens"].get<long>() / 32 * 32);
 }
+
+TEST_CASE("answers that never left their reasoning still resume from the end anchor", "[http][cache][end]") {
+  // No reasoning budget and a short max_tokens: every answer is unclosed reasoning and empty
+  // content; the client sends the empty answers back with a new question each turn.
+  http_server s;
+  json messages = json::array({{{"role", "system"}, {"content", system_prompt}},
+                               {{"role", "user"}, {"content", "Think about it."}}});
+  std::size_t expected_prefill = 0;
+  for (int turn = 0; turn < 4; ++turn) {
+    INFO("turn " << turn);
+    const turn_reply t = post_turn(s, chat_body(messages, 400 + turn, 30));
+    REQUIRE(t.finish_reason == "length");
+    CHECK(t.message.value("content", "").empty());
+    if (turn > 0) {
+      CHECK(t.x_cache["source"] == "end");
+      CHECK(t.x_cache["prefilled_tokens"].get<std::size_t>() == expected_prefill);
+    }
+    messages.push_back({{"role", "assistant"}, {"content", ""}});
+    const std::string next = "Question " + std::to_string(turn + 2) + ".";
+    messages.push_back({{"role", "user"}, {"content", next}});
+    // The client's "</think>\n\n" closing the block and the new message (the pending token was
+    // reasoning, which the client dropped).
+    expected_prefill = count_tokens("</think>\n\n") + count_tokens(user_glue(next));
+  }
+}

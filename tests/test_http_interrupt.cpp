@@ -39,6 +39,16 @@ turn_reply title_request(const http_server& s) {
 
 }  // namespace
 
+// The same conversation on a server that sees nothing else: what the interrupted one must answer.
+std::vector<json> uninterrupted(const std::string& system, const std::string& first_user,
+                                const std::vector<std::uint64_t>& seeds) {
+  http_server s({"--reasoning-budget", "6"});
+  conversation c(system, first_user);
+  std::vector<json> out;
+  for (auto seed : seeds) out.push_back(c.turn(s, seed).message);
+  return out;
+}
+
 TEST_CASE("a title request between two turns is a guest: the next turn resumes at its end", "[http][cache][guest]") {
   http_server s({"--reasoning-budget", "6"});
   conversation a(long_system(), "List the files in src and read main.cpp.");
@@ -47,6 +57,8 @@ TEST_CASE("a title request between two turns is a guest: the next turn resumes a
   CHECK(title.x_cache["via"] == "stash");
   const turn_reply next = a.turn(s, 2);
   CHECK(next.x_cache["source"] == "end");
+  // The rows the title request overwrote came back: the answer is the uninterrupted one.
+  CHECK(next.message == uninterrupted(long_system(), "List the files in src and read main.cpp.", {1, 2})[1]);
   CHECK(next.x_cache["prefilled_tokens"].get<std::size_t>() == 1 + count_tokens(tool_glue("exit code 1")));
   const json stats = s.get("/v1/cache/stats").body_json();
   CHECK(stats["tiers"]["resident"]["guests_stashed"] == 1);
@@ -71,7 +83,11 @@ TEST_CASE("sessions A, B, A: A comes back from the park and re-reads only its ne
   CHECK(b2.x_cache["prefilled_tokens"].get<std::size_t>() == b_expected);
   const json stats = s.get("/v1/cache/stats").body_json();
   CHECK(stats["tiers"]["resident"]["park_hits"] == 2);
-  CHECK(stats["tiers"]["resident"]["park_bytes"].get<long>() <= stats["tiers"]["resident"]["park_limit_bytes"].get<long>());
+  // Each session answers as it would alone.
+  CHECK(a2.message == uninterrupted(long_system(), "Fix the failing test in parser.cpp.", {1, 3})[1]);
+  const auto alone_b = uninterrupted(long_system(), "Write a README for the project.", {2, 4});
+  CHECK(b1.message == alone_b[0]);
+  CHECK(b2.message == alone_b[1]);
 }
 
 TEST_CASE("with --parallel 2 a guest runs on the side slot", "[http][cache][side]") {
@@ -83,6 +99,7 @@ TEST_CASE("with --parallel 2 a guest runs on the side slot", "[http][cache][side
   const turn_reply next = a.turn(s, 2);
   CHECK(next.x_cache["source"] == "end");
   CHECK(next.x_cache["prefilled_tokens"].get<std::size_t>() == 1 + count_tokens(tool_glue("exit code 1")));
+  CHECK(next.message == uninterrupted(long_system(), "List the files in src and read main.cpp.", {1, 2})[1]);
   const json stats = s.get("/v1/cache/stats").body_json();
   CHECK(stats["tiers"]["resident"]["guests_side"] == 1);
   CHECK(stats["tiers"]["resident"]["guests_stashed"] == 0);
