@@ -7,7 +7,6 @@
 
 #include "runtime/clock.hpp"
 #include "runtime/end_record_builder.hpp"
-#include "runtime/tokenizer.hpp"
 
 namespace anchorage {
 namespace {
@@ -90,7 +89,7 @@ resume_offer start_state(board_ptr self, board_job& j) {
   request_info info;
   info.session_key = j.session_key;
   info.max_tokens = static_cast<std::size_t>(std::max(0L, j.max_tokens));
-  if (j.reasoning_budget >= 0) info.hidden_reserve = tokenizer{}.encode(reasoning_close_phrase, true).size();
+  if (j.reasoning_budget >= 0) info.hidden_reserve = reasoning_close_length();
   info.side_slot_free = !st.side_slots.empty();
   resume_offer o = st.tiers->plan(prompt, info);
   st.active = o.via == "side" ? st.side_slots.front().get() : st.eng.get();

@@ -1,5 +1,7 @@
 #include "runtime/cache_tiers.hpp"
 
+#include "runtime/token_prefix.hpp"
+
 namespace anchorage {
 namespace {
 
@@ -123,9 +125,7 @@ void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
     // A request that rewrites rows the resident prompt does not share sets them aside first:
     // another session's parks the resident one, the same session's (a compaction) pins its head.
     const auto& rows = resident_.tokens();
-    const std::size_t n = std::min(rows.size(), o.served.size());
-    const std::size_t shared = static_cast<std::size_t>(
-        std::mismatch(rows.begin(), rows.begin() + static_cast<long>(n), o.served.begin()).first - rows.begin());
+    const std::size_t shared = common_prefix(rows, o.served);
     if (o.source != "store" && via_.empty() && shared < rows.size() && o.at < rows.size()) {
       const bool other = !resident_session_.empty() && pending_session_ != resident_session_;
       resident_.set_aside(state, where_, other ? "park" : "pin", o.at);

@@ -41,6 +41,8 @@ std::size_t utf8_cut(const std::string& s, std::size_t n) {
 
 }  // namespace
 
+std::size_t reasoning_close_length() { return reasoning_close().ids.size(); }
+
 generation_session::generation_session(engine& e, generation_job job)
     : engine_(e), job_(std::move(job)),
       parser_(job_.parse_reasoning, job_.parse_tool_calls, job_.starts_in_reasoning) {

@@ -19,6 +19,8 @@ namespace anchorage {
 inline constexpr std::string_view reasoning_close_phrase =
     "\n\nConsidering the limited time, I have to give the solution based on the thinking "
     "directly now.\n</think>\n\n";
+// How many tokens the phrase is: rows a reasoning budget may add that the client never sees.
+std::size_t reasoning_close_length();
 
 // What one request asks of the engine once its prompt is rendered.
 struct generation_job {

@@ -3,18 +3,10 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "runtime/token_prefix.hpp"
 #include "runtime/tokenizer.hpp"
 
 namespace anchorage {
-namespace {
-
-std::size_t common_prefix(const std::vector<token_id>& a, const std::vector<token_id>& b) {
-  const std::size_t n = std::min(a.size(), b.size());
-  return static_cast<std::size_t>(std::mismatch(a.begin(), a.begin() + static_cast<long>(n), b.begin()).first -
-                                  a.begin());
-}
-
-}  // namespace
 
 resident_prefix::resident_prefix(memory_budget& budget, resident_options opts, std::string pool)
     : budget_(budget), opts_(opts), pool_(std::move(pool)), anchors_(budget, pool_, opts.keep_newest) {}

@@ -3,15 +3,10 @@
 #include <stdexcept>
 
 #include "runtime/resident_prefix.hpp"
+#include "runtime/token_prefix.hpp"
 
 namespace anchorage {
 namespace {
-
-std::size_t shared_prefix(const std::vector<token_id>& a, const std::vector<token_id>& b) {
-  const std::size_t n = std::min(a.size(), b.size());
-  return static_cast<std::size_t>(std::mismatch(a.begin(), a.begin() + static_cast<long>(n), b.begin()).first -
-                                  a.begin());
-}
 
 // Up to `n` of `positions` (sorted), spread evenly, the last one always among them.
 std::vector<std::size_t> spread(const std::vector<std::size_t>& positions, std::size_t n) {
@@ -113,9 +108,9 @@ std::optional<resume_offer> resident_prefix::offer_saved(const saved_prompt& s,
   const std::size_t from = s.rows.first();
   // The rows below `from` are not in the copy: they must still be in place, with the same tokens
   // and a cold prefill's bits.
-  if (prompt.empty() || from > taint_ || shared_prefix(tokens_, s.tokens) < from) return std::nullopt;
+  if (prompt.empty() || from > taint_ || common_prefix(tokens_, s.tokens) < from) return std::nullopt;
   std::optional<resume_offer> best;
-  const std::size_t shared = shared_prefix(s.tokens, prompt);
+  const std::size_t shared = common_prefix(s.tokens, prompt);
   const std::size_t limit = std::min({shared, prompt.size() - 1, s.taint});
   auto it = s.anchors.upper_bound(limit);
   if (it != s.anchors.begin()) {

@@ -32,4 +32,9 @@ inline std::vector<token_id> slice(const std::vector<token_id>& t, std::size_t a
   return {t.begin() + static_cast<long>(a), t.begin() + static_cast<long>(b)};
 }
 
+inline std::vector<token_id> concat(std::vector<token_id> a, const std::vector<token_id>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 }  // namespace anchorage::testing

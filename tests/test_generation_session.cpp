@@ -9,6 +9,7 @@
 #include "runtime/output_parser.hpp"
 #include "runtime/tokenizer.hpp"
 #include "tests/engine_fixture.hpp"
+#include "tests/exact_checks.hpp"
 
 using namespace anchorage;
 using namespace anchorage::testing;
@@ -47,10 +48,6 @@ assistant_output parse(const std::vector<token_id>& ids, bool starts_in_reasonin
   for (token_id t : ids) p.feed(t);
   p.finish();
   return p.result();
-}
-
-std::vector<token_id> slice(const std::vector<token_id>& v, std::size_t from, std::size_t to) {
-  return {v.begin() + static_cast<long>(from), v.begin() + static_cast<long>(to)};
 }
 
 std::string run_all(generation_session& s, int block, int* steps = nullptr) {

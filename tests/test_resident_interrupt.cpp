@@ -34,10 +34,6 @@ void require_same_as(engine& e, engine& ref) {
   CHECK(same_bytes(e.last_logits(), ref.last_logits()));
 }
 
-std::vector<token_id> concat(std::vector<token_id> a, const std::vector<token_id>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 }  // namespace
 

@@ -14,35 +14,10 @@
 #include "runtime/blas_setup.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/model_weights.hpp"
+#include "tools/bench_common.hpp"
 
 using namespace anchorage;
-
-namespace {
-
-std::vector<int> parse_list(const std::string& s) {
-  std::vector<int> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::stoi(item));
-  return out;
-}
-
-std::vector<token_id> prose(std::size_t n) {
-  std::vector<token_id> t(n);
-  std::uint64_t x = 88172645463325252ULL;
-  for (auto& v : t) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    v = static_cast<token_id>(32 + x % 95);  // printable bytes
-  }
-  return t;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
+using namespace anchorage::bench;
 
 int main(int argc, char** argv) {
   select_blas_core(argv);

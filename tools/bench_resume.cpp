@@ -24,35 +24,14 @@
 #include "runtime/generator.hpp"
 #include "runtime/model_weights.hpp"
 #include "runtime/sampler.hpp"
+#include "tools/bench_common.hpp"
 
 using namespace anchorage;
+using namespace anchorage::bench;
 
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-double seconds_since(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-std::vector<int> parse_list(const std::string& s) {
-  std::vector<int> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::stoi(item));
-  return out;
-}
-
-std::vector<token_id> prose(std::size_t n, std::uint64_t seed) {
-  std::vector<token_id> t(n);
-  std::uint64_t x = 88172645463325252ULL ^ (seed * 0x9e3779b97f4a7c15ULL);
-  for (auto& v : t) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    v = static_cast<token_id>(32 + x % 95);  // printable bytes
-  }
-  return t;
-}
 
 struct turn_timing {
   resume_offer offer;
