@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <iostream>
 
+#include "actors/disk_writer.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/end_record_builder.hpp"
+#include "runtime/uring_env.hpp"
 
 namespace anchorage {
 namespace {
@@ -64,6 +66,34 @@ void send_tiers(board_ptr self) {
   self->send(st.conductor, tiers_atom::value, st.tiers->stats().dump());
 }
 
+// Hands the writes the tiers staged to the disk writer; each comes back (between two steps) to be
+// indexed. Nothing waits for it.
+void flush_disk(board_ptr self) {
+  auto& st = self->state;
+  if (!st.tiers->disk()) return;
+  for (auto& job : st.tiers->take_disk_jobs()) {
+    auto written = [self](disk_job_ptr j) {
+      auto& s = self->state;
+      try {
+        if (j) s.tiers->disk_written(*j);
+      } catch (const std::exception& e) {
+        std::cerr << "anchorage: indexing a disk write failed (" << e.what() << ")\n";
+      }
+      send_tiers(self);
+    };
+    if (!st.writer) {  // no writer: write now
+      job->results = execute_disk_write(*st.disk_env, st.eng->layout(), job->write, job->plan);
+      written(job);
+      continue;
+    }
+    self->request(st.writer, caf::infinite, disk_write_atom::value, job)
+        .then(written, [self, job](caf::error&) {
+          job->results.clear();  // the writer is gone: nothing was indexed, the marks are released
+          self->state.tiers->disk_written(*job);
+        });
+  }
+}
+
 void fail(board_ptr self, const board_job& j, int status, const std::string& msg) {
   stream_event ev;
   ev.what = stream_event::kind::failed;
@@ -91,6 +121,7 @@ resume_offer start_state(board_ptr self, board_job& j) {
   info.max_tokens = static_cast<std::size_t>(std::max(0L, j.max_tokens));
   if (j.reasoning_budget >= 0) info.hidden_reserve = reasoning_close_length();
   info.side_slot_free = !st.side_slots.empty();
+  if (j.user_start >= 0) info.user_start = static_cast<std::size_t>(j.user_start);
   resume_offer o = st.tiers->plan(prompt, info);
   st.active = o.via == "side" ? st.side_slots.front().get() : st.eng.get();
   st.active->abandon_prefill();  // a request cancelled inside its prefill left its queue
@@ -128,6 +159,7 @@ void finish(board_ptr self) {
     guarded(self, [&] { st.tiers->end_generation(e.cache_state(), e.where(), build_end_record(g)); });
   }
   guarded(self, [&] { st.tiers->finish(e.cache_state()); });
+  flush_disk(self);
   send_tiers(self);
   const auto now = steady_ns();
   stream_event ev;
@@ -168,6 +200,19 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
   self->state.eng = std::move(eng);
   self->state.decode_block = opts.decode_block;
   self->state.tiers = std::make_unique<cache_tiers>(opts.cache, self->state.eng->where());
+  if (opts.disk && opts.cache.enabled) {
+    auto& st = self->state;
+    st.disk_env = opts.disk_env ? opts.disk_env : std::make_shared<uring_env>();
+    st.clock = std::make_unique<system_eviction_clock>();
+    auto tier = std::make_unique<disk_tier>(*st.disk_env, st.eng->layout(), *st.clock, *opts.disk);
+    const disk_scan_report r = tier->start();
+    std::cerr << "anchorage: disk tier in " << tier->store().folder() << ": " << r.indexed << " files indexed, "
+              << r.tmp_reaped << " unfinished writes reaped, " << r.foreign_swept << " of another engine swept, "
+              << r.damaged_removed << " damaged removed\n";
+    st.tiers->attach_disk(std::move(tier));
+    st.writer = self->spawn<caf::linked>(disk_writer, st.eng->layout(),
+                                          opts.writer_env ? opts.writer_env : std::make_shared<uring_env>());
+  }
   self->state.side_slots = std::move(opts.side_slots);
   self->state.active = self->state.eng.get();
   self->state.conductor = std::move(conductor);
@@ -212,7 +257,10 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
         const bool was_prefilling = st.session->prefilling();
         auto r = st.session->step(st.decode_block);
         engine& e = *st.active;
-        if (was_prefilling) guarded(self, [&] { st.tiers->after_prefill_step(e.cache_state(), e.where()); });
+        if (was_prefilling) {
+          guarded(self, [&] { st.tiers->after_prefill_step(e.cache_state(), e.where()); });
+          flush_disk(self);
+        }
         if (st.session->prefilling() || r.prefill_finished) {
           stream_event ev;
           ev.what = stream_event::kind::progress;

@@ -1,6 +1,7 @@
 #pragma once
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,11 @@ struct board_options {
   // --parallel N: N - 1 side slots, engines of the same model with their own buffers. A guest
   // runs on one and leaves slot 0 (the resident prompt) untouched.
   std::vector<std::shared_ptr<engine>> side_slots;
+  // The disk tier (--cache-dir): its options, and optionally the envs for its reads (the board's)
+  // and its writes (the disk writer's); uring_envs when not given. Tests pass fault_envs.
+  std::optional<disk_tier_options> disk;
+  std::shared_ptr<file_env> disk_env;
+  std::shared_ptr<file_env> writer_env;
 };
 
 // The board: the only owner of the engine and of the device tiers (the resident prefix is the
@@ -32,6 +38,10 @@ struct board_options {
 struct board_state {
   std::shared_ptr<engine> eng;
   int decode_block = 4;
+  // Declared before the tiers, which use them until they are destroyed.
+  std::shared_ptr<file_env> disk_env;
+  std::unique_ptr<eviction_clock> clock;
+  disk_writer_actor writer;
   std::unique_ptr<cache_tiers> tiers;
   std::vector<std::shared_ptr<engine>> side_slots;
   engine* active = nullptr;  // the running request's engine: slot 0 or a side slot

@@ -27,6 +27,16 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   bo.decode_block = cfg_.decode_block;
   bo.cache = cfg_.cache;
   if (cfg_.no_cache) bo.cache.enabled = false;
+  if (!cfg_.cache_dir.empty() && cfg_.disk.budget_bytes > 0 && !cfg_.no_cache) {
+    disk_tier_options d;
+    d.store.dir = cfg_.cache_dir + "/disk";
+    d.store.eviction.budget_bytes = cfg_.disk.budget_bytes;
+    d.store.eviction.lifetime_s = cfg_.disk.lifetime_s;
+    d.store.eviction.min_free_bytes = cfg_.disk.min_free_bytes;
+    d.admission.min_tokens = cfg_.disk.min_tokens;
+    d.stage_bytes = cfg_.disk.stage_bytes;
+    bo.disk = d;
+  }
   for (int i = 1; i < cfg_.cache.parallel; ++i)
     bo.side_slots.push_back(std::make_shared<engine>(mc, w, cfg_.engine.backend()));
   auto& sys = *system_;

@@ -50,6 +50,7 @@ struct board_job {
   bool parse_tool_calls = false;
   bool starts_in_reasoning = false;  // the generation prompt opened the <think> block
   long reasoning_budget = -1;        // --reasoning-budget: thinking tokens before a hidden close; -1 none
+  long user_start = -1;              // where the last user message starts in the prompt; -1 unknown
   // what the lookup decided (cold until the tiers land)
   x_cache_info cache;
   std::int64_t received_ns = 0;  // steady clock, when the edge received the request

@@ -23,6 +23,10 @@ using board_actor = caf::typed_actor<caf::reacts_to<run_atom, board_job>,
                                      caf::reacts_to<cancel_atom, std::string>,
                                      caf::replies_to<clear_atom, std::string>::with<std::string>>;
 
+// The disk writer: writes a staged job's files through its own env and hands the job back, in
+// the order the jobs came (write-behind: the board never waits for it).
+using disk_writer_actor = caf::typed_actor<caf::replies_to<disk_write_atom, disk_job_ptr>::with<disk_job_ptr>>;
+
 // The conductor: renders, looks up, queues, dispatches; keeps the ledger and the metrics.
 using conductor_actor = caf::typed_actor<caf::reacts_to<generate_atom, request_envelope>,
                                          caf::reacts_to<cancel_atom, std::string>,

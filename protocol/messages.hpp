@@ -14,6 +14,7 @@
 //   admin     -> conductor  (metrics_atom) -> std::string (Prometheus text)
 //   admin     -> conductor  (clear_atom, tier) -> std::string (JSON) or error
 //   edge      -> conductor  (drain_atom) -> bool (idle)
+//   board     -> disk writer (disk_write_atom, disk_job_ptr) -> disk_job_ptr (results filled)
 //
 // The structs carry shared pointers, actor handles and JSON, and travel inside one process
 // only: they are whitelisted as local message types rather than given serializers.
@@ -30,6 +31,11 @@
 
 namespace anchorage {
 
+// A staged write of the disk tier (runtime/disk_tier.hpp), handed from the board to the disk
+// writer and back; only its owner at the time touches it.
+struct disk_job;
+using disk_job_ptr = std::shared_ptr<disk_job>;
+
 // A parsed client request on its way to the conductor.
 struct request_envelope {
   std::string id;
@@ -44,12 +50,14 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::request_envelope)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::board_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::stream_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::ledger_entry)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_job_ptr)
 
 CAF_BEGIN_TYPE_ID_BLOCK(anchorage, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(anchorage, (anchorage::request_envelope))
   CAF_ADD_TYPE_ID(anchorage, (anchorage::board_job))
   CAF_ADD_TYPE_ID(anchorage, (anchorage::stream_event))
   CAF_ADD_TYPE_ID(anchorage, (anchorage::ledger_entry))
+  CAF_ADD_TYPE_ID(anchorage, (anchorage::disk_job_ptr))
   CAF_ADD_ATOM(anchorage, anchorage, generate_atom, "generate")
   CAF_ADD_ATOM(anchorage, anchorage, cancel_atom, "cancel")
   CAF_ADD_ATOM(anchorage, anchorage, run_atom, "run")
@@ -60,4 +68,5 @@ CAF_BEGIN_TYPE_ID_BLOCK(anchorage, caf::first_custom_type_id)
   CAF_ADD_ATOM(anchorage, anchorage, clear_atom, "clear")
   CAF_ADD_ATOM(anchorage, anchorage, drain_atom, "drain")
   CAF_ADD_ATOM(anchorage, anchorage, tiers_atom, "tiers")
+  CAF_ADD_ATOM(anchorage, anchorage, disk_write_atom, "diskwrite")
 CAF_END_TYPE_ID_BLOCK(anchorage)

@@ -2,6 +2,8 @@
 
 #include "runtime/token_prefix.hpp"
 
+#include <iostream>
+
 namespace anchorage {
 namespace {
 
@@ -30,7 +32,9 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
   resume_offer cold;
   cold.served = prompt;
   planned_copy_ = nullptr;
+  disk_fallback_.reset();
   pending_session_ = info.session_key;
+  pending_user_start_ = info.user_start;
   stash_need_ = 0;
   if (!opts_.enabled || prompt.empty()) return cold;
   std::optional<resume_offer> best = resident_.offer(prompt);
@@ -62,6 +66,14 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
   } else if (store_ok && !hit) {
     ++store_counts_.misses;
   }
+  // The disk is deeper still: taken when it starts later and its read beats the prefill it saves.
+  // A guest does not take it (its rows would replace the resident ones).
+  if (disk_ && !guest) {
+    if (auto d = disk_->offer(prompt, best ? best->at : 0)) {
+      disk_fallback_ = best ? std::move(*best) : cold;
+      best = std::move(*d);
+    }
+  }
   resume_offer o = best ? std::move(*best) : std::move(cold);
   if (guest) {
     o.via = info.side_slot_free ? "side" : "stash";
@@ -72,7 +84,15 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
   return o;
 }
 
-void cache_tiers::restore(state_adapter& into, const resume_offer& o) {
+void cache_tiers::restore(state_adapter& into, resume_offer& o) {
+  if (o.source == "disk") {
+    std::string error;
+    if (disk_ && disk_->restore(o, into, error)) return;
+    std::cerr << "anchorage: a disk restore failed (" << error << "); the broken chain is deleted\n";
+    o = disk_fallback_ ? std::move(*disk_fallback_) : resume_offer{};
+    disk_fallback_.reset();
+    if (o.source == "cold") return;  // the caller resets the engine
+  }
   if (o.source == "store") {
     // plan() found it and nothing was inserted since (an insert may evict).
     if (!planned_copy_) throw std::logic_error("cache_tiers: restore of a store offer plan() did not make");
@@ -93,10 +113,16 @@ void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
   run_exact_ = o.exact;
   if (!opts_.enabled) return;
   // Counted here, where the offer is taken, not in plan(): a failed restore is the cold path.
-  if (o.source != "cold") {
+  if (o.source != "cold" && o.source != "disk") {  // the disk tier counts its own
     tier_counters& c = o.source == "store" ? store_counts_ : o.source == "end" ? end_counts_ : resident_counts_;
     ++c.hits;
     c.tokens_saved += static_cast<long long>(o.at);
+  }
+  if (disk_ && !guest_) {
+    disk_request dr;
+    dr.session_key = pending_session_;
+    dr.user_start = pending_user_start_;
+    disk_->begin(o, dr);
   }
   if (o.via == "pin") ++pin_hits_;
   if (o.via == "park") ++park_hits_;
@@ -131,6 +157,8 @@ void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
       resident_.set_aside(state, where_, other ? "park" : "pin", o.at);
     }
     resident_.begin(o);
+    // A restored prompt becomes the resident one with the disk anchor as its anchor.
+    if (o.source == "disk") resident_.after_prefill_step(state, where_);
     resident_session_ = pending_session_;
   }
   // The prefix cache: a request the resident prefix could not answer leaves a snapshot at the
@@ -147,6 +175,7 @@ void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
 void cache_tiers::after_prefill_step(const state_adapter& state, kernels::backend where) {
   if (!opts_.enabled) return;
   if (!guest_) resident_.after_prefill_step(state, where);
+  if (disk_ && !guest_) disk_->after_prefill_step(state);
   const bool exact = !guest_ ? resident_.taint() >= prefix_target_ : run_exact_;
   if (prefix_target_ != 0 && state.valid_length() == prefix_target_ && exact) {
     std::vector<token_id> head(served_.begin(), served_.begin() + static_cast<long>(prefix_target_));
@@ -165,6 +194,7 @@ void cache_tiers::end_generation(const state_adapter& state, kernels::backend wh
 }
 
 void cache_tiers::finish(state_adapter& state) {
+  if (disk_ && !guest_) disk_->finish(state);
   const bool stashed = guest_ && via_ == "stash";
   via_.clear();
   guest_ = false;
@@ -187,7 +217,19 @@ std::vector<std::string> cache_tiers::clear(const std::string& tier) {
     store_.clear();
     done.push_back("store");
   }
+  if (disk_ && (tier == "disk" || tier == "all")) {
+    disk_->clear();
+    done.push_back("disk");
+  }
   return done;
+}
+
+std::vector<std::shared_ptr<disk_job>> cache_tiers::take_disk_jobs() {
+  return disk_ ? disk_->take_jobs() : std::vector<std::shared_ptr<disk_job>>{};
+}
+
+void cache_tiers::disk_written(const disk_job& job) {
+  if (disk_) disk_->written(job);
 }
 
 nlohmann::json cache_tiers::stats() const {
@@ -234,6 +276,8 @@ nlohmann::json cache_tiers::stats() const {
       {"superseded", store_.superseded()},
       {"tokens_saved", store_counts_.tokens_saved},
   };
+  j["disk"] = disk_ ? disk_->stats() : nlohmann::json{{"enabled", false}};
+  if (disk_) j["disk"]["enabled"] = true;
   j["enabled"] = opts_.enabled;
   return j;
 }

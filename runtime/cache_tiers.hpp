@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/cache_options.hpp"
+#include "runtime/disk_tier.hpp"
 #include "runtime/memory_budget.hpp"
 #include "runtime/resident_prefix.hpp"
 #include "runtime/row_copy.hpp"
@@ -21,6 +22,7 @@ struct request_info {
   std::size_t max_tokens = 0;    // a guest's stash holds its output too
   std::size_t hidden_reserve = 0;  // rows the server may add unseen (the reasoning budget's phrase)
   bool side_slot_free = false;   // --parallel: a guest can run on a side slot instead
+  std::optional<std::size_t> user_start;  // where the last user message starts (disk admission)
 };
 
 // The device tiers in lookup order (seed §13.2): the resident prefix (its end anchor, grid
@@ -44,8 +46,10 @@ class cache_tiers {
 
   // The best offer for `prompt` (source "cold", at 0, served = prompt when no tier has one).
   resume_offer plan(const std::vector<token_id>& prompt, const request_info& info = {});
-  // Restores a non-cold offer into `into` (valid length = offer.at).
-  void restore(state_adapter& into, const resume_offer& offer);
+  // Restores a non-cold offer into `into` (valid length = offer.at). A disk offer whose read
+  // fails (the engine untouched, the broken chain deleted) falls back to what the tiers above
+  // offered: `offer` is then that one (possibly cold; the caller resets the engine).
+  void restore(state_adapter& into, resume_offer& offer);
   // The engine (`state`, slot 0 unless offer.via is "side") holds offer.served's first
   // offer.at rows; the prefill of the rest begins. Sets aside what the request will overwrite.
   void begin(const resume_offer& offer, const state_adapter& state);
@@ -54,7 +58,16 @@ class cache_tiers {
   // The request is over (finished, cancelled or failed after begin): a guest's stash goes back.
   void finish(state_adapter& state);
 
-  // Empties "resident", "store" or "all"; returns the tiers it emptied (empty for other names).
+  // The disk tier (seed §13.7): consulted after the store, written behind. Optional: without
+  // one the tiers are the device's only.
+  void attach_disk(std::unique_ptr<disk_tier> disk) { disk_ = std::move(disk); }
+  disk_tier* disk() { return disk_.get(); }
+  // The staged writes ready for the disk writer, and its report back.
+  std::vector<std::shared_ptr<disk_job>> take_disk_jobs();
+  void disk_written(const disk_job& job);
+
+  // Empties "resident", "store", "disk" or "all"; returns the tiers it emptied (empty for other
+  // names, and "disk" when none is attached).
   std::vector<std::string> clear(const std::string& tier);
 
   // Per tier: entries, bytes, limit, hits, misses, evictions, refusals, tokens_saved.
@@ -92,6 +105,9 @@ class cache_tiers {
   std::size_t stash_need_ = 0;     // rows the running guest can write past its start
   row_copy stash_;                 // the running guest's stash
   std::size_t stash_bytes_ = 0;
+  std::unique_ptr<disk_tier> disk_;
+  std::optional<resume_offer> disk_fallback_;  // what the tiers above offered when the disk won
+  std::optional<std::size_t> pending_user_start_;
   std::string resident_session_;   // the session key of the resident prompt
   std::string pending_session_;    // the running request's
 };

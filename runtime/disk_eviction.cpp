@@ -93,7 +93,9 @@ std::uint64_t disk_eviction::append_subtree(std::uint64_t id,
   return bytes + n.entry.bytes;
 }
 
-std::vector<std::uint64_t> disk_eviction::plan_evictions(std::uint64_t free_bytes) const {
+std::vector<std::uint64_t> disk_eviction::plan_evictions(std::uint64_t free_bytes,
+                                                         std::uint64_t incoming_bytes,
+                                                         const std::unordered_set<std::uint64_t>& keep) const {
   const std::int64_t now = clock_.now_s();
 
   struct ranked {
@@ -103,7 +105,8 @@ std::vector<std::uint64_t> disk_eviction::plan_evictions(std::uint64_t free_byte
   };
   std::vector<ranked> order;
   order.reserve(nodes_.size());
-  for (const auto& [id, n] : nodes_) order.push_back({value_at(n.entry, now), n.entry.last_use_s, id});
+  for (const auto& [id, n] : nodes_)
+    if (keep.count(id) == 0) order.push_back({value_at(n.entry, now), n.entry.last_use_s, id});
 
   std::vector<std::uint64_t> plan;
   std::unordered_set<std::uint64_t> taken;
@@ -125,7 +128,9 @@ std::vector<std::uint64_t> disk_eviction::plan_evictions(std::uint64_t free_byte
   std::stable_sort(order.begin(), order.end(),
                    [](const ranked& a, const ranked& b) { return a.value < b.value; });
   for (const auto& r : order) {
-    if (held <= options_.budget_bytes && free_bytes >= options_.min_free_bytes) break;
+    if (held + incoming_bytes <= options_.budget_bytes &&
+        free_bytes >= options_.min_free_bytes + incoming_bytes)
+      break;
     evict(r.id);
   }
   return plan;

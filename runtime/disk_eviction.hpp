@@ -84,7 +84,13 @@ class disk_eviction {
   // valuable entry left. Each entry comes with its descendants, every entry listed before its
   // parent (children in id order), so deleting in this order never leaves an entry whose parent
   // is gone.
-  std::vector<std::uint64_t> plan_evictions(std::uint64_t free_bytes) const;
+  // With incoming_bytes, room is made for a write of that many bytes: the budget must hold
+  // them too and the floor must still be left once they are written.
+  // Ids in `keep` (closed under parents: an entry's parent is kept when it is) are never chosen:
+  // the entries a write stands on.
+  std::vector<std::uint64_t> plan_evictions(std::uint64_t free_bytes,
+                                            std::uint64_t incoming_bytes = 0,
+                                            const std::unordered_set<std::uint64_t>& keep = {}) const;
 
   // The value the policy ranks by, at the clock's current time. The entry must exist.
   double value(std::uint64_t id) const;

@@ -71,6 +71,12 @@ class fault_env final : public file_env {
   std::optional<std::uint64_t> free_bytes(const std::string& dir) override {
     return base_.free_bytes(dir);
   }
+  std::optional<std::int64_t> modified_s(const std::string& path) override {
+    return base_.modified_s(path);
+  }
+  bool set_modified_s(const std::string& path, std::int64_t seconds) override {
+    return base_.set_modified_s(path, seconds);
+  }
 
  private:
   static constexpr std::uint64_t all_bytes = ~std::uint64_t{0};

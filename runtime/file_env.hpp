@@ -91,6 +91,14 @@ class file_env {
   // Bytes available to an unprivileged writer on the file system holding `dir` (statvfs:
   // f_bavail * f_frsize); nullopt when `dir` cannot be inspected.
   virtual std::optional<std::uint64_t> free_bytes(const std::string& dir) = 0;
+
+  // The file's modification time in whole seconds since the epoch; nullopt when it cannot be
+  // inspected. The disk tier keeps an entry's last use here, so it outlives the process.
+  virtual std::optional<std::int64_t> modified_s(const std::string& path) = 0;
+
+  // Sets the file's modification (and access) time to `seconds` since the epoch. True when set.
+  // Not synced, like remove().
+  virtual bool set_modified_s(const std::string& path, std::int64_t seconds) = 0;
 };
 
 }  // namespace anchorage

@@ -1,6 +1,8 @@
 #include "runtime/generation_session.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "runtime/tokenizer.hpp"
 
@@ -49,13 +51,76 @@ generation_session::generation_session(engine& e, generation_job job)
   if (job_.parse_reasoning) think_ = job_.starts_in_reasoning ? think_state::open : think_state::before;
   for (const auto& s : job_.stop_strings) longest_stop_ = std::max(longest_stop_, s.size());
   const std::size_t from = engine_.length();
+  start_ = from;
+  if (!job_.resume_output.empty()) {
+    if (from + 1 != job_.prompt.size() + job_.resume_output.size()) {
+      throw std::invalid_argument("resume: the engine holds " + std::to_string(from) +
+                                  " rows, the checkpoint needs prompt + output - 1 = " +
+                                  std::to_string(job_.prompt.size() + job_.resume_output.size() - 1));
+    }
+    replay();
+    return;
+  }
   if (from > job_.prompt.size()) throw std::logic_error("engine holds more rows than the prompt");
   engine_.begin_prefill({job_.prompt.begin() + static_cast<long>(from), job_.prompt.end()});
-  start_ = from;
+}
+
+// The live decode loop of step() with the tokens taken from resume_output: the generator's
+// choice between a forced and a sampled token, its max_tokens, and the session's bookkeeping.
+void generation_session::replay() {
+  maybe_close_reasoning();  // a budget of 0, as start_decoding() does
+  const auto& stops = job_.gen.stop_tokens;
+  for (const token_id t : job_.resume_output) {
+    if (done_ || out_of_tokens()) {
+      throw std::invalid_argument("resume: output ids past the end of the generation");
+    }
+    if (t < 0 || t >= engine_.config().vocab) {
+      throw std::invalid_argument("resume: output id " + std::to_string(t) + " is outside the vocabulary");
+    }
+    const bool forced = !replay_.forced.empty();
+    if (forced) {
+      if (t != replay_.forced.front()) {
+        throw std::invalid_argument("resume: output id " + std::to_string(t) + " at " +
+                                    std::to_string(ids_.size()) + " where " +
+                                    std::to_string(replay_.forced.front()) + " was forced");
+      }
+      replay_.forced.pop_front();
+    } else {
+      if (std::find(stops.begin(), stops.end(), t) != stops.end()) {
+        throw std::invalid_argument("resume: a sampled stop token among the output ids");
+      }
+      ++replay_.sampled;
+    }
+    ++output_tokens_;
+    ids_.push_back(t);
+    on_token(t, forced, replayed_);
+  }
+  if (!done_ && out_of_tokens()) finish("length", replayed_);
+}
+
+void generation_session::start_decoding() {
+  if (job_.resume_output.empty()) {
+    gen_.emplace(engine_, job_.gen);
+    maybe_close_reasoning();  // a budget of 0
+    return;
+  }
+  generation_request r = job_.gen;
+  r.max_tokens -= static_cast<int>(ids_.size());  // not done: at least 1 left
+  r.first_step = replay_.sampled;
+  r.pending = ids_.back();
+  gen_.emplace(engine_, std::move(r));
+}
+
+// Whether the generator (or, while replaying, the generator the live run had) is done: a live
+// run only calls this between tokens, where the only way to be done is max_tokens.
+bool generation_session::out_of_tokens() const {
+  return gen_ ? gen_->done() : static_cast<long>(ids_.size()) >= job_.gen.max_tokens;
 }
 
 generation_session::step_result generation_session::step(int block) {
   step_result r;
+  r.deltas = std::move(replayed_);
+  replayed_.clear();
   if (done_) return r;
   if (cancelled_) {
     finish("cancelled", r.deltas);
@@ -67,10 +132,7 @@ generation_session::step_result generation_session::step(int block) {
     r.prefill_finished = !prefilling();
     return r;
   }
-  if (!gen_) {
-    gen_.emplace(engine_, job_.gen);
-    maybe_close_reasoning();  // a budget of 0
-  }
+  if (!gen_) start_decoding();
   for (int i = 0; i < block && !gen_->done(); ++i) {
     const auto t = gen_->step();
     if (!t) break;
@@ -120,13 +182,17 @@ void generation_session::track_reasoning(token_id t) {
 
 void generation_session::maybe_close_reasoning() {
   if (closing_ || think_ != think_state::open || job_.reasoning_budget < 0 ||
-      reasoning_tokens_ < job_.reasoning_budget || gen_->done()) {
+      reasoning_tokens_ < job_.reasoning_budget || out_of_tokens()) {
     return;
   }
   closing_ = true;
   const close_phrase& phrase = reasoning_close();
   hidden_left_ = phrase.hidden;
-  gen_->force(phrase.ids);
+  if (gen_) {
+    gen_->force(phrase.ids);
+  } else {
+    replay_.forced.insert(replay_.forced.end(), phrase.ids.begin(), phrase.ids.end());
+  }
 }
 
 void generation_session::emit(std::vector<output_delta>& into, output_delta d) {

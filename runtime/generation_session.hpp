@@ -1,5 +1,7 @@
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +35,11 @@ struct generation_job {
   // Reasoning tokens the generation may produce before the session closes the block with
   // reasoning_close_phrase; -1: no budget. Only read with parse_reasoning.
   long reasoning_budget = -1;
+  // Resuming an interrupted generation: the output ids it had emitted (its output_ids() at a
+  // checkpoint, see generation_session::checkpointable()); empty: a fresh run. The caller puts
+  // the engine in the checkpoint's state first: the prompt and every id here but the last
+  // forwarded, so engine length == prompt.size() + resume_output.size() - 1.
+  std::vector<token_id> resume_output;
 };
 
 // One request on the engine, a step at a time: a prefill chunk per step, then up to `block`
@@ -50,9 +57,23 @@ struct generation_job {
 // forced instead of sampled (generator::force). The phrase's tokens before </think> form a
 // hidden span: they are in output_ids() and in the engine but never fed to the parser, so the
 // client never sees them. Forced tokens count toward max_tokens and output_tokens().
+//
+// Resume (job.resume_output not empty): nothing is prefilled. The constructor replays the ids
+// through the same bookkeeping a live run does (parser, reasoning, hidden spans, stop strings,
+// counts), without the engine: the budget's close phrase is queued as the live run queues it,
+// and each replayed id is the queue's next one when the queue is not empty (forced), otherwise
+// a sampled token that took one step number. The first step() returns the replay's deltas,
+// then decodes on from a generator built with (that step number, the last id pending, what is
+// left of the queue), so the ids, the output, the deltas' concatenation, the spans and the
+// finish reason are those of the uninterrupted run. A replay that reaches the end (max_tokens,
+// a stop string) leaves the engine untouched; the session is done() once its first step() has
+// returned the replay's deltas.
 class generation_session {
  public:
   // Throws what engine::begin_prefill throws (bad ids, context overflow) before anything runs.
+  // With resume_output: throws std::invalid_argument when the engine's length does not match it
+  // or the ids cannot be this job's output (an id other than the forced one, a sampled stop
+  // token, ids past max_tokens or past a stop string): a checkpoint of another job.
   generation_session(engine& e, generation_job job);
 
   struct step_result {
@@ -64,7 +85,7 @@ class generation_session {
 
   void cancel() { cancelled_ = true; }
   bool prefilling() const { return engine_.prefill_remaining() > 0; }
-  bool done() const { return done_; }
+  bool done() const { return done_ && replayed_.empty(); }
   // stop, length or cancelled ("tool_calls" is the edge's reading of stop with calls made)
   const std::string& finish_reason() const { return finish_; }
   long prompt_tokens() const { return static_cast<long>(job_.prompt.size()); }
@@ -87,10 +108,27 @@ class generation_session {
   // Tokens generated inside the reasoning block so far (the hidden phrase not included).
   long reasoning_tokens() const { return reasoning_tokens_; }
 
+  // Whether a checkpoint taken now (the engine's state, output_ids(), the seed) can be resumed
+  // through generation_job::resume_output: some output was emitted and the session is not
+  // done. Between steps the engine always holds the prompt and every id but the last; a
+  // forced phrase still queued or hidden text still to come is re-derived by the replay.
+  bool checkpointable() const { return !ids_.empty() && !done_; }
+  // The step number the next sampled token will use (what the generator calls next_step()).
+  std::uint64_t next_step() const { return gen_ ? gen_->next_step() : replay_.sampled; }
+
  private:
   // Where the output stands relative to the reasoning block, as the parser reads it.
   enum class think_state { before, open, closed, none };
 
+  // The generator's bookkeeping while resume_output is replayed, before there is a generator.
+  struct replay_state {
+    std::deque<token_id> forced;  // what generator::force() would have queued
+    std::uint64_t sampled = 0;    // step numbers the replayed sampled tokens took
+  };
+
+  void replay();
+  void start_decoding();
+  bool out_of_tokens() const;
   void on_token(token_id t, bool forced, std::vector<output_delta>& into);
   void track_reasoning(token_id t);
   void maybe_close_reasoning();
@@ -102,6 +140,8 @@ class generation_session {
   generation_job job_;
   output_parser parser_;
   std::optional<generator> gen_;
+  replay_state replay_;
+  std::vector<output_delta> replayed_;  // the replay's deltas, for the first step()
   std::string held_;  // content text that may begin a stop string
   std::size_t longest_stop_ = 0;
   assistant_output out_;

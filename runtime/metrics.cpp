@@ -48,12 +48,16 @@ std::string metrics::text(long queue_depth, bool running) const {
   };
   static const tier_series series[] = {
       {"entries", "anchorage_cache_entries", "gauge", "Entries a cache tier holds (anchors, snapshots)."},
-      {"bytes", "anchorage_cache_bytes", "gauge", "Device bytes a cache tier holds."},
+      {"bytes", "anchorage_cache_bytes", "gauge", "Bytes a cache tier holds (device memory, or disk for the disk tier)."},
       {"limit_bytes", "anchorage_cache_limit_bytes", "gauge", "A cache tier's budget."},
       {"hits", "anchorage_cache_hits_total", "counter", "Requests a cache tier answered."},
       {"misses", "anchorage_cache_misses_total", "counter", "Lookups a cache tier had nothing for."},
       {"evictions", "anchorage_cache_evictions_total", "counter", "Entries dropped to make room."},
       {"tokens_saved", "anchorage_cache_tokens_saved_total", "counter", "Prompt tokens restored instead of prefilled."},
+      {"restore_failures", "anchorage_cache_restore_failures_total", "counter", "Restores refused by a verification or an I/O error."},
+      {"write_failures", "anchorage_cache_write_failures_total", "counter", "Files a tier failed to write."},
+      {"bytes_written", "anchorage_cache_bytes_written_total", "counter", "Bytes a tier wrote to disk."},
+      {"bytes_read", "anchorage_cache_bytes_read_total", "counter", "Bytes a tier read back from disk."},
   };
   for (const auto& s : series) {
     o << "# HELP " << s.name << " " << s.help << "\n# TYPE " << s.name << " " << s.type << "\n";

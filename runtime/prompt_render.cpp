@@ -58,6 +58,11 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
     }
     const auto ids = tok.encode(text, true);
     j.prompt.assign(ids.begin(), ids.end());
+    // Where the last user message starts (the disk tier anchors a session's first request
+    // below it): the last "<|im_start|>user" the template rendered.
+    const auto mark = tok.encode("<|im_start|>user", true);
+    if (auto at = std::find_end(ids.begin(), ids.end(), mark.begin(), mark.end()); at != ids.end())
+      j.user_start = static_cast<long>(at - ids.begin());
     j.parse_reasoning = r.enable_thinking;
     j.parse_tool_calls = tools;
     j.starts_in_reasoning = r.enable_thinking;  // the template ends its prompt with "<think>\n"

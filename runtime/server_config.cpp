@@ -74,8 +74,22 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) { c.served_model_name = v; }},
       {"admin-token", "TOKEN", "token for admin routes (or ANCHORAGE_ADMIN_TOKEN)",
        [](server_config& c, const std::string& v) { c.admin_token = v; }},
-      {"cache-dir", "DIR", "directory of the NVMe cache tiers",
+      {"cache-dir", "DIR", "directory of the NVMe cache tiers; the disk tier is on when given (off)",
        [](server_config& c, const std::string& v) { c.cache_dir = v; }},
+      {"disk-cache-gb", "GB", "budget of the disk tier's files under --cache-dir (50; 0: off)",
+       [](server_config& c, const std::string& v) { c.disk.budget_bytes = parse_gib("disk-cache-gb", v); }},
+      {"disk-lifetime-days", "N", "days an unused disk entry is kept (7)",
+       [](server_config& c, const std::string& v) {
+         c.disk.lifetime_s = parse_long("disk-lifetime-days", v, 1, 36500) * 24 * 3600;
+       }},
+      {"disk-free-gb", "GB", "free space the disk tier always leaves to the file system (4)",
+       [](server_config& c, const std::string& v) { c.disk.min_free_bytes = parse_gib("disk-free-gb", v); }},
+      {"disk-min-tokens", "N", "shortest prompt the disk tier writes (4096)",
+       [](server_config& c, const std::string& v) {
+         c.disk.min_tokens = static_cast<std::size_t>(parse_long("disk-min-tokens", v, 1, 1L << 30));
+       }},
+      {"disk-stage-gb", "GB", "host memory holding staged disk writes not yet written (1)",
+       [](server_config& c, const std::string& v) { c.disk.stage_bytes = parse_gib("disk-stage-gb", v); }},
       {"no-cache", nullptr, "every cache tier off: the cold path only",
        [](server_config& c, const std::string& v) { c.no_cache = parse_bool("no-cache", v); }},
       {"resident-gb", "GB", "budget of the resident prefix's anchors and end anchor (2.5)",

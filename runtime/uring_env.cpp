@@ -333,4 +333,18 @@ std::optional<std::uint64_t> uring_env::free_bytes(const std::string& dir) {
   return static_cast<std::uint64_t>(s.f_bavail) * s.f_frsize;
 }
 
+std::optional<std::int64_t> uring_env::modified_s(const std::string& path) {
+  struct stat s {};
+  if (::stat(path.c_str(), &s) != 0) return std::nullopt;
+  return static_cast<std::int64_t>(s.st_mtim.tv_sec);
+}
+
+bool uring_env::set_modified_s(const std::string& path, std::int64_t seconds) {
+  struct timespec times[2];
+  times[0].tv_sec = static_cast<time_t>(seconds);
+  times[0].tv_nsec = 0;
+  times[1] = times[0];
+  return ::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0;
+}
+
 }  // namespace anchorage

@@ -55,6 +55,8 @@ class uring_env final : public file_env {
   bool remove(const std::string& path) override;
   file_result make_dir(const std::string& dir) override;
   std::optional<std::uint64_t> free_bytes(const std::string& dir) override;
+  std::optional<std::int64_t> modified_s(const std::string& path) override;
+  bool set_modified_s(const std::string& path, std::int64_t seconds) override;
 
  private:
   // Block k of a transfer covers file bytes [start + k * block_bytes, + length); `fill` prepares

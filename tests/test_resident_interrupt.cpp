@@ -177,7 +177,7 @@ TEST_CASE("a guest on a side slot leaves slot 0 untouched byte for byte", "[resi
   info.max_tokens = 8;
   info.side_slot_free = true;
   const auto guest = test_tokens(300, 261);
-  const auto o = tiers.plan(guest, info);
+  auto o = tiers.plan(guest, info);
   REQUIRE(o.via == "side");
   if (o.source == "cold") side->reset();
   else tiers.restore(side->cache_state(), o);

@@ -133,7 +133,7 @@ TEST_CASE("an end anchor restored into a fresh engine equals the engine that kep
   const std::size_t end = a->length();
   const auto next = next_prompt(prompt, r.output, 9, 4);
 
-  const auto offer = tiers.plan(next);
+  auto offer = tiers.plan(next);
   REQUIRE(offer.source == "end");
   REQUIRE(offer.at == end);
   // A fresh engine with the rows copied in (the rows are what stays in place) and the end
@@ -376,7 +376,7 @@ TEST_CASE("a request cancelled inside its prefill does not make the next one col
   auto longer = p;
   const auto more = test_tokens(3 * g, 171);
   longer.insert(longer.end(), more.begin(), more.end());
-  const auto o = tiers.plan(longer);
+  auto o = tiers.plan(longer);
   tiers.restore(e->cache_state(), o);
   tiers.begin(o, e->cache_state());
   e->begin_prefill(slice(longer, e->length(), longer.size()));

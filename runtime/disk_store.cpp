@@ -1,0 +1,691 @@
+#include "runtime/disk_store.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "protocol/disk_format.hpp"
+#include "runtime/disk_codec.hpp"
+
+namespace anchorage {
+namespace {
+
+namespace df = disk_format;
+
+constexpr const char* chunk_prefix = "c-";
+constexpr const char* chunk_suffix = ".chk";
+constexpr const char* anchor_prefix = "a-";
+constexpr const char* anchor_suffix = ".anc";
+constexpr const char* ns_prefix = "n-";
+constexpr const char* default_ns_dir = "_";
+// A header larger than this is damage, not a file of ours (128k rows on a grid of 1 is 1 MiB).
+constexpr std::uint64_t max_header_bytes = 64ULL << 20;
+
+std::string hex16(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::optional<std::uint64_t> parse_hex16(const std::string& s) {
+  if (s.size() != 16) return std::nullopt;
+  std::uint64_t v = 0;
+  for (char c : s) {
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return std::nullopt;
+    v = (v << 4) | static_cast<std::uint64_t>(d);
+  }
+  return v;
+}
+
+bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+bool ends_with(const std::string& s, const char* p) {
+  const std::string q(p);
+  return s.size() >= q.size() && s.compare(s.size() - q.size(), q.size(), q) == 0;
+}
+
+// The hash in "<prefix><16 hex><suffix>", or nullopt.
+std::optional<std::uint64_t> name_hash(const std::string& name, const char* prefix, const char* suffix) {
+  const std::string p(prefix), s(suffix);
+  if (!starts_with(name, prefix) || !ends_with(name, suffix) || name.size() != p.size() + 16 + s.size())
+    return std::nullopt;
+  return parse_hex16(name.substr(p.size(), 16));
+}
+
+// A namespace names a folder: short, plain characters, and not the default's folder name.
+bool valid_ns(const std::string& ns) {
+  if (ns.empty()) return true;
+  if (ns.size() > 64 || ns == default_ns_dir) return false;
+  return std::all_of(ns.begin(), ns.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+  }) && ns != "." && ns != "..";
+}
+
+std::uint32_t get_u32(const unsigned char* d) {
+  return static_cast<std::uint32_t>(d[0]) | static_cast<std::uint32_t>(d[1]) << 8 |
+         static_cast<std::uint32_t>(d[2]) << 16 | static_cast<std::uint32_t>(d[3]) << 24;
+}
+
+// Reads the header of a chunk or anchor file: the fixed part, then header_bytes (offset 16 in
+// both formats). nullopt when the file is shorter or the size is absurd.
+std::optional<std::vector<unsigned char>> read_header_bytes(file_env& env, const std::string& path,
+                                                            std::size_t fixed) {
+  std::vector<unsigned char> h(fixed);
+  if (!env.read(path, 0, h.data(), fixed)) return std::nullopt;
+  const std::uint64_t hb = get_u32(h.data() + df::chunk_offset::header_bytes);
+  if (hb < fixed || hb > max_header_bytes) return std::nullopt;
+  h.resize(hb);
+  if (hb > fixed && !env.read(path, fixed, h.data() + fixed, hb - fixed)) return std::nullopt;
+  return h;
+}
+
+}  // namespace
+
+disk_store::disk_store(file_env& env, const state_layout& layout, const eviction_clock& clock,
+                       disk_store_options options)
+    : env_(env),
+      layout_(layout),
+      clock_(clock),
+      options_(std::move(options)),
+      folder_(join_path(options_.dir, hex16(layout.fingerprint))),
+      grid_(static_cast<std::size_t>(layout.grid)),
+      eviction_(std::make_unique<disk_eviction>(clock, options_.eviction)) {
+  if (grid_ == 0) throw std::invalid_argument("disk_store: a layout without a grid");
+}
+
+std::string disk_store::chunk_path(std::uint64_t hash) const {
+  return join_path(folder_, chunk_prefix + hex16(hash) + chunk_suffix);
+}
+
+std::string disk_store::anchor_dir(const std::string& ns) const {
+  return join_path(folder_, ns_prefix + (ns.empty() ? std::string(default_ns_dir) : ns));
+}
+
+std::string disk_store::anchor_path(const std::string& ns, std::uint64_t key) const {
+  return join_path(anchor_dir(ns), anchor_prefix + hex16(key) + anchor_suffix);
+}
+
+std::uint64_t disk_store::anchor_id(const std::string& ns, std::uint64_t key) {
+  // Distinct from the chunk ids (the bare prefix hashes) and across namespaces.
+  return XXH3_64bits_withSeed(ns.data(), ns.size(), key ^ 0x616e63686f72ULL);
+}
+
+bool disk_store::chain_indexed(const std::vector<std::uint64_t>& chain) const {
+  return std::all_of(chain.begin(), chain.end(), [&](std::uint64_t h) { return chunks_.count(h) != 0; });
+}
+
+void disk_store::warn_once(const std::string& what) {
+  if (warned_) return;
+  warned_ = true;
+  std::cerr << "anchorage: the disk tier could not write (" << what
+            << "); serving goes on without it for that file (further failures are counted, not printed)\n";
+}
+
+std::size_t disk_store::drop(std::uint64_t id) {
+  std::size_t n = 0;
+  for (std::uint64_t gone : eviction_->remove(id)) {
+    auto p = paths_.find(gone);
+    if (p != paths_.end()) {
+      env_.remove(p->second);
+      paths_.erase(p);
+      ++n;
+    }
+    chunks_.erase(gone);
+    anchors_.erase(gone);
+  }
+  return n;
+}
+
+// ---- Scan -------------------------------------------------------------------------------------
+
+disk_scan_report disk_store::scan() {
+  disk_scan_report r;
+  chunks_.clear();
+  anchors_.clear();
+  paths_.clear();
+  in_flight_.clear();
+  ++epoch_;
+  eviction_ = std::make_unique<disk_eviction>(clock_, options_.eviction);
+  if (!env_.make_dir(folder_)) return r;
+  const std::int64_t now = clock_.now_s();
+
+  struct found_chunk {
+    std::uint64_t hash;
+    df::chunk_header h;
+    std::string path;
+  };
+  struct found_anchor {
+    std::string ns;
+    df::anchor_header h;
+    std::string path;
+  };
+  std::vector<found_chunk> chunks;
+  std::vector<found_anchor> anchors;
+
+  auto sweep = [&](const std::string& path, std::size_t& counter) {
+    env_.remove(path);
+    ++counter;
+  };
+  auto foreign = [&](std::uint64_t fingerprint, std::uint32_t grid) {
+    return fingerprint != layout_.fingerprint || grid != grid_;
+  };
+
+  for (const std::string& name : env_.list(folder_)) {
+    const std::string path = join_path(folder_, name);
+    if (is_tmp_name(name)) {
+      sweep(path, r.tmp_reaped);
+      continue;
+    }
+    if (auto hash = name_hash(name, chunk_prefix, chunk_suffix)) {
+      auto bytes = read_header_bytes(env_, path, df::chunk_fixed_bytes);
+      auto h = bytes ? read_chunk_header(bytes->data(), bytes->size())
+                     : decode_result<df::chunk_header>::failure(df::fault::truncated, "header");
+      if (h.ok() && foreign(h.value.fingerprint, h.value.grid)) {
+        sweep(path, r.foreign_swept);
+      } else if (!h.ok() || h.value.prefix_hash != *hash || env_.size(path) != h.value.file_bytes ||
+                 h.value.line == 0 || h.value.line % grid_ != 0 ||
+                 h.value.file_bytes != chunk_file_bytes(layout_)) {
+        sweep(path, r.damaged_removed);
+      } else {
+        chunks.push_back({*hash, std::move(h.value), path});
+      }
+      continue;
+    }
+    if (!starts_with(name, ns_prefix)) continue;
+    const std::string dir_ns = name.substr(std::string(ns_prefix).size());
+    const std::string ns = dir_ns == default_ns_dir ? std::string() : dir_ns;
+    if (!valid_ns(ns)) continue;
+    for (const std::string& aname : env_.list(path)) {
+      const std::string apath = join_path(path, aname);
+      if (is_tmp_name(aname)) {
+        sweep(apath, r.tmp_reaped);
+        continue;
+      }
+      auto key = name_hash(aname, anchor_prefix, anchor_suffix);
+      if (!key) continue;
+      auto bytes = read_header_bytes(env_, apath, df::anchor_fixed_bytes);
+      auto h = bytes ? read_anchor_header(bytes->data(), bytes->size())
+                     : decode_result<df::anchor_header>::failure(df::fault::truncated, "header");
+      if (h.ok() && foreign(h.value.fingerprint, h.value.grid)) {
+        sweep(apath, r.foreign_swept);
+      } else if (!h.ok() || h.value.chunk_hashes.empty() || h.value.chunk_hashes.back() != *key ||
+                 env_.size(apath) != h.value.file_bytes || h.value.line != h.value.chunk_hashes.size() * grid_) {
+        sweep(apath, r.damaged_removed);
+      } else {
+        anchors.push_back({ns, std::move(h.value), apath});
+      }
+    }
+  }
+
+  // Chunks shortest first, so every parent is indexed before its children; a chunk whose parent
+  // is missing can never be used (its chain has a hole) and goes.
+  std::sort(chunks.begin(), chunks.end(), [](const found_chunk& a, const found_chunk& b) {
+    return a.h.line < b.h.line || (a.h.line == b.h.line && a.hash < b.hash);
+  });
+  for (auto& c : chunks) {
+    const bool first = c.h.line == grid_;
+    if ((!first && chunks_.count(c.h.parent_hash) == 0) || chunks_.count(c.hash) != 0) {
+      sweep(c.path, r.damaged_removed);
+      continue;
+    }
+    eviction_entry e;
+    e.bytes = c.h.file_bytes;
+    e.tokens_saved = grid_;
+    e.last_use_s = env_.modified_s(c.path).value_or(now);
+    if (!first) e.parent = c.h.parent_hash;
+    if (!eviction_->add(c.hash, e)) {
+      sweep(c.path, r.damaged_removed);
+      continue;
+    }
+    chunks_[c.hash] = chunk_entry{c.h.line, first ? 0 : c.h.parent_hash, c.h.file_bytes};
+    paths_[c.hash] = c.path;
+    ++r.indexed;
+  }
+  for (auto& a : anchors) {
+    const std::uint64_t key = a.h.chunk_hashes.back();
+    const std::uint64_t id = anchor_id(a.ns, key);
+    if (!chain_indexed(a.h.chunk_hashes) || anchors_.count(id) != 0) {
+      sweep(a.path, r.damaged_removed);
+      continue;
+    }
+    eviction_entry e;
+    e.bytes = a.h.file_bytes;
+    e.tokens_saved = a.h.line;
+    e.last_use_s = env_.modified_s(a.path).value_or(now);
+    e.parent = key;
+    if (!eviction_->add(id, e)) {
+      sweep(a.path, r.damaged_removed);
+      continue;
+    }
+    anchors_[id] = anchor_entry{a.ns, a.h.line, std::move(a.h.chunk_hashes), a.h.file_bytes};
+    paths_[id] = a.path;
+    ++r.indexed;
+  }
+  return r;
+}
+
+// ---- Writes -----------------------------------------------------------------------------------
+
+std::uint64_t disk_store::bytes_needed(const staged_write& w) const {
+  std::uint64_t n = 0;
+  std::vector<std::size_t> lines = w.chunks;
+  std::sort(lines.begin(), lines.end());
+  lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
+  for (std::size_t b : lines)
+    if (b > 0 && b % grid_ == 0 && b <= w.tokens.size() && chunks_.count(prefix_hash(w.tokens.data(), b)) == 0)
+      n += chunk_file_bytes(layout_);
+  for (const auto& a : w.anchors)
+    if (a.line > 0 && a.line % grid_ == 0 && a.line <= w.tokens.size() &&
+        anchors_.count(anchor_id(w.ns, prefix_hash(w.tokens.data(), a.line))) == 0)
+      n += anchor_file_bytes(layout_, a.line);
+  return n;
+}
+
+bool disk_store::known_chunk(std::uint64_t hash) const {
+  return chunks_.count(hash) != 0 || in_flight_.count(hash) != 0;
+}
+
+disk_write_plan disk_store::prepare(const staged_write& w) {
+  disk_write_plan p;
+  p.epoch = epoch_;
+  if (!valid_ns(w.ns)) {
+    p.refused = true;
+    p.error = "namespace '" + w.ns + "' is not a plain name";
+    ++refusals_;
+    return p;
+  }
+  std::vector<std::size_t> lines = w.chunks;
+  std::sort(lines.begin(), lines.end());
+  lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
+  std::unordered_map<std::uint64_t, bool> planned;
+  for (std::size_t b : lines) {
+    if (b == 0 || b % grid_ != 0 || b > w.tokens.size()) continue;
+    const std::uint64_t hash = prefix_hash(w.tokens.data(), b);
+    if (known_chunk(hash)) {
+      ++p.chunks_present;
+      continue;
+    }
+    // A hole below (a line neither on disk nor written here): nothing above it could be used.
+    if (b > grid_) {
+      const std::uint64_t parent = prefix_hash(w.tokens.data(), b - grid_);
+      if (!known_chunk(parent) && planned.count(parent) == 0) break;
+    }
+    planned[hash] = true;
+    p.files.push_back({false, b, 0, folder_, chunk_prefix + hex16(hash) + chunk_suffix});
+    p.bytes += chunk_file_bytes(layout_);
+  }
+  for (std::size_t i = 0; i < w.anchors.size(); ++i) {
+    const std::size_t line = w.anchors[i].line;
+    if (line == 0 || line % grid_ != 0 || line > w.tokens.size()) continue;
+    const std::vector<std::uint64_t> chain = chunk_hashes(w.tokens, line, grid_);
+    const std::uint64_t id = anchor_id(w.ns, chain.back());
+    if (anchors_.count(id) != 0 || in_flight_.count(id) != 0) continue;
+    if (!std::all_of(chain.begin(), chain.end(),
+                     [&](std::uint64_t h) { return known_chunk(h) || planned.count(h) != 0; }))
+      continue;
+    p.files.push_back({true, line, i, anchor_dir(w.ns), anchor_prefix + hex16(chain.back()) + anchor_suffix});
+    p.bytes += anchor_file_bytes(layout_, line);
+  }
+  const std::uint64_t cap = options_.entry_max_bytes ? options_.entry_max_bytes : options_.eviction.budget_bytes;
+  if (p.bytes > cap || p.bytes > options_.eviction.budget_bytes) {
+    p.refused = true;
+    p.error = "the write needs " + std::to_string(p.bytes) + " bytes, over the cap of " + std::to_string(cap);
+    p.files.clear();
+    ++refusals_;
+    return p;
+  }
+  if (p.bytes > 0) {
+    // Room first, from the sizes alone (nothing is encoded yet).
+    // Never the chunks this write stands on (they are its chain's, and the chain is closed
+    // under parents).
+    std::unordered_set<std::uint64_t> keep;
+    std::size_t top = 0;
+    for (const auto& f : p.files) top = std::max(top, f.line);
+    for (std::uint64_t h : chunk_hashes(w.tokens, top, grid_))
+      if (chunks_.count(h) != 0) keep.insert(h);
+    const std::uint64_t free = env_.free_bytes(folder_).value_or(~std::uint64_t{0} / 4);
+    for (std::uint64_t id : eviction_->plan_evictions(free, p.bytes, keep))
+      if (eviction_->contains(id)) evictions_ += static_cast<long>(drop(id));
+    const std::uint64_t free_after = env_.free_bytes(folder_).value_or(~std::uint64_t{0} / 4);
+    if (eviction_->held_bytes() + p.bytes > options_.eviction.budget_bytes ||
+        free_after < options_.eviction.min_free_bytes + p.bytes) {
+      p.refused = true;
+      p.error = "no room for " + std::to_string(p.bytes) + " bytes";
+      p.files.clear();
+      ++refusals_;
+      return p;
+    }
+  }
+  for (const auto& f : p.files) {
+    const std::uint64_t key = prefix_hash(w.tokens.data(), f.line);
+    ++in_flight_[f.anchor ? anchor_id(w.ns, key) : key];
+  }
+  return p;
+}
+
+std::vector<disk_file_result> execute_disk_write(file_env& env, const state_layout& layout,
+                                                 const staged_write& w, const disk_write_plan& plan) {
+  std::vector<disk_file_result> out;
+  const std::size_t grid = static_cast<std::size_t>(layout.grid);
+  for (const auto& f : plan.files) {
+    disk_file_result r;
+    std::vector<unsigned char> bytes;
+    try {
+      if (f.anchor) {
+        bytes = encode_anchor(staged_state(layout, w, &w.anchors.at(f.anchor_index)), f.line,
+                              chunk_hashes(w.tokens, f.line, grid));
+      } else {
+        bytes = encode_chunk(staged_state(layout, w), f.line, w.tokens);
+      }
+    } catch (const std::exception& e) {
+      r.error = std::string("not staged: ") + e.what();
+      out.push_back(std::move(r));
+      break;
+    }
+    file_result fr = f.anchor ? env.make_dir(f.dir) : file_result::success();
+    if (fr) fr = env.write_atomic(f.dir, f.name, {{bytes.data(), bytes.size()}});
+    r.ok = fr.ok;
+    r.bytes = bytes.size();
+    r.error = fr.message;
+    out.push_back(std::move(r));
+    if (!fr) break;
+  }
+  return out;
+}
+
+disk_write_report disk_store::commit(const staged_write& w, const disk_write_plan& plan,
+                                     const std::vector<disk_file_result>& results) {
+  disk_write_report r;
+  r.refused = plan.refused;
+  r.chunks_present = plan.chunks_present;
+  if (plan.refused) r.error = plan.error;
+  const std::int64_t now = clock_.now_s();
+  for (std::size_t i = 0; i < plan.files.size(); ++i) {
+    const disk_file_job& f = plan.files[i];
+    const std::uint64_t key = prefix_hash(w.tokens.data(), f.line);
+    const std::uint64_t id = f.anchor ? anchor_id(w.ns, key) : key;
+    if (auto it = in_flight_.find(id); it != in_flight_.end() && --it->second <= 0) in_flight_.erase(it);
+    if (i >= results.size()) continue;  // not written: an earlier file failed
+    const std::string path = join_path(f.dir, f.name);
+    if (!results[i].ok) {
+      r.failed = true;
+      r.error = results[i].error;
+      ++write_failures_;
+      warn_once(results[i].error);
+      continue;
+    }
+    // Indexed only when everything it stands on still is (an eviction, a failed restore or a
+    // clear may have taken a part meanwhile); otherwise it could never be used.
+    bool usable = plan.epoch == epoch_;
+    std::vector<std::uint64_t> chain;
+    std::uint64_t parent = 0;
+    if (f.anchor) {
+      chain = chunk_hashes(w.tokens, f.line, grid_);
+      usable = usable && chain_indexed(chain) && anchors_.count(id) == 0;
+    } else {
+      parent = f.line > grid_ ? prefix_hash(w.tokens.data(), f.line - grid_) : 0;
+      usable = usable && (f.line == grid_ || chunks_.count(parent) != 0) && chunks_.count(id) == 0;
+    }
+    if (!usable) {
+      env_.remove(path);
+      continue;
+    }
+    eviction_entry e;
+    e.bytes = results[i].bytes;
+    e.tokens_saved = f.anchor ? f.line : grid_;
+    e.last_use_s = now;
+    if (f.anchor) e.parent = key;
+    if (!f.anchor && f.line > grid_) e.parent = parent;
+    eviction_->add(id, e);
+    paths_[id] = path;
+    r.bytes_written += results[i].bytes;
+    bytes_written_ += results[i].bytes;
+    ++files_written_;
+    if (!f.anchor) {
+      chunks_[id] = chunk_entry{f.line, parent, results[i].bytes};
+      ++r.chunks_written;
+      continue;
+    }
+    anchors_[id] = anchor_entry{w.ns, f.line, chain, results[i].bytes};
+    ++r.anchors_written;
+    if (!w.supersede) continue;
+    // Only once the new anchor is durable: the namespace's anchors on its chain below it.
+    std::vector<std::uint64_t> older;
+    for (const auto& [oid, o] : anchors_)
+      if (oid != id && o.ns == w.ns && o.line < f.line && chain[o.line / grid_ - 1] == o.chain.back())
+        older.push_back(oid);
+    for (std::uint64_t oid : older) {
+      drop(oid);
+      ++r.superseded;
+      ++superseded_;
+    }
+  }
+  return r;
+}
+
+disk_write_report disk_store::write(const staged_write& w) {
+  const disk_write_plan plan = prepare(w);
+  return commit(w, plan, execute_disk_write(env_, layout_, w, plan));
+}
+
+bool disk_store::store(const std::vector<token_id>& tokens, const state_adapter& from, const std::string& ns) {
+  const std::size_t line = from.valid_length();
+  if (line == 0 || line % grid_ != 0 || tokens.size() < line)
+    throw std::invalid_argument("disk_store::store: the state is at " + std::to_string(line) +
+                                ", not a line of the grid within the " + std::to_string(tokens.size()) +
+                                " tokens");
+  staged_write w;
+  w.tokens.assign(tokens.begin(), tokens.begin() + static_cast<long>(line));
+  w.ns = ns;
+  w.supersede = true;
+  for (std::size_t b = grid_; b <= line; b += grid_) w.chunks.push_back(b);
+  // Only the rows whose chunk is missing are copied.
+  std::size_t lo = line;
+  for (std::size_t b = grid_; b <= line; b += grid_)
+    if (chunks_.count(prefix_hash(w.tokens.data(), b)) == 0) {
+      lo = b - grid_;
+      break;
+    }
+  stage_rows(w, from, lo, line);
+  w.anchors.push_back(stage_sections(from, line));
+  const disk_write_report r = write(w);
+  if (r.refused || r.failed) return false;
+  return anchors_.count(anchor_id(ns, prefix_hash(w.tokens.data(), line))) != 0;
+}
+
+// ---- Lookups ----------------------------------------------------------------------------------
+
+std::optional<disk_hit> disk_store::find(const std::vector<token_id>& prompt, const std::string& ns) const {
+  if (prompt.size() < 2 || !valid_ns(ns) || anchors_.empty()) return std::nullopt;
+  const std::size_t top = (prompt.size() - 1) / grid_ * grid_;
+  if (top == 0) return std::nullopt;
+  const std::vector<std::uint64_t> hashes = chunk_hashes(prompt, top, grid_);
+  for (std::size_t i = hashes.size(); i-- > 0;) {
+    auto it = anchors_.find(anchor_id(ns, hashes[i]));
+    if (it == anchors_.end() || it->second.ns != ns || !chain_indexed(it->second.chain)) continue;
+    disk_hit h;
+    h.ns = ns;
+    h.line = it->second.line;
+    h.read_bytes = it->second.bytes;
+    for (std::uint64_t c : it->second.chain) h.read_bytes += chunks_.at(c).bytes;
+    return h;
+  }
+  return std::nullopt;
+}
+
+std::optional<disk_hit> disk_store::find_exact(const std::vector<token_id>& tokens, const std::string& ns) const {
+  const std::size_t n = tokens.size();
+  if (n == 0 || n % grid_ != 0 || !valid_ns(ns)) return std::nullopt;
+  auto it = anchors_.find(anchor_id(ns, prefix_hash(tokens.data(), n)));
+  if (it == anchors_.end() || it->second.ns != ns || it->second.line != n || !chain_indexed(it->second.chain))
+    return std::nullopt;
+  disk_hit h;
+  h.ns = ns;
+  h.line = n;
+  h.read_bytes = it->second.bytes;
+  for (std::uint64_t c : it->second.chain) h.read_bytes += chunks_.at(c).bytes;
+  return h;
+}
+
+bool disk_store::has_durable_prefix(const std::vector<token_id>& tokens, const std::string& ns) const {
+  return find_exact(tokens, ns).has_value();
+}
+
+std::size_t disk_store::longest_durable_prefix_tokens() const {
+  std::size_t best = 0;
+  for (const auto& [id, a] : anchors_)
+    if (a.line > best && chain_indexed(a.chain)) best = a.line;
+  return best;
+}
+
+std::size_t disk_store::entries() const { return anchors_.size(); }
+
+std::vector<std::vector<token_id>> disk_store::token_prefixes() {
+  std::vector<std::vector<token_id>> out;
+  const std::size_t hb = df::chunk_fixed_bytes + layout_.views.size() * df::entry_bytes;
+  std::vector<unsigned char> block(grid_ * df::token_bytes);
+  for (const auto& [id, a] : anchors_) {
+    if (!chain_indexed(a.chain)) continue;
+    std::vector<token_id> tokens;
+    tokens.reserve(a.line);
+    bool ok = true;
+    for (std::uint64_t c : a.chain) {
+      if (!env_.read(paths_.at(c), hb, block.data(), block.size())) {
+        ok = false;
+        break;
+      }
+      for (std::size_t i = 0; i < grid_; ++i)
+        tokens.push_back(static_cast<token_id>(get_u32(block.data() + i * df::token_bytes)));
+    }
+    if (ok) out.push_back(std::move(tokens));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) {
+    return x.size() < y.size() || (x.size() == y.size() && x < y);
+  });
+  return out;
+}
+
+// ---- Restore ----------------------------------------------------------------------------------
+
+disk_store::restore_result disk_store::restore(const disk_hit& hit, const std::vector<token_id>& prompt,
+                                               state_adapter& into) {
+  restore_result res;
+  if (hit.line == 0 || hit.line % grid_ != 0 || prompt.size() < hit.line) {
+    res.error = "no anchor at line " + std::to_string(hit.line) + " for this prompt";
+    return res;
+  }
+  const std::uint64_t key = prefix_hash(prompt.data(), hit.line);
+  const std::uint64_t aid = anchor_id(hit.ns, key);
+  auto it = anchors_.find(aid);
+  if (it == anchors_.end() || !chain_indexed(it->second.chain)) {
+    res.error = "the anchor at line " + std::to_string(hit.line) + " is not on disk";
+    return res;
+  }
+  const std::vector<std::uint64_t> chain = it->second.chain;
+  auto failed = [&](std::uint64_t id, const std::string& what) {
+    ++restore_failures_;
+    drop(id);
+    res.ok = false;
+    res.error = what;
+    return res;
+  };
+
+  // Every file read and verified before anything is applied.
+  std::vector<chunk_read> reads;
+  reads.reserve(chain.size());
+  std::vector<unsigned char> buf;
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    const std::uint64_t c = chain[i];
+    const std::string& path = paths_.at(c);
+    buf.resize(chunks_.at(c).bytes);
+    const file_result fr = env_.read(path, 0, buf.data(), buf.size());
+    if (!fr) return failed(c, fr.message);
+    res.bytes_read += buf.size();
+    auto d = decode_chunk(buf, layout_, prompt, (i + 1) * grid_);
+    if (!d.ok()) return failed(c, path + ": " + d.error);
+    reads.push_back(std::move(d.value));
+  }
+  buf.resize(it->second.bytes);
+  const std::string apath = paths_.at(aid);
+  const file_result fr = env_.read(apath, 0, buf.data(), buf.size());
+  if (!fr) return failed(aid, fr.message);
+  res.bytes_read += buf.size();
+  auto a = decode_anchor(buf, layout_, chain);
+  if (!a.ok()) return failed(aid, apath + ": " + a.error);
+  buf = {};
+
+  for (const auto& r : reads) apply_chunk(into, r);
+  apply_anchor(into, a.value, hit.line);
+  bytes_read_ += res.bytes_read;
+  ++hits_;
+  // The last use outlives the process: it is the files' modification time.
+  const std::int64_t now = clock_.now_s();
+  eviction_->touch(aid);
+  env_.set_modified_s(apath, now);
+  for (std::uint64_t c : chain) {
+    eviction_->touch(c);
+    env_.set_modified_s(paths_.at(c), now);
+  }
+  res.ok = true;
+  return res;
+}
+
+// ---- Maintenance ------------------------------------------------------------------------------
+
+std::size_t disk_store::evict_to_cap() {
+  const std::uint64_t free = env_.free_bytes(folder_).value_or(~std::uint64_t{0} / 2);
+  std::size_t n = 0;
+  for (std::uint64_t id : eviction_->plan_evictions(free))
+    if (eviction_->contains(id)) n += drop(id);
+  evictions_ += static_cast<long>(n);
+  return n;
+}
+
+std::size_t disk_store::clear() {
+  std::size_t n = 0;
+  for (const auto& [id, path] : paths_)
+    if (env_.remove(path)) ++n;
+  // Whatever else of ours is there (orphans, tmp files); other names are left alone.
+  for (const std::string& name : env_.list(folder_)) {
+    const std::string path = join_path(folder_, name);
+    if (is_tmp_name(name) || name_hash(name, chunk_prefix, chunk_suffix)) {
+      if (env_.remove(path)) ++n;
+    } else if (starts_with(name, ns_prefix)) {
+      for (const std::string& a : env_.list(path))
+        if ((is_tmp_name(a) || name_hash(a, anchor_prefix, anchor_suffix)) && env_.remove(join_path(path, a))) ++n;
+    }
+  }
+  chunks_.clear();
+  anchors_.clear();
+  paths_.clear();
+  ++epoch_;
+  eviction_ = std::make_unique<disk_eviction>(clock_, options_.eviction);
+  return n;
+}
+
+nlohmann::json disk_store::stats() const {
+  return {
+      {"entries", entries()},
+      {"chunks", chunks_.size()},
+      {"bytes", eviction_->held_bytes()},
+      {"limit_bytes", options_.eviction.budget_bytes},
+      {"longest_prefix", longest_durable_prefix_tokens()},
+      {"hits", hits_},
+      {"restore_failures", restore_failures_},
+      {"write_failures", write_failures_},
+      {"refusals", refusals_},
+      {"evictions", evictions_},
+      {"superseded", superseded_},
+      {"files_written", files_written_},
+      {"bytes_written", bytes_written_},
+      {"bytes_read", bytes_read_},
+      {"folder", folder_},
+  };
+}
+
+}  // namespace anchorage
