@@ -8,6 +8,7 @@
 #include "actors/disk_writer.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/end_record_builder.hpp"
+#include "runtime/generation_key.hpp"
 #include "runtime/uring_env.hpp"
 
 namespace anchorage {
@@ -141,10 +142,92 @@ resume_offer start_state(board_ptr self, board_job& j) {
   return o;
 }
 
+std::size_t checkpoint_every(board_ptr self) {
+  auto* d = self->state.tiers->disk();
+  return d ? d->options().checkpoint_tokens : 0;
+}
+
+// A generation cut short (a restart, a client gone) by an identical request: its durable
+// checkpoint restored whole into slot 0 and the session resumed from it, the output so far
+// replayed. False (nothing changed but the checkpoint's deletion when it failed its checks)
+// when there is none to take.
+bool resume_checkpoint(board_ptr self, board_job& j) {
+  auto& st = self->state;
+  auto* d = st.tiers->disk();
+  if (!d || checkpoint_every(self) == 0) return false;
+  const auto hit = d->store().find_checkpoint(st.job_key);
+  if (!hit) return false;
+  const std::int64_t t0 = steady_ns();
+  const std::vector<token_id> prompt(j.prompt.begin(), j.prompt.end());
+  engine& e = *st.eng;
+  e.abandon_prefill();
+  checkpoint_meta meta;
+  const auto r = d->store().restore_checkpoint(*hit, prompt, e.cache_state(), meta);
+  if (!r.ok) {
+    std::cerr << "anchorage: a generation checkpoint failed its checks (" << r.error << "); deleted\n";
+    return false;
+  }
+  // The rows are the checkpoint's now: the resident prefix's are gone.
+  st.tiers->clear("resident");
+  st.active = &e;
+  j.seed = meta.seed;
+  generation_job g = to_generation_job(j);
+  g.resume_output.assign(meta.tokens.begin() + static_cast<long>(meta.prompt_tokens), meta.tokens.end());
+  try {
+    st.session = std::make_unique<generation_session>(e, std::move(g));
+  } catch (const std::exception& ex) {
+    std::cerr << "anchorage: a generation checkpoint does not resume (" << ex.what() << ")\n";
+    d->store().remove_checkpoints(st.job_key);
+    e.reset();
+    return false;
+  }
+  resume_offer o;
+  o.source = "checkpoint";
+  o.at = prompt.size();
+  o.served = prompt;
+  o.exact = false;
+  o.rows_replaced = true;
+  guarded(self, [&] { st.tiers->begin(o, e.cache_state()); });
+  d->generation_started(st.job_key);
+  j.cache = x_cache_info{};
+  j.cache.source = "checkpoint";
+  j.cache.resumed_at = static_cast<long>(e.length());
+  j.cache.restore_ms = static_cast<double>(steady_ns() - t0) / 1e6;
+  st.next_checkpoint = st.session->output_ids().size() + checkpoint_every(self);
+  return true;
+}
+
+// Every --generation-checkpoint-tokens output tokens of a decode on slot 0: the whole state
+// staged and written behind.
+void maybe_checkpoint(board_ptr self) {
+  auto& st = self->state;
+  const std::size_t every = checkpoint_every(self);
+  if (every == 0 || st.active != st.eng.get() || !st.session->checkpointable()) return;
+  const auto& ids = st.session->output_ids();
+  if (ids.size() < st.next_checkpoint) return;
+  st.next_checkpoint = ids.size() + every;
+  checkpoint_meta meta;
+  meta.key_hash = st.job_key;
+  meta.seed = st.job.seed;
+  meta.seed_explicit = st.job.seed_explicit;
+  meta.prompt_tokens = st.job.prompt.size();
+  meta.tokens.assign(st.job.prompt.begin(), st.job.prompt.end());
+  meta.tokens.insert(meta.tokens.end(), ids.begin(), ids.end());
+  if (st.active->length() + 1 != meta.tokens.size()) return;
+  try {
+    st.tiers->disk()->stage_checkpoint(st.active->cache_state(), meta);
+  } catch (const std::exception& e) {
+    std::cerr << "anchorage: staging a generation checkpoint failed (" << e.what() << ")\n";
+  }
+  flush_disk(self);
+}
+
 void finish(board_ptr self) {
   auto& st = self->state;
   const auto& s = *st.session;
   engine& e = *st.active;
+  // A generation that ended (not one cut short) needs its checkpoints no more.
+  if (checkpoint_every(self) > 0 && s.finish_reason() != "cancelled") st.tiers->disk()->generation_finished(st.job_key);
   // The tiers keep what this request leaves: the end anchor and the session snapshot, once the
   // whole prompt was forwarded (a request cancelled inside its prefill leaves its anchors only).
   if (e.length() >= st.job.prompt.size()) {
@@ -222,6 +305,14 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
         auto& st = self->state;
         if (st.session) return fail(self, j, 503, "the board is busy");
         const std::vector<std::int32_t> asked = j.prompt;
+        st.job_key = checkpoint_every(self) > 0 ? generation_key(j) : 0;
+        st.next_checkpoint = checkpoint_every(self);
+        if (resume_checkpoint(self, j)) {
+          st.job = std::move(j);
+          st.first_token_ns = 0;
+          self->send(self, step_atom::value);
+          return;
+        }
         resume_offer o = start_state(self, j);
         try {
           st.session = std::make_unique<generation_session>(*st.active, to_generation_job(j));
@@ -270,6 +361,7 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
           self->send(st.job.sink, std::move(ev));
         }
         if (r.tokens > 0 && st.first_token_ns == 0) st.first_token_ns = steady_ns();
+        if (r.tokens > 0 && !st.session->done()) maybe_checkpoint(self);
         if (!r.deltas.empty()) {
           stream_event ev;
           ev.what = stream_event::kind::delta;

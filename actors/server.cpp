@@ -35,6 +35,7 @@ server::server(const server_config& cfg) : cfg_(cfg) {
     d.store.eviction.min_free_bytes = cfg_.disk.min_free_bytes;
     d.admission.min_tokens = cfg_.disk.min_tokens;
     d.stage_bytes = cfg_.disk.stage_bytes;
+    d.checkpoint_tokens = cfg_.disk.checkpoint_tokens;
     bo.disk = d;
   }
   for (int i = 1; i < cfg_.cache.parallel; ++i)

@@ -42,6 +42,7 @@ struct board_job {
   double temperature = 1.0;
   double top_p = 1.0;
   std::uint64_t seed = 0;
+  bool seed_explicit = false;  // the client sent the seed (else the server chose it)
   long max_tokens = 16;     // already clamped to the context left
   std::vector<std::int32_t> stop_tokens;
   std::vector<std::string> stop_strings;

@@ -113,7 +113,7 @@ void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
   run_exact_ = o.exact;
   if (!opts_.enabled) return;
   // Counted here, where the offer is taken, not in plan(): a failed restore is the cold path.
-  if (o.source != "cold" && o.source != "disk") {  // the disk tier counts its own
+  if (o.source != "cold" && o.source != "disk" && o.source != "checkpoint") {  // the disk counts its own
     tier_counters& c = o.source == "store" ? store_counts_ : o.source == "end" ? end_counts_ : resident_counts_;
     ++c.hits;
     c.tokens_saved += static_cast<long long>(o.at);

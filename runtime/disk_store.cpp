@@ -9,6 +9,8 @@
 #include <unordered_set>
 
 #include "protocol/disk_format.hpp"
+#include "protocol/checkpoint_format.hpp"
+#include "runtime/checkpoint_codec.hpp"
 #include "runtime/disk_codec.hpp"
 
 namespace anchorage {
@@ -21,6 +23,8 @@ constexpr const char* chunk_suffix = ".chk";
 constexpr const char* anchor_prefix = "a-";
 constexpr const char* anchor_suffix = ".anc";
 constexpr const char* ns_prefix = "n-";
+constexpr const char* checkpoint_prefix = "g-";
+constexpr const char* checkpoint_suffix = ".gen";
 constexpr const char* default_ns_dir = "_";
 // A header larger than this is damage, not a file of ours (128k rows on a grid of 1 is 1 MiB).
 constexpr std::uint64_t max_header_bytes = 64ULL << 20;
@@ -110,6 +114,30 @@ std::string disk_store::anchor_path(const std::string& ns, std::uint64_t key) co
   return join_path(anchor_dir(ns), anchor_prefix + hex16(key) + anchor_suffix);
 }
 
+std::string disk_store::checkpoint_name(std::uint64_t key_hash, std::size_t rows) const {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%010llu", static_cast<unsigned long long>(rows));
+  return checkpoint_prefix + hex16(key_hash) + "-" + buf + checkpoint_suffix;
+}
+
+namespace {
+// "g-<16 hex>-<10 digits>.gen" -> (key hash, rows)
+std::optional<std::pair<std::uint64_t, std::size_t>> parse_checkpoint_name(const std::string& name) {
+  const std::size_t n = std::string(checkpoint_prefix).size() + 16 + 1 + 10 + std::string(checkpoint_suffix).size();
+  if (name.size() != n || !starts_with(name, checkpoint_prefix) || !ends_with(name, checkpoint_suffix) || name[18] != '-')
+    return std::nullopt;
+  auto key = parse_hex16(name.substr(2, 16));
+  if (!key) return std::nullopt;
+  std::size_t rows = 0;
+  for (char c : name.substr(19, 10)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    rows = rows * 10 + static_cast<std::size_t>(c - '0');
+  }
+  return std::make_pair(*key, rows);
+}
+std::uint64_t checkpoint_id(const std::string& name) { return XXH3_64bits(name.data(), name.size()) ^ 0x67656e6572ULL; }
+}  // namespace
+
 std::uint64_t disk_store::anchor_id(const std::string& ns, std::uint64_t key) {
   // Distinct from the chunk ids (the bare prefix hashes) and across namespaces.
   return XXH3_64bits_withSeed(ns.data(), ns.size(), key ^ 0x616e63686f72ULL);
@@ -137,6 +165,7 @@ std::size_t disk_store::drop(std::uint64_t id) {
     }
     chunks_.erase(gone);
     anchors_.erase(gone);
+    checkpoints_.erase(gone);
   }
   return n;
 }
@@ -148,6 +177,7 @@ disk_scan_report disk_store::scan() {
   chunks_.clear();
   anchors_.clear();
   paths_.clear();
+  checkpoints_.clear();
   in_flight_.clear();
   ++epoch_;
   eviction_ = std::make_unique<disk_eviction>(clock_, options_.eviction);
@@ -193,6 +223,31 @@ disk_scan_report disk_store::scan() {
         sweep(path, r.damaged_removed);
       } else {
         chunks.push_back({*hash, std::move(h.value), path});
+      }
+      continue;
+    }
+    if (auto cp = parse_checkpoint_name(name)) {
+      auto bytes = read_header_bytes(env_, path, df::checkpoint_fixed_bytes);
+      auto h = bytes ? read_checkpoint_header(bytes->data(), bytes->size())
+                     : decode_result<df::checkpoint_header>::failure(df::fault::truncated, "header");
+      if (h.ok() && foreign(h.value.fingerprint, h.value.grid)) {
+        sweep(path, r.foreign_swept);
+        continue;
+      }
+      if (!h.ok() || h.value.key_hash != cp->first || h.value.rows != cp->second ||
+          env_.size(path) != h.value.file_bytes) {
+        sweep(path, r.damaged_removed);
+        continue;
+      }
+      eviction_entry e;
+      e.bytes = h.value.file_bytes;
+      e.tokens_saved = h.value.rows;
+      e.last_use_s = env_.modified_s(path).value_or(now);
+      const std::uint64_t id = checkpoint_id(name);
+      if (eviction_->add(id, e)) {
+        checkpoints_[id] = checkpoint_entry{cp->first, cp->second, h.value.file_bytes};
+        paths_[id] = path;
+        ++r.indexed;
       }
       continue;
     }
@@ -316,7 +371,7 @@ disk_write_plan disk_store::prepare(const staged_write& w) {
       if (!known_chunk(parent) && planned.count(parent) == 0) break;
     }
     planned[hash] = true;
-    p.files.push_back({false, b, 0, folder_, chunk_prefix + hex16(hash) + chunk_suffix});
+    p.files.push_back({false, false, b, 0, folder_, chunk_prefix + hex16(hash) + chunk_suffix});
     p.bytes += chunk_file_bytes(layout_);
   }
   for (std::size_t i = 0; i < w.anchors.size(); ++i) {
@@ -328,39 +383,18 @@ disk_write_plan disk_store::prepare(const staged_write& w) {
     if (!std::all_of(chain.begin(), chain.end(),
                      [&](std::uint64_t h) { return known_chunk(h) || planned.count(h) != 0; }))
       continue;
-    p.files.push_back({true, line, i, anchor_dir(w.ns), anchor_prefix + hex16(chain.back()) + anchor_suffix});
+    p.files.push_back({true, false, line, i, anchor_dir(w.ns), anchor_prefix + hex16(chain.back()) + anchor_suffix});
     p.bytes += anchor_file_bytes(layout_, line);
   }
-  const std::uint64_t cap = options_.entry_max_bytes ? options_.entry_max_bytes : options_.eviction.budget_bytes;
-  if (p.bytes > cap || p.bytes > options_.eviction.budget_bytes) {
-    p.refused = true;
-    p.error = "the write needs " + std::to_string(p.bytes) + " bytes, over the cap of " + std::to_string(cap);
-    p.files.clear();
-    ++refusals_;
-    return p;
-  }
-  if (p.bytes > 0) {
-    // Room first, from the sizes alone (nothing is encoded yet).
-    // Never the chunks this write stands on (they are its chain's, and the chain is closed
-    // under parents).
-    std::unordered_set<std::uint64_t> keep;
-    std::size_t top = 0;
-    for (const auto& f : p.files) top = std::max(top, f.line);
+  // Never evict the chunks this write stands on (its chain's, closed under parents).
+  std::unordered_set<std::uint64_t> keep;
+  std::size_t top = 0;
+  for (const auto& f : p.files) top = std::max(top, f.line);
+  if (top > 0)
     for (std::uint64_t h : chunk_hashes(w.tokens, top, grid_))
       if (chunks_.count(h) != 0) keep.insert(h);
-    const std::uint64_t free = env_.free_bytes(folder_).value_or(~std::uint64_t{0} / 4);
-    for (std::uint64_t id : eviction_->plan_evictions(free, p.bytes, keep))
-      if (eviction_->contains(id)) evictions_ += static_cast<long>(drop(id));
-    const std::uint64_t free_after = env_.free_bytes(folder_).value_or(~std::uint64_t{0} / 4);
-    if (eviction_->held_bytes() + p.bytes > options_.eviction.budget_bytes ||
-        free_after < options_.eviction.min_free_bytes + p.bytes) {
-      p.refused = true;
-      p.error = "no room for " + std::to_string(p.bytes) + " bytes";
-      p.files.clear();
-      ++refusals_;
-      return p;
-    }
-  }
+  make_room(p, keep);
+  if (p.refused) return p;
   for (const auto& f : p.files) {
     const std::uint64_t key = prefix_hash(w.tokens.data(), f.line);
     ++in_flight_[f.anchor ? anchor_id(w.ns, key) : key];
@@ -376,7 +410,9 @@ std::vector<disk_file_result> execute_disk_write(file_env& env, const state_layo
     disk_file_result r;
     std::vector<unsigned char> bytes;
     try {
-      if (f.anchor) {
+      if (f.checkpoint) {
+        bytes = encode_checkpoint(staged_state(layout, w, &w.anchors.at(0)), plan.checkpoint.value());
+      } else if (f.anchor) {
         bytes = encode_anchor(staged_state(layout, w, &w.anchors.at(f.anchor_index)), f.line,
                               chunk_hashes(w.tokens, f.line, grid));
       } else {
@@ -387,7 +423,7 @@ std::vector<disk_file_result> execute_disk_write(file_env& env, const state_layo
       out.push_back(std::move(r));
       break;
     }
-    file_result fr = f.anchor ? env.make_dir(f.dir) : file_result::success();
+    file_result fr = f.anchor || f.checkpoint ? env.make_dir(f.dir) : file_result::success();
     if (fr) fr = env.write_atomic(f.dir, f.name, {{bytes.data(), bytes.size()}});
     r.ok = fr.ok;
     r.bytes = bytes.size();
@@ -407,6 +443,10 @@ disk_write_report disk_store::commit(const staged_write& w, const disk_write_pla
   const std::int64_t now = clock_.now_s();
   for (std::size_t i = 0; i < plan.files.size(); ++i) {
     const disk_file_job& f = plan.files[i];
+    if (f.checkpoint) {
+      if (i < results.size()) commit_checkpoint(f, *plan.checkpoint, plan.epoch, results[i], r);
+      continue;
+    }
     const std::uint64_t key = prefix_hash(w.tokens.data(), f.line);
     const std::uint64_t id = f.anchor ? anchor_id(w.ns, key) : key;
     if (auto it = in_flight_.find(id); it != in_flight_.end() && --it->second <= 0) in_flight_.erase(it);
@@ -466,6 +506,145 @@ disk_write_report disk_store::commit(const staged_write& w, const disk_write_pla
     }
   }
   return r;
+}
+
+void disk_store::commit_checkpoint(const disk_file_job& f, const checkpoint_meta& meta, std::uint64_t epoch,
+                                   const disk_file_result& result, disk_write_report& r) {
+  const std::string path = join_path(f.dir, f.name);
+  if (!result.ok) {
+    r.failed = true;
+    r.error = result.error;
+    ++write_failures_;
+    warn_once(result.error);
+    return;
+  }
+  if (epoch != epoch_) {
+    env_.remove(path);
+    return;
+  }
+  const std::uint64_t id = checkpoint_id(f.name);
+  if (checkpoints_.count(id) == 0) {
+    eviction_entry e;
+    e.bytes = result.bytes;
+    e.tokens_saved = f.line;
+    e.last_use_s = clock_.now_s();
+    eviction_->add(id, e);
+  }
+  checkpoints_[id] = checkpoint_entry{meta.key_hash, f.line, result.bytes};
+  paths_[id] = path;
+  r.bytes_written += result.bytes;
+  bytes_written_ += result.bytes;
+  ++files_written_;
+  // Renamed and durable: the older points of the same generation go now, not before.
+  std::vector<std::uint64_t> older;
+  for (const auto& [oid, c] : checkpoints_)
+    if (oid != id && c.key_hash == meta.key_hash && c.rows < f.line) older.push_back(oid);
+  for (std::uint64_t oid : older) {
+    drop(oid);
+    ++r.superseded;
+    ++superseded_;
+  }
+}
+
+disk_write_plan disk_store::prepare_checkpoint(const staged_write& w, const checkpoint_meta& meta) {
+  disk_write_plan p;
+  p.epoch = epoch_;
+  const std::size_t rows = meta.tokens.empty() ? 0 : meta.tokens.size() - 1;
+  if (rows == 0 || w.anchors.size() != 1 || w.anchors[0].line != rows || w.row_lo != 0 || w.row_hi != rows) {
+    p.refused = true;
+    p.error = "a checkpoint needs its whole state staged";
+    ++refusals_;
+    return p;
+  }
+  p.checkpoint = meta;
+  p.files.push_back({false, true, rows, 0, folder_, checkpoint_name(meta.key_hash, rows)});
+  p.bytes = checkpoint_file_bytes(layout_, meta.tokens.size());
+  make_room(p, {});
+  return p;
+}
+
+bool disk_store::store_checkpoint(const checkpoint_meta& meta, const state_adapter& from) {
+  const std::size_t rows = from.valid_length();
+  if (meta.tokens.size() != rows + 1)
+    throw std::invalid_argument("disk_store::store_checkpoint: the state is at " + std::to_string(rows) +
+                                ", the checkpoint has " + std::to_string(meta.tokens.size()) + " ids");
+  staged_write w;
+  w.tokens = meta.tokens;
+  stage_rows(w, from, 0, rows);
+  w.anchors.push_back(stage_sections(from, rows));
+  const disk_write_plan plan = prepare_checkpoint(w, meta);
+  const disk_write_report r = commit(w, plan, execute_disk_write(env_, layout_, w, plan));
+  return !r.refused && !r.failed && checkpoints_.count(checkpoint_id(checkpoint_name(meta.key_hash, rows))) != 0;
+}
+
+std::optional<disk_store::checkpoint_hit> disk_store::find_checkpoint(std::uint64_t key_hash) const {
+  std::optional<checkpoint_hit> best;
+  for (const auto& [id, c] : checkpoints_)
+    if (c.key_hash == key_hash && (!best || c.rows > best->rows)) best = checkpoint_hit{c.key_hash, c.rows, c.bytes};
+  return best;
+}
+
+disk_store::restore_result disk_store::restore_checkpoint(const checkpoint_hit& hit, const std::vector<token_id>& prompt,
+                                                          state_adapter& into, checkpoint_meta& meta) {
+  restore_result res;
+  const std::uint64_t id = checkpoint_id(checkpoint_name(hit.key_hash, hit.rows));
+  auto it = checkpoints_.find(id);
+  if (it == checkpoints_.end()) {
+    res.error = "no such checkpoint";
+    return res;
+  }
+  const std::string path = paths_.at(id);
+  std::vector<unsigned char> buf(it->second.bytes);
+  const file_result fr = env_.read(path, 0, buf.data(), buf.size());
+  auto d = fr ? decode_checkpoint(buf, layout_, prompt, hit.key_hash)
+              : decode_result<checkpoint_read>::failure(df::fault::truncated, fr.message);
+  if (!d.ok()) {
+    ++restore_failures_;
+    drop(id);
+    res.error = path + ": " + d.error;
+    return res;
+  }
+  apply_checkpoint(into, d.value);
+  meta = std::move(d.value.meta);
+  res.ok = true;
+  res.bytes_read = buf.size();
+  bytes_read_ += buf.size();
+  ++hits_;
+  eviction_->touch(id);
+  return res;
+}
+
+std::size_t disk_store::remove_checkpoints(std::uint64_t key_hash) {
+  std::vector<std::uint64_t> ids;
+  for (const auto& [id, c] : checkpoints_)
+    if (c.key_hash == key_hash) ids.push_back(id);
+  std::size_t n = 0;
+  for (std::uint64_t id : ids) n += drop(id);
+  return n;
+}
+
+void disk_store::make_room(disk_write_plan& p, const std::unordered_set<std::uint64_t>& keep) {
+  const std::uint64_t cap = options_.entry_max_bytes ? options_.entry_max_bytes : options_.eviction.budget_bytes;
+  if (p.bytes > cap || p.bytes > options_.eviction.budget_bytes) {
+    p.refused = true;
+    p.error = "the write needs " + std::to_string(p.bytes) + " bytes, over the cap of " + std::to_string(cap);
+    p.files.clear();
+    ++refusals_;
+    return;
+  }
+  if (p.bytes == 0) return;
+  // Room first, from the sizes alone (nothing is encoded yet).
+  const std::uint64_t free = env_.free_bytes(folder_).value_or(~std::uint64_t{0} / 4);
+  for (std::uint64_t id : eviction_->plan_evictions(free, p.bytes, keep))
+    if (eviction_->contains(id)) evictions_ += static_cast<long>(drop(id));
+  const std::uint64_t free_after = env_.free_bytes(folder_).value_or(~std::uint64_t{0} / 4);
+  if (eviction_->held_bytes() + p.bytes > options_.eviction.budget_bytes ||
+      free_after < options_.eviction.min_free_bytes + p.bytes) {
+    p.refused = true;
+    p.error = "no room for " + std::to_string(p.bytes) + " bytes";
+    p.files.clear();
+    ++refusals_;
+  }
 }
 
 disk_write_report disk_store::write(const staged_write& w) {
@@ -653,7 +832,7 @@ std::size_t disk_store::clear() {
   // Whatever else of ours is there (orphans, tmp files); other names are left alone.
   for (const std::string& name : env_.list(folder_)) {
     const std::string path = join_path(folder_, name);
-    if (is_tmp_name(name) || name_hash(name, chunk_prefix, chunk_suffix)) {
+    if (is_tmp_name(name) || name_hash(name, chunk_prefix, chunk_suffix) || parse_checkpoint_name(name)) {
       if (env_.remove(path)) ++n;
     } else if (starts_with(name, ns_prefix)) {
       for (const std::string& a : env_.list(path))
@@ -662,6 +841,7 @@ std::size_t disk_store::clear() {
   }
   chunks_.clear();
   anchors_.clear();
+  checkpoints_.clear();
   paths_.clear();
   ++epoch_;
   eviction_ = std::make_unique<disk_eviction>(clock_, options_.eviction);
@@ -672,6 +852,7 @@ nlohmann::json disk_store::stats() const {
   return {
       {"entries", entries()},
       {"chunks", chunks_.size()},
+      {"checkpoints", checkpoints_.size()},
       {"bytes", eviction_->held_bytes()},
       {"limit_bytes", options_.eviction.budget_bytes},
       {"longest_prefix", longest_durable_prefix_tokens()},

@@ -38,10 +38,12 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/checkpoint_codec.hpp"
 #include "runtime/disk_eviction.hpp"
 #include "runtime/file_env.hpp"
 #include "runtime/staged_state.hpp"
@@ -85,7 +87,8 @@ struct disk_write_report {
 
 // One file of a write, as the store decided it.
 struct disk_file_job {
-  bool anchor = false;          // an anchor file; otherwise a chunk file
+  bool anchor = false;          // an anchor file; otherwise a chunk file (or the checkpoint)
+  bool checkpoint = false;      // the plan's generation checkpoint
   std::size_t line = 0;
   std::size_t anchor_index = 0; // which of the staged anchors (anchor files)
   std::string dir, name;
@@ -93,6 +96,8 @@ struct disk_file_job {
 // What prepare() decided: the files to write, in order.
 struct disk_write_plan {
   std::vector<disk_file_job> files;
+  std::optional<checkpoint_meta> checkpoint;  // a checkpoint write: its meta (sections staged as
+                                              // anchors[0], rows [0, rows) staged)
   std::size_t chunks_present = 0;
   std::uint64_t bytes = 0;
   std::uint64_t epoch = 0;      // the store's clear() count when planned
@@ -172,6 +177,29 @@ class disk_store {
   };
   restore_result restore(const disk_hit& hit, const std::vector<token_id>& prompt, state_adapter& into);
 
+  // ---- Generation checkpoints (seed 003 storeGenerationCheckpoint) ---------------------------
+  // A checkpoint is one self-contained file (runtime/checkpoint_codec.hpp) in its own namespace:
+  // it never seeds a prefill. A newer checkpoint of the same key supersedes the older ones only
+  // once its rename succeeded, so a crash during its write leaves the previous one.
+  struct checkpoint_hit {
+    std::uint64_t key_hash = 0;
+    std::size_t rows = 0;  // the state's length: prompt + output ids - 1
+    std::uint64_t bytes = 0;
+  };
+  // Writes `meta` with the state `from` holds (valid length = meta.tokens.size() - 1).
+  bool store_checkpoint(const checkpoint_meta& meta, const state_adapter& from);
+  // prepare()/commit() for a checkpoint staged in w (rows [0, rows), sections as anchors[0]).
+  disk_write_plan prepare_checkpoint(const staged_write& w, const checkpoint_meta& meta);
+  // The longest checkpoint of `key_hash`; nullopt when none. Index only.
+  std::optional<checkpoint_hit> find_checkpoint(std::uint64_t key_hash) const;
+  // Reads and verifies it against `prompt` and the key, then writes the whole state into `into`;
+  // the meta comes back in `meta`. On failure the file is deleted and `into` untouched.
+  restore_result restore_checkpoint(const checkpoint_hit& hit, const std::vector<token_id>& prompt,
+                                    state_adapter& into, checkpoint_meta& meta);
+  // Deletes every checkpoint of the key (the generation finished).
+  std::size_t remove_checkpoints(std::uint64_t key_hash);
+  std::size_t checkpoint_count() const { return checkpoints_.size(); }
+
   // ---- Maintenance ---------------------------------------------------------------------------
   // Deletes what the eviction policy names (lifetime, budget, free-space floor); returns the
   // number of files deleted.
@@ -216,6 +244,10 @@ class disk_store {
   std::size_t drop(std::uint64_t id);
   void warn_once(const std::string& what);
   bool known_chunk(std::uint64_t hash) const;
+  // Refuses a plan over the entry cap, or makes room for it (never evicting `keep`).
+  void make_room(disk_write_plan& p, const std::unordered_set<std::uint64_t>& keep);
+  void commit_checkpoint(const disk_file_job& f, const checkpoint_meta& meta, std::uint64_t epoch,
+                         const disk_file_result& result, disk_write_report& r);
 
   file_env& env_;
   state_layout layout_;
@@ -226,6 +258,13 @@ class disk_store {
   std::unique_ptr<disk_eviction> eviction_;
   std::unordered_map<std::uint64_t, chunk_entry> chunks_;   // by prefix hash
   std::unordered_map<std::uint64_t, anchor_entry> anchors_; // by anchor_id(ns, key)
+  struct checkpoint_entry {
+    std::uint64_t key_hash = 0;
+    std::size_t rows = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::unordered_map<std::uint64_t, checkpoint_entry> checkpoints_;  // by eviction id
+  std::string checkpoint_name(std::uint64_t key_hash, std::size_t rows) const;
   std::unordered_map<std::uint64_t, std::string> paths_;    // eviction id -> file path
   std::unordered_map<std::uint64_t, int> in_flight_;  // chunk hashes and anchor ids prepared, not committed
   std::uint64_t epoch_ = 0;  // clear() count

@@ -165,6 +165,36 @@ void disk_tier::stage_rows_and_queue(const state_adapter& state, std::size_t top
 
 void disk_tier::drop_staging() { staging_.reset(); }
 
+bool disk_tier::stage_checkpoint(const state_adapter& state, const checkpoint_meta& meta) {
+  const std::size_t rows = state.valid_length();
+  if (meta.tokens.size() != rows + 1) return false;
+  const std::uint64_t need = staged_row_bytes(layout_, 0, rows) + staged_section_bytes(layout_);
+  if (staged_bytes_ + need > options_.stage_bytes) {
+    ++stage_refusals_;
+    return false;
+  }
+  auto job = std::make_shared<disk_job>();
+  job->write.tokens = meta.tokens;
+  stage_rows(job->write, state, 0, rows);
+  job->write.anchors.push_back(stage_sections(state, rows));
+  job->plan = store_.prepare_checkpoint(job->write, meta);
+  if (job->plan.files.empty()) return false;
+  job->staged_bytes = need;
+  staged_bytes_ += need;
+  ++checkpoints_staged_;
+  finished_keys_.erase(meta.key_hash);
+  ready_.push_back(std::move(job));
+  return true;
+}
+
+void disk_tier::generation_finished(std::uint64_t key_hash) {
+  store_.remove_checkpoints(key_hash);
+  if (finished_keys_.size() >= 4096) finished_keys_.clear();
+  finished_keys_.insert(key_hash);
+}
+
+void disk_tier::generation_started(std::uint64_t key_hash) { finished_keys_.erase(key_hash); }
+
 std::vector<std::shared_ptr<disk_job>> disk_tier::take_jobs() {
   std::vector<std::shared_ptr<disk_job>> out;
   out.swap(ready_);
@@ -174,6 +204,9 @@ std::vector<std::shared_ptr<disk_job>> disk_tier::take_jobs() {
 void disk_tier::written(const disk_job& job) {
   store_.commit(job.write, job.plan, job.results);
   staged_bytes_ -= std::min(staged_bytes_, job.staged_bytes);
+  // A checkpoint that was in flight when its generation ended is not wanted.
+  if (job.plan.checkpoint && finished_keys_.count(job.plan.checkpoint->key_hash) != 0)
+    store_.remove_checkpoints(job.plan.checkpoint->key_hash);
   store_.evict_to_cap();
 }
 
@@ -212,6 +245,8 @@ nlohmann::json disk_tier::stats() const {
   j["read_bytes_per_s"] = read_bps_;
   j["prefill_tokens_per_s"] = prefill_tps_;
   j["min_tokens"] = options_.admission.min_tokens;
+  j["checkpoints_staged"] = checkpoints_staged_;
+  j["checkpoint_tokens"] = options_.checkpoint_tokens;
   return j;
 }
 

@@ -32,6 +32,7 @@ struct disk_tier_options {
   disk_admission_options admission;      // --disk-min-tokens, counting capacity
   std::uint64_t stage_bytes = 1ULL << 30;  // host bytes staged and not yet written, at most
   double assumed_read_bytes_per_s = 1e9;   // the read bandwidth until one is measured
+  std::size_t checkpoint_tokens = 0;       // --generation-checkpoint-tokens: 0 off
 };
 
 // One staged write on its way to the disk and back.
@@ -73,6 +74,17 @@ class disk_tier {
   // The request is over: a prefill cut short (a cancel) still writes the lines it passed.
   void finish(const state_adapter& state);
 
+  // Generation checkpoints (seed 003): the whole state of a decoding request, staged now
+  // (sections and rows [0, rows)) and written behind like any job. `meta.tokens` = prompt +
+  // output ids (the last pending), so rows = meta.tokens.size() - 1 must be the state's length.
+  // False when refused (staging budget, cap).
+  bool stage_checkpoint(const state_adapter& state, const checkpoint_meta& meta);
+  // The generation of `key_hash` ended: its checkpoints go, now and when one still in flight
+  // comes back.
+  void generation_finished(std::uint64_t key_hash);
+  // A request with this key started again (a resume): its checkpoints are wanted again.
+  void generation_started(std::uint64_t key_hash);
+
   // The jobs staged since the last call, planned and ready to write.
   std::vector<std::shared_ptr<disk_job>> take_jobs();
   // A writer wrote job's files (results filled): index them, release the staging, evict what
@@ -90,6 +102,7 @@ class disk_tier {
   disk_store& store() { return store_; }
   const disk_store& store() const { return store_; }
   const disk_admission& admission() const { return admission_; }
+  const disk_tier_options& options() const { return options_; }
   std::uint64_t staged_bytes() const { return staged_bytes_; }
   // The measured rates (0 until measured).
   double read_bytes_per_s() const { return read_bps_; }
@@ -118,6 +131,8 @@ class disk_tier {
   std::vector<std::shared_ptr<disk_job>> ready_;
   std::uint64_t staged_bytes_ = 0;
   std::unordered_set<std::string> sessions_seen_;
+  std::unordered_set<std::uint64_t> finished_keys_;
+  long checkpoints_staged_ = 0;
   double read_bps_ = 0, prefill_tps_ = 0;
   long hits_ = 0, misses_ = 0, declined_ = 0, restore_failures_ = 0, stage_refusals_ = 0,
        jobs_ = 0, anchors_planned_ = 0;

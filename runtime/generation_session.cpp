@@ -108,6 +108,7 @@ void generation_session::start_decoding() {
   r.max_tokens -= static_cast<int>(ids_.size());  // not done: at least 1 left
   r.first_step = replay_.sampled;
   r.pending = ids_.back();
+  r.forced.assign(replay_.forced.begin(), replay_.forced.end());
   gen_.emplace(engine_, std::move(r));
 }
 

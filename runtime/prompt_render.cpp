@@ -90,6 +90,7 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
   j.temperature = r.temperature;
   j.top_p = r.top_p;
   j.seed = r.seed.value_or(fallback_seed);
+  j.seed_explicit = r.seed.has_value();
   j.stop_tokens = {special_tokens::im_end, special_tokens::endoftext};
   j.stop_strings = r.stop;
   j.logit_bias = r.logit_bias;

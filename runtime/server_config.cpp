@@ -88,6 +88,12 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) {
          c.disk.min_tokens = static_cast<std::size_t>(parse_long("disk-min-tokens", v, 1, 1L << 30));
        }},
+      {"generation-checkpoint-tokens", "N",
+       "write a decoding generation's whole state to the disk tier every N output tokens, so an identical "
+       "request after a restart resumes it (0: off)",
+       [](server_config& c, const std::string& v) {
+         c.disk.checkpoint_tokens = static_cast<std::size_t>(parse_long("generation-checkpoint-tokens", v, 0, 1L << 30));
+       }},
       {"disk-stage-gb", "GB", "host memory holding staged disk writes not yet written (1)",
        [](server_config& c, const std::string& v) { c.disk.stage_bytes = parse_gib("disk-stage-gb", v); }},
       {"no-cache", nullptr, "every cache tier off: the cold path only",

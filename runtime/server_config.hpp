@@ -24,6 +24,7 @@ struct server_config {
     std::uint64_t min_free_bytes = 4ULL << 30;    // --disk-free-gb 4
     std::size_t min_tokens = 4096;                // --disk-min-tokens
     std::uint64_t stage_bytes = 1ULL << 30;       // --disk-stage-gb 1
+    std::size_t checkpoint_tokens = 0;            // --generation-checkpoint-tokens (0: off)
   } disk;
   bool no_cache = false;        // --no-cache: every tier off, the cold path only
   cache_options cache;          // --resident-gb, --end-anchor, --end-align, --cache-budget-gb, --store-entry-gb

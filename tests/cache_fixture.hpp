@@ -27,8 +27,8 @@ inline turn_result serve_turn(cache_tiers& tiers, engine& e, const std::vector<t
   info.session_key = session;
   info.max_tokens = static_cast<std::size_t>(std::max(max_tokens, 0));
   r.offer = tiers.plan(prompt, info);
+  if (r.offer.source != "cold") tiers.restore(e.cache_state(), r.offer);  // a failed disk read: cold
   if (r.offer.source == "cold") e.reset();
-  else tiers.restore(e.cache_state(), r.offer);
   tiers.begin(r.offer, e.cache_state());
   r.via = tiers.running_via();
   const std::size_t from = e.length();
