@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "runtime/disk_codec.hpp"
+#include "runtime/fault_env.hpp"
 #include "runtime/uring_env.hpp"
 #include "tests/cache_fixture.hpp"
 #include "tests/disk_fixture.hpp"
@@ -22,7 +23,8 @@ namespace {
 struct process {
   model_config c;
   std::unique_ptr<engine> e;
-  uring_env env;
+  uring_env base;
+  fault_env env{base};  // passes everything through until a test switches a fault on
   system_eviction_clock clock;
   cache_tiers tiers;
   disk_scan_report scan;
@@ -201,4 +203,35 @@ TEST_CASE("a session resume's prefill writes nothing to disk; a guest neither", 
   REQUIRE(t2.offer.source == "end");
   CHECK(p.disk().store().chunk_count() == chunks);
   CHECK(p.disk().running_plan().writes_nothing());
+}
+
+TEST_CASE("a full disk below the seam: writes fail softly, answers stay exact, serving goes on", "[disk]") {
+  temp_dir dir("anchorage-disk-tier");
+  process p(dir.str());
+  const std::size_t g = static_cast<std::size_t>(p.c.grid);
+  const auto prompt = test_tokens(4 * g + 9, 510);
+  p.env.no_space_after(0);
+  const auto first = p.serve(prompt, 6);
+  p.tiers.clear("resident");
+  p.tiers.clear("store");
+  const auto second = p.serve(prompt, 6);
+  const auto d = p.tiers.stats()["disk"];
+  CHECK(d["write_failures"].get<long>() >= 2);
+  CHECK(d["entries"] == 0);
+  CHECK(d["chunks"] == 0);
+  CHECK(files_with(dir.str(), ".chk") + files_with(dir.str(), ".anc") + files_with(dir.str(), ".tmp") == 0);
+  auto cold = make_engine(p.c);
+  cold->prefill(prompt);
+  generation_request gr;
+  gr.max_tokens = 6;
+  const auto expect = generator(*cold, gr).run();
+  CHECK(first.output == expect);
+  CHECK(second.output == expect);
+  // The disk has room again: the next cold pass writes (the counts survived the failures).
+  p.env.heal();
+  p.tiers.clear("resident");
+  p.tiers.clear("store");
+  p.serve(prompt, 6);
+  CHECK(p.disk().store().chunk_count() == 4);
+  CHECK(p.disk().store().entries() == 1);
 }

@@ -95,13 +95,13 @@ TEST_CASE("a generation cut short resumes after a restart from its checkpoint wi
   temp_dir dir("anchorage-http-disk");
   const std::vector<std::string> flags = {"--cache-dir", dir.str(), "--generation-checkpoint-tokens", "16",
                                           "--decode-block", "1"};
-  json body = chat_body(json::array({{{"role", "user"}, {"content", "Write a long story."}}}), 77, 3000);
+  json body = chat_body(json::array({{{"role", "user"}, {"content", "Write a long story."}}}), 77, 1200);
   body["chat_template_kwargs"] = {{"enable_thinking", false}};
   {
     http_server a(flags);
     json streamed = body;
     streamed["stream"] = true;
-    // The client goes away after 40 chunks, well before the 3000 tokens.
+    // The client goes away after 40 chunks, well before the 1200 tokens.
     const sse_stream st = a.stream("/v1/chat/completions", streamed, [](const sse_stream& s) { return s.events.size() < 40; });
     REQUIRE(st.aborted);
     const json d = wait_disk(a, [](const json& d) { return d["checkpoints"] >= 1 && d["staged_bytes"] == 0 && d["jobs"] == d["checkpoints_staged"]; });
