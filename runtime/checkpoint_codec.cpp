@@ -203,15 +203,8 @@ decode_result<checkpoint_read> decode_checkpoint(const unsigned char* d, std::si
 
   const unsigned char* at = d + h.header_bytes + ids.size() * df::token_bytes;
   r.value.sections.resize(l.sections.size());
-  for (std::size_t i = 0; i < h.sections.size(); ++i) {
-    const std::size_t n = h.sections[i].size;
-    const std::uint32_t c = crc32(at, n);
-    if (c != h.sections[i].crc)
-      return R::failure(fault::bad_crc, "section " + h.sections[i].name + ": crc32 " + hex(c) +
-                                            ", stored " + hex(h.sections[i].crc));
-    r.value.sections[section_to[i]].assign(at, at + n);
-    at += n;
-  }
+  if (auto bad_crc = copy_checked_sections(at, h.sections, section_to, r.value.sections); !bad_crc.empty())
+    return R::failure(fault::bad_crc, bad_crc);
   r.value.rows.resize(l.views.size());
   for (std::size_t i = 0; i < h.views.size(); ++i) {
     const std::size_t n = rows * h.views[i].size;

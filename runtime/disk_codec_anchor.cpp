@@ -106,15 +106,8 @@ decode_result<anchor_read> decode_anchor(const unsigned char* d, std::size_t siz
 
   const unsigned char* at = d + h.header_bytes;
   r.value.sections.resize(l.sections.size());
-  for (std::size_t i = 0; i < h.sections.size(); ++i) {
-    const std::size_t n = h.sections[i].size;
-    const std::uint32_t c = crc32(at, n);
-    if (c != h.sections[i].crc)
-      return R::failure(fault::bad_crc, "section " + h.sections[i].name + ": crc32 " + hex(c) +
-                                            ", stored " + hex(h.sections[i].crc));
-    r.value.sections[to_layout[i]].assign(at, at + n);
-    at += n;
-  }
+  if (auto bad_crc = copy_checked_sections(at, h.sections, to_layout, r.value.sections); !bad_crc.empty())
+    return R::failure(fault::bad_crc, bad_crc);
   anchor_read& v = r.value;
   v.version = h.version;
   v.fingerprint = h.fingerprint;

@@ -158,6 +158,22 @@ bool check_length(R& r, std::uint64_t file_bytes, std::uint64_t expect, std::siz
 }
 
 // A failure passed on with its fault and message.
+// Checks each section block's crc32 in file order and copies it to out[to_layout[i]]. `at` moves
+// past the blocks. An empty string when every one passed; otherwise the failure's message.
+inline std::string copy_checked_sections(const unsigned char*& at, const std::vector<df::entry>& entries,
+                                         const std::vector<std::size_t>& to_layout,
+                                         std::vector<std::vector<unsigned char>>& out) {
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::size_t n = entries[i].size;
+    const std::uint32_t c = crc32(at, n);
+    if (c != entries[i].crc)
+      return "section " + entries[i].name + ": crc32 " + hex(c) + ", stored " + hex(entries[i].crc);
+    out[to_layout[i]].assign(at, at + n);
+    at += n;
+  }
+  return {};
+}
+
 template <class T, class U>
 decode_result<T> forward(const decode_result<U>& u) {
   decode_result<T> t;

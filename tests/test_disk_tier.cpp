@@ -49,6 +49,26 @@ struct process {
   }
 };
 
+// Serves `head` twice in one process, the resident and store rows dropped between, so both
+// passes forward it cold: the second admits an anchor at its longest line.
+void write_head_twice(const std::string& dir, const std::vector<token_id>& head) {
+  process p(dir);
+  p.serve(head);
+  p.tiers.clear("resident");
+  p.tiers.clear("store");
+  p.serve(head);
+  REQUIRE(p.disk().store().entries() == 1);
+}
+
+// What a cold engine emits after `prompt`, greedily.
+std::vector<token_id> cold_output(const model_config& c, const std::vector<token_id>& prompt, int max_tokens) {
+  auto cold = make_engine(c);
+  cold->prefill(prompt);
+  generation_request gr;
+  gr.max_tokens = max_tokens;
+  return generator(*cold, gr).run();
+}
+
 std::size_t files_with(const std::string& dir, const std::string& ext) {
   std::size_t n = 0;
   for (auto& f : std::filesystem::recursive_directory_iterator(dir))
@@ -84,14 +104,7 @@ TEST_CASE("after a restart a prompt resumes from disk and equals a cold prefill 
   const model_config c = test_config("tiny");
   const std::size_t g = static_cast<std::size_t>(c.grid);
   const auto head = test_tokens(6 * g + 5, 502);
-  {
-    process p(dir.str());
-    p.serve(head);
-    p.tiers.clear("resident");
-    p.tiers.clear("store");
-    p.serve(head);
-    REQUIRE(p.disk().store().entries() == 1);
-  }
+  write_head_twice(dir.str(), head);
   // A new process: a fresh engine, empty device tiers, the index rebuilt by the scan.
   process q(dir.str());
   CHECK(q.scan.indexed == 7);  // 6 chunks and the anchor
@@ -121,14 +134,7 @@ TEST_CASE("a damaged disk file is never restored: the request falls back and the
   const model_config c = test_config("tiny");
   const std::size_t g = static_cast<std::size_t>(c.grid);
   const auto head = test_tokens(4 * g, 504);
-  {
-    process p(dir.str());
-    p.serve(head);
-    p.tiers.clear("resident");
-    p.tiers.clear("store");
-    p.serve(head);
-    REQUIRE(p.disk().store().entries() == 1);
-  }
+  write_head_twice(dir.str(), head);
   // One flipped byte in the middle of the second chunk's rows.
   const std::string folder = [&] {
     for (auto& f : std::filesystem::directory_iterator(dir.path)) return f.path().string();
@@ -159,11 +165,7 @@ TEST_CASE("a damaged disk file is never restored: the request falls back and the
   CHECK_FALSE(std::filesystem::exists(path));
   CHECK(q.disk().store().entries() == 0);           // the anchor on the chain went with it
   CHECK(q.disk().store().chunk_count() >= 1);       // the first chunk is intact and stays
-  auto cold = make_engine(c);
-  cold->prefill(prompt);
-  generation_request gr;
-  gr.max_tokens = 4;
-  CHECK(generator(*cold, gr).run() == r.output);
+  CHECK(cold_output(c, prompt, 4) == r.output);
 }
 
 TEST_CASE("the disk is read only when the read costs less than the prefill it saves", "[disk]") {
@@ -171,13 +173,7 @@ TEST_CASE("the disk is read only when the read costs less than the prefill it sa
   const model_config c = test_config("tiny");
   const std::size_t g = static_cast<std::size_t>(c.grid);
   const auto head = test_tokens(4 * g, 506);
-  {
-    process p(dir.str());
-    p.serve(head);
-    p.tiers.clear("resident");
-    p.serve(head);
-    REQUIRE(p.disk().store().entries() == 1);
-  }
+  write_head_twice(dir.str(), head);
   // An absurdly slow disk (1 byte/s): once a prefill rate is measured, the read loses.
   process q(dir.str(), 1.0);
   q.serve(test_tokens(3 * g, 507));  // measures the prefill rate
@@ -220,11 +216,7 @@ TEST_CASE("a full disk below the seam: writes fail softly, answers stay exact, s
   CHECK(d["entries"] == 0);
   CHECK(d["chunks"] == 0);
   CHECK(files_with(dir.str(), ".chk") + files_with(dir.str(), ".anc") + files_with(dir.str(), ".tmp") == 0);
-  auto cold = make_engine(p.c);
-  cold->prefill(prompt);
-  generation_request gr;
-  gr.max_tokens = 6;
-  const auto expect = generator(*cold, gr).run();
+  const auto expect = cold_output(p.c, prompt, 6);
   CHECK(first.output == expect);
   CHECK(second.output == expect);
   // The disk has room again: the next cold pass writes (the counts survived the failures).
