@@ -162,11 +162,23 @@ bool resume_checkpoint(board_ptr self, board_job& j) {
   engine& e = *st.eng;
   e.abandon_prefill();
   checkpoint_meta meta;
-  const auto r = d->store().restore_checkpoint(*hit, prompt, e.cache_state(), meta);
+  disk_store::restore_result r;
+  try {
+    r = d->store().restore_checkpoint(*hit, prompt, e.cache_state(), meta);
+  } catch (const std::exception& ex) {  // an allocation or a copy failed midway: slot 0 is unknown
+    std::cerr << "anchorage: restoring a generation checkpoint failed (" << ex.what() << ")\n";
+    st.tiers->clear("resident");
+    e.reset();
+    return false;
+  }
   if (!r.ok) {
     std::cerr << "anchorage: a generation checkpoint failed its checks (" << r.error << "); deleted\n";
     return false;
   }
+  request_info info;
+  info.session_key = j.session_key;
+  if (j.user_start >= 0) info.user_start = static_cast<std::size_t>(j.user_start);
+  st.tiers->expect(info);
   // The rows are the checkpoint's now: the resident prefix's are gone.
   st.tiers->clear("resident");
   st.active = &e;
@@ -202,7 +214,9 @@ bool resume_checkpoint(board_ptr self, board_job& j) {
 void maybe_checkpoint(board_ptr self) {
   auto& st = self->state;
   const std::size_t every = checkpoint_every(self);
-  if (every == 0 || st.active != st.eng.get() || !st.session->checkpointable()) return;
+  // A served prompt the end alignment changed is not the one an identical request sends: its
+  // checkpoint could never be found again.
+  if (every == 0 || st.active != st.eng.get() || !st.served_as_asked || !st.session->checkpointable()) return;
   const auto& ids = st.session->output_ids();
   if (ids.size() < st.next_checkpoint) return;
   st.next_checkpoint = ids.size() + every;
@@ -307,9 +321,17 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
         const std::vector<std::int32_t> asked = j.prompt;
         st.job_key = checkpoint_every(self) > 0 ? generation_key(j) : 0;
         st.next_checkpoint = checkpoint_every(self);
+        auto take_early_cancel = [&st] {
+          auto early = std::find(st.early_cancels.begin(), st.early_cancels.end(), st.job.id);
+          if (early == st.early_cancels.end()) return;
+          st.early_cancels.erase(early);
+          st.session->cancel();
+        };
         if (resume_checkpoint(self, j)) {
+          st.served_as_asked = true;
           st.job = std::move(j);
           st.first_token_ns = 0;
+          take_early_cancel();
           self->send(self, step_atom::value);
           return;
         }
@@ -332,13 +354,10 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
         }
         guarded(self, [&] { st.tiers->begin(o, st.active->cache_state()); });
         j.cache.via = st.tiers->running_via();
+        st.served_as_asked = j.prompt == asked;
         st.job = std::move(j);
         st.first_token_ns = 0;
-        auto early = std::find(st.early_cancels.begin(), st.early_cancels.end(), st.job.id);
-        if (early != st.early_cancels.end()) {
-          st.early_cancels.erase(early);
-          st.session->cancel();
-        }
+        take_early_cancel();
         self->send(self, step_atom::value);
       },
       [=](step_atom) {

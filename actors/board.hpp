@@ -52,6 +52,7 @@ struct board_state {
   std::int64_t first_token_ns = 0;
   long steps = 0;  // steps run, for tests
   std::uint64_t job_key = 0;         // the running generation's checkpoint key (generation_key)
+  bool served_as_asked = true;       // the served prompt is the client's (no end alignment)
   std::size_t next_checkpoint = 0;   // output ids at which the next checkpoint is staged
   // A cancel sent at high priority can pass the run it cancels in the mailbox: the ids of
   // cancels that found no such job running are kept (the last few) and end that job at once.

@@ -28,14 +28,18 @@ bool cache_tiers::is_guest(std::size_t n) const {
   return opts_.guest_max > 0 && n <= opts_.guest_max && 4 * n < resident_.tokens().size();
 }
 
-resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const request_info& info) {
-  resume_offer cold;
-  cold.served = prompt;
+void cache_tiers::expect(const request_info& info) {
   planned_copy_ = nullptr;
   disk_fallback_.reset();
   pending_session_ = info.session_key;
   pending_user_start_ = info.user_start;
   stash_need_ = 0;
+}
+
+resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const request_info& info) {
+  resume_offer cold;
+  cold.served = prompt;
+  expect(info);
   if (!opts_.enabled || prompt.empty()) return cold;
   std::optional<resume_offer> best = resident_.offer(prompt);
   // A short request is a guest, unless it continues the resident conversation (a client that

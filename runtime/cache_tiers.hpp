@@ -44,6 +44,9 @@ class cache_tiers {
  public:
   explicit cache_tiers(cache_options opts, kernels::backend where = kernels::backend::cpu);
 
+  // What the tiers know of the next request before it begins: plan() does this first; a request
+  // that does not plan (a generation resumed from its checkpoint) says it here.
+  void expect(const request_info& info);
   // The best offer for `prompt` (source "cold", at 0, served = prompt when no tier has one).
   resume_offer plan(const std::vector<token_id>& prompt, const request_info& info = {});
   // Restores a non-cold offer into `into` (valid length = offer.at). A disk offer whose read

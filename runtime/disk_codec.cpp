@@ -70,23 +70,23 @@ std::size_t anchor_file_bytes(const state_layout& l, std::size_t line_b) {
          l.section_bytes();
 }
 
-std::vector<unsigned char> encode_chunk(const state_adapter& from, std::size_t b,
-                                        const std::vector<token_id>& tokens) {
+std::vector<unsigned char> encode_chunk_head(const state_layout& l, std::size_t b,
+                                             const std::vector<token_id>& tokens,
+                                             const std::vector<const unsigned char*>& rows) {
   namespace o = df::chunk_offset;
-  const state_layout& l = from.layout();
   const std::size_t g = checked_line(l, b);
-  if (b > from.valid_length() || tokens.size() < b)
-    throw std::invalid_argument("encode_chunk: line " + num(b) + " past the valid length " +
-                                num(from.valid_length()) + " or the " + num(tokens.size()) +
-                                " tokens");
+  if (tokens.size() < b || rows.size() != l.views.size())
+    throw std::invalid_argument("encode_chunk: line " + num(b) + " past the " + num(tokens.size()) +
+                                " tokens, or " + num(rows.size()) + " views' rows for " +
+                                num(l.views.size()) + " views");
   const std::size_t hb = df::chunk_fixed_bytes + l.views.size() * df::entry_bytes;
-  bytes out(chunk_file_bytes(l), 0);
+  bytes out(hb + g * df::token_bytes, 0);
   put_u64(out, o::magic, df::chunk_magic);
   put_u32(out, o::version, df::version);
   put_u32(out, o::header_bytes, static_cast<std::uint32_t>(hb));
   put_u32(out, o::grid, static_cast<std::uint32_t>(g));
   put_u64(out, o::fingerprint, l.fingerprint);
-  put_u64(out, o::file_bytes, out.size());
+  put_u64(out, o::file_bytes, chunk_file_bytes(l));
   put_u64(out, o::line, b);
   put_u64(out, o::prefix_hash, prefix_hash(tokens.data(), b));
   put_u64(out, o::parent_hash, prefix_hash(tokens.data(), b - g));
@@ -94,15 +94,34 @@ std::vector<unsigned char> encode_chunk(const state_adapter& from, std::size_t b
   for (std::size_t i = 0; i < g; ++i)
     put_u32(out, hb + df::token_bytes * i, static_cast<std::uint32_t>(tokens[b - g + i]));
   put_u32(out, o::tokens_crc, crc32(out.data() + hb, g * df::token_bytes));
-  std::size_t at = hb + g * df::token_bytes;
-  for (std::size_t v = 0; v < l.views.size(); ++v) {
-    const std::size_t n = g * l.views[v].bytes_per_token;
-    from.copy_rows_out(v, b - g, b, out.data() + at);
+  for (std::size_t v = 0; v < l.views.size(); ++v)
     put_entry(out, df::chunk_fixed_bytes + v * df::entry_bytes, l.views[v].name,
-              l.views[v].bytes_per_token, crc32(out.data() + at, n));
-    at += n;
-  }
+              l.views[v].bytes_per_token, crc32(rows[v], g * l.views[v].bytes_per_token));
   put_u32(out, o::header_crc, crc32(out.data() + header_crc_from, hb - header_crc_from));
+  return out;
+}
+
+std::vector<unsigned char> encode_chunk(const state_adapter& from, std::size_t b,
+                                        const std::vector<token_id>& tokens) {
+  const state_layout& l = from.layout();
+  const std::size_t g = checked_line(l, b);
+  if (b > from.valid_length() || tokens.size() < b)
+    throw std::invalid_argument("encode_chunk: line " + num(b) + " past the valid length " +
+                                num(from.valid_length()) + " or the " + num(tokens.size()) +
+                                " tokens");
+  // The rows first, in file order after the head; then the head over them.
+  const std::size_t hb = df::chunk_fixed_bytes + l.views.size() * df::entry_bytes;
+  const std::size_t head_bytes = hb + g * df::token_bytes;
+  bytes out(chunk_file_bytes(l), 0);
+  std::vector<const unsigned char*> rows;
+  std::size_t at = head_bytes;
+  for (std::size_t v = 0; v < l.views.size(); ++v) {
+    from.copy_rows_out(v, b - g, b, out.data() + at);
+    rows.push_back(out.data() + at);
+    at += g * l.views[v].bytes_per_token;
+  }
+  const bytes head = encode_chunk_head(l, b, tokens, rows);
+  std::copy(head.begin(), head.end(), out.begin());
   return out;
 }
 
@@ -138,12 +157,12 @@ decode_result<df::chunk_header> read_chunk_header(const unsigned char* d, std::s
   return r;
 }
 
-decode_result<chunk_read> decode_chunk(const unsigned char* d, std::size_t size,
+decode_result<chunk_view> verify_chunk(const unsigned char* d, std::size_t size,
                                        const state_layout& l, const std::vector<token_id>& prompt,
                                        std::size_t b) {
-  using R = decode_result<chunk_read>;
+  using R = decode_result<chunk_view>;
   const auto hr = read_chunk_header(d, size);
-  if (!hr.ok()) return forward<chunk_read>(hr);
+  if (!hr.ok()) return forward<chunk_view>(hr);
   const df::chunk_header& h = hr.value;
   R r;
   if (!check_engine(r, h.fingerprint, h.grid, l)) return r;
@@ -191,15 +210,32 @@ decode_result<chunk_read> decode_chunk(const unsigned char* d, std::size_t size,
       return R::failure(fault::bad_crc, "view " + h.views[i].name + " rows [" + num(b - g) + ", " +
                                             num(b) + "): crc32 " + hex(c) + ", stored " +
                                             hex(h.views[i].crc));
-    r.value.rows[to_layout[i]].assign(at, at + n);
+    r.value.rows[to_layout[i]] = at;
     at += n;
   }
-  chunk_read& v = r.value;
+  chunk_view& v = r.value;
   v.fingerprint = h.fingerprint;
   v.line = b;
   v.grid = g;
-  v.prefix_hash = h.prefix_hash;
-  v.tokens.assign(prompt.begin() + static_cast<long>(b - g), prompt.begin() + static_cast<long>(b));
+  return r;
+}
+
+decode_result<chunk_read> decode_chunk(const unsigned char* d, std::size_t size,
+                                       const state_layout& l, const std::vector<token_id>& prompt,
+                                       std::size_t b) {
+  const auto vr = verify_chunk(d, size, l, prompt, b);
+  if (!vr.ok()) return forward<chunk_read>(vr);
+  const chunk_view& view = vr.value;
+  decode_result<chunk_read> r;
+  chunk_read& v = r.value;
+  v.fingerprint = view.fingerprint;
+  v.line = view.line;
+  v.grid = view.grid;
+  v.prefix_hash = prefix_hash(prompt.data(), b);
+  v.tokens.assign(prompt.begin() + static_cast<long>(b - view.grid), prompt.begin() + static_cast<long>(b));
+  v.rows.resize(l.views.size());
+  for (std::size_t i = 0; i < l.views.size(); ++i)
+    v.rows[i].assign(view.rows[i], view.rows[i] + view.grid * l.views[i].bytes_per_token);
   return r;
 }
 
@@ -207,6 +243,18 @@ decode_result<chunk_read> decode_chunk(const std::vector<unsigned char>& bytes,
                                        const state_layout& l, const std::vector<token_id>& prompt,
                                        std::size_t b) {
   return decode_chunk(bytes.data(), bytes.size(), l, prompt, b);
+}
+
+void apply_chunk(state_adapter& into, const chunk_view& view) {
+  const state_layout& l = into.layout();
+  if (view.fingerprint != l.fingerprint || view.rows.size() != l.views.size() ||
+      view.grid != static_cast<std::size_t>(l.grid))
+    throw std::invalid_argument("apply_chunk: the chunk was verified against another layout");
+  for (const auto& v : l.views)
+    if (view.line > v.capacity)
+      throw std::out_of_range("apply_chunk: line " + num(view.line) + " past the capacity of view " + v.name);
+  for (std::size_t v = 0; v < l.views.size(); ++v)
+    into.copy_rows_in(v, view.line - view.grid, view.line, view.rows[v]);
 }
 
 void apply_chunk(state_adapter& into, const chunk_read& read) {

@@ -55,6 +55,14 @@ std::size_t anchor_file_bytes(const state_layout& layout, std::size_t line_b);
 std::vector<unsigned char> encode_chunk(const state_adapter& from, std::size_t line_b,
                                         const std::vector<token_id>& prefix_tokens);
 
+// A chunk file's head (its header and token block) for rows that lie elsewhere: rows[v] points at
+// rows [line_b - grid, line_b) of view v. The file is the head followed by each view's rows, in
+// layout order; a writer passes them as pieces, so the rows are never copied into a file buffer.
+// Throws as encode_chunk.
+std::vector<unsigned char> encode_chunk_head(const state_layout& layout, std::size_t line_b,
+                                             const std::vector<token_id>& prefix_tokens,
+                                             const std::vector<const unsigned char*>& rows);
+
 // A verified chunk: rows[v] holds rows [line - grid, line) of layout view v.
 struct chunk_read {
   std::uint64_t fingerprint = 0;
@@ -81,6 +89,20 @@ decode_result<chunk_read> decode_chunk(const std::vector<unsigned char>& bytes,
                                        const state_layout& layout,
                                        const std::vector<token_id>& prompt, std::size_t line_b);
 
+// The same checks as decode_chunk without copying anything: rows[v] points into `data` at rows
+// [line - grid, line) of layout view v, valid while `data` is. What a restore keeps until every
+// file of its chain passed, then applies straight from the bytes it read.
+struct chunk_view {
+  std::uint64_t fingerprint = 0;
+  std::size_t line = 0;
+  std::size_t grid = 0;
+  std::vector<const unsigned char*> rows;
+};
+decode_result<chunk_view> verify_chunk(const unsigned char* data, std::size_t size,
+                                       const state_layout& layout,
+                                       const std::vector<token_id>& prompt, std::size_t line_b);
+void apply_chunk(state_adapter& into, const chunk_view& view);
+
 // Writes the rows into rows [line - grid, line) of every view; the valid length is unchanged
 // (the anchor sets it). Throws std::invalid_argument when the read was decoded against another
 // layout, std::out_of_range past the views' capacity.
@@ -93,6 +115,12 @@ void apply_chunk(state_adapter& into, const chunk_read& read);
 // line_b is not a positive multiple of the grid or the chain is not line_b / grid long.
 std::vector<unsigned char> encode_anchor(const state_adapter& from, std::size_t line_b,
                                          const std::vector<std::uint64_t>& chunk_hashes);
+
+// An anchor file's header for sections that lie elsewhere (sections[s]: layout section s); the
+// file is the header followed by each section in layout order. Throws as encode_anchor.
+std::vector<unsigned char> encode_anchor_head(const state_layout& layout, std::size_t line_b,
+                                              const std::vector<std::uint64_t>& chunk_hashes,
+                                              const std::vector<const unsigned char*>& sections);
 
 // A verified anchor: sections[s] holds layout section s.
 struct anchor_read {
@@ -117,6 +145,17 @@ decode_result<anchor_read> decode_anchor(const unsigned char* data, std::size_t 
 decode_result<anchor_read> decode_anchor(const std::vector<unsigned char>& bytes,
                                          const state_layout& layout,
                                          const std::vector<std::uint64_t>& expected);
+
+// The same checks as decode_anchor without copying: sections[s] points into `data`.
+struct anchor_view {
+  std::uint64_t fingerprint = 0;
+  std::size_t line = 0;
+  std::vector<const unsigned char*> sections;
+};
+decode_result<anchor_view> verify_anchor(const unsigned char* data, std::size_t size,
+                                         const state_layout& layout,
+                                         const std::vector<std::uint64_t>& expected);
+void apply_anchor(state_adapter& into, const anchor_view& view, std::size_t line_b);
 
 // Writes every section and sets the valid length to line_b: the rows [0, line_b) must be in
 // place already (the chunks applied, or the engine's own). Throws std::invalid_argument when

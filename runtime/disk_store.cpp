@@ -3,6 +3,8 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <future>
+#include <memory>
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
@@ -406,31 +408,66 @@ std::vector<disk_file_result> execute_disk_write(file_env& env, const state_layo
                                                  const staged_write& w, const disk_write_plan& plan) {
   std::vector<disk_file_result> out;
   const std::size_t grid = static_cast<std::size_t>(layout.grid);
-  for (const auto& f : plan.files) {
+  // File i is written on a helper thread (which alone uses the env meanwhile) while file i + 1
+  // is encoded here, so the encoding's copies and crcs overlap the I/O.
+  std::future<file_result> writing;
+  std::size_t written_bytes = 0;
+  auto collect = [&]() {
+    const file_result fr = writing.get();
     disk_file_result r;
-    std::vector<unsigned char> bytes;
-    try {
-      if (f.checkpoint) {
-        bytes = encode_checkpoint(staged_state(layout, w, &w.anchors.at(0)), plan.checkpoint.value());
-      } else if (f.anchor) {
-        bytes = encode_anchor(staged_state(layout, w, &w.anchors.at(f.anchor_index)), f.line,
-                              chunk_hashes(w.tokens, f.line, grid));
-      } else {
-        bytes = encode_chunk(staged_state(layout, w), f.line, w.tokens);
-      }
-    } catch (const std::exception& e) {
-      r.error = std::string("not staged: ") + e.what();
-      out.push_back(std::move(r));
-      break;
-    }
-    file_result fr = f.anchor || f.checkpoint ? env.make_dir(f.dir) : file_result::success();
-    if (fr) fr = env.write_atomic(f.dir, f.name, {{bytes.data(), bytes.size()}});
     r.ok = fr.ok;
-    r.bytes = bytes.size();
+    r.bytes = written_bytes;
     r.error = fr.message;
     out.push_back(std::move(r));
-    if (!fr) break;
+    return fr.ok;
+  };
+  for (const auto& f : plan.files) {
+    // The file as pieces: a head (header, ids) encoded here over the staged bytes, then the
+    // staged rows or sections themselves, never copied into a file buffer.
+    auto head = std::make_shared<std::vector<unsigned char>>();
+    auto pieces = std::make_shared<std::vector<file_piece>>();
+    std::size_t total = 0;
+    try {
+      if (f.checkpoint) {
+        *head = encode_checkpoint(staged_state(layout, w, &w.anchors.at(0)), plan.checkpoint.value());
+      } else if (f.anchor) {
+        const staged_anchor& a = w.anchors.at(f.anchor_index);
+        std::vector<const unsigned char*> sections;
+        for (std::size_t i = 0; i < layout.sections.size(); ++i) {
+          if (i >= a.sections.size() || a.sections[i].size() != layout.sections[i].bytes)
+            throw std::out_of_range("section " + std::to_string(i) + " of line " + std::to_string(a.line));
+          sections.push_back(a.sections[i].data());
+        }
+        *head = encode_anchor_head(layout, f.line, chunk_hashes(w.tokens, f.line, grid), sections);
+        for (std::size_t i = 0; i < sections.size(); ++i) pieces->push_back({sections[i], layout.sections[i].bytes});
+      } else {
+        if (f.line < grid || f.line - grid < w.row_lo || f.line > w.row_hi || w.rows.size() != layout.views.size())
+          throw std::out_of_range("rows below line " + std::to_string(f.line) + " are not staged");
+        std::vector<const unsigned char*> rows;
+        for (std::size_t v = 0; v < layout.views.size(); ++v)
+          rows.push_back(w.rows[v].data() + (f.line - grid - w.row_lo) * layout.views[v].bytes_per_token);
+        *head = encode_chunk_head(layout, f.line, w.tokens, rows);
+        for (std::size_t v = 0; v < rows.size(); ++v) pieces->push_back({rows[v], grid * layout.views[v].bytes_per_token});
+      }
+    } catch (const std::exception& e) {
+      if (writing.valid() && !collect()) return out;
+      disk_file_result r;
+      r.error = std::string("not staged: ") + e.what();
+      out.push_back(std::move(r));
+      return out;
+    }
+    pieces->insert(pieces->begin(), {head->data(), head->size()});
+    for (const auto& p : *pieces) total += p.second;
+    if (writing.valid() && !collect()) return out;  // the file below failed: nothing above
+    written_bytes = total;
+    const bool dir = f.anchor || f.checkpoint;
+    writing = std::async(std::launch::async, [&env, &f, dir, head, pieces] {
+      file_result fr = dir ? env.make_dir(f.dir) : file_result::success();
+      if (fr) fr = env.write_atomic(f.dir, f.name, *pieces);
+      return fr;
+    });
   }
+  if (writing.valid()) collect();
   return out;
 }
 
@@ -440,6 +477,7 @@ disk_write_report disk_store::commit(const staged_write& w, const disk_write_pla
   r.refused = plan.refused;
   r.chunks_present = plan.chunks_present;
   if (plan.refused) r.error = plan.error;
+  pending_bytes_ -= std::min(pending_bytes_, plan.pending);
   const std::int64_t now = clock_.now_s();
   for (std::size_t i = 0; i < plan.files.size(); ++i) {
     const disk_file_job& f = plan.files[i];
@@ -457,6 +495,8 @@ disk_write_report disk_store::commit(const staged_write& w, const disk_write_pla
       r.error = results[i].error;
       ++write_failures_;
       warn_once(results[i].error);
+      // A failure after the rename (the directory's fsync) leaves the file: not durable, not ours.
+      if (paths_.count(id) == 0) env_.remove(path);
       continue;
     }
     // Indexed only when everything it stands on still is (an eviction, a failed restore or a
@@ -516,6 +556,7 @@ void disk_store::commit_checkpoint(const disk_file_job& f, const checkpoint_meta
     r.error = result.error;
     ++write_failures_;
     warn_once(result.error);
+    if (paths_.count(checkpoint_id(f.name)) == 0) env_.remove(path);
     return;
   }
   if (epoch != epoch_) {
@@ -611,6 +652,7 @@ disk_store::restore_result disk_store::restore_checkpoint(const checkpoint_hit& 
   bytes_read_ += buf.size();
   ++hits_;
   eviction_->touch(id);
+  env_.set_modified_s(path, clock_.now_s());
   return res;
 }
 
@@ -633,18 +675,23 @@ void disk_store::make_room(disk_write_plan& p, const std::unordered_set<std::uin
     return;
   }
   if (p.bytes == 0) return;
-  // Room first, from the sizes alone (nothing is encoded yet).
+  // Room first, from the sizes alone (nothing is encoded yet), counting the writes still in
+  // flight, which neither the index nor the file system's free space shows yet.
+  const std::uint64_t incoming = p.bytes + pending_bytes_;
   const std::uint64_t free = env_.free_bytes(folder_).value_or(~std::uint64_t{0} / 4);
-  for (std::uint64_t id : eviction_->plan_evictions(free, p.bytes, keep))
+  for (std::uint64_t id : eviction_->plan_evictions(free, incoming, keep))
     if (eviction_->contains(id)) evictions_ += static_cast<long>(drop(id));
   const std::uint64_t free_after = env_.free_bytes(folder_).value_or(~std::uint64_t{0} / 4);
-  if (eviction_->held_bytes() + p.bytes > options_.eviction.budget_bytes ||
-      free_after < options_.eviction.min_free_bytes + p.bytes) {
+  if (eviction_->held_bytes() + incoming > options_.eviction.budget_bytes ||
+      free_after < options_.eviction.min_free_bytes + incoming) {
     p.refused = true;
     p.error = "no room for " + std::to_string(p.bytes) + " bytes";
     p.files.clear();
     ++refusals_;
+    return;
   }
+  p.pending = p.bytes;
+  pending_bytes_ += p.bytes;
 }
 
 disk_write_report disk_store::write(const staged_write& w) {
@@ -774,38 +821,60 @@ disk_store::restore_result disk_store::restore(const disk_hit& hit, const std::v
     return res;
   };
 
-  // Every file read and verified before anything is applied.
-  std::vector<chunk_read> reads;
-  reads.reserve(chain.size());
-  std::vector<unsigned char> buf;
-  for (std::size_t i = 0; i < chain.size(); ++i) {
-    const std::uint64_t c = chain[i];
-    const std::string& path = paths_.at(c);
-    buf.resize(chunks_.at(c).bytes);
-    const file_result fr = env_.read(path, 0, buf.data(), buf.size());
-    if (!fr) return failed(c, fr.message);
-    res.bytes_read += buf.size();
-    auto d = decode_chunk(buf, layout_, prompt, (i + 1) * grid_);
-    if (!d.ok()) return failed(c, path + ": " + d.error);
-    reads.push_back(std::move(d.value));
+  // Every file read and verified before anything is applied. The reads run one file ahead of
+  // the checks, on a helper thread (which alone uses the env meanwhile), so the crc work
+  // overlaps the I/O; the views point into the buffers read, applied once all passed.
+  struct file_ref {
+    std::uint64_t id;
+    std::string path;
+    std::size_t bytes;
+  };
+  std::vector<file_ref> files;
+  for (std::uint64_t c : chain) files.push_back({c, paths_.at(c), static_cast<std::size_t>(chunks_.at(c).bytes)});
+  files.push_back({aid, paths_.at(aid), static_cast<std::size_t>(it->second.bytes)});
+  struct read_buffer {
+    std::unique_ptr<unsigned char[]> data;
+    file_result result;
+  };
+  auto read_one = [this](const file_ref& f) {
+    read_buffer b;
+    b.data.reset(new unsigned char[std::max<std::size_t>(f.bytes, 1)]);
+    b.result = env_.read(f.path, 0, b.data.get(), f.bytes);
+    return b;
+  };
+  std::vector<read_buffer> buffers(files.size());
+  std::vector<chunk_view> views;
+  views.reserve(chain.size());
+  anchor_view anchor;
+  std::future<read_buffer> ahead = std::async(std::launch::async, read_one, std::cref(files[0]));
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    buffers[i] = ahead.get();
+    if (i + 1 < files.size()) ahead = std::async(std::launch::async, read_one, std::cref(files[i + 1]));
+    auto stop = [&](const std::string& what) {
+      if (ahead.valid()) ahead.wait();  // the env is ours again before anything is deleted
+      return failed(files[i].id, what);
+    };
+    if (!buffers[i].result) return stop(buffers[i].result.message);
+    res.bytes_read += files[i].bytes;
+    const unsigned char* d = buffers[i].data.get();
+    if (i < chain.size()) {
+      auto v = verify_chunk(d, files[i].bytes, layout_, prompt, (i + 1) * grid_);
+      if (!v.ok()) return stop(files[i].path + ": " + v.error);
+      views.push_back(std::move(v.value));
+    } else {
+      auto v = verify_anchor(d, files[i].bytes, layout_, chain);
+      if (!v.ok()) return stop(files[i].path + ": " + v.error);
+      anchor = std::move(v.value);
+    }
   }
-  buf.resize(it->second.bytes);
-  const std::string apath = paths_.at(aid);
-  const file_result fr = env_.read(apath, 0, buf.data(), buf.size());
-  if (!fr) return failed(aid, fr.message);
-  res.bytes_read += buf.size();
-  auto a = decode_anchor(buf, layout_, chain);
-  if (!a.ok()) return failed(aid, apath + ": " + a.error);
-  buf = {};
-
-  for (const auto& r : reads) apply_chunk(into, r);
-  apply_anchor(into, a.value, hit.line);
+  for (const auto& v : views) apply_chunk(into, v);
+  apply_anchor(into, anchor, hit.line);
   bytes_read_ += res.bytes_read;
   ++hits_;
   // The last use outlives the process: it is the files' modification time.
   const std::int64_t now = clock_.now_s();
   eviction_->touch(aid);
-  env_.set_modified_s(apath, now);
+  env_.set_modified_s(files.back().path, now);
   for (std::uint64_t c : chain) {
     eviction_->touch(c);
     env_.set_modified_s(paths_.at(c), now);

@@ -101,6 +101,7 @@ struct disk_write_plan {
   std::size_t chunks_present = 0;
   std::uint64_t bytes = 0;
   std::uint64_t epoch = 0;      // the store's clear() count when planned
+  std::uint64_t pending = 0;    // bytes counted as in flight until commit()
   bool refused = false;
   std::string error;
 };
@@ -268,6 +269,7 @@ class disk_store {
   std::unordered_map<std::uint64_t, std::string> paths_;    // eviction id -> file path
   std::unordered_map<std::uint64_t, int> in_flight_;  // chunk hashes and anchor ids prepared, not committed
   std::uint64_t epoch_ = 0;  // clear() count
+  std::uint64_t pending_bytes_ = 0;  // bytes prepared and not committed: the budget counts them
   bool warned_ = false;
   long hits_ = 0, restore_failures_ = 0, write_failures_ = 0, refusals_ = 0, evictions_ = 0,
        superseded_ = 0, files_written_ = 0;

@@ -25,7 +25,11 @@ disk_tier::disk_tier(file_env& env, const state_layout& layout, const eviction_c
       admission_(options_.admission),
       grid_(static_cast<std::size_t>(layout.grid)) {}
 
-disk_scan_report disk_tier::start() { return store_.scan(); }
+disk_scan_report disk_tier::start() {
+  disk_scan_report r = store_.scan();
+  store_.evict_to_cap();  // a smaller budget or entries past their lifetime since the last run
+  return r;
+}
 
 std::optional<resume_offer> disk_tier::offer(const std::vector<token_id>& prompt, std::size_t floor) {
   const auto hit = store_.find(prompt);
@@ -146,10 +150,26 @@ void disk_tier::stage_rows_and_queue(const state_adapter& state, std::size_t top
       lo = b - grid_;
       break;
     }
-  const std::uint64_t need = staged_row_bytes(layout_, lo, top);
+  std::uint64_t need = staged_row_bytes(layout_, lo, top);
   if (staged_bytes_ + staging_->staged_bytes + need > options_.stage_bytes) {
+    // What fits: the lines up to the highest whose rows the pool can take (the chain below
+    // stays usable); anchors above it go.
     ++stage_refusals_;
-    return drop_staging();
+    const std::uint64_t used = staged_bytes_ + staging_->staged_bytes;
+    const std::uint64_t room = options_.stage_bytes > used ? options_.stage_bytes - used : 0;
+    const std::size_t row_bytes = std::max<std::size_t>(1, layout_.row_bytes());
+    const std::size_t fit = lo + static_cast<std::size_t>(room / row_bytes) / grid_ * grid_;
+    if (fit <= lo) return drop_staging();
+    top = std::min(top, fit);
+    w.chunks.erase(std::remove_if(w.chunks.begin(), w.chunks.end(), [top](std::size_t b) { return b > top; }),
+                   w.chunks.end());
+    const std::size_t before = w.anchors.size();
+    w.anchors.erase(std::remove_if(w.anchors.begin(), w.anchors.end(),
+                                   [top](const staged_anchor& a) { return a.line > top; }),
+                    w.anchors.end());
+    staging_->staged_bytes -= (before - w.anchors.size()) * staged_section_bytes(layout_);
+    w.tokens.resize(top);
+    need = staged_row_bytes(layout_, lo, top);
   }
   stage_rows(w, state, lo, top);
   staging_->staged_bytes += need;

@@ -246,3 +246,26 @@ TEST_CASE("an entry over the entry cap or the budget is refused without writing 
     CHECK(store->entries() == 0);
   }
 }
+
+TEST_CASE("writes in flight count against the budget before they are indexed", "[disk][eviction]") {
+  // Two writes prepared before either is committed (the disk writer holds both): the second
+  // must see the first's bytes, or both land and the disk holds more than the budget.
+  bench b;
+  const std::size_t line = 2 * b.g;
+  auto store = b.open(options_in(b.dir.str(), b.entry_bytes(line) + b.entry_bytes(line) / 2));
+  auto e1 = prefilled(b.c, test_tokens(line, 31), line);
+  auto e2 = prefilled(b.c, test_tokens(line, 32), line);
+  const staged_write w1 = stage(*e1, test_tokens(line, 31), "", false);
+  const staged_write w2 = stage(*e2, test_tokens(line, 32), "", false);
+  const disk_write_plan p1 = store->prepare(w1);
+  REQUIRE_FALSE(p1.refused);
+  const disk_write_plan p2 = store->prepare(w2);
+  CHECK(p2.refused);
+  store->commit(w1, p1, execute_disk_write(b.env, b.layout, w1, p1));
+  store->commit(w2, p2, execute_disk_write(b.env, b.layout, w2, p2));
+  CHECK(store->total_bytes() <= store->max_bytes());
+  CHECK(bytes_under(b.folder()) <= store->max_bytes());
+  // Once the first is indexed (and so evictable), the second makes room and lands.
+  CHECK(store->write(w2).anchors_written == 1);
+  CHECK(bytes_under(b.folder()) <= store->max_bytes());
+}

@@ -29,13 +29,15 @@ struct process {
   cache_tiers tiers;
   disk_scan_report scan;
 
-  process(const std::string& dir, double assumed_read = 1e9, std::size_t min_tokens = 64)
+  process(const std::string& dir, double assumed_read = 1e9, std::size_t min_tokens = 64,
+          std::uint64_t stage_bytes = 1ULL << 30)
       : c(test_config("tiny")), e(make_engine(c)), tiers(small_cache(true)) {
     disk_tier_options o;
     o.store.dir = dir;
     o.store.eviction.min_free_bytes = 0;
     o.admission.min_tokens = min_tokens;
     o.assumed_read_bytes_per_s = assumed_read;
+    o.stage_bytes = stage_bytes;
     auto d = std::make_unique<disk_tier>(env, e->layout(), clock, o);
     scan = d->start();
     tiers.attach_disk(std::move(d));
@@ -226,4 +228,17 @@ TEST_CASE("a full disk below the seam: writes fail softly, answers stay exact, s
   p.serve(prompt, 6);
   CHECK(p.disk().store().chunk_count() == 4);
   CHECK(p.disk().store().entries() == 1);
+}
+
+TEST_CASE("a staging pool too small for the whole prompt still writes the lines that fit", "[disk]") {
+  temp_dir dir("anchorage-disk-tier");
+  const model_config c = test_config("tiny");
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  const std::uint64_t three_lines = 3 * g * make_engine(c)->layout().row_bytes();
+  process p(dir.str(), 1e9, 64, three_lines);
+  const auto prompt = test_tokens(6 * g + 1, 511);
+  p.serve(prompt);
+  CHECK(p.disk().store().chunk_count() == 3);  // lines 1..3: the chain from the start
+  CHECK(p.tiers.stats()["disk"]["stage_refusals"] == 1);
+  CHECK(p.disk().staged_bytes() == 0);
 }
