@@ -117,11 +117,10 @@ decode_result<df::checkpoint_header> read_checkpoint_header(const unsigned char*
                                             o::header_bytes, o::header_crc, o::reserved);
   if (!r.ok()) return r;
   auto& h = r.value;
-  h.version = version;
-  h.header_bytes = get_u32(d + o::header_bytes);
-  h.grid = get_u32(d + o::grid);
-  h.fingerprint = get_u64(d + o::fingerprint);
-  h.file_bytes = get_u64(d + o::file_bytes);
+  static_assert(o::header_bytes == df::chunk_offset::header_bytes && o::grid == df::chunk_offset::grid &&
+                    o::fingerprint == df::chunk_offset::fingerprint && o::file_bytes == df::chunk_offset::file_bytes,
+                "get_common_fields reads the chunk format's offsets");
+  get_common_fields(d, version, h);
   h.key_hash = get_u64(d + o::key_hash);
   h.seed = get_u64(d + o::seed);
   h.prompt_tokens = get_u64(d + o::prompt_tokens);

@@ -140,11 +140,7 @@ decode_result<df::chunk_header> read_chunk_header(const unsigned char* d, std::s
                                      o::header_bytes, o::header_crc, o::reserved);
   if (!r.ok()) return r;
   auto& h = r.value;
-  h.version = version;
-  h.header_bytes = get_u32(d + o::header_bytes);
-  h.grid = get_u32(d + o::grid);
-  h.fingerprint = get_u64(d + o::fingerprint);
-  h.file_bytes = get_u64(d + o::file_bytes);
+  get_common_fields(d, version, h);
   h.line = get_u64(d + o::line);
   h.prefix_hash = get_u64(d + o::prefix_hash);
   h.parent_hash = get_u64(d + o::parent_hash);

@@ -73,11 +73,7 @@ decode_result<df::anchor_header> read_anchor_header(const unsigned char* d, std:
                                       o::header_crc, o::reserved);
   if (!r.ok()) return r;
   auto& h = r.value;
-  h.version = version;
-  h.header_bytes = get_u32(d + o::header_bytes);
-  h.grid = get_u32(d + o::grid);
-  h.fingerprint = get_u64(d + o::fingerprint);
-  h.file_bytes = get_u64(d + o::file_bytes);
+  get_common_fields(d, version, h);
   h.line = get_u64(d + o::line);
   if (h.grid == 0 || chunks == 0 || h.line != chunks * h.grid)
     return R::failure(fault::bad_header, "line " + num(h.line) + " is not its " + num(chunks) +

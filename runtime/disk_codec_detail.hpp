@@ -158,6 +158,18 @@ bool check_length(R& r, std::uint64_t file_bytes, std::uint64_t expect, std::siz
 }
 
 // A failure passed on with its fault and message.
+// The fields every format keeps at the same offsets (version 8, header_bytes 16, grid 20,
+// fingerprint 24, file_bytes 32; protocol/disk_format.hpp, protocol/checkpoint_format.hpp).
+template <class H>
+void get_common_fields(const unsigned char* d, std::uint32_t version, H& h) {
+  static_assert(df::chunk_offset::grid == df::anchor_offset::grid, "formats share their first fields");
+  h.version = version;
+  h.header_bytes = get_u32(d + df::chunk_offset::header_bytes);
+  h.grid = get_u32(d + df::chunk_offset::grid);
+  h.fingerprint = get_u64(d + df::chunk_offset::fingerprint);
+  h.file_bytes = get_u64(d + df::chunk_offset::file_bytes);
+}
+
 // Checks each section block's crc32 in file order and copies it to out[to_layout[i]]. `at` moves
 // past the blocks. An empty string when every one passed; otherwise the failure's message.
 inline std::string copy_checked_sections(const unsigned char*& at, const std::vector<df::entry>& entries,
