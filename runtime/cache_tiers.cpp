@@ -122,12 +122,6 @@ void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
     ++c.hits;
     c.tokens_saved += static_cast<long long>(o.at);
   }
-  if (disk_ && !guest_) {
-    disk_request dr;
-    dr.session_key = pending_session_;
-    dr.user_start = pending_user_start_;
-    disk_->begin(o, dr);
-  }
   if (o.via == "pin") ++pin_hits_;
   if (o.via == "park") ++park_hits_;
   if (o.via == "side") ++guests_side_;
@@ -150,6 +144,13 @@ void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
       via_.clear();
       guest_ = false;
     }
+  }
+  // After the stash decision: a refused stash makes the guest an ordinary request, which writes.
+  if (disk_ && !guest_) {
+    disk_request dr;
+    dr.session_key = pending_session_;
+    dr.user_start = pending_user_start_;
+    disk_->begin(o, dr);
   }
   if (!guest_) {
     // A request that rewrites rows the resident prompt does not share sets them aside first:
