@@ -1,6 +1,7 @@
 #include "actors/server.hpp"
 
 #include <caf/all.hpp>
+#include <nlohmann/json.hpp>
 
 #include <thread>
 
@@ -59,7 +60,16 @@ bool server::drain(std::chrono::milliseconds grace) {
     bool idle = false;
     self->request(conductor_, std::chrono::seconds(5), drain_atom::value)
         .receive([&](bool b) { idle = b; }, [&](caf::error&) {});
-    if (idle) return true;
+    // Idle, and the disk tier's staged writes are on disk (a planned stop loses none of them).
+    if (idle) {
+      std::string stats;
+      self->request(conductor_, std::chrono::seconds(5), stats_atom::value)
+          .receive([&](std::string s) { stats = std::move(s); }, [&](caf::error&) {});
+      const auto j = nlohmann::json::parse(stats, nullptr, false);
+      const bool written = j.is_discarded() || !j.contains("tiers") || !j["tiers"].contains("disk") ||
+                           j["tiers"]["disk"].value("staged_bytes", 0ULL) == 0;
+      if (written) return true;
+    }
     if (std::chrono::steady_clock::now() >= until) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

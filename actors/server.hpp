@@ -21,7 +21,8 @@ class server {
   ~server();
 
   int start();  // serves; returns the bound port
-  // SIGTERM's drain: stop accepting, wait up to `grace` for running and queued requests,
+  // SIGTERM's drain: stop accepting, wait up to `grace` for running and queued requests and for
+  // the disk tier's staged writes,
   // then stop the edge. Returns whether everything finished within the grace period.
   bool drain(std::chrono::milliseconds grace);
   void stop();

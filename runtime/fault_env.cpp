@@ -32,6 +32,7 @@ void fault_env::heal() {
   read_error_ = 0;
   crash_after_.reset();
   flip_byte_.reset();
+  fail_dir_sync_ = false;
 }
 
 file_result fault_env::write_atomic(const std::string& dir, const std::string& name,
@@ -74,6 +75,14 @@ file_result fault_env::write_atomic(const std::string& dir, const std::string& n
   if (r) {
     counters_.bytes_written += total;
     if (space_left_) *space_left_ -= total;
+    // The rename happened; the directory's fsync "failed": the file is in place, its name may
+    // not survive a power loss, and the caller is told so.
+    if (fail_dir_sync_) {
+      fail_dir_sync_ = false;
+      ++counters_.dir_sync_failures;
+      return file_result::failure(EIO, "fsync " + dir + ": Input/output error (injected, after the rename of " +
+                                           name + ")");
+    }
   }
   return r;
 }

@@ -19,6 +19,7 @@ struct fault_counters {
   std::uint64_t read_errors = 0;    // reads failed by fail_reads
   std::uint64_t crashes = 0;        // writes "crashed" by crash_before_rename or torn_write
   std::uint64_t bit_flips = 0;      // reads altered by flip_bit_on_read
+  std::uint64_t dir_sync_failures = 0;  // writes failed by fail_directory_sync
 };
 
 // A file_env wrapped around another one (usually a uring_env on a temp directory) whose faults a
@@ -46,6 +47,10 @@ class fault_env final : public file_env {
   // power loss) before the rename would: `name.tmp` stays on disk, the previous file under
   // `name` is untouched, and the call returns EIO (a real crash returns nothing at all).
   void crash_before_rename() { crash_after_ = all_bytes; }
+
+  // The next write_atomic completes (the file renamed into place) and then reports EIO, as when
+  // the directory's fsync fails: the one failure that leaves the new file under its name.
+  void fail_directory_sync() { fail_dir_sync_ = true; }
 
   // Like crash_before_rename, but only the first `bytes` bytes reach `name.tmp`.
   void torn_write(std::uint64_t bytes) { crash_after_ = bytes; }
@@ -88,6 +93,7 @@ class fault_env final : public file_env {
   std::optional<std::uint64_t> crash_after_; // bytes the next write keeps before "crashing"
   std::optional<std::uint64_t> flip_byte_;   // flip_bit_on_read's file offset
   unsigned flip_bit_ = 0;
+  bool fail_dir_sync_ = false;
 };
 
 }  // namespace anchorage

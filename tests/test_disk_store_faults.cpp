@@ -286,3 +286,22 @@ TEST_CASE("a chunk whose ids differ under valid crcs is refused by the token che
   CHECK_FALSE(restarted->find(tokens));
   CHECK(restarted->total_bytes() == bytes_under(b.folder()));
 }
+
+TEST_CASE("a write whose directory fsync fails leaves no file behind and nothing indexed", "[disk]") {
+  // The one failure after the rename: the new file is in place but not durable. The store must
+  // not keep an unindexed file (outside its budget, and indexed by the next scan).
+  bench b;
+  const std::size_t line = 2 * b.g;
+  const auto tokens = test_tokens(line + 1, 41);
+  auto cold = prefilled(b.c, tokens, line);
+  auto store = b.open();
+  b.env.fail_directory_sync();  // the first file: chunk 1
+  CHECK_FALSE(store->store(slice(tokens, 0, line), cold->cache_state()));
+  CHECK(b.env.counters().dir_sync_failures == 1);
+  CHECK(store->chunk_count() == 0);
+  CHECK(count_files(b.folder()) == 0);
+  CHECK(counter(store->stats(), "write_failures") == 1);
+  // Nothing is left for a restart to index; the next write goes through.
+  CHECK(b.open()->chunk_count() == 0);
+  CHECK(store->store(slice(tokens, 0, line), cold->cache_state()));
+}

@@ -122,3 +122,20 @@ TEST_CASE("a generation cut short resumes after a restart from its checkpoint wi
   const json d = wait_disk(b, [](const json& d) { return d["checkpoints"] == 0 && d["staged_bytes"] == 0; });
   CHECK(d["checkpoints"] == 0);
 }
+
+TEST_CASE("a planned stop (the drain) waits for the disk tier's staged writes", "[http][disk]") {
+  temp_dir dir("anchorage-http-disk");
+  const std::vector<std::string> flags = {"--cache-dir", dir.str(), "--disk-min-tokens", "256"};
+  {
+    http_server a(flags);
+    post_turn(a, chat_body(agent_messages("List the files in src."), 11, 4));
+    CHECK(a.srv().drain(std::chrono::seconds(30)));  // no waiting on the stats here
+    // Right when the drain returns, before the server stops: every file is in place.
+    CHECK(files_under(dir.str(), ".anc") == 4);
+    CHECK(files_under(dir.str(), ".chk") >= 4);
+  }
+  CHECK(files_under(dir.str(), ".anc") == 4);
+  CHECK(files_under(dir.str(), ".tmp") == 0);
+  http_server b(flags);
+  CHECK(wait_disk(b, [](const json&) { return true; })["entries"] == 4);
+}
