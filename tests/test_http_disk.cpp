@@ -104,6 +104,12 @@ TEST_CASE("a generation cut short resumes after a restart from its checkpoint wi
     // The client goes away after 40 chunks, well before the 1200 tokens.
     const sse_stream st = a.stream("/v1/chat/completions", streamed, [](const sse_stream& s) { return s.events.size() < 40; });
     REQUIRE(st.aborted);
+    // The board ends the request at its next step; until then it may stage more checkpoints.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (a.ledger().empty() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(a.ledger().size() == 1);
+    CHECK(a.ledger()[0]["finish_reason"] == "cancelled");
     const json d = wait_disk(a, [](const json& d) { return d["checkpoints"] >= 1 && d["staged_bytes"] == 0; });
     REQUIRE(d["checkpoints"] == 1);  // each newer one superseded the last
   }
