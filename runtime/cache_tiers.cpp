@@ -71,8 +71,9 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
     ++store_counts_.misses;
   }
   // The disk is deeper still: taken when it starts later and its read beats the prefill it saves.
-  // A guest does not take it (its rows would replace the resident ones).
-  if (disk_ && !guest) {
+  // A stashed guest does not take it (its rows would replace the resident ones); a guest on a
+  // side slot does, into the side slot's own buffers (seed §13.7), writing nothing.
+  if (disk_ && (!guest || info.side_slot_free)) {
     if (auto d = disk_->offer(prompt, best ? best->at : 0)) {
       disk_fallback_ = best ? std::move(*best) : cold;
       best = std::move(*d);

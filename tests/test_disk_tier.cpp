@@ -242,3 +242,44 @@ TEST_CASE("a staging pool too small for the whole prompt still writes the lines 
   CHECK(p.tiers.stats()["disk"]["stage_refusals"] == 1);
   CHECK(p.disk().staged_bytes() == 0);
 }
+
+TEST_CASE("a guest on a side slot restores its head from disk into the side slot only", "[disk][guest]") {
+  temp_dir dir("anchorage-disk-tier");
+  const model_config c = test_config("tiny");
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  const auto head = test_tokens(4 * g, 512);
+  write_head_twice(dir.str(), head);
+  process q(dir.str());
+  // Slot 0 holds a long conversation; the guest is under a quarter of it.
+  const auto resident = test_tokens(24 * g + 3, 513);
+  q.serve(resident, 4, "long");
+  const auto rows_before = q.tiers.resident().tokens();
+  const std::size_t chunks_before = q.disk().store().chunk_count();
+  auto guest = head;
+  const auto more = test_tokens(g / 2, 514);
+  guest.insert(guest.end(), more.begin(), more.end());
+  request_info info;
+  info.session_key = "title";
+  info.max_tokens = 4;
+  info.side_slot_free = true;
+  auto o = q.tiers.plan(guest, info);
+  REQUIRE(o.source == "disk");
+  CHECK(o.via == "side");
+  CHECK(o.at == 4 * g);
+  auto side = make_engine(c);
+  q.tiers.restore(side->cache_state(), o);
+  REQUIRE(o.source == "disk");
+  q.tiers.begin(o, side->cache_state());
+  side->prefill(slice(guest, side->length(), guest.size()));
+  q.tiers.after_prefill_step(side->cache_state(), side->where());
+  q.tiers.finish(side->cache_state());
+  q.disk().run_jobs();
+  // The side slot's state is a cold prefill's; slot 0's rows and the disk are as they were.
+  auto cold = make_engine(c);
+  cold->prefill(guest);
+  require_same_state(state_bytes(side->cache_state(), guest.size()), state_bytes(cold->cache_state(), guest.size()),
+                     cold->layout());
+  CHECK(q.tiers.resident().tokens() == rows_before);
+  CHECK(q.disk().store().chunk_count() == chunks_before);
+  CHECK(q.tiers.stats()["disk"]["hits"] == 1);
+}
