@@ -245,6 +245,8 @@ class disk_store {
   std::size_t drop(std::uint64_t id);
   void warn_once(const std::string& what);
   bool known_chunk(std::uint64_t hash) const;
+  // The prefix hash at every line the write's tokens reach (grid, 2 grid, ...), in one pass.
+  std::vector<std::uint64_t> line_hashes(const staged_write& w) const;
   // Refuses a plan over the entry cap, or makes room for it (never evicting `keep`).
   void make_room(disk_write_plan& p, const std::unordered_set<std::uint64_t>& keep);
   void commit_checkpoint(const disk_file_job& f, const checkpoint_meta& meta, std::uint64_t epoch,
