@@ -6,10 +6,10 @@
 #include <iostream>
 
 #include "actors/disk_writer.hpp"
-#include "runtime/clock.hpp"
-#include "runtime/end_record_builder.hpp"
-#include "runtime/generation_key.hpp"
-#include "runtime/uring_env.hpp"
+#include "runtime/io/clock.hpp"
+#include "runtime/text/end_record_builder.hpp"
+#include "runtime/generation/generation_key.hpp"
+#include "runtime/io/uring_env.hpp"
 
 namespace anchorage {
 namespace {

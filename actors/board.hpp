@@ -9,9 +9,9 @@
 #include <caf/stateful_actor.hpp>
 
 #include "protocol/interfaces.hpp"
-#include "runtime/cache_tiers.hpp"
-#include "runtime/engine.hpp"
-#include "runtime/generation_session.hpp"
+#include "runtime/tiers/cache_tiers.hpp"
+#include "runtime/engine/engine.hpp"
+#include "runtime/generation/generation_session.hpp"
 
 namespace anchorage {
 

@@ -9,10 +9,10 @@
 #include <caf/stateful_actor.hpp>
 
 #include "protocol/interfaces.hpp"
-#include "runtime/ledger.hpp"
-#include "runtime/metrics.hpp"
-#include "runtime/prompt_render.hpp"
-#include "runtime/tokenizer.hpp"
+#include "runtime/server/ledger.hpp"
+#include "runtime/server/metrics.hpp"
+#include "runtime/text/prompt_render.hpp"
+#include "runtime/text/tokenizer.hpp"
 
 namespace anchorage {
 

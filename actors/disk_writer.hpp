@@ -4,8 +4,8 @@
 #include <caf/stateful_actor.hpp>
 
 #include "protocol/interfaces.hpp"
-#include "runtime/file_env.hpp"
-#include "runtime/state_layout.hpp"
+#include "runtime/io/file_env.hpp"
+#include "runtime/engine/state_layout.hpp"
 
 namespace anchorage {
 

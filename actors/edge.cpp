@@ -9,10 +9,10 @@
 #include "actors/admin.hpp"
 #include "actors/edge_exchange.hpp"
 #include "protocol/error_code.hpp"
-#include "runtime/clock.hpp"
-#include "runtime/openai_request.hpp"
-#include "runtime/openai_response.hpp"
-#include "runtime/trace.hpp"
+#include "runtime/io/clock.hpp"
+#include "runtime/api/openai_request.hpp"
+#include "runtime/api/openai_response.hpp"
+#include "runtime/server/trace.hpp"
 
 namespace anchorage {
 namespace {

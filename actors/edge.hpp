@@ -8,7 +8,7 @@
 
 #include "protocol/interfaces.hpp"
 
-#include "runtime/server_config.hpp"
+#include "runtime/server/server_config.hpp"
 
 namespace httplib {
 class Server;

@@ -8,7 +8,7 @@
 #include "actors/board.hpp"
 #include "actors/conductor.hpp"
 #include "actors/edge.hpp"
-#include "runtime/model_weights.hpp"
+#include "runtime/engine/model_weights.hpp"
 
 namespace anchorage {
 

@@ -6,7 +6,7 @@
 #include <caf/actor_system_config.hpp>
 
 #include "protocol/interfaces.hpp"
-#include "runtime/server_config.hpp"
+#include "runtime/server/server_config.hpp"
 
 namespace anchorage {
 

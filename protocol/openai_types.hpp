@@ -1,7 +1,7 @@
 #pragma once
 // The typed vocabulary of the OpenAI-compatible HTTP edge: what a request asks for, what an
 // error says, and what a response reports. Plain data; parsing and JSON shapes live in
-// runtime/openai_request.hpp and runtime/openai_response.hpp.
+// runtime/api/openai_request.hpp and runtime/api/openai_response.hpp.
 #include <cstdint>
 #include <optional>
 #include <string>

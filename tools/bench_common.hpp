@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/token.hpp"
+#include "runtime/core/token.hpp"
 
 namespace anchorage::bench {
 

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "kernels/ops.hpp"
-#include "runtime/blas_setup.hpp"
-#include "runtime/engine.hpp"
-#include "runtime/model_weights.hpp"
+#include "runtime/engine/blas_setup.hpp"
+#include "runtime/engine/engine.hpp"
+#include "runtime/engine/model_weights.hpp"
 #include "tools/bench_common.hpp"
 
 using namespace anchorage;

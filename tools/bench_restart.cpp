@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "actors/server.hpp"
-#include "runtime/blas_setup.hpp"
-#include "runtime/chat_template.hpp"
-#include "runtime/server_config.hpp"
-#include "runtime/tokenizer.hpp"
+#include "runtime/engine/blas_setup.hpp"
+#include "runtime/text/chat_template.hpp"
+#include "runtime/server/server_config.hpp"
+#include "runtime/text/tokenizer.hpp"
 
 using namespace anchorage;
 using json = nlohmann::json;

@@ -16,14 +16,14 @@
 #include <string>
 #include <vector>
 
-#include "runtime/blas_setup.hpp"
-#include "runtime/cache_tiers.hpp"
-#include "runtime/end_record_builder.hpp"
-#include "runtime/engine.hpp"
-#include "runtime/engine_options.hpp"
-#include "runtime/generator.hpp"
-#include "runtime/model_weights.hpp"
-#include "runtime/sampler.hpp"
+#include "runtime/engine/blas_setup.hpp"
+#include "runtime/tiers/cache_tiers.hpp"
+#include "runtime/text/end_record_builder.hpp"
+#include "runtime/engine/engine.hpp"
+#include "runtime/engine/engine_options.hpp"
+#include "runtime/generation/generator.hpp"
+#include "runtime/engine/model_weights.hpp"
+#include "runtime/generation/sampler.hpp"
 #include "tools/bench_common.hpp"
 
 using namespace anchorage;

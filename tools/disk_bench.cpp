@@ -50,14 +50,14 @@
 #include <string>
 #include <vector>
 
-#include "runtime/crc32.hpp"
-#include "runtime/disk_codec.hpp"
-#include "runtime/disk_store.hpp"
-#include "runtime/engine.hpp"
-#include "runtime/model_config.hpp"
-#include "runtime/model_weights.hpp"
-#include "runtime/staged_state.hpp"
-#include "runtime/uring_env.hpp"
+#include "runtime/core/crc32.hpp"
+#include "runtime/disk/disk_codec.hpp"
+#include "runtime/disk/disk_store.hpp"
+#include "runtime/engine/engine.hpp"
+#include "runtime/engine/model_config.hpp"
+#include "runtime/engine/model_weights.hpp"
+#include "runtime/disk/staged_state.hpp"
+#include "runtime/io/uring_env.hpp"
 #include "tools/bench_common.hpp"
 
 using namespace anchorage;

@@ -8,13 +8,13 @@
 #include <chrono>
 #include <iostream>
 
-#include "runtime/blas_setup.hpp"
-#include "runtime/chat_template.hpp"
-#include "runtime/engine.hpp"
-#include "runtime/engine_options.hpp"
-#include "runtime/generator.hpp"
-#include "runtime/model_weights.hpp"
-#include "runtime/tokenizer.hpp"
+#include "runtime/engine/blas_setup.hpp"
+#include "runtime/text/chat_template.hpp"
+#include "runtime/engine/engine.hpp"
+#include "runtime/engine/engine_options.hpp"
+#include "runtime/generation/generator.hpp"
+#include "runtime/engine/model_weights.hpp"
+#include "runtime/text/tokenizer.hpp"
 
 using namespace anchorage;
 

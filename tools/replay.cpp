@@ -1,7 +1,7 @@
 // anchorage-replay [--FLAG=VALUE ...] TRACE.jsonl ...
 //
 // Replays each trace recorded with `anchorage --trace FILE` against a fresh in-process server
-// (actors/trace_replay.hpp) and prints one JSON line per trace:
+// (tools/replay/trace_replay.hpp) and prints one JSON line per trace:
 //   {"trace": PATH, "requests": N, "ok": BOOL, "mismatches": [...], "seconds": S}
 // Arguments starting with "--" are server flags added to the trace header's, in the
 // `--flag=value` form (e.g. --device=cuda, --weights=model.safetensors).
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "actors/trace_replay.hpp"
-#include "runtime/blas_setup.hpp"
+#include "tools/replay/trace_replay.hpp"
+#include "runtime/engine/blas_setup.hpp"
 
 int main(int argc, char** argv) {
   anchorage::select_blas_core(argv);  // the same BLAS kernels as the server that recorded

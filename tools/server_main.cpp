@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "actors/server.hpp"
-#include "runtime/blas_setup.hpp"
+#include "runtime/engine/blas_setup.hpp"
 
 using namespace anchorage;
 

@@ -2,7 +2,7 @@
 # Re-records the traces in this directory with the real server and curl:
 #   tests/traces/record.sh [BUILD_DIR]     (BUILD_DIR defaults to ./build)
 # Each trace gets a fresh `anchorage --preset tiny --ctx-size 2048` on a free port, the requests
-# below in order, then SIGTERM. tests/test_traces.cpp replays every *.jsonl here.
+# below in order, then SIGTERM. tests/tools/test_traces.cpp replays every *.jsonl here.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="${1:-$here/../../build}"

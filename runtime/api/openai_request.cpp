@@ -1,0 +1,466 @@
+#include "runtime/api/openai_request.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/text/tokenizer.hpp"
+
+namespace anchorage {
+
+namespace {
+
+using json = nlohmann::json;
+// The outcome of one validation step: nullopt when it passed.
+using failure = std::optional<api_error>;
+
+constexpr int max_json_depth = 512;
+constexpr std::size_t max_stop_strings = 4;
+constexpr std::size_t max_logit_bias_entries = 300;
+constexpr double max_logit_bias = 100.0;
+
+api_error invalid(std::string param, std::string message) {
+  return api_error{400, "invalid_request_error", std::move(message), std::move(param)};
+}
+
+// "<param> must be <expected>, got <what v is>".
+api_error wrong_type(const std::string& param, const char* expected, const json& v) {
+  const std::string got = v.is_number_float() ? "a non-integer number"
+                          : v.is_number()     ? "an integer"
+                                              : std::string(v.type_name());
+  return invalid(param, param + " must be " + expected + ", got " + got);
+}
+
+// The member `key` of object `obj`, or null when it is absent or JSON null.
+const json* field(const json& obj, const char* key) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::string dump_compact(const json& v) {
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// The opt_* readers store obj[key] into `out` when it is present and not null, and leave `out`
+// alone otherwise; `param` names the field in errors.
+template <typename T>  // std::string or std::optional<std::string>
+failure opt_string(const json& obj, const char* key, const std::string& param, T& out) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) return wrong_type(param, "a string", *v);
+  out = v->get<std::string>();
+  return std::nullopt;
+}
+
+failure opt_bool(const json& obj, const char* key, const std::string& param, bool& out) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) return wrong_type(param, "a boolean", *v);
+  out = v->get<bool>();
+  return std::nullopt;
+}
+
+// A number in [lo, hi], or in (lo, hi] when lo_open.
+failure opt_ranged(const json& obj, const char* key, double lo, double hi, bool lo_open,
+                   double& out) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) return wrong_type(key, "a number", *v);
+  const double x = v->get<double>();
+  if ((lo_open ? x <= lo : x < lo) || x > hi) {
+    return invalid(key, std::string(key) + " must be in " + (lo_open ? "(" : "[") +
+                            json(lo).dump() + ", " + json(hi).dump() + "], got " + v->dump());
+  }
+  out = x;
+  return std::nullopt;
+}
+
+// A positive integer; values beyond LONG_MAX are clamped to it.
+failure read_positive(const json& v, const std::string& param, long& out) {
+  if (!v.is_number_integer()) return wrong_type(param, "an integer", v);
+  if (v.is_number_unsigned()) {
+    const std::uint64_t u = v.get<std::uint64_t>();
+    if (u == 0) return invalid(param, param + " must be a positive integer, got 0");
+    out = u > static_cast<std::uint64_t>(LONG_MAX) ? LONG_MAX : static_cast<long>(u);
+    return std::nullopt;
+  }
+  const std::int64_t i = v.get<std::int64_t>();
+  if (i < 1) return invalid(param, param + " must be a positive integer, got " + std::to_string(i));
+  out = static_cast<long>(i);
+  return std::nullopt;
+}
+
+// logit_bias: {"<token id>": bias, ...}. Keys are decimal ids in [0, vocab_size()), values
+// numbers in [-100, 100]; two keys naming one id ("7" and "07") are refused. Stored by id.
+failure read_logit_bias(const json& body, completion_request& r) {
+  const json* v = field(body, "logit_bias");
+  if (!v) return std::nullopt;
+  const std::string p = "logit_bias";
+  if (!v->is_object()) return wrong_type(p, "an object mapping token ids to biases", *v);
+  if (v->size() > max_logit_bias_entries) {
+    return invalid(p, "logit_bias may hold at most " + std::to_string(max_logit_bias_entries) +
+                          " entries, got " + std::to_string(v->size()));
+  }
+  std::vector<std::pair<std::int32_t, float>> out;
+  for (const auto& [key, bias] : v->items()) {
+    const bool digits = !key.empty() && key.size() <= 9 &&
+                        std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const long id = digits ? std::stol(key) : -1;
+    if (id < 0 || id >= vocab_size()) {
+      return invalid(p, "logit_bias key " + json(key).dump() + " is not a token id in [0, " +
+                            std::to_string(vocab_size()) + ")");
+    }
+    if (!bias.is_number()) {
+      return invalid(p, "logit_bias[" + json(key).dump() + "] must be a number, got " +
+                            std::string(bias.type_name()));
+    }
+    const double b = bias.get<double>();
+    if (b < -max_logit_bias || b > max_logit_bias) {
+      return invalid(p, "logit_bias[" + json(key).dump() + "] must be in [-100, 100], got " +
+                            bias.dump());
+    }
+    out.emplace_back(static_cast<std::int32_t>(id), static_cast<float>(b));
+  }
+  std::sort(out.begin(), out.end());
+  for (std::size_t i = 1; i < out.size(); ++i) {
+    if (out[i].first == out[i - 1].first) {
+      return invalid(p, "logit_bias names token " + std::to_string(out[i].first) + " twice");
+    }
+  }
+  r.logit_bias = std::move(out);
+  return std::nullopt;
+}
+
+// ---- fields shared by both kinds -------------------------------------------------------------
+
+failure read_common(const json& body, completion_request& r) {
+  if (auto e = opt_string(body, "model", "model", r.model)) return e;
+  // max_completion_tokens supersedes the deprecated max_tokens; both are validated.
+  for (const char* key : {"max_tokens", "max_completion_tokens"}) {
+    if (const json* v = field(body, key)) {
+      long n = 0;
+      if (auto e = read_positive(*v, key, n)) return e;
+      r.max_tokens = n;
+    }
+  }
+  if (auto e = opt_ranged(body, "temperature", 0.0, 2.0, false, r.temperature)) return e;
+  if (auto e = opt_ranged(body, "top_p", 0.0, 1.0, true, r.top_p)) return e;
+  if (const json* v = field(body, "n"); v && *v != 1) {
+    return invalid("n", "n must be 1: one choice per request is supported, got " + v->dump());
+  }
+  if (const json* v = field(body, "seed")) {
+    if (!v->is_number_integer()) return wrong_type("seed", "a non-negative integer", *v);
+    if (!v->is_number_unsigned()) {
+      return invalid("seed", "seed must be a non-negative integer, got " + v->dump());
+    }
+    r.seed = v->get<std::uint64_t>();
+  }
+  if (const json* v = field(body, "stop")) {
+    if (v->is_string()) {
+      r.stop.push_back(v->get<std::string>());
+    } else if (v->is_array()) {
+      if (v->size() > max_stop_strings) {
+        return invalid("stop", "stop may hold at most 4 strings, got " + std::to_string(v->size()));
+      }
+      for (std::size_t i = 0; i < v->size(); ++i) {
+        const json& s = (*v)[i];
+        if (!s.is_string()) return wrong_type("stop[" + std::to_string(i) + "]", "a string", s);
+        r.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      return wrong_type("stop", "a string or an array of strings", *v);
+    }
+    for (const std::string& s : r.stop) {
+      if (s.empty()) return invalid("stop", "stop strings must not be empty");
+    }
+  }
+  if (auto e = read_logit_bias(body, r)) return e;
+  if (auto e = opt_bool(body, "stream", "stream", r.stream)) return e;
+  if (const json* v = field(body, "stream_options")) {
+    if (!v->is_object()) return wrong_type("stream_options", "an object", *v);
+    if (auto e = opt_bool(*v, "include_usage", "stream_options.include_usage", r.include_usage)) {
+      return e;
+    }
+  }
+  if (auto e = opt_string(body, "prompt_cache_key", "prompt_cache_key", r.prompt_cache_key)) {
+    return e;
+  }
+  if (auto e = opt_string(body, "user", "user", r.user)) return e;
+  return std::nullopt;
+}
+
+// ---- completions -----------------------------------------------------------------------------
+
+bool all_integers(const json& array) {
+  for (const json& x : array) {
+    if (!x.is_number_integer()) return false;
+  }
+  return true;
+}
+
+failure read_prompt(const json& body, completion_request& r) {
+  const json* p = field(body, "prompt");
+  if (!p) return invalid("prompt", "prompt is required");
+  const char* expected = "a string, an array of token ids, or an array of one string";
+  const json* one = p;
+  if (p->is_array() && !p->empty() && !all_integers(*p)) {
+    // An array of prompts (strings or token-id arrays): only a single one is served.
+    for (const json& x : *p) {
+      if (!x.is_string() && !x.is_array()) return wrong_type("prompt", expected, *p);
+    }
+    if (p->size() > 1) return invalid("prompt", "one prompt per request is supported");
+    one = &p->front();
+    if (one->is_array() && !all_integers(*one)) return wrong_type("prompt", expected, *p);
+  }
+  if (!one->is_string() && !one->is_array()) return wrong_type("prompt", expected, *p);
+  if (one->is_string() ? one->get_ref<const std::string&>().empty() : one->empty()) {
+    return invalid("prompt", "prompt must not be empty");
+  }
+  if (one->is_string()) {
+    r.prompt_text = one->get<std::string>();
+    return std::nullopt;
+  }
+  std::vector<std::int32_t> ids;
+  for (std::size_t i = 0; i < one->size(); ++i) {
+    const json& x = (*one)[i];
+    if (!x.is_number_unsigned() || x.get<std::uint64_t>() >= std::uint64_t(vocab_size())) {
+      return invalid("prompt", "prompt[" + std::to_string(i) + "] = " + x.dump() +
+                                   " is not a token id in [0, " + std::to_string(vocab_size()) +
+                                   ")");
+    }
+    ids.push_back(static_cast<std::int32_t>(x.get<std::uint64_t>()));
+  }
+  r.prompt_tokens = std::move(ids);
+  return std::nullopt;
+}
+
+// Checks `obj` has type "function" (required unless type_optional) and a "function" object
+// with a non-empty string "name", which it stores in `name`.
+failure read_function(const json& obj, const std::string& p, bool type_optional,
+                      std::string& name) {
+  const json* type = field(obj, "type");
+  if ((type || !type_optional) && (!type || *type != "function")) {
+    return invalid(p + ".type", p + ".type must be \"function\"");
+  }
+  const json* fn = field(obj, "function");
+  if (!fn || !fn->is_object()) return invalid(p + ".function", p + ".function must be an object");
+  const json* n = field(*fn, "name");
+  if (!n || !n->is_string() || n->get_ref<const std::string&>().empty()) {
+    return invalid(p + ".function.name", p + ".function.name must be a non-empty string");
+  }
+  name = n->get<std::string>();
+  return std::nullopt;
+}
+
+// ---- chat: messages --------------------------------------------------------------------------
+
+// content: a string, null (""), or an array of text parts joined with "\n".
+failure read_content(const json& v, const std::string& param, std::string& out) {
+  if (v.is_null()) return std::nullopt;
+  if (v.is_string()) {
+    out = v.get<std::string>();
+    return std::nullopt;
+  }
+  if (!v.is_array()) return wrong_type(param, "a string, null or an array of content parts", v);
+  for (std::size_t j = 0; j < v.size(); ++j) {
+    const std::string part_param = param + "[" + std::to_string(j) + "]";
+    const json& part = v[j];
+    if (!part.is_object()) return wrong_type(part_param, "an object", part);
+    const json* type = field(part, "type");
+    if (!type || !type->is_string()) {
+      return invalid(part_param + ".type", part_param + ".type must be a string such as \"text\"");
+    }
+    const std::string& t = type->get_ref<const std::string&>();
+    if (t == "image_url" || t == "input_image" || t == "image") {
+      return invalid(part_param, "image input is not supported by this model");
+    }
+    if (t != "text") {
+      return invalid(part_param + ".type",
+                     "content part type '" + t + "' is not supported: only text parts are");
+    }
+    const json* text = field(part, "text");
+    if (!text || !text->is_string()) {
+      return invalid(part_param + ".text", part_param + ".text must be a string");
+    }
+    if (j > 0) out += "\n";
+    out += text->get_ref<const std::string&>();
+  }
+  return std::nullopt;
+}
+
+failure read_tool_calls(const json& v, const std::string& param, std::vector<tool_call>& out) {
+  if (!v.is_array()) return wrong_type(param, "an array", v);
+  for (std::size_t k = 0; k < v.size(); ++k) {
+    const std::string p = param + "[" + std::to_string(k) + "]";
+    const json& tc = v[k];
+    if (!tc.is_object()) return wrong_type(p, "an object", tc);
+    tool_call call;
+    if (auto e = opt_string(tc, "id", p + ".id", call.id)) return e;
+    if (auto e = read_function(tc, p, /*type_optional=*/true, call.name)) return e;
+    const json* args = field(tc["function"], "arguments");
+    if (!args) {
+      call.arguments = "{}";
+    } else if (args->is_string()) {
+      call.arguments = args->get<std::string>();
+    } else if (args->is_object()) {
+      call.arguments = dump_compact(*args);
+    } else {
+      return wrong_type(p + ".function.arguments", "a JSON string or an object", *args);
+    }
+    out.push_back(std::move(call));
+  }
+  return std::nullopt;
+}
+
+failure read_message(const json& v, std::size_t index, chat_message& m) {
+  const std::string p = "messages[" + std::to_string(index) + "]";
+  if (!v.is_object()) return wrong_type(p, "an object", v);
+  if (!field(v, "role")) return invalid(p + ".role", p + ".role is required");
+  if (auto e = opt_string(v, "role", p + ".role", m.role)) return e;
+  if (m.role == "developer") m.role = "system";
+  if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool") {
+    return invalid(p + ".role", p + ".role '" + m.role +
+                                    "' is unknown: expected system, developer, user, assistant "
+                                    "or tool");
+  }
+  if (m.role == "system" && index != 0) {
+    return invalid(p + ".role", "a system message is only allowed as the first message");
+  }
+  if (const json* c = field(v, "content")) {
+    if (auto e = read_content(*c, p + ".content", m.content)) return e;
+  }
+  if (auto e = opt_string(v, "name", p + ".name", m.name)) return e;
+  if (m.role == "assistant") {
+    const std::string rc = p + ".reasoning_content";
+    if (auto e = opt_string(v, "reasoning_content", rc, m.reasoning_content)) return e;
+    if (const json* tc = field(v, "tool_calls")) {
+      if (auto e = read_tool_calls(*tc, p + ".tool_calls", m.tool_calls)) return e;
+    }
+  }
+  if (m.role == "tool") return opt_string(v, "tool_call_id", p + ".tool_call_id", m.tool_call_id);
+  return std::nullopt;
+}
+
+failure read_messages(const json& body, std::vector<chat_message>& out) {
+  const json* v = field(body, "messages");
+  if (!v) return invalid("messages", "messages is required");
+  if (!v->is_array()) return wrong_type("messages", "an array of message objects", *v);
+  if (v->empty()) return invalid("messages", "messages must contain at least one message");
+  out.resize(v->size());
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    if (auto e = read_message((*v)[i], i, out[i])) return e;
+  }
+  return std::nullopt;
+}
+
+// ---- chat: tools -----------------------------------------------------------------------------
+
+failure read_tools(const json& body, json& out) {
+  const json* v = field(body, "tools");
+  if (!v) return std::nullopt;
+  if (!v->is_array()) return wrong_type("tools", "an array", *v);
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    const std::string p = "tools[" + std::to_string(i) + "]";
+    const json& tool = (*v)[i];
+    if (!tool.is_object()) return wrong_type(p, "an object", tool);
+    std::string name;
+    if (auto e = read_function(tool, p, /*type_optional=*/false, name)) return e;
+    const json* fn = &tool["function"];
+    if (const json* d = field(*fn, "description"); d && !d->is_string()) {
+      return wrong_type(p + ".function.description", "a string", *d);
+    }
+    if (const json* s = field(*fn, "parameters"); s && !s->is_object()) {
+      return wrong_type(p + ".function.parameters", "an object (a JSON schema)", *s);
+    }
+  }
+  out = *v;
+  return std::nullopt;
+}
+
+bool has_tool(const json& tools, const std::string& name) {
+  for (const json& tool : tools) {
+    if (tool["function"]["name"] == name) return true;
+  }
+  return false;
+}
+
+failure read_tool_choice(const json& body, completion_request& r) {
+  const json* v = field(body, "tool_choice");
+  if (!v) return std::nullopt;
+  const char* expected = "\"auto\", \"none\", \"required\" or {\"type\":\"function\",...}";
+  if (v->is_string()) {
+    const std::string& s = v->get_ref<const std::string&>();
+    if (s != "auto" && s != "none" && s != "required") {
+      return invalid("tool_choice", std::string("tool_choice must be ") + expected + ", got \"" +
+                                        s + "\"");
+    }
+    r.tool_choice = s;
+  } else if (v->is_object()) {
+    std::string n;
+    if (read_function(*v, "tool_choice", /*type_optional=*/false, n)) {
+      return invalid("tool_choice",
+                     "tool_choice as an object must be {\"type\":\"function\",\"function\":"
+                     "{\"name\":...}}");
+    }
+    if (!has_tool(r.tools, n)) {
+      return invalid("tool_choice", "tool_choice names function '" + n + "', which is not in tools");
+    }
+    r.tool_choice = "function:" + n;
+  } else {
+    return wrong_type("tool_choice", expected, *v);
+  }
+  if (r.tool_choice == "required" && r.tools.empty()) {
+    return invalid("tool_choice", "tool_choice \"required\" needs at least one tool in tools");
+  }
+  return std::nullopt;
+}
+
+failure read_chat(const json& body, completion_request& r) {
+  if (auto e = read_messages(body, r.messages)) return e;
+  if (auto e = read_tools(body, r.tools)) return e;
+  if (auto e = read_tool_choice(body, r)) return e;
+  if (const json* v = field(body, "chat_template_kwargs")) {
+    if (!v->is_object()) return wrong_type("chat_template_kwargs", "an object", *v);
+    return opt_bool(*v, "enable_thinking", "chat_template_kwargs.enable_thinking",
+                    r.enable_thinking);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::variant<completion_request, api_error> parse_request(std::string_view body,
+                                                          request_kind kind) {
+  bool too_deep = false;
+  const json::parser_callback_t limit_depth = [&too_deep](int depth, json::parse_event_t,
+                                                           json&) {
+    if (depth > max_json_depth) too_deep = true;
+    return !too_deep;  // once too deep, keep nothing: the result is rejected anyway
+  };
+  const json parsed = json::parse(body.begin(), body.end(), limit_depth,
+                                  /*allow_exceptions=*/false);
+  if (too_deep) {
+    return invalid("", "the request body is nested deeper than " +
+                           std::to_string(max_json_depth) + " levels");
+  }
+  if (parsed.is_discarded()) return invalid("", "the request body is not valid JSON");
+  if (!parsed.is_object()) return invalid("", "the request body must be a JSON object");
+
+  completion_request r;
+  r.kind = kind;
+  if (kind == request_kind::completion) {
+    if (auto e = read_prompt(parsed, r)) return *e;
+  } else {
+    if (auto e = read_chat(parsed, r)) return *e;
+  }
+  if (auto e = read_common(parsed, r)) return *e;
+  return r;
+}
+
+}  // namespace anchorage

@@ -1,0 +1,143 @@
+#pragma once
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/cache/anchor_set.hpp"
+#include "runtime/text/end_alignment.hpp"
+#include "runtime/cache/memory_budget.hpp"
+#include "runtime/engine/row_copy.hpp"
+#include "runtime/engine/state_copy.hpp"
+#include "runtime/core/token.hpp"
+
+namespace anchorage {
+
+// Where a request can resume and what it is then served (the lookup's currency).
+struct resume_offer {
+  std::string source = "cold";    // cold | resident | end | store
+  std::size_t at = 0;             // the restored state covers served[0, at)
+  std::vector<token_id> served;   // the prompt to run: the client's, or the end alignment's
+  bool exact = true;              // a grid state (a cold prefill's bits), not a session resume
+  std::size_t exact_to = 0;       // rows [0, exact_to) of the restored state are a cold prefill's
+  bool rows_replaced = false;     // the restore wrote rows (a snapshot), not only sections
+  bool aligned = false;           // the end alignment changed the prompt (reasoning, hidden spans)
+  std::string via;                // "", or what served it: stash | side | pin | park
+};
+
+// A conversation's rows set aside before another request overwrites them (seed §13.4): the
+// pinned head (kind "pin": the same session's head, e.g. before a compaction request) or the
+// parked session (kind "park": another session's request replaced it). Rows [from, end) of
+// `tokens`, grid anchors over them, and for a parked session its end anchor.
+struct saved_prompt {
+  std::string kind;
+  std::vector<token_id> tokens;               // what rows [0, rows.last()) held
+  row_copy rows;                              // rows [from, end)
+  std::map<std::size_t, state_copy> anchors;  // grid anchors in (from, end], at or below taint
+  std::optional<end_record> end;
+  state_copy end_copy;
+  std::vector<token_span> reasoning, hidden;  // the earlier answers' spans
+  std::size_t taint = 0;
+  std::size_t bytes = 0;                      // reserved in the pool named `kind`
+};
+
+struct resident_options {
+  bool end_anchor = true;         // --end-anchor
+  bool end_align = true;          // --end-align
+  std::size_t keep_newest = 4;    // anchors never evicted
+};
+
+// The seed's resident prefix (§13.4, §13.5): the rows the last request left in the engine's own
+// buffers, the tokens they hold, the grid anchors (sections at lines) and the end anchor
+// (sections at the last position a generation forwarded).
+//
+// Rows are the engine's; this object knows which tokens they hold and how far they are exact:
+// `taint` is the lowest row that a grid prefill from an exact state did not write (decode rows,
+// rows of a prefill resumed off the grid, rows of a short last chunk, which depend on where
+// that chunk ended). Grid anchors are only taken at lines <= taint; a resume at one of them is
+// bit-exact against a cold prefill. A resume at the end anchor is a session resume.
+//
+// The owner (the board) calls, for every request:
+//   offer(prompt) -> restore(state, offer) or a cold reset -> begin(served, at, exact)
+//   -> after_prefill_step(state) after each chunk -> end_generation(...) once decoding ends.
+// Not thread-safe.
+class resident_prefix {
+ public:
+  resident_prefix(memory_budget& budget, resident_options opts, std::string pool = "resident");
+  ~resident_prefix() { clear(); }
+  resident_prefix(const resident_prefix&) = delete;
+  resident_prefix& operator=(const resident_prefix&) = delete;
+
+  // The best resume for `prompt`: the end anchor when the prompt starts with the rows' tokens up
+  // to it (after end alignment), else the largest grid anchor at or below the tokens the
+  // prompt shares with the rows, leaving at least one token to forward. nullopt: nothing.
+  std::optional<resume_offer> offer(const std::vector<token_id>& prompt) const;
+
+  // Restores the offer's sections and sets the valid length to offer.at. The rows below it are
+  // the engine's own and already hold the offer's tokens; for an offer via a pinned head or a
+  // parked session, its rows are written back first (the rows in place are parked in turn when
+  // they are another session's) and it becomes the resident prompt.
+  void restore(state_adapter& into, kernels::backend where, const resume_offer& offer);
+
+  // The engine now holds `o.served`'s first `o.at` rows and will prefill the rest from there.
+  // o.exact: the state at o.at is a cold prefill's (cold start, grid anchor, grid snapshot);
+  // o.rows_replaced: the restore wrote rows [0, o.at) (a store snapshot), whose first
+  // o.exact_to are a cold prefill's.
+  void begin(const resume_offer& o);
+
+  // After a prefill chunk: anchors the state if it stands on a line at or below the taint.
+  void after_prefill_step(const state_adapter& state, kernels::backend where);
+
+  // After a generation: the rows hold record.rows (the served prompt and the forwarded output);
+  // record's spans are the output's. The spans of earlier answers the rows still hold below the
+  // prompt's end are added, so a client that drops their reasoning later still aligns. Marks
+  // decode rows tainted and, with end_anchor on, copies the sections as the end anchor.
+  void end_generation(const state_adapter& state, kernels::backend where, end_record record);
+
+  // Before a request that resumes at `from` rewrites the rows above it: sets rows [from, end)
+  // aside as `kind` ("pin" or "park", also the budget pool's name), as many as the pool holds,
+  // with anchors over them (pin: up to 8 spread; park: the newest 4 and the end anchor). The
+  // anchors move out of the resident set. Replaces the earlier one of that kind. Returns whether
+  // anything was kept.
+  bool set_aside(const state_adapter& state, kernels::backend where, const std::string& kind, std::size_t from);
+  const saved_prompt* saved(const std::string& kind) const;
+
+  // Everything dropped: the next request starts cold.
+  void clear();
+  // Drops the set-aside prompts ("pin", "park") only.
+  void clear_saved();
+
+  const std::vector<token_id>& tokens() const { return tokens_; }
+  std::size_t taint() const { return taint_; }
+  const anchor_set& anchors() const { return anchors_; }
+  bool has_end_anchor() const { return end_.has_value(); }
+  std::size_t end_position() const { return end_ ? end_->rows.size() : 0; }
+  std::size_t bytes() const { return anchors_.bytes() + end_copy_.bytes(); }
+  long end_refusals() const { return end_refusals_; }
+
+ private:
+  void drop_end();
+  std::optional<resume_offer> offer_saved(const saved_prompt& s, const std::vector<token_id>& prompt) const;
+  void bring_back(state_adapter& into, kernels::backend where, const resume_offer& offer);
+  void release_saved(saved_prompt& s);
+
+  memory_budget& budget_;
+  resident_options opts_;
+  std::string pool_;
+  std::vector<token_id> tokens_;   // what rows [0, tokens_.size()) hold
+  std::size_t taint_ = 0;          // rows [0, taint_) are a cold grid prefill's
+  std::vector<token_id> served_;   // the running request's prompt
+  std::vector<token_span> reasoning_, hidden_;  // spans of earlier answers in tokens_
+  bool exact_run_ = false;         // the running prefill started from an exact state
+  anchor_set anchors_;
+  std::optional<end_record> end_;
+  state_copy end_copy_;
+  long end_refusals_ = 0;
+  std::map<std::string, saved_prompt> saved_;  // "pin", "park"
+ public:
+  long set_aside_refusals = 0;
+  long saved_hits = 0;
+};
+
+}  // namespace anchorage

@@ -1,0 +1,9 @@
+#pragma once
+#include <cstdint>
+
+namespace anchorage {
+
+// One vocabulary entry. Valid ids are 0 .. vocab_size()-1 (see runtime/text/tokenizer.hpp).
+using token_id = std::int32_t;
+
+}  // namespace anchorage

@@ -1,0 +1,199 @@
+#include "runtime/engine/engine.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "runtime/engine/engine_impl.hpp"
+#include "runtime/engine/model_weights.hpp"
+
+namespace anchorage {
+namespace {
+
+std::string arithmetic_config(const model_config& c) {
+  // Everything outside the weights and the layout that changes the arithmetic.
+  return "pattern=" + c.pattern + ";gdn_chunk=" + std::to_string(c.gdn_chunk) +
+         ";conv=" + std::to_string(c.conv_kernel) + ";eps=" + std::to_string(c.norm_eps) +
+         ";rope=" + std::to_string(c.rope_base) + ";mtp=" + std::to_string(c.mtp);
+}
+
+}  // namespace
+
+engine::impl::impl(const model_config& c, const tensor_map& w, kernels::backend b)
+    : cfg(c), where(b), k(kernels::ops_for(b)) {
+  cfg.validate();
+  if (b == kernels::backend::cuda && !kernels::cuda_available())
+    throw std::invalid_argument("the cuda backend was asked for but no CUDA device is present");
+  const auto specs = weight_specs(cfg);
+  check_tensors(w, specs, "engine weights");
+
+  std::size_t total = 0;
+  for (const auto& s : specs) total += static_cast<std::size_t>(w.at(s.name).numel());
+  weights = device_buffer(b, total);
+  std::size_t at = 0;
+  for (const auto& s : specs) {
+    const tensor& t = w.at(s.name);
+    std::memcpy(weights.data() + at, t.data.data(), t.data.size() * sizeof(float));
+    weight_ptr[s.name] = weights.data() + at;
+    at += t.data.size();
+  }
+
+  const std::size_t cap = static_cast<std::size_t>(cfg.ctx_size);
+  const int ng = cfg.count_gdn(), na = cfg.count_attention(), ch = cfg.conv_channels();
+  const int d = cfg.d_model;
+  gdn_s = device_buffer(b, static_cast<std::size_t>(ng) * cfg.gdn_hv * cfg.gdn_dk * cfg.gdn_dv);
+  gdn_conv = device_buffer(b, static_cast<std::size_t>(ng) * (cfg.conv_kernel - 1) * ch);
+  const std::size_t kv_row_all = static_cast<std::size_t>(na) * cfg.kv_row();
+  kv_k = device_buffer(b, cap * kv_row_all);
+  kv_v = device_buffer(b, cap * kv_row_all);
+
+  state_layout layout;
+  layout.grid = cfg.grid;
+  std::vector<engine_state::region> sections, views;
+  auto add_section = [&](const std::string& name, device_buffer& buf) {
+    layout.sections.push_back({name, buf.bytes()});
+    sections.push_back({buf.data(), buf.bytes()});
+  };
+  auto add_view = [&](const std::string& name, device_buffer& buf, std::size_t row_floats) {
+    layout.views.push_back({name, row_floats * sizeof(float), cap});
+    views.push_back({buf.data(), row_floats * sizeof(float)});
+  };
+  if (ng > 0) {
+    add_section("gdn.S", gdn_s);
+    if (cfg.conv_kernel > 1) add_section("gdn.conv", gdn_conv);
+  }
+  if (na > 0) {
+    add_view("K", kv_k, kv_row_all);
+    add_view("V", kv_v, kv_row_all);
+  }
+  if (cfg.mtp) {
+    mtp_k = device_buffer(b, cap * cfg.kv_row());
+    mtp_v = device_buffer(b, cap * cfg.kv_row());
+    mtp_h = device_buffer(b, static_cast<std::size_t>(d));
+    add_section("mtp.h_last", mtp_h);
+    add_view("mtp.K", mtp_k, static_cast<std::size_t>(cfg.kv_row()));
+    add_view("mtp.V", mtp_v, static_cast<std::size_t>(cfg.kv_row()));
+  }
+
+  const std::string flags = kernels::arithmetic_flags(b) + ";" + arithmetic_config(cfg);
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  const std::uint64_t wd = weights_digest(w);
+  XXH3_64bits_update(st, &wd, sizeof wd);
+  XXH3_64bits_update(st, engine_code_version, std::strlen(engine_code_version));
+  XXH3_64bits_update(st, flags.data(), flags.size());
+  const std::string lay = layout.describe();
+  XXH3_64bits_update(st, lay.data(), lay.size());
+  layout.fingerprint = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  state = std::make_unique<engine_state>(b, std::move(layout), std::move(sections), std::move(views));
+
+  const std::size_t m = static_cast<std::size_t>(cfg.grid);
+  const std::size_t wide = static_cast<std::size_t>(std::max({ch, 2 * cfg.mlp_hidden}));
+  const std::size_t mixw = static_cast<std::size_t>(
+      std::max({cfg.gdn_hv * cfg.gdn_dv, cfg.n_q * cfg.head_dim, cfg.mlp_hidden}));
+  ids = device_buffer(b, m);
+  x = device_buffer(b, m * d);
+  xn = device_buffer(b, m * d);
+  proj = device_buffer(b, m * wide);
+  qkv = device_buffer(b, m * ch);
+  z = device_buffer(b, m * cfg.gdn_hv * cfg.gdn_dv);
+  gate_a = device_buffer(b, m * cfg.gdn_hv);
+  gate_b = device_buffer(b, m * cfg.gdn_hv);
+  g = device_buffer(b, m * cfg.gdn_hv);
+  beta = device_buffer(b, m * cfg.gdn_hv);
+  mix = device_buffer(b, m * mixw);
+  attn_q = device_buffer(b, m * cfg.n_q * cfg.head_dim);
+  attn_o = device_buffer(b, m * cfg.n_q * cfg.head_dim);
+  const kernels::gdn_shape gs{cfg.grid, cfg.gdn_hk, cfg.gdn_hv, cfg.gdn_dk, cfg.gdn_dv, ch, 1.0f, cfg.gdn_chunk};
+  gdn_scratch = device_buffer(b, static_cast<std::size_t>(kernels::gdn_chunk_scratch(gs)));
+  logits_dev = device_buffer(b, static_cast<std::size_t>(cfg.vocab));
+  if (cfg.mtp) {
+    emb = device_buffer(b, m * d);
+    cat = device_buffer(b, m * 2 * d);
+    xm = device_buffer(b, m * d);
+    draft_dev = device_buffer(b, static_cast<std::size_t>(cfg.vocab));
+  }
+}
+
+engine::engine(const model_config& config, const tensor_map& weights, kernels::backend where)
+    : p_(std::make_unique<impl>(config, weights, where)) {}
+
+engine::~engine() = default;
+
+const model_config& engine::config() const { return p_->cfg; }
+kernels::backend engine::where() const { return p_->where; }
+state_adapter& engine::cache_state() { return *p_->state; }
+const state_adapter& engine::cache_state() const { return *p_->state; }
+
+void engine::reset() {
+  p_->queued.clear();
+  p_->queued_at = 0;
+  p_->state->zero_sections();
+  p_->state->set_valid_length(0);
+  p_->logits.clear();
+  p_->draft_logits.clear();
+}
+
+void engine::begin_prefill(const std::vector<token_id>& tokens) {
+  if (prefill_remaining() > 0)
+    throw std::logic_error("begin_prefill while another prefill is queued");
+  for (token_id t : tokens)
+    if (t < 0 || t >= p_->cfg.vocab)
+      throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                                  std::to_string(p_->cfg.vocab) + ")");
+  const std::size_t end = length() + tokens.size();
+  if (end > static_cast<std::size_t>(p_->cfg.ctx_size))
+    throw std::length_error("sequence of " + std::to_string(end) + " tokens exceeds the context size " +
+                            std::to_string(p_->cfg.ctx_size));
+  p_->queued = tokens;
+  p_->queued_at = 0;
+}
+
+void engine::abandon_prefill() {
+  p_->queued.clear();
+  p_->queued_at = 0;
+}
+
+std::size_t engine::prefill_remaining() const { return p_->queued.size() - p_->queued_at; }
+
+bool engine::prefill_step() {
+  const std::size_t left = prefill_remaining();
+  if (left == 0) return false;
+  const std::size_t grid = static_cast<std::size_t>(p_->cfg.grid);
+  const std::size_t pos = length();
+  const std::size_t next_line = (pos / grid + 1) * grid;
+  const std::size_t m = std::min(left, next_line - pos);
+  p_->forward_rows(p_->queued.data() + p_->queued_at, static_cast<int>(m), true);
+  p_->queued_at += m;
+  p_->state->set_valid_length(pos + m);
+  if (prefill_remaining() == 0) {
+    p_->queued.clear();
+    p_->queued_at = 0;
+    return false;
+  }
+  return true;
+}
+
+void engine::prefill(const std::vector<token_id>& tokens) {
+  begin_prefill(tokens);
+  while (prefill_step()) {
+  }
+}
+
+void engine::decode(token_id t) {
+  if (prefill_remaining() > 0) throw std::logic_error("decode while a prefill is queued");
+  if (t < 0 || t >= p_->cfg.vocab)
+    throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
+  if (length() + 1 > static_cast<std::size_t>(p_->cfg.ctx_size))
+    throw std::length_error("decode past the context size " + std::to_string(p_->cfg.ctx_size));
+  p_->forward_rows(&t, 1, false);
+  p_->state->set_valid_length(length() + 1);
+}
+
+const std::vector<float>& engine::last_logits() const { return p_->logits; }
+const std::vector<float>& engine::last_draft_logits() const { return p_->draft_logits; }
+
+}  // namespace anchorage

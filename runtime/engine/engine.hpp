@@ -1,0 +1,78 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/device.hpp"
+#include "runtime/engine/model_config.hpp"
+#include "runtime/engine/state_adapter.hpp"
+#include "runtime/core/tensor.hpp"
+#include "runtime/core/token.hpp"
+
+namespace anchorage {
+
+// Bumped whenever a change to the engine's arithmetic could change a single bit of its state:
+// it is part of the fingerprint, so cached state of an older engine is never restored.
+inline constexpr const char* engine_code_version = "anchorage-engine/1";
+
+// The reference hybrid engine: one sequence, its state in the engine's own buffers.
+//
+// Prefill runs on the grid: chunks end on multiples of config().grid (the lines), so a prefill
+// resumed from a line runs exactly the chunks a cold prefill runs and produces the same bits.
+// A prefill that starts off the grid first runs up to the next line: that is a session
+// resume (its rows differ in the last bits from a cold prefill's, see tests/engine/test_engine_exact.cpp).
+// A chunk's bits depend on both its ends: the rows of a short last chunk (above the last line)
+// equal a cold prefill's only for a prefill that ends at the same position. Caches therefore
+// keep sections at lines and re-run the partial chunk above the last one.
+// Decode forwards one token with the per-token form of the delta rule.
+//
+// Not thread-safe: one owner (the board) drives it.
+class engine {
+ public:
+  engine(const model_config& config, const tensor_map& weights,
+         kernels::backend where = kernels::backend::cpu);
+  ~engine();
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  const model_config& config() const;
+  kernels::backend where() const;
+
+  // The state adapter (the seed's cache_state()).
+  state_adapter& cache_state();
+  const state_adapter& cache_state() const;
+  const state_layout& layout() const { return cache_state().layout(); }
+
+  std::size_t length() const { return cache_state().valid_length(); }
+  // An empty sequence: length 0, every section zero.
+  void reset();
+
+  // Appends `tokens` and runs them through the model, chunk by chunk. Throws
+  // std::invalid_argument for an id outside the vocabulary and std::length_error when the
+  // sequence would pass ctx_size; in both cases nothing has been run.
+  void prefill(const std::vector<token_id>& tokens);
+
+  // The same in steps: begin_prefill() checks and queues, prefill_step() runs one chunk and
+  // returns whether more remain. A queued prefill must finish before decode() or another one.
+  void begin_prefill(const std::vector<token_id>& tokens);
+  bool prefill_step();
+  std::size_t prefill_remaining() const;
+  // Drops a queued prefill's remaining tokens (a request cancelled inside its prefill); the
+  // rows and sections it already wrote stay.
+  void abandon_prefill();
+
+  // Forwards one token at position length() (per-token form).
+  void decode(token_id t);
+
+  // Logits of the last forwarded position (vocab floats, host memory).
+  const std::vector<float>& last_logits() const;
+  // With a draft layer: its logits at the last forwarded position; empty otherwise.
+  const std::vector<float>& last_draft_logits() const;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> p_;
+};
+
+}  // namespace anchorage

@@ -1,0 +1,121 @@
+// The forward pass of the reference hybrid model over a run of consecutive rows.
+#include <cmath>
+#include <cstring>
+
+#include "runtime/engine/engine_impl.hpp"
+
+namespace anchorage {
+
+const float* engine::impl::weight(const std::string& name) const { return weight_ptr.at(name); }
+
+void engine::impl::forward_rows(const token_id* tok, int m, bool chunked) {
+  const int d = cfg.d_model;
+  const int pos0 = static_cast<int>(state->valid_length());
+  // ids lives in engine memory; the previous forward ended with a device_sync in head().
+  std::memcpy(ids.data(), tok, sizeof(token_id) * static_cast<std::size_t>(m));
+  k.embed(reinterpret_cast<const std::int32_t*>(ids.data()), weight("embed"), x.data(), m, d);
+  if (cfg.mtp) k.embed(reinterpret_cast<const std::int32_t*>(ids.data()), weight("embed"), emb.data(), m, d);
+
+  const int kv_stride = cfg.count_attention() * cfg.kv_row();
+  int lg = 0, la = 0;
+  for (int i = 0; i < cfg.n_layers; ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".";
+    if (cfg.is_gdn(i)) {
+      gdn_layer(i, lg++, m, chunked);
+    } else {
+      const long off = static_cast<long>(pos0) * kv_stride + static_cast<long>(la++) * cfg.kv_row();
+      attention_block(p, x.data(), kv_k.data() + off, kv_v.data() + off, kv_stride, m);
+    }
+    mlp_block(p, x.data(), m);
+  }
+  if (cfg.mtp) mtp_layer(m);
+  head(x.data() + static_cast<long>(m - 1) * d, "final_norm", logits_dev.data(), logits);
+}
+
+void engine::impl::gdn_layer(int layer, int lg, int m, bool chunked) {
+  const int d = cfg.d_model, ch = cfg.conv_channels(), hv = cfg.gdn_hv, hk = cfg.gdn_hk;
+  const int dk = cfg.gdn_dk, dv = cfg.gdn_dv;
+  const std::string p = "layers." + std::to_string(layer) + ".";
+  k.rmsnorm(x.data(), d, weight(p + "attn_norm"), xn.data(), d, m, d, cfg.norm_eps);
+  k.gemm(true, m, ch, d, 1.0f, xn.data(), d, weight(p + "gdn.qkv"), d, 0.0f, proj.data(), ch);
+  k.gemm(true, m, hv * dv, d, 1.0f, xn.data(), d, weight(p + "gdn.z"), d, 0.0f, z.data(), hv * dv);
+  k.gemm(true, m, hv, d, 1.0f, xn.data(), d, weight(p + "gdn.a"), d, 0.0f, gate_a.data(), hv);
+  k.gemm(true, m, hv, d, 1.0f, xn.data(), d, weight(p + "gdn.b"), d, 0.0f, gate_b.data(), hv);
+
+  float* tail = gdn_conv.data() + static_cast<long>(lg) * (cfg.conv_kernel - 1) * ch;
+  k.causal_conv1d(proj.data(), weight(p + "gdn.conv"), tail, qkv.data(), m, ch, cfg.conv_kernel);
+  k.l2norm(qkv.data(), ch, m, hk, dk, 1e-6f);
+  k.l2norm(qkv.data() + hk * dk, ch, m, hk, dk, 1e-6f);
+  k.gdn_gates(gate_a.data(), gate_b.data(), weight(p + "gdn.a_log"), weight(p + "gdn.dt_bias"),
+              g.data(), beta.data(), m, hv);
+
+  float* s = gdn_s.data() + static_cast<long>(lg) * hv * dk * dv;
+  const kernels::gdn_shape sh{m, hk, hv, dk, dv, ch, 1.0f / std::sqrt(static_cast<float>(dk)),
+                              cfg.gdn_chunk};
+  if (chunked)
+    k.gdn_chunk(qkv.data(), g.data(), beta.data(), s, mix.data(), sh, gdn_scratch.data());
+  else
+    k.gdn_step(qkv.data(), g.data(), beta.data(), s, mix.data(), sh);
+  k.gated_rmsnorm(mix.data(), z.data(), weight(p + "gdn.norm"), mix.data(), m, hv, dv, cfg.norm_eps);
+  // x += o W_out^T
+  k.gemm(true, m, d, hv * dv, 1.0f, mix.data(), hv * dv, weight(p + "gdn.out"), hv * dv, 1.0f,
+         x.data(), d);
+}
+
+void engine::impl::attention_block(const std::string& p, float* xs, float* k_rows, float* v_rows,
+                                   int kv_stride, int m) {
+  const int d = cfg.d_model, hd = cfg.head_dim, nq = cfg.n_q, nkv = cfg.n_kv;
+  const int pos0 = static_cast<int>(state->valid_length());
+  k.rmsnorm(xs, d, weight(p + "attn_norm"), xn.data(), d, m, d, cfg.norm_eps);
+  k.gemm(true, m, nq * hd, d, 1.0f, xn.data(), d, weight(p + "attn.q"), d, 0.0f, attn_q.data(), nq * hd);
+  k.gemm(true, m, nkv * hd, d, 1.0f, xn.data(), d, weight(p + "attn.k"), d, 0.0f, k_rows, kv_stride);
+  k.gemm(true, m, nkv * hd, d, 1.0f, xn.data(), d, weight(p + "attn.v"), d, 0.0f, v_rows, kv_stride);
+  k.rope(attn_q.data(), nq * hd, m, nq, hd, pos0, cfg.rope_base);
+  k.rope(k_rows, kv_stride, m, nkv, hd, pos0, cfg.rope_base);
+
+  const kernels::attention_shape sh{m, pos0, nq, nkv, hd, nq * hd, kv_stride, nq * hd,
+                                    1.0f / std::sqrt(static_cast<float>(hd))};
+  attn_scratch.grow_to(static_cast<std::size_t>(kernels::attention_scratch(sh)));
+  // K and V of the layer start at row 0: step back from this chunk's rows.
+  const long back = static_cast<long>(pos0) * kv_stride;
+  k.attention(attn_q.data(), k_rows - back, v_rows - back, attn_o.data(), sh, attn_scratch.data());
+  k.gemm(true, m, d, nq * hd, 1.0f, attn_o.data(), nq * hd, weight(p + "attn.o"), nq * hd, 1.0f, xs, d);
+}
+
+void engine::impl::mlp_block(const std::string& p, float* xs, int m) {
+  const int d = cfg.d_model, h = cfg.mlp_hidden;
+  k.rmsnorm(xs, d, weight(p + "mlp_norm"), xn.data(), d, m, d, cfg.norm_eps);
+  k.gemm(true, m, 2 * h, d, 1.0f, xn.data(), d, weight(p + "mlp.gate_up"), d, 0.0f, proj.data(), 2 * h);
+  k.swiglu(proj.data(), mix.data(), m, h);
+  k.gemm(true, m, d, h, 1.0f, mix.data(), h, weight(p + "mlp.down"), h, 1.0f, xs, d);
+}
+
+// The draft layer reads, at row t, the model's last hidden row of t - 1 (mtp.h_last for the
+// chunk's first row) beside the embedding of token t; it keeps its own K/V rows.
+void engine::impl::mtp_layer(int m) {
+  const int d = cfg.d_model;
+  const int pos0 = static_cast<int>(state->valid_length());
+  k.rmsnorm(mtp_h.data(), d, weight("mtp.norm_h"), cat.data(), 2 * d, 1, d, cfg.norm_eps);
+  if (m > 1) k.rmsnorm(x.data(), d, weight("mtp.norm_h"), cat.data() + 2 * d, 2 * d, m - 1, d, cfg.norm_eps);
+  k.rmsnorm(emb.data(), d, weight("mtp.norm_e"), cat.data() + d, 2 * d, m, d, cfg.norm_eps);
+  k.gemm(true, m, d, 2 * d, 1.0f, cat.data(), 2 * d, weight("mtp.in"), 2 * d, 0.0f, xm.data(), d);
+  kernels::device_sync(where);
+  std::memcpy(mtp_h.data(), x.data() + static_cast<long>(m - 1) * d, sizeof(float) * d);
+
+  const int kv_stride = cfg.kv_row();
+  const long off = static_cast<long>(pos0) * kv_stride;
+  attention_block("mtp.", xm.data(), mtp_k.data() + off, mtp_v.data() + off, kv_stride, m);
+  mlp_block("mtp.", xm.data(), m);
+  head(xm.data() + static_cast<long>(m - 1) * d, "mtp.final_norm", draft_dev.data(), draft_logits);
+}
+
+void engine::impl::head(const float* row, const std::string& norm, float* out_dev,
+                        std::vector<float>& out) {
+  const int d = cfg.d_model;
+  k.rmsnorm(row, d, weight(norm), xn.data(), d, 1, d, cfg.norm_eps);
+  k.gemm(true, 1, cfg.vocab, d, 1.0f, xn.data(), d, weight("lm_head"), d, 0.0f, out_dev, cfg.vocab);
+  kernels::device_sync(where);
+  out.assign(out_dev, out_dev + cfg.vocab);
+}
+
+}  // namespace anchorage

@@ -1,0 +1,82 @@
+#pragma once
+// Private to the engine: its buffers and the forward pass (runtime/engine/engine.cpp,
+// runtime/engine/engine_forward.cpp, runtime/engine/engine_state.cpp).
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.hpp"
+#include "runtime/engine/device_buffer.hpp"
+#include "runtime/engine/engine.hpp"
+
+namespace anchorage {
+
+// The engine's state adapter: sections and views over the engine's buffers.
+class engine_state final : public state_adapter {
+ public:
+  struct region {
+    float* base;
+    std::size_t bytes;  // section: whole size; view: bytes per token
+  };
+
+  engine_state(kernels::backend where, state_layout layout, std::vector<region> sections,
+               std::vector<region> views);
+
+  const state_layout& layout() const override { return layout_; }
+  void copy_section_out(std::size_t section, void* dst) const override;
+  void copy_section_in(std::size_t section, const void* src) override;
+  void copy_rows_out(std::size_t view, std::size_t a, std::size_t b, void* dst) const override;
+  void copy_rows_in(std::size_t view, std::size_t a, std::size_t b, const void* src) override;
+  std::size_t valid_length() const override { return length_; }
+  void set_valid_length(std::size_t n) override;
+
+  void zero_sections();
+  void set_fingerprint(std::uint64_t f) { layout_.fingerprint = f; }
+
+ private:
+  void check_rows(std::size_t view, std::size_t a, std::size_t b) const;
+
+  kernels::backend where_;
+  state_layout layout_;
+  std::vector<region> sections_;
+  std::vector<region> views_;
+  std::size_t length_ = 0;
+};
+
+struct engine::impl {
+  impl(const model_config& c, const tensor_map& w, kernels::backend where);
+
+  // Runs rows [pos0, pos0 + ids.size()) through the model; chunked form when `chunked`.
+  void forward_rows(const token_id* ids, int m, bool chunked);
+
+  const float* weight(const std::string& name) const;
+
+  model_config cfg;
+  kernels::backend where;
+  const kernels::ops& k;
+
+  device_buffer weights;
+  std::map<std::string, const float*> weight_ptr;
+
+  // state
+  device_buffer gdn_s, gdn_conv, kv_k, kv_v, mtp_k, mtp_v, mtp_h;
+  std::unique_ptr<engine_state> state;
+
+  // activations for up to `grid` rows
+  device_buffer ids, x, xn, emb, proj, qkv, z, gate_a, gate_b, g, beta, mix, attn_q, attn_o;
+  device_buffer cat, xm, gdn_scratch, attn_scratch, logits_dev, draft_dev;
+
+  std::vector<float> logits, draft_logits;
+  std::vector<token_id> queued;  // begin_prefill's tokens not yet run
+  std::size_t queued_at = 0;
+
+ private:
+  void gdn_layer(int layer, int lg, int m, bool chunked);
+  void attention_block(const std::string& prefix, float* xs, float* k_rows, float* v_rows,
+                       int kv_stride, int m);
+  void mlp_block(const std::string& prefix, float* xs, int m);
+  void mtp_layer(int m);
+  void head(const float* row, const std::string& norm, float* out_dev, std::vector<float>& out);
+};
+
+}  // namespace anchorage

@@ -1,0 +1,56 @@
+#include "runtime/engine/engine_options.hpp"
+
+#include <stdexcept>
+
+namespace anchorage {
+namespace {
+
+long long parse_int(const std::string& flag, const std::string& v, long long lo) {
+  std::size_t used = 0;
+  long long x = 0;
+  try {
+    x = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || v.empty() || x < lo)
+    throw std::invalid_argument(flag + " wants an integer >= " + std::to_string(lo) + ", got '" + v + "'");
+  return x;
+}
+
+}  // namespace
+
+bool engine_options::parse(const std::string& flag, const std::string& v) {
+  if (flag == "--preset") preset = v;
+  else if (flag == "--weights") weights_path = v;
+  else if (flag == "--weights-seed") weights_seed = static_cast<std::uint64_t>(parse_int(flag, v, 0));
+  else if (flag == "--prefix-chunk") prefix_chunk = static_cast<int>(parse_int(flag, v, 1));
+  else if (flag == "--ctx-size") ctx_size = static_cast<int>(parse_int(flag, v, 1));
+  else if (flag == "--device") {
+    if (v != "cpu" && v != "cuda" && v != "auto")
+      throw std::invalid_argument("--device is cpu, cuda or auto, got '" + v + "'");
+    device = v;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+model_config engine_options::config() const {
+  model_config c = preset_config(preset);
+  if (prefix_chunk) c.grid = *prefix_chunk;
+  if (ctx_size) c.ctx_size = *ctx_size;
+  c.validate();
+  return c;
+}
+
+kernels::backend engine_options::backend() const {
+  if (device == "cuda") {
+    if (!kernels::cuda_available()) throw std::invalid_argument("--device cuda: no CUDA device is present");
+    return kernels::backend::cuda;
+  }
+  if (device == "auto" && kernels::cuda_available()) return kernels::backend::cuda;
+  return kernels::backend::cpu;
+}
+
+}  // namespace anchorage

@@ -1,0 +1,65 @@
+#include "runtime/engine/model_config.hpp"
+
+#include <stdexcept>
+
+namespace anchorage {
+
+int model_config::count_gdn() const {
+  int n = 0;
+  for (int i = 0; i < n_layers; ++i) n += is_gdn(i) ? 1 : 0;
+  return n;
+}
+
+int model_config::count_attention() const { return n_layers - count_gdn(); }
+
+void model_config::validate() const {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("model config: " + what); };
+  if (pattern.empty() || pattern.find_first_not_of("GA") != std::string::npos)
+    fail("pattern '" + pattern + "' must be a non-empty string of G and A");
+  if (vocab <= 0 || d_model <= 0 || n_layers <= 0 || mlp_hidden <= 0) fail("sizes must be positive");
+  if (gdn_hk <= 0 || gdn_hv % gdn_hk != 0) fail("gdn_hv must be a positive multiple of gdn_hk");
+  if (gdn_dk <= 0 || gdn_dv <= 0 || conv_kernel < 1) fail("gdn head sizes must be positive");
+  if (n_kv <= 0 || n_q % n_kv != 0) fail("n_q must be a positive multiple of n_kv");
+  if (head_dim <= 0 || head_dim % 2 != 0) fail("head_dim must be positive and even");
+  if (gdn_chunk <= 0) fail("gdn_chunk must be positive");
+  if (grid <= 0 || grid % gdn_chunk != 0)
+    fail("the grid (--prefix-chunk) is " + std::to_string(grid) + ", it must be a positive multiple of " +
+         std::to_string(gdn_chunk));
+  if (ctx_size < grid) fail("--ctx-size " + std::to_string(ctx_size) + " is below one grid chunk (" +
+                            std::to_string(grid) + ")");
+}
+
+model_config preset_config(const std::string& name) {
+  model_config c;
+  c.preset = name;
+  if (name == "tiny" || name == "tiny-mtp") {
+    c.mtp = name == "tiny-mtp";
+    c.validate();
+    return c;
+  }
+  if (name == "small" || name == "small-mtp") {
+    c.d_model = 512;
+    c.n_layers = 12;
+    c.mlp_hidden = 1536;
+    c.gdn_hk = 4;
+    c.gdn_hv = 8;
+    c.gdn_dk = 64;
+    c.gdn_dv = 64;
+    c.gdn_chunk = 64;
+    c.n_q = 4;
+    c.n_kv = 2;
+    c.head_dim = 64;
+    c.grid = 1024;
+    c.ctx_size = 131072;
+    c.mtp = name == "small-mtp";
+    c.validate();
+    return c;
+  }
+  std::string known;
+  for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown model preset '" + name + "' (known: " + known + ")");
+}
+
+std::vector<std::string> preset_names() { return {"tiny", "tiny-mtp", "small", "small-mtp"}; }
+
+}  // namespace anchorage

@@ -1,0 +1,27 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/engine/model_config.hpp"
+#include "runtime/engine/safetensors.hpp"
+#include "runtime/core/tensor.hpp"
+
+namespace anchorage {
+
+// Every tensor the model reads, with its shape (Linear weights are [out, in]).
+std::vector<tensor_spec> weight_specs(const model_config& c);
+
+// Deterministic random weights: each tensor from its own stream keyed by (seed, name), so a
+// tensor does not change when another is added. Norm weights start at 1.
+tensor_map random_weights(const model_config& c, std::uint64_t seed);
+
+// Loads a safetensors file and checks it against weight_specs(c); a missing or mis-shaped
+// tensor is a safetensors_error naming it.
+tensor_map load_weights(const std::string& path, const model_config& c);
+void save_weights(const std::string& path, const tensor_map& w, const model_config& c);
+
+// XXH3-64 over names, shapes and bytes in name order: the weights' part of the fingerprint.
+std::uint64_t weights_digest(const tensor_map& w);
+
+}  // namespace anchorage

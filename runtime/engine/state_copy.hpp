@@ -1,0 +1,42 @@
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include "kernels/device.hpp"
+#include "runtime/engine/device_buffer.hpp"
+#include "runtime/engine/state_adapter.hpp"
+
+namespace anchorage {
+
+// A copy of an engine's state taken through the adapter only: every section whole and, when
+// `rows` > 0, rows [0, rows) of every view. An anchor is a copy without rows (the rows stay in
+// the engine's buffers); a state-store snapshot is a copy with them. The bytes live where the
+// engine's buffers do (kernels::device_alloc of its backend). Move-only.
+class state_copy {
+ public:
+  state_copy() = default;
+
+  // The bytes a copy of `layout` with `rows` rows takes: what a budget is asked for before
+  // anything is allocated or copied.
+  static std::size_t bytes_for(const state_layout& layout, std::size_t rows);
+
+  // Copies the state out of `from`. Throws std::out_of_range when rows > from.valid_length().
+  static state_copy take(const state_adapter& from, kernels::backend where, std::size_t rows);
+
+  // Writes every section back and, for a copy with rows, rows [0, rows) of every view; sets
+  // the valid length to `length` (rows for a snapshot; the anchor's position for an anchor,
+  // whose rows are the engine's own). Throws std::invalid_argument when the layout differs.
+  void restore(state_adapter& into, std::size_t length) const;
+
+  std::size_t rows() const { return rows_; }
+  std::size_t bytes() const { return buf_.bytes(); }
+  bool empty() const { return buf_.size() == 0; }
+
+ private:
+  std::size_t rows_ = 0;
+  std::vector<std::size_t> section_sizes_;
+  std::vector<std::size_t> row_sizes_;
+  device_buffer buf_;
+};
+
+}  // namespace anchorage

@@ -1,0 +1,54 @@
+#include "runtime/generation/generation_key.hpp"
+
+#include <xxhash.h>
+
+#include <cstring>
+#include <string>
+
+namespace anchorage {
+namespace {
+
+struct key_builder {
+  XXH3_state_t* st = XXH3_createState();
+  key_builder() { XXH3_64bits_reset(st); }
+  ~key_builder() { XXH3_freeState(st); }
+  template <class T>
+  void pod(const T& v) {
+    XXH3_64bits_update(st, &v, sizeof v);
+  }
+  void text(const std::string& s) {
+    pod(static_cast<std::uint64_t>(s.size()));
+    XXH3_64bits_update(st, s.data(), s.size());
+  }
+  std::uint64_t digest() { return XXH3_64bits_digest(st); }
+};
+
+}  // namespace
+
+std::uint64_t generation_key(const board_job& j) {
+  key_builder k;
+  k.text(j.route);
+  k.pod(static_cast<std::uint64_t>(j.prompt.size()));
+  if (!j.prompt.empty()) XXH3_64bits_update(k.st, j.prompt.data(), j.prompt.size() * sizeof(j.prompt[0]));
+  k.pod(j.temperature);
+  k.pod(j.top_p);
+  k.pod(j.max_tokens);
+  k.pod(static_cast<std::uint64_t>(j.stop_tokens.size()));
+  for (auto t : j.stop_tokens) k.pod(t);
+  k.pod(static_cast<std::uint64_t>(j.stop_strings.size()));
+  for (const auto& s : j.stop_strings) k.text(s);
+  k.pod(static_cast<std::uint64_t>(j.logit_bias.size()));
+  for (const auto& [id, bias] : j.logit_bias) {
+    k.pod(id);
+    k.pod(bias);
+  }
+  k.pod(j.parse_reasoning);
+  k.pod(j.parse_tool_calls);
+  k.pod(j.starts_in_reasoning);
+  k.pod(j.reasoning_budget);
+  k.pod(j.seed_explicit);
+  if (j.seed_explicit) k.pod(j.seed);
+  return k.digest();
+}
+
+}  // namespace anchorage

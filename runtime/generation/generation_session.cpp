@@ -1,0 +1,259 @@
+#include "runtime/generation/generation_session.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "runtime/text/tokenizer.hpp"
+
+namespace anchorage {
+namespace {
+
+// reasoning_close_phrase as tokens, and how many of them come before </think> (the hidden part).
+struct close_phrase {
+  std::vector<token_id> ids;
+  std::size_t hidden = 0;
+};
+
+const close_phrase& reasoning_close() {
+  static const close_phrase p = [] {
+    close_phrase c;
+    c.ids = tokenizer{}.encode(reasoning_close_phrase, /*parse_special=*/true);
+    c.hidden = static_cast<std::size_t>(
+        std::find(c.ids.begin(), c.ids.end(), special_tokens::think_close) - c.ids.begin());
+    return c;
+  }();
+  return p;
+}
+
+// Whether the parser, before any output, leaves `t` undecided: whitespace bytes (held) and the
+// specials and reserved ids it drops. Anything else but <think> ends the chance to open reasoning.
+bool keeps_output_undecided(token_id t) {
+  if (t < special_tokens::first) return t == ' ' || t == '\t' || t == '\n' || t == '\r';
+  return t != special_tokens::think_close && t != special_tokens::tool_call_open &&
+         t != special_tokens::tool_call_close;
+}
+
+// The longest prefix of s of at most n bytes that ends on a UTF-8 character boundary.
+std::size_t utf8_cut(const std::string& s, std::size_t n) {
+  if (n >= s.size()) return s.size();
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return n;
+}
+
+}  // namespace
+
+std::size_t reasoning_close_length() { return reasoning_close().ids.size(); }
+
+generation_session::generation_session(engine& e, generation_job job)
+    : engine_(e), job_(std::move(job)),
+      parser_(job_.parse_reasoning, job_.parse_tool_calls, job_.starts_in_reasoning) {
+  if (job_.parse_reasoning) think_ = job_.starts_in_reasoning ? think_state::open : think_state::before;
+  for (const auto& s : job_.stop_strings) longest_stop_ = std::max(longest_stop_, s.size());
+  const std::size_t from = engine_.length();
+  start_ = from;
+  if (!job_.resume_output.empty()) {
+    if (from + 1 != job_.prompt.size() + job_.resume_output.size()) {
+      throw std::invalid_argument("resume: the engine holds " + std::to_string(from) +
+                                  " rows, the checkpoint needs prompt + output - 1 = " +
+                                  std::to_string(job_.prompt.size() + job_.resume_output.size() - 1));
+    }
+    replay();
+    return;
+  }
+  if (from > job_.prompt.size()) throw std::logic_error("engine holds more rows than the prompt");
+  engine_.begin_prefill({job_.prompt.begin() + static_cast<long>(from), job_.prompt.end()});
+}
+
+// The live decode loop of step() with the tokens taken from resume_output: the generator's
+// choice between a forced and a sampled token, its max_tokens, and the session's bookkeeping.
+void generation_session::replay() {
+  maybe_close_reasoning();  // a budget of 0, as start_decoding() does
+  const auto& stops = job_.gen.stop_tokens;
+  for (const token_id t : job_.resume_output) {
+    if (done_ || out_of_tokens()) {
+      throw std::invalid_argument("resume: output ids past the end of the generation");
+    }
+    if (t < 0 || t >= engine_.config().vocab) {
+      throw std::invalid_argument("resume: output id " + std::to_string(t) + " is outside the vocabulary");
+    }
+    const bool forced = !replay_.forced.empty();
+    if (forced) {
+      if (t != replay_.forced.front()) {
+        throw std::invalid_argument("resume: output id " + std::to_string(t) + " at " +
+                                    std::to_string(ids_.size()) + " where " +
+                                    std::to_string(replay_.forced.front()) + " was forced");
+      }
+      replay_.forced.pop_front();
+    } else {
+      if (std::find(stops.begin(), stops.end(), t) != stops.end()) {
+        throw std::invalid_argument("resume: a sampled stop token among the output ids");
+      }
+      ++replay_.sampled;
+    }
+    ++output_tokens_;
+    ids_.push_back(t);
+    on_token(t, forced, replayed_);
+  }
+  if (!done_ && out_of_tokens()) finish("length", replayed_);
+}
+
+void generation_session::start_decoding() {
+  if (job_.resume_output.empty()) {
+    gen_.emplace(engine_, job_.gen);
+    maybe_close_reasoning();  // a budget of 0
+    return;
+  }
+  generation_request r = job_.gen;
+  r.max_tokens -= static_cast<int>(ids_.size());  // not done: at least 1 left
+  r.first_step = replay_.sampled;
+  r.pending = ids_.back();
+  r.forced.assign(replay_.forced.begin(), replay_.forced.end());
+  gen_.emplace(engine_, std::move(r));
+}
+
+// Whether the generator (or, while replaying, the generator the live run had) is done: a live
+// run only calls this between tokens, where the only way to be done is max_tokens.
+bool generation_session::out_of_tokens() const {
+  return gen_ ? gen_->done() : static_cast<long>(ids_.size()) >= job_.gen.max_tokens;
+}
+
+generation_session::step_result generation_session::step(int block) {
+  step_result r;
+  r.deltas = std::move(replayed_);
+  replayed_.clear();
+  if (done_) return r;
+  if (cancelled_) {
+    finish("cancelled", r.deltas);
+    return r;
+  }
+  if (prefilling()) {
+    engine_.prefill_step();
+    prefilled_ = static_cast<long>(engine_.length() - start_);
+    r.prefill_finished = !prefilling();
+    return r;
+  }
+  if (!gen_) start_decoding();
+  for (int i = 0; i < block && !gen_->done(); ++i) {
+    const auto t = gen_->step();
+    if (!t) break;
+    ++r.tokens;
+    ++output_tokens_;
+    ids_.push_back(*t);
+    on_token(*t, gen_->last_forced(), r.deltas);
+    if (done_) return r;  // a stop string ended it
+  }
+  if (gen_->done()) finish(gen_->reason() == finish_reason::stop ? "stop" : "length", r.deltas);
+  return r;
+}
+
+void generation_session::on_token(token_id t, bool forced, std::vector<output_delta>& into) {
+  if (forced && hidden_left_ > 0) {  // the close phrase before </think>: not for the client
+    --hidden_left_;
+    const std::size_t i = ids_.size() - 1;
+    if (!hidden_.empty() && hidden_.back().second == i) {
+      ++hidden_.back().second;
+    } else {
+      hidden_.emplace_back(i, i + 1);
+    }
+    return;
+  }
+  track_reasoning(t);
+  for (auto& d : parser_.feed(t)) emit(into, std::move(d));
+}
+
+void generation_session::track_reasoning(token_id t) {
+  if (think_ == think_state::before) {
+    if (t == special_tokens::think_open) {
+      think_ = think_state::open;
+      maybe_close_reasoning();
+    } else if (!keeps_output_undecided(t)) {
+      think_ = think_state::none;
+    }
+  } else if (think_ == think_state::open) {
+    if (t == special_tokens::think_close) {
+      think_ = think_state::closed;
+      reasoning_end_ = ids_.size() - 1;
+    } else {
+      ++reasoning_tokens_;
+      maybe_close_reasoning();
+    }
+  }
+}
+
+void generation_session::maybe_close_reasoning() {
+  if (closing_ || think_ != think_state::open || job_.reasoning_budget < 0 ||
+      reasoning_tokens_ < job_.reasoning_budget || out_of_tokens()) {
+    return;
+  }
+  closing_ = true;
+  const close_phrase& phrase = reasoning_close();
+  hidden_left_ = phrase.hidden;
+  if (gen_) {
+    gen_->force(phrase.ids);
+  } else {
+    replay_.forced.insert(replay_.forced.end(), phrase.ids.begin(), phrase.ids.end());
+  }
+}
+
+void generation_session::emit(std::vector<output_delta>& into, output_delta d) {
+  if (d.what == output_delta::kind::reasoning) {
+    out_.reasoning += d.text;
+    into.push_back(std::move(d));
+    return;
+  }
+  if (d.what == output_delta::kind::tool_call) {
+    flush_held(into);
+    out_.tool_calls.push_back(d.call);
+    into.push_back(std::move(d));
+    return;
+  }
+  if (longest_stop_ == 0) {
+    out_.content += d.text;
+    into.push_back(std::move(d));
+    return;
+  }
+  held_ += d.text;
+  std::size_t cut = std::string::npos;
+  for (const auto& s : job_.stop_strings) cut = std::min(cut, held_.find(s));
+  if (cut != std::string::npos) {
+    held_.resize(cut);
+    flush_held(into);
+    done_ = true;
+    finish_ = "stop";
+    return;
+  }
+  // keep the last longest_stop_ - 1 bytes: they may begin a stop string
+  const std::size_t keep = longest_stop_ - 1;
+  if (held_.size() > keep) {
+    const std::size_t n = utf8_cut(held_, held_.size() - keep);
+    if (n > 0) {
+      output_delta out;
+      out.text = held_.substr(0, n);
+      held_.erase(0, n);
+      out_.content += out.text;
+      into.push_back(std::move(out));
+    }
+  }
+}
+
+void generation_session::flush_held(std::vector<output_delta>& into) {
+  if (held_.empty()) return;
+  output_delta d;
+  d.text = std::move(held_);
+  held_.clear();
+  out_.content += d.text;
+  into.push_back(std::move(d));
+}
+
+void generation_session::finish(const std::string& reason, std::vector<output_delta>& into) {
+  for (auto& d : parser_.finish()) {
+    emit(into, std::move(d));
+    if (done_) return;
+  }
+  flush_held(into);
+  done_ = true;
+  finish_ = reason;
+}
+
+}  // namespace anchorage

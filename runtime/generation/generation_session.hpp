@@ -1,0 +1,163 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "protocol/openai_types.hpp"
+#include "runtime/engine/engine.hpp"
+#include "runtime/generation/generator.hpp"
+#include "runtime/text/output_parser.hpp"
+
+namespace anchorage {
+
+// What the server forces when a generation's reasoning reaches its budget, encoded with specials
+// parsed (so </think> is one token). The text before </think> is hidden from the client; the
+// "</think>\n\n" part closes the reasoning as the parser reads it.
+inline constexpr std::string_view reasoning_close_phrase =
+    "\n\nConsidering the limited time, I have to give the solution based on the thinking "
+    "directly now.\n</think>\n\n";
+// How many tokens the phrase is: rows a reasoning budget may add that the client never sees.
+std::size_t reasoning_close_length();
+
+// What one request asks of the engine once its prompt is rendered.
+struct generation_job {
+  std::vector<token_id> prompt;
+  generation_request gen;                 // sampling (logit_bias included), max_tokens, stops
+  std::vector<std::string> stop_strings;  // cut the content where one appears
+  bool parse_reasoning = false;
+  bool parse_tool_calls = false;
+  bool starts_in_reasoning = false;
+  // Reasoning tokens the generation may produce before the session closes the block with
+  // reasoning_close_phrase; -1: no budget. Only read with parse_reasoning.
+  long reasoning_budget = -1;
+  // Resuming an interrupted generation: the output ids it had emitted (its output_ids() at a
+  // checkpoint, see generation_session::checkpointable()); empty: a fresh run. The caller puts
+  // the engine in the checkpoint's state first: the prompt and every id here but the last
+  // forwarded, so engine length == prompt.size() + resume_output.size() - 1.
+  std::vector<token_id> resume_output;
+};
+
+// One request on the engine, a step at a time: a prefill chunk per step, then up to `block`
+// decode tokens per step. Pure: no clock, no actor; the board drives it and forwards the deltas.
+//
+// The prefill runs from the engine's current length (the caller restores or resets the engine
+// first) over the prompt's remaining tokens. Stop strings are matched on the content; text
+// that could be the start of a stop string is held back until it is decided, so a stop string
+// never reaches the client. The emitted deltas concatenate to output().
+//
+// Reasoning budget: the session follows the reasoning block as the parser reads it (open from
+// the first token with starts_in_reasoning, or at a <think> that is the first non-whitespace
+// output; closed at </think>) and counts the tokens generated inside it. When the count reaches
+// reasoning_budget with the block still open, the next tokens are reasoning_close_phrase's,
+// forced instead of sampled (generator::force). The phrase's tokens before </think> form a
+// hidden span: they are in output_ids() and in the engine but never fed to the parser, so the
+// client never sees them. Forced tokens count toward max_tokens and output_tokens().
+//
+// Resume (job.resume_output not empty): nothing is prefilled. The constructor replays the ids
+// through the same bookkeeping a live run does (parser, reasoning, hidden spans, stop strings,
+// counts), without the engine: the budget's close phrase is queued as the live run queues it,
+// and each replayed id is the queue's next one when the queue is not empty (forced), otherwise
+// a sampled token that took one step number. The first step() returns the replay's deltas,
+// then decodes on from a generator built with (that step number, the last id pending, what is
+// left of the queue), so the ids, the output, the deltas' concatenation, the spans and the
+// finish reason are those of the uninterrupted run. A replay that reaches the end (max_tokens,
+// a stop string) leaves the engine untouched; the session is done() once its first step() has
+// returned the replay's deltas.
+class generation_session {
+ public:
+  // Throws what engine::begin_prefill throws (bad ids, context overflow) before anything runs.
+  // With resume_output: throws std::invalid_argument when the engine's length does not match it
+  // or the ids cannot be this job's output (an id other than the forced one, a sampled stop
+  // token, ids past max_tokens or past a stop string): a checkpoint of another job.
+  generation_session(engine& e, generation_job job);
+
+  struct step_result {
+    std::vector<output_delta> deltas;
+    bool prefill_finished = false;  // this step ran the prefill's last chunk
+    long tokens = 0;                // tokens decoded in this step
+  };
+  step_result step(int block);
+
+  void cancel() { cancelled_ = true; }
+  bool prefilling() const { return engine_.prefill_remaining() > 0; }
+  bool done() const { return done_ && replayed_.empty(); }
+  // stop, length or cancelled ("tool_calls" is the edge's reading of stop with calls made)
+  const std::string& finish_reason() const { return finish_; }
+  long prompt_tokens() const { return static_cast<long>(job_.prompt.size()); }
+  // prompt tokens forwarded so far (all of them once the prefill is done)
+  long prefilled_tokens() const { return prefilled_; }
+  long output_tokens() const { return output_tokens_; }
+  const assistant_output& output() const { return out_; }
+  // Every token emitted, sampled or forced, in order: each one but the last has been forwarded
+  // to the engine; the last is pending (forwarded only if the generation went on). A stop token
+  // that ended the generation is not listed (it is pending, never forwarded).
+  const std::vector<token_id>& output_ids() const { return ids_; }
+  // Half-open ranges [begin, end) of indices into output_ids() the client never saw (the
+  // forced phrase's text before </think>), ascending and disjoint.
+  const std::vector<std::pair<std::size_t, std::size_t>>& hidden_spans() const { return hidden_; }
+  // The index in output_ids() of the </think> that closed the reasoning block (generated or
+  // forced); nullopt while it is open or when there was none.
+  std::optional<std::size_t> reasoning_end() const { return reasoning_end_; }
+  // Whether the output began inside the reasoning block (the prompt opened it).
+  bool in_reasoning_from_start() const { return job_.parse_reasoning && job_.starts_in_reasoning; }
+  // Tokens generated inside the reasoning block so far (the hidden phrase not included).
+  long reasoning_tokens() const { return reasoning_tokens_; }
+
+  // Whether a checkpoint taken now (the engine's state, output_ids(), the seed) can be resumed
+  // through generation_job::resume_output: some output was emitted and the session is not
+  // done. Between steps the engine always holds the prompt and every id but the last; a
+  // forced phrase still queued or hidden text still to come is re-derived by the replay.
+  bool checkpointable() const { return !ids_.empty() && !done_; }
+  // The step number the next sampled token will use (what the generator calls next_step()).
+  std::uint64_t next_step() const { return gen_ ? gen_->next_step() : replay_.sampled; }
+
+ private:
+  // Where the output stands relative to the reasoning block, as the parser reads it.
+  enum class think_state { before, open, closed, none };
+
+  // The generator's bookkeeping while resume_output is replayed, before there is a generator.
+  struct replay_state {
+    std::deque<token_id> forced;  // what generator::force() would have queued
+    std::uint64_t sampled = 0;    // step numbers the replayed sampled tokens took
+  };
+
+  void replay();
+  void start_decoding();
+  bool out_of_tokens() const;
+  void on_token(token_id t, bool forced, std::vector<output_delta>& into);
+  void track_reasoning(token_id t);
+  void maybe_close_reasoning();
+  void emit(std::vector<output_delta>& into, output_delta d);
+  void flush_held(std::vector<output_delta>& into);
+  void finish(const std::string& reason, std::vector<output_delta>& into);
+
+  engine& engine_;
+  generation_job job_;
+  output_parser parser_;
+  std::optional<generator> gen_;
+  replay_state replay_;
+  std::vector<output_delta> replayed_;  // the replay's deltas, for the first step()
+  std::string held_;  // content text that may begin a stop string
+  std::size_t longest_stop_ = 0;
+  assistant_output out_;
+  std::vector<token_id> ids_;
+  std::vector<std::pair<std::size_t, std::size_t>> hidden_;
+  std::optional<std::size_t> reasoning_end_;
+  think_state think_ = think_state::none;
+  long reasoning_tokens_ = 0;
+  std::size_t hidden_left_ = 0;  // forced tokens still to come that are hidden
+  bool closing_ = false;         // the close phrase has been queued
+  std::size_t start_ = 0;  // the engine's length when the session began
+  long prefilled_ = 0;
+  long output_tokens_ = 0;
+  bool cancelled_ = false;
+  bool done_ = false;
+  std::string finish_;
+};
+
+}  // namespace anchorage

@@ -1,0 +1,55 @@
+#include "runtime/generation/generator.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace anchorage {
+
+generator::generator(engine& e, generation_request r)
+    : engine_(e), req_(std::move(r)), step_(req_.first_step), pending_(req_.pending),
+      forced_(req_.forced.begin(), req_.forced.end()) {
+  if (req_.max_tokens <= 0) reason_ = finish_reason::length;
+}
+
+void generator::force(const std::vector<token_id>& tokens) {
+  if (done()) return;
+  forced_.insert(forced_.end(), tokens.begin(), tokens.end());
+}
+
+std::optional<token_id> generator::step() {
+  if (done()) return std::nullopt;
+  if (pending_) {
+    if (engine_.length() >= static_cast<std::size_t>(engine_.config().ctx_size)) {
+      reason_ = finish_reason::length;  // no room to forward it
+      return std::nullopt;
+    }
+    engine_.decode(*pending_);
+  }
+  token_id t = 0;
+  last_forced_ = !forced_.empty();
+  if (last_forced_) {
+    t = forced_.front();
+    forced_.pop_front();
+    pending_ = t;
+  } else {
+    if (engine_.last_logits().empty()) throw std::logic_error("generate before any forward");
+    t = sample_token(engine_.last_logits(), req_.sampling, step_);
+    ++step_;
+    pending_ = t;
+    if (std::find(req_.stop_tokens.begin(), req_.stop_tokens.end(), t) != req_.stop_tokens.end()) {
+      reason_ = finish_reason::stop;
+      return std::nullopt;
+    }
+  }
+  if (++emitted_ >= req_.max_tokens) reason_ = finish_reason::length;
+  return t;
+}
+
+std::vector<token_id> generator::run() {
+  std::vector<token_id> out;
+  while (!done())
+    if (auto t = step()) out.push_back(*t);
+  return out;
+}
+
+}  // namespace anchorage

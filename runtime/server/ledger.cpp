@@ -1,0 +1,73 @@
+#include "runtime/server/ledger.hpp"
+
+#include <stdexcept>
+
+namespace anchorage {
+
+nlohmann::json to_json(const ledger_entry& e) {
+  return {{"id", e.id},
+          {"session_key", e.session_key},
+          {"route", e.route},
+          {"prompt_tokens", e.prompt_tokens},
+          {"source", e.source},
+          {"resumed_at", e.resumed_at},
+          {"prefilled", e.prefilled},
+          {"restore_ms", e.restore_ms},
+          {"ttft_ms", e.ttft_ms},
+          {"total_ms", e.total_ms},
+          {"output_tokens", e.output_tokens},
+          {"seed", e.seed},
+          {"finish_reason", e.finish_reason}};
+}
+
+ledger_entry ledger_entry_from_json(const nlohmann::json& j) {
+  ledger_entry e;
+  e.id = j.at("id").get<std::string>();
+  e.session_key = j.at("session_key").get<std::string>();
+  e.route = j.at("route").get<std::string>();
+  e.prompt_tokens = j.at("prompt_tokens").get<long>();
+  e.source = j.at("source").get<std::string>();
+  e.resumed_at = j.at("resumed_at").get<long>();
+  e.prefilled = j.at("prefilled").get<long>();
+  e.restore_ms = j.at("restore_ms").get<double>();
+  e.ttft_ms = j.at("ttft_ms").get<double>();
+  e.total_ms = j.at("total_ms").get<double>();
+  e.output_tokens = j.at("output_tokens").get<long>();
+  e.seed = j.value("seed", 0ULL);
+  e.finish_reason = j.at("finish_reason").get<std::string>();
+  return e;
+}
+
+ledger::ledger(const std::string& path, std::size_t keep) : keep_(keep) {
+  if (!path.empty()) {
+    file_.open(path, std::ios::app);
+    if (!file_) throw std::runtime_error("cannot open the ledger file '" + path + "' for appending");
+  }
+}
+
+void ledger::record(const ledger_entry& e) {
+  ++requests_;
+  auto& s = by_source_[e.source];
+  ++s.requests;
+  s.prompt_tokens += e.prompt_tokens;
+  s.prefilled += e.prefilled;
+  s.output_tokens += e.output_tokens;
+  recent_.push_back(e);
+  while (recent_.size() > keep_) recent_.pop_front();
+  if (file_.is_open()) {
+    file_ << to_json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    file_.flush();
+  }
+}
+
+nlohmann::json ledger::totals() const {
+  nlohmann::json j = {{"requests", requests_}, {"by_source", nlohmann::json::object()}};
+  for (const auto& [source, s] : by_source_)
+    j["by_source"][source] = {{"requests", s.requests},
+                              {"prompt_tokens", s.prompt_tokens},
+                              {"prefilled", s.prefilled},
+                              {"output_tokens", s.output_tokens}};
+  return j;
+}
+
+}  // namespace anchorage

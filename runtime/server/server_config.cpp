@@ -1,0 +1,232 @@
+#include "runtime/server/server_config.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <stdexcept>
+
+namespace anchorage {
+namespace {
+
+struct option {
+  const char* name;  // without dashes
+  const char* value; // placeholder, nullptr for a switch
+  const char* help;
+  std::function<void(server_config&, const std::string&)> set;
+};
+
+long parse_long(const std::string& name, const std::string& v, long lo, long hi) {
+  std::size_t used = 0;
+  long x = 0;
+  try {
+    x = std::stol(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (v.empty() || used != v.size() || x < lo || x > hi)
+    throw std::invalid_argument("--" + name + " wants an integer in [" + std::to_string(lo) + ", " +
+                                std::to_string(hi) + "], got '" + v + "'");
+  return x;
+}
+
+bool parse_bool(const std::string& name, const std::string& v) {
+  if (v == "true" || v == "1" || v == "on" || v.empty()) return true;
+  if (v == "false" || v == "0" || v == "off") return false;
+  throw std::invalid_argument("--" + name + " is a switch (true/false), got '" + v + "'");
+}
+
+// A size in GiB (fractions allowed, e.g. 0.25) as bytes.
+std::size_t parse_gib(const std::string& name, const std::string& v) {
+  std::size_t used = 0;
+  double x = -1;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (v.empty() || used != v.size() || !(x >= 0) || x > 1e6)
+    throw std::invalid_argument("--" + name + " wants a size in GiB (e.g. 2 or 0.5), got '" + v + "'");
+  return static_cast<std::size_t>(x * 1073741824.0);
+}
+
+void set_engine(server_config& c, const std::string& flag, const std::string& v) { c.engine.parse(flag, v); }
+
+const std::vector<option>& options() {
+  static const std::vector<option> all = {
+      {"host", "ADDR", "address to listen on (127.0.0.1)", [](server_config& c, const std::string& v) { c.host = v; }},
+      {"port", "N", "port to listen on (8080)",
+       [](server_config& c, const std::string& v) { c.port = static_cast<int>(parse_long("port", v, 0, 65535)); }},
+      {"preset", "NAME", "built-in model: tiny, tiny-mtp, small, small-mtp (small)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--preset", v); }},
+      {"weights", "FILE", "safetensors weights of the preset's layout (random weights otherwise)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--weights", v); }},
+      {"weights-seed", "N", "seed of the random weights (1)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--weights-seed", v); }},
+      {"prefix-chunk", "N", "the grid: prefill chunk in tokens (preset's: 1024 for small)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--prefix-chunk", v); }},
+      {"ctx-size", "N", "context capacity in tokens (preset's: 131072 for small)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--ctx-size", v); }},
+      {"device", "DEV", "cpu, cuda or auto (cpu)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--device", v); }},
+      {"served-model-name", "NAME", "model id clients name (anchorage)",
+       [](server_config& c, const std::string& v) { c.served_model_name = v; }},
+      {"admin-token", "TOKEN", "token for admin routes (or ANCHORAGE_ADMIN_TOKEN)",
+       [](server_config& c, const std::string& v) { c.admin_token = v; }},
+      {"cache-dir", "DIR", "directory of the NVMe cache tiers; the disk tier is on when given (off)",
+       [](server_config& c, const std::string& v) { c.cache_dir = v; }},
+      {"disk-cache-gb", "GB", "budget of the disk tier's files under --cache-dir (50; 0: off)",
+       [](server_config& c, const std::string& v) { c.disk.budget_bytes = parse_gib("disk-cache-gb", v); }},
+      {"disk-lifetime-days", "N", "days an unused disk entry is kept (7)",
+       [](server_config& c, const std::string& v) {
+         c.disk.lifetime_s = parse_long("disk-lifetime-days", v, 1, 36500) * 24 * 3600;
+       }},
+      {"disk-free-gb", "GB", "free space the disk tier always leaves to the file system (4)",
+       [](server_config& c, const std::string& v) { c.disk.min_free_bytes = parse_gib("disk-free-gb", v); }},
+      {"disk-min-tokens", "N", "shortest prompt the disk tier writes (4096)",
+       [](server_config& c, const std::string& v) {
+         c.disk.min_tokens = static_cast<std::size_t>(parse_long("disk-min-tokens", v, 1, 1L << 30));
+       }},
+      {"generation-checkpoint-tokens", "N",
+       "write a decoding generation's whole state to the disk tier every N output tokens, so an identical "
+       "request after a restart resumes it (0: off)",
+       [](server_config& c, const std::string& v) {
+         c.disk.checkpoint_tokens = static_cast<std::size_t>(parse_long("generation-checkpoint-tokens", v, 0, 1L << 30));
+       }},
+      {"disk-stage-gb", "GB", "host memory holding staged disk writes not yet written (1)",
+       [](server_config& c, const std::string& v) { c.disk.stage_bytes = parse_gib("disk-stage-gb", v); }},
+      {"no-cache", nullptr, "every cache tier off: the cold path only",
+       [](server_config& c, const std::string& v) { c.no_cache = parse_bool("no-cache", v); }},
+      {"resident-gb", "GB", "budget of the resident prefix's anchors and end anchor (2.5)",
+       [](server_config& c, const std::string& v) { c.cache.resident_bytes = parse_gib("resident-gb", v); }},
+      {"end-anchor", nullptr, "keep an anchor where each generation ends (on; --end-anchor=off)",
+       [](server_config& c, const std::string& v) { c.cache.end_anchor = parse_bool("end-anchor", v); }},
+      {"end-align", nullptr, "align whitespace runs next to hidden spans when resuming at the end (on)",
+       [](server_config& c, const std::string& v) { c.cache.end_align = parse_bool("end-align", v); }},
+      {"cache-budget-gb", "GB", "budget of the state store's snapshots (2)",
+       [](server_config& c, const std::string& v) { c.cache.store_bytes = parse_gib("cache-budget-gb", v); }},
+      {"store-entry-gb", "GB", "largest single snapshot in the state store (1)",
+       [](server_config& c, const std::string& v) { c.cache.store_entry_bytes = parse_gib("store-entry-gb", v); }},
+      {"resident-guest-max", "N", "longest prompt served as a guest beside the resident one (8192; 0: no guests)",
+       [](server_config& c, const std::string& v) {
+         c.cache.guest_max = static_cast<std::size_t>(parse_long("resident-guest-max", v, 0, 1L << 30));
+       }},
+      {"resident-stash-gb", "GB", "budget of a guest's stash of the rows it overwrites (1)",
+       [](server_config& c, const std::string& v) { c.cache.stash_bytes = parse_gib("resident-stash-gb", v); }},
+      {"resident-pin-gb", "GB", "budget of the pinned head of a replaced prompt (4)",
+       [](server_config& c, const std::string& v) { c.cache.pin_bytes = parse_gib("resident-pin-gb", v); }},
+      {"resident-park-gb", "GB", "budget of the parked session another session replaced (4)",
+       [](server_config& c, const std::string& v) { c.cache.park_bytes = parse_gib("resident-park-gb", v); }},
+      {"parallel", "N", "slots: the resident one and N-1 side slots for guests (1)",
+       [](server_config& c, const std::string& v) { c.cache.parallel = static_cast<int>(parse_long("parallel", v, 1, 64)); }},
+      {"max-queue", "N", "requests that may wait behind the running one (16); beyond: 429",
+       [](server_config& c, const std::string& v) { c.max_queue = static_cast<int>(parse_long("max-queue", v, 0, 100000)); }},
+      {"max-body-mb", "N", "largest request body in MiB (32); beyond: 413",
+       [](server_config& c, const std::string& v) { c.max_body_bytes = parse_long("max-body-mb", v, 1, 4096) << 20; }},
+      {"decode-block", "N", "tokens decoded per board step (4)",
+       [](server_config& c, const std::string& v) { c.decode_block = static_cast<int>(parse_long("decode-block", v, 1, 1024)); }},
+      {"reasoning-budget", "N",
+       "reasoning tokens a thinking chat may generate before the server closes the block (-1: unlimited)",
+       [](server_config& c, const std::string& v) {
+         c.reasoning_budget = parse_long("reasoning-budget", v, -1, 1L << 40);
+       }},
+      {"ledger", "FILE", "append one JSON line per request to FILE",
+       [](server_config& c, const std::string& v) { c.ledger_path = v; }},
+      {"trace", "FILE", "record the client requests received, as JSON lines, to FILE",
+       [](server_config& c, const std::string& v) { c.trace_path = v; }},
+      {"http-threads", "N", "HTTP worker threads (8)",
+       [](server_config& c, const std::string& v) { c.http_threads = static_cast<int>(parse_long("http-threads", v, 1, 1024)); }},
+  };
+  return all;
+}
+
+const option* find(const std::string& name) {
+  for (const auto& o : options())
+    if (name == o.name) return &o;
+  return nullptr;
+}
+
+void apply_file(server_config& c, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("--config: cannot read '" + path + "'");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("--config '" + path + "' is not JSON: " + e.what());
+  }
+  if (!j.is_object()) throw std::invalid_argument("--config '" + path + "' must hold a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    const option* o = find(key);
+    if (o == nullptr) throw std::invalid_argument("--config '" + path + "': unknown key '" + key + "'");
+    std::string v;
+    if (value.is_string()) v = value.get<std::string>();
+    else if (value.is_boolean()) v = value.get<bool>() ? "true" : "false";
+    else if (value.is_number_integer()) v = std::to_string(value.get<long>());
+    else if (value.is_number_float()) v = value.dump();
+    else throw std::invalid_argument("--config '" + path + "': key '" + key + "' must be a string, number or boolean");
+    o->set(c, v);
+  }
+}
+
+}  // namespace
+
+server_config parse_server_args(const std::vector<std::string>& args) {
+  server_config c;
+  if (const char* t = std::getenv("ANCHORAGE_ADMIN_TOKEN")) c.admin_token = t;
+  // the file first, so flags win whatever their order
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--config") {
+      if (i + 1 >= args.size()) throw std::invalid_argument("--config needs a file");
+      apply_file(c, args[i + 1]);
+    }
+  }
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a == "--help" || a == "-h") {
+      c.help = true;
+      continue;
+    }
+    if (a == "--config") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument '" + a + "' (see --help)");
+    std::string value;
+    bool inline_value = false;
+    if (const auto eq = a.find('='); eq != std::string::npos) {
+      value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+      inline_value = true;
+    }
+    const option* o = find(a.substr(2));
+    if (o == nullptr) throw std::invalid_argument("unknown flag " + a + " (see --help)");
+    if (o->value == nullptr) {
+      o->set(c, inline_value ? value : "true");
+      continue;
+    }
+    if (!inline_value) {
+      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value (" + o->value + ")");
+      value = args[++i];
+    }
+    o->set(c, value);
+  }
+  c.engine.config();  // validates preset, grid and context now, not at the first request
+  return c;
+}
+
+std::string server_help() {
+  std::string s = "usage: anchorage [flags]\n\n";
+  s += "  --config FILE.json   the same keys as the flags, without dashes; flags win\n";
+  s += "  --help               this text\n";
+  for (const auto& o : options()) {
+    std::string left = std::string("  --") + o.name + (o.value ? std::string(" ") + o.value : "");
+    if (left.size() < 23) left.resize(23, ' ');
+    else left += "  ";
+    s += left + o.help + "\n";
+  }
+  return s;
+}
+
+}  // namespace anchorage

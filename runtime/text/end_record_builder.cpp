@@ -1,0 +1,53 @@
+#include "runtime/text/end_record_builder.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "runtime/text/tokenizer.hpp"
+
+namespace anchorage {
+
+end_record build_end_record(const generation_outcome& g) {
+  const auto& served = *g.served;
+  const auto& out = *g.output;
+  const std::size_t p = served.size();
+  if (g.rows < p || g.rows > p + out.size())
+    throw std::logic_error("build_end_record: " + std::to_string(g.rows) + " rows for a prompt of " +
+                           std::to_string(p) + " and " + std::to_string(out.size()) + " output tokens");
+  const std::size_t e = g.rows;
+  end_record r;
+  r.rows.reserve(e);
+  r.rows.assign(served.begin(), served.end());
+  r.rows.insert(r.rows.end(), out.begin(), out.begin() + static_cast<long>(e - p));
+  r.prompt_len = p;
+  for (const auto& [a, b] : g.hidden) {
+    const std::size_t ra = std::min(p + a, e), rb = std::min(p + b, e);
+    if (rb > ra) r.hidden.emplace_back(ra, rb);
+  }
+  std::optional<std::size_t> begin;
+  if (g.starts_in_reasoning) {
+    begin = p;
+  } else {
+    // A generation that opened its own block: the reasoning starts after its <think>.
+    for (std::size_t i = 0; i < e - p; ++i) {
+      if (out[i] == special_tokens::think_open) {
+        begin = p + i + 1;
+        break;
+      }
+      if (!is_whitespace_token(out[i])) break;
+    }
+  }
+  if (begin) {
+    // The block ends at the session's </think>; without one (reasoning not parsed) at the first
+    // </think> the rows hold, or at e when thinking never closed.
+    std::size_t end = g.reasoning_end ? std::min(p + *g.reasoning_end, e) : e;
+    if (!g.reasoning_end)
+      end = static_cast<std::size_t>(
+          std::find(r.rows.begin() + static_cast<long>(*begin), r.rows.end(), special_tokens::think_close) -
+          r.rows.begin());
+    if (end >= *begin) r.reasoning.push_back({*begin, end});
+  }
+  return r;
+}
+
+}  // namespace anchorage

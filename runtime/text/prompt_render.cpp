@@ -1,0 +1,103 @@
+#include "runtime/text/prompt_render.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "runtime/text/chat_template.hpp"
+
+namespace anchorage {
+namespace {
+
+std::string head_digest(const std::vector<std::int32_t>& prompt) {
+  const std::size_t n = std::min<std::size_t>(prompt.size(), 512);
+  const auto h = XXH3_64bits(prompt.data(), n * sizeof(std::int32_t));
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "h%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+// A chat's session: its messages up to and including the first user message. Two sessions of one
+// client share the system prompt (often far more than 512 tokens of it) and differ there.
+std::string chat_session_digest(const std::vector<chat_message>& messages) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  for (const auto& m : messages) {
+    XXH3_64bits_update(st, m.role.data(), m.role.size());
+    XXH3_64bits_update(st, "\x1f", 1);
+    XXH3_64bits_update(st, m.content.data(), m.content.size());
+    XXH3_64bits_update(st, "\x1e", 1);
+    if (m.role == "user") break;
+  }
+  const auto h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "c%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace
+
+std::variant<board_job, api_error> render_request(const completion_request& r, const render_limits& lim,
+                                                  const tokenizer& tok, std::uint64_t fallback_seed) {
+  board_job j;
+  std::string param;
+  if (r.kind == request_kind::chat) {
+    j.route = "chat";
+    param = "messages";
+    template_options t;
+    t.enable_thinking = r.enable_thinking;
+    const bool tools = r.tool_choice != "none" && r.tools.is_array() && !r.tools.empty();
+    if (tools) t.tools = r.tools;
+    std::string text;
+    try {
+      text = render_chat(r.messages, t);
+    } catch (const std::exception& e) {
+      return api_error{400, "invalid_request_error", e.what(), "messages"};
+    }
+    const auto ids = tok.encode(text, true);
+    j.prompt.assign(ids.begin(), ids.end());
+    // Where the last user message starts (the disk tier anchors a session's first request
+    // below it): the last "<|im_start|>user" the template rendered.
+    const auto mark = tok.encode("<|im_start|>user", true);
+    if (auto at = std::find_end(ids.begin(), ids.end(), mark.begin(), mark.end()); at != ids.end())
+      j.user_start = static_cast<long>(at - ids.begin());
+    j.parse_reasoning = r.enable_thinking;
+    j.parse_tool_calls = tools;
+    j.starts_in_reasoning = r.enable_thinking;  // the template ends its prompt with "<think>\n"
+    if (r.enable_thinking) j.reasoning_budget = lim.reasoning_budget;
+  } else {
+    j.route = "completions";
+    param = "prompt";
+    if (r.prompt_tokens) {
+      j.prompt = *r.prompt_tokens;
+    } else {
+      const auto ids = tok.encode(r.prompt_text.value_or(""), true);
+      j.prompt.assign(ids.begin(), ids.end());
+    }
+  }
+  const long n = static_cast<long>(j.prompt.size());
+  if (n == 0) return api_error{400, "invalid_request_error", "the prompt is empty", param};
+  if (n >= lim.ctx_size)
+    return api_error{400, "invalid_request_error",
+                     "the prompt has " + std::to_string(n) + " tokens; the context holds " +
+                         std::to_string(lim.ctx_size) + " including at least one generated token",
+                     param, "context_length_exceeded"};
+  const long room = lim.ctx_size - n;
+  long want = r.max_tokens.value_or(r.kind == request_kind::chat ? room : lim.default_completion_max_tokens);
+  j.max_tokens = std::min(want, room);
+  j.temperature = r.temperature;
+  j.top_p = r.top_p;
+  j.seed = r.seed.value_or(fallback_seed);
+  j.seed_explicit = r.seed.has_value();
+  j.stop_tokens = {special_tokens::im_end, special_tokens::endoftext};
+  j.stop_strings = r.stop;
+  j.logit_bias = r.logit_bias;
+  if (r.prompt_cache_key) j.session_key = *r.prompt_cache_key;
+  else if (r.kind == request_kind::chat) j.session_key = chat_session_digest(r.messages);
+  else j.session_key = head_digest(j.prompt);
+  return j;
+}
+
+}  // namespace anchorage

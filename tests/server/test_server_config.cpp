@@ -1,0 +1,118 @@
+// Server flags, the JSON config file and --help.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "runtime/server/server_config.hpp"
+
+using namespace anchorage;
+
+TEST_CASE("defaults serve the small model on 127.0.0.1:8080", "[config]") {
+  const auto c = parse_server_args({});
+  CHECK(c.host == "127.0.0.1");
+  CHECK(c.port == 8080);
+  CHECK(c.engine.preset == "small");
+  CHECK(c.served_model_name == "anchorage");
+  CHECK(c.engine.config().grid == 1024);
+  CHECK(c.engine.config().ctx_size == 131072);
+  CHECK_FALSE(c.no_cache);
+  // The device tiers' served defaults (seed §13.13).
+  CHECK(c.cache.resident_bytes == 2560ULL << 20);
+  CHECK(c.cache.store_bytes == 2048ULL << 20);
+  CHECK(c.cache.store_entry_bytes == 1024ULL << 20);
+  CHECK(c.cache.end_anchor);
+  CHECK(c.cache.end_align);
+}
+
+TEST_CASE("the cache flags take sizes in GiB and switches", "[config]") {
+  const auto c = parse_server_args({"--resident-gb", "0.5", "--cache-budget-gb=1", "--store-entry-gb", "0.25",
+                                    "--end-anchor=off", "--end-align=false"});
+  CHECK(c.cache.resident_bytes == 512ULL << 20);
+  CHECK(c.cache.store_bytes == 1024ULL << 20);
+  CHECK(c.cache.store_entry_bytes == 256ULL << 20);
+  CHECK_FALSE(c.cache.end_anchor);
+  CHECK_FALSE(c.cache.end_align);
+  CHECK(parse_server_args({"--end-anchor"}).cache.end_anchor);
+  CHECK(parse_server_args({"--resident-gb", "0"}).cache.resident_bytes == 0);
+  CHECK_THROWS_WITH(parse_server_args({"--resident-gb", "-1"}), Catch::Contains("--resident-gb"));
+  CHECK_THROWS_WITH(parse_server_args({"--cache-budget-gb", "lots"}), Catch::Contains("--cache-budget-gb"));
+  CHECK_THROWS_WITH(parse_server_args({"--end-anchor=maybe"}), Catch::Contains("--end-anchor"));
+  const auto i = parse_server_args({"--resident-guest-max", "1000", "--resident-stash-gb", "0.5", "--resident-pin-gb=1",
+                                    "--resident-park-gb", "2", "--parallel", "3"});
+  CHECK(i.cache.guest_max == 1000);
+  CHECK(i.cache.stash_bytes == 512ULL << 20);
+  CHECK(i.cache.pin_bytes == 1024ULL << 20);
+  CHECK(i.cache.park_bytes == 2048ULL << 20);
+  CHECK(i.cache.parallel == 3);
+  const auto d = parse_server_args({});
+  CHECK(d.cache.guest_max == 8192);
+  CHECK(d.cache.stash_bytes == 1024ULL << 20);
+  CHECK(d.cache.pin_bytes == 4096ULL << 20);
+  CHECK(d.cache.park_bytes == 4096ULL << 20);
+  CHECK(d.cache.parallel == 1);
+  CHECK_THROWS_WITH(parse_server_args({"--parallel", "0"}), Catch::Contains("--parallel"));
+}
+
+TEST_CASE("flags keep the seed's spelling and check their values", "[config]") {
+  const auto c = parse_server_args({"--preset", "tiny", "--prefix-chunk", "64", "--ctx-size=2048", "--port", "0",
+                                    "--served-model-name", "m", "--no-cache", "--max-queue", "3"});
+  CHECK(c.engine.config().grid == 64);
+  CHECK(c.engine.config().ctx_size == 2048);
+  CHECK(c.port == 0);
+  CHECK(c.served_model_name == "m");
+  CHECK(c.no_cache);
+  CHECK(c.max_queue == 3);
+  CHECK(c.reasoning_budget == -1);
+  CHECK(parse_server_args({"--reasoning-budget", "512"}).reasoning_budget == 512);
+  CHECK(parse_server_args({"--reasoning-budget=0"}).reasoning_budget == 0);
+  CHECK(parse_server_args({"--reasoning-budget", "-1"}).reasoning_budget == -1);
+  CHECK_THROWS_WITH(parse_server_args({"--reasoning-budget", "-2"}), Catch::Contains("--reasoning-budget"));
+  CHECK_THROWS_WITH(parse_server_args({"--reasoning-budget", "lots"}), Catch::Contains("--reasoning-budget"));
+  CHECK_THROWS_WITH(parse_server_args({"--port", "http"}), Catch::Contains("--port"));
+  CHECK_THROWS_WITH(parse_server_args({"--bogus"}), Catch::Contains("unknown flag --bogus"));
+  CHECK_THROWS_WITH(parse_server_args({"--port"}), Catch::Contains("needs a value"));
+  CHECK_THROWS_WITH(parse_server_args({"--preset", "tiny", "--prefix-chunk", "40"}), Catch::Contains("multiple of 16"));
+  CHECK_THROWS_WITH(parse_server_args({"--preset", "nope"}), Catch::Contains("unknown model preset"));
+}
+
+TEST_CASE("a config file sets the same keys as the flags, and flags win", "[config]") {
+  const auto path = std::filesystem::temp_directory_path() / ("anchorage-cfg-" + std::to_string(std::random_device{}()) + ".json");
+  {
+    std::ofstream out(path);
+    out << R"({"port": 9000, "preset": "tiny", "served-model-name": "from-file", "no-cache": true,
+              "reasoning-budget": 2048, "resident-gb": 1.5, "end-anchor": false})";
+  }
+  const auto c = parse_server_args({"--served-model-name", "from-flag", "--config", path.string()});
+  CHECK(c.port == 9000);
+  CHECK(c.reasoning_budget == 2048);
+  CHECK(c.cache.resident_bytes == 1536ULL << 20);
+  CHECK_FALSE(c.cache.end_anchor);
+  CHECK(c.engine.preset == "tiny");
+  CHECK(c.served_model_name == "from-flag");
+  CHECK(c.no_cache);
+  {
+    std::ofstream out(path);
+    out << R"({"colour": "blue"})";
+  }
+  CHECK_THROWS_WITH(parse_server_args({"--config", path.string()}), Catch::Contains("unknown key 'colour'"));
+  {
+    std::ofstream out(path);
+    out << "{not json";
+  }
+  CHECK_THROWS_WITH(parse_server_args({"--config", path.string()}), Catch::Contains("not JSON"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("the help text lists every flag", "[config]") {
+  CHECK(parse_server_args({"--help"}).help);
+  const std::string h = server_help();
+  for (const char* f : {"--host", "--port", "--preset", "--prefix-chunk", "--ctx-size", "--cache-dir", "--no-cache",
+                        "--served-model-name", "--admin-token", "--config", "--max-queue", "--ledger", "--trace",
+                        "--reasoning-budget", "--resident-gb", "--end-anchor", "--end-align", "--cache-budget-gb",
+                        "--store-entry-gb", "--resident-guest-max", "--resident-stash-gb", "--resident-pin-gb",
+                        "--resident-park-gb", "--parallel"})
+    CHECK_THAT(h, Catch::Contains(f));
+}
