@@ -153,24 +153,35 @@ std::vector<std::vector<token_id>> disk_store::token_prefixes() {
 disk_store::restore_result disk_store::restore(const disk_hit& hit, const std::vector<token_id>& prompt,
                                                state_adapter& into) {
   restore_result res;
-  if (hit.line == 0 || hit.line % grid_ != 0 || prompt.size() < hit.line) {
-    res.error = "no anchor at line " + std::to_string(hit.line) + " for this prompt";
+  expected<verified_read> r = read_verified(hit, prompt);
+  if (!r) {
+    res.error = r.error().error();
     return res;
   }
+  apply_verified(*r, into);
+  res.ok = true;
+  res.bytes_read = r->bytes_read;
+  return res;
+}
+
+void disk_store::apply_verified(const verified_read& read, state_adapter& into) {
+  for (const auto& v : read.chunks) apply_chunk(into, v);
+  apply_anchor(into, read.anchor, read.line);
+}
+
+expected<verified_read> disk_store::read_verified(const disk_hit& hit, const std::vector<token_id>& prompt) {
+  if (hit.line == 0 || hit.line % grid_ != 0 || prompt.size() < hit.line)
+    return status::failure("no anchor at line " + std::to_string(hit.line) + " for this prompt");
   const std::uint64_t key = prefix_hash(prompt.data(), hit.line);
   const std::uint64_t aid = anchor_id(hit.ns, key);
   auto it = anchors_.find(aid);
-  if (it == anchors_.end() || !chain_indexed(it->second.chain)) {
-    res.error = "the anchor at line " + std::to_string(hit.line) + " is not on disk";
-    return res;
-  }
+  if (it == anchors_.end() || !chain_indexed(it->second.chain))
+    return status::failure("the anchor at line " + std::to_string(hit.line) + " is not on disk");
   const std::vector<std::uint64_t> chain = it->second.chain;
   auto failed = [&](std::uint64_t id, const std::string& what) {
     ++restore_failures_;
     drop(id);
-    res.ok = false;
-    res.error = what;
-    return res;
+    return status::failure(what);
   };
 
   // Every file read and verified before anything is applied. The reads run one file ahead of
@@ -194,34 +205,33 @@ disk_store::restore_result disk_store::restore(const disk_hit& hit, const std::v
     b.result = env_.read(f.path, 0, b.data.get(), f.bytes);
     return b;
   };
-  std::vector<read_buffer> buffers(files.size());
-  std::vector<chunk_view> views;
-  views.reserve(chain.size());
-  anchor_view anchor;
+  verified_read out;
+  out.line = hit.line;
+  out.buffers.reserve(files.size());
+  out.chunks.reserve(chain.size());
   std::future<read_buffer> ahead = std::async(std::launch::async, read_one, std::cref(files[0]));
   for (std::size_t i = 0; i < files.size(); ++i) {
-    buffers[i] = ahead.get();
+    read_buffer buf = ahead.get();
     if (i + 1 < files.size()) ahead = std::async(std::launch::async, read_one, std::cref(files[i + 1]));
     auto stop = [&](const std::string& what) {
       if (ahead.valid()) ahead.wait();  // the env is ours again before anything is deleted
       return failed(files[i].id, what);
     };
-    if (!buffers[i].result) return stop(buffers[i].result.message);
-    res.bytes_read += files[i].bytes;
-    const unsigned char* d = buffers[i].data.get();
+    if (!buf.result) return stop(buf.result.message);
+    out.bytes_read += files[i].bytes;
+    const unsigned char* d = buf.data.get();
+    out.buffers.push_back(std::move(buf.data));
     if (i < chain.size()) {
       auto v = verify_chunk(d, files[i].bytes, layout_, prompt, (i + 1) * grid_);
       if (!v.ok()) return stop(files[i].path + ": " + v.error);
-      views.push_back(std::move(v.value));
+      out.chunks.push_back(std::move(v.value));
     } else {
       auto v = verify_anchor(d, files[i].bytes, layout_, chain);
       if (!v.ok()) return stop(files[i].path + ": " + v.error);
-      anchor = std::move(v.value);
+      out.anchor = std::move(v.value);
     }
   }
-  for (const auto& v : views) apply_chunk(into, v);
-  apply_anchor(into, anchor, hit.line);
-  bytes_read_ += res.bytes_read;
+  bytes_read_ += out.bytes_read;
   ++hits_;
   // The last use outlives the process: it is the files' modification time.
   const std::int64_t now = clock_.now_s();
@@ -231,8 +241,7 @@ disk_store::restore_result disk_store::restore(const disk_hit& hit, const std::v
     eviction_->touch(c);
     env_.set_modified_s(paths_.at(c), now);
   }
-  res.ok = true;
-  return res;
+  return expected<verified_read>(std::move(out));
 }
 
 // ---- Maintenance ------------------------------------------------------------------------------

@@ -43,6 +43,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/core/status.hpp"
 #include "runtime/disk/checkpoint_codec.hpp"
 #include "runtime/disk/disk_eviction.hpp"
 #include "runtime/io/file_env.hpp"
@@ -111,6 +112,27 @@ struct disk_file_result {
   std::string error;
 };
 
+// A prefix restore read and verified, not applied yet (disk_store::read_verified): the bytes of
+// every chunk file of the chain and of the anchor file, and views into them. Move-only; the views
+// stay valid while it lives (the buffers are on the heap and move with it).
+struct verified_read {
+  std::size_t line = 0;            // the length it restores
+  std::uint64_t bytes_read = 0;
+  std::vector<std::unique_ptr<unsigned char[]>> buffers;  // one per file, the anchor's last
+  std::vector<chunk_view> chunks;  // chunks[i]: rows [i grid, (i + 1) grid)
+  anchor_view anchor;
+
+  verified_read() = default;
+  verified_read(verified_read&&) = default;
+  verified_read& operator=(verified_read&&) = default;
+};
+
+// A generation checkpoint read and verified, not applied yet (disk_store::read_checkpoint_verified).
+struct verified_checkpoint {
+  checkpoint_read read;  // read.meta: the ids, the seed
+  std::uint64_t bytes_read = 0;
+};
+
 // Encodes and writes the plan's files in order through `env`, stopping at the first failure
 // (the results then end with it). Touches no index: what the disk writer actor runs, on its own
 // env, while the board serves.
@@ -177,6 +199,13 @@ class disk_store {
     std::uint64_t bytes_read = 0;
   };
   restore_result restore(const disk_hit& hit, const std::vector<token_id>& prompt, state_adapter& into);
+  // restore() in two steps, so the reading and checking can happen off the engine's owner:
+  // read_verified() reads and verifies every file as restore() does and counts the hit (or, on
+  // failure, deletes the broken chain and names what failed) without touching any engine;
+  // apply_verified() then writes the bytes into `into` (rows [0, line), every section, valid
+  // length = line). It touches no store, so whoever owns the engine calls it.
+  expected<verified_read> read_verified(const disk_hit& hit, const std::vector<token_id>& prompt);
+  static void apply_verified(const verified_read& read, state_adapter& into);
 
   // ---- Generation checkpoints (seed 003 storeGenerationCheckpoint) ---------------------------
   // A checkpoint is one self-contained file (runtime/disk/checkpoint_codec.hpp) in its own namespace:
@@ -197,6 +226,10 @@ class disk_store {
   // the meta comes back in `meta`. On failure the file is deleted and `into` untouched.
   restore_result restore_checkpoint(const checkpoint_hit& hit, const std::vector<token_id>& prompt,
                                     state_adapter& into, checkpoint_meta& meta);
+  // restore_checkpoint() in two steps, as read_verified() / apply_verified().
+  expected<verified_checkpoint> read_checkpoint_verified(const checkpoint_hit& hit,
+                                                         const std::vector<token_id>& prompt);
+  static void apply_checkpoint_verified(const verified_checkpoint& read, state_adapter& into);
   // Deletes every checkpoint of the key (the generation finished).
   std::size_t remove_checkpoints(std::uint64_t key_hash);
   std::size_t checkpoint_count() const { return checkpoints_.size(); }

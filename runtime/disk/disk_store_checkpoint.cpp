@@ -90,12 +90,27 @@ std::optional<disk_store::checkpoint_hit> disk_store::find_checkpoint(std::uint6
 disk_store::restore_result disk_store::restore_checkpoint(const checkpoint_hit& hit, const std::vector<token_id>& prompt,
                                                           state_adapter& into, checkpoint_meta& meta) {
   restore_result res;
-  const std::uint64_t id = checkpoint_id(checkpoint_name(hit.key_hash, hit.rows));
-  auto it = checkpoints_.find(id);
-  if (it == checkpoints_.end()) {
-    res.error = "no such checkpoint";
+  expected<verified_checkpoint> r = read_checkpoint_verified(hit, prompt);
+  if (!r) {
+    res.error = r.error().error();
     return res;
   }
+  apply_checkpoint_verified(*r, into);
+  meta = std::move(r->read.meta);
+  res.ok = true;
+  res.bytes_read = r->bytes_read;
+  return res;
+}
+
+void disk_store::apply_checkpoint_verified(const verified_checkpoint& read, state_adapter& into) {
+  apply_checkpoint(into, read.read);
+}
+
+expected<verified_checkpoint> disk_store::read_checkpoint_verified(const checkpoint_hit& hit,
+                                                                   const std::vector<token_id>& prompt) {
+  const std::uint64_t id = checkpoint_id(checkpoint_name(hit.key_hash, hit.rows));
+  auto it = checkpoints_.find(id);
+  if (it == checkpoints_.end()) return status::failure("no such checkpoint");
   const std::string path = paths_.at(id);
   std::vector<unsigned char> buf(it->second.bytes);
   const file_result fr = env_.read(path, 0, buf.data(), buf.size());
@@ -104,18 +119,16 @@ disk_store::restore_result disk_store::restore_checkpoint(const checkpoint_hit& 
   if (!d.ok()) {
     ++restore_failures_;
     drop(id);
-    res.error = path + ": " + d.error;
-    return res;
+    return status::failure(path + ": " + d.error);
   }
-  apply_checkpoint(into, d.value);
-  meta = std::move(d.value.meta);
-  res.ok = true;
-  res.bytes_read = buf.size();
+  verified_checkpoint out;
+  out.read = std::move(d.value);
+  out.bytes_read = buf.size();
   bytes_read_ += buf.size();
   ++hits_;
   eviction_->touch(id);
   env_.set_modified_s(path, clock_.now_s());
-  return res;
+  return expected<verified_checkpoint>(std::move(out));
 }
 
 std::size_t disk_store::remove_checkpoints(std::uint64_t key_hash) {

@@ -1,0 +1,136 @@
+#include "actors/disk.hpp"
+
+#include <caf/all.hpp>
+
+#include "actors/disk_writer.hpp"
+#include "runtime/core/log.hpp"
+#include "runtime/io/uring_env.hpp"
+
+namespace anchorage {
+namespace {
+
+using disk_ptr = disk_actor::stateful_pointer<disk_state>;
+
+// Every drain waiting is answered once no write is out.
+void answer_drains(disk_ptr self) {
+  auto& st = self->state;
+  if (!st.out.empty() || st.drains.empty()) return;
+  const disk_stats s = st.service->stats();
+  for (auto& rp : st.drains) rp.deliver(s);
+  st.drains.clear();
+}
+
+// A job came back (results filled), or its writer went away (job without results): committed,
+// answered, and the drains looked at. A job already settled (the other path came first) is
+// ignored.
+void settle(disk_ptr self, std::uint64_t id, const disk_job_ptr& done) {
+  auto& st = self->state;
+  auto it = st.out.find(id);
+  if (it == st.out.end()) return;
+  disk_state::write_out w = std::move(it->second);
+  st.out.erase(it);
+  if (done) w.job->results = done->results;
+  else w.job->results.clear();
+  disk_write_reply r;
+  try {
+    r = st.service->commit(*w.job);
+  } catch (const std::exception& e) {  // an allocation failed while indexing: counted as failed
+    log_error() << "indexing a disk write failed (" << e.what() << ")";
+    r.released_bytes = w.job->staged_bytes;
+    r.failed = true;
+    r.error = e.what();
+  }
+  if (!done) {
+    log_warn() << "a disk write was dropped: its writer went away (its files are indexed nowhere)";
+    if (r.error.empty()) r.error = "the disk writer went away";
+    r.failed = true;
+  }
+  w.reply.deliver(std::move(r));
+  answer_drains(self);
+}
+
+void spawn_writer(disk_ptr self) {
+  auto& st = self->state;
+  st.writer = self->spawn<caf::linked>(disk_writer, st.service->store().layout(), st.writer_env);
+}
+
+}  // namespace
+
+disk_actor::behavior_type disk(disk_ptr self, disk_actor_options opts) {
+  auto& st = self->state;
+  st.env = opts.env ? std::move(opts.env) : std::make_shared<uring_env>();
+  st.writer_env = opts.writer_env ? std::move(opts.writer_env) : std::make_shared<uring_env>();
+  st.clock = opts.clock ? std::move(opts.clock) : std::make_shared<system_eviction_clock>();
+  st.service = std::make_unique<disk_service>(*st.env, opts.layout, *st.clock, std::move(opts.tier));
+  // The scan runs here, at this actor's own start, not on whoever spawned it.
+  st.scan = st.service->start();
+  st.started = true;
+  spawn_writer(self);
+  // The writer is linked: its exit reaches us as a message. Its jobs out are released (they may
+  // also come back as errors: whichever comes first settles them) and a new writer takes over.
+  // Any other exit (a shutdown) ends this actor as the default handler would.
+  self->set_exit_handler([self](caf::exit_msg& m) {
+    auto& s = self->state;
+    if (m.source != s.writer.address()) {
+      self->quit(m.reason);
+      return;
+    }
+    ++s.writers_lost;
+    log_warn() << "the disk writer went away (" << caf::to_string(m.reason) << "); a new writer takes over";
+    std::vector<std::uint64_t> ids;
+    for (const auto& [id, w] : s.out) ids.push_back(id);
+    for (std::uint64_t id : ids) settle(self, id, nullptr);
+    spawn_writer(self);
+  });
+  return {
+      [self](disk_offer_atom, const disk_offer_request& req) -> disk_offer_reply {
+        const std::vector<token_id> prompt(req.prompt.begin(), req.prompt.end());
+        return self->state.service->offer(prompt, req.floor, req.prefill_tokens_per_s);
+      },
+      [self](disk_read_atom, const disk_read_request& req) -> disk_read_reply {
+        try {
+          return self->state.service->start_read(req);
+        } catch (const std::exception& e) {  // a buffer that could not be allocated
+          disk_read_reply r;
+          r.error = std::string("the disk read failed (") + e.what() + ")";
+          return r;
+        }
+      },
+      [self](disk_plan_atom, const disk_plan_request& req) -> disk_write_lines {
+        return self->state.service->plan_writes(req);
+      },
+      [self](disk_submit_atom, disk_submission_ptr s) -> caf::result<disk_write_reply> {
+        auto& st = self->state;
+        if (!s) return disk_write_reply{};
+        disk_write_reply now;
+        std::shared_ptr<disk_job> job;
+        try {
+          job = st.service->prepare(std::move(*s), now);
+        } catch (const std::exception& e) {
+          now.failed = true;
+          now.error = std::string("planning a disk write failed (") + e.what() + ")";
+        }
+        if (!job) return now;  // nothing to write: the staging is released at once
+        const std::uint64_t id = st.next_write++;
+        auto rp = self->make_response_promise<disk_write_reply>();
+        st.out.emplace(id, disk_state::write_out{job, rp});
+        self->request(st.writer, caf::infinite, disk_write_atom::value, job)
+            .then([self, id](disk_job_ptr done) { settle(self, id, done); },
+                  [self, id](caf::error&) { settle(self, id, nullptr); });
+        return rp;
+      },
+      [self](generation_started_atom, std::uint64_t key) { self->state.service->generation_started(key); },
+      [self](generation_finished_atom, std::uint64_t key) { self->state.service->generation_finished(key); },
+      [self](stats_atom) -> disk_stats { return self->state.service->stats(); },
+      [self](clear_atom) -> disk_clear_reply { return self->state.service->clear(); },
+      [self](drain_atom) -> caf::result<disk_stats> {
+        auto& st = self->state;
+        if (st.out.empty()) return st.service->stats();
+        auto rp = self->make_response_promise<disk_stats>();
+        st.drains.push_back(rp);
+        return rp;
+      },
+  };
+}
+
+}  // namespace anchorage

@@ -1,0 +1,161 @@
+#pragma once
+// The disk tier actor's vocabulary (actors/disk.hpp, runtime/disk/disk_service.hpp): its own CAF
+// type-id block, after protocol/messages.hpp's.
+//
+//   conductor/board -> disk  (disk_offer_atom, disk_offer_request) -> disk_offer_reply
+//   board     -> disk  (disk_read_atom, disk_read_request) -> disk_read_reply      high priority
+//   board     -> disk  (disk_plan_atom, disk_plan_request) -> disk_write_lines     admission
+//   board     -> disk  (disk_submit_atom, disk_submission_ptr) -> disk_write_reply staged job
+//   board     -> disk  (generation_started_atom | generation_finished_atom, key hash)
+//   anyone    -> disk  (stats_atom) -> disk_stats
+//   anyone    -> disk  (clear_atom) -> disk_clear_reply
+//   server    -> disk  (drain_atom) -> disk_stats         answered once no write is out
+//   disk      -> disk writer (disk_write_atom, disk_job_ptr) -> disk_job_ptr   (messages.hpp)
+//
+// An offer carries the tier's generation (its clear count): a read of an offer made before a
+// clear fails cleanly instead of restoring what the clear removed. Replies that carry buffers
+// (verified bytes, staged rows) hold them by shared pointer and never leave the process: they
+// are whitelisted as local message types, as messages.hpp's are.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/type_id.hpp>
+
+#include "protocol/messages.hpp"
+
+namespace anchorage {
+
+// Defined by runtime/disk (disk_store.hpp, disk_service.hpp); only their owner at the time
+// touches them.
+struct verified_read;        // a prefix restore's bytes, every crc and id checked
+struct verified_checkpoint;  // a generation checkpoint's bytes, checked
+struct disk_submission;      // a staged write as the board hands it over
+using disk_submission_ptr = std::shared_ptr<disk_submission>;
+
+// What the disk can restore for a prompt: tokens [0, line) from its anchor at `line`.
+struct disk_offer {
+  std::string ns;                // the anchor's namespace ("" for the tier's own)
+  std::size_t line = 0;          // the length it restores (a multiple of the grid)
+  std::uint64_t key = 0;         // the prompt's prefix hash at `line` (the anchor's name)
+  std::uint64_t read_bytes = 0;  // what the read reads: its chunks and the anchor
+  std::uint64_t generation = 0;  // the tier's clear count when offered
+  double read_s = 0;             // the expected read time at the measured bandwidth
+};
+
+// Asks for the disk's offer: the prompt, where the tiers above resume (`floor`: the disk must
+// start later), and the board's measured prefill rate (0: unmeasured, the disk is read).
+struct disk_offer_request {
+  std::vector<std::int32_t> prompt;
+  std::size_t floor = 0;
+  double prefill_tokens_per_s = 0;
+};
+struct disk_offer_reply {
+  std::optional<disk_offer> offer;  // none: no anchor, not later than the floor, or declined
+  bool declined = false;            // an anchor was found but its read is slower than the prefill
+};
+
+// A request's start: a checkpoint of `checkpoint_key` when there is one (whole state), else
+// the offer's prefix. The prompt is the one the offer was made for.
+struct disk_read_request {
+  std::vector<std::int32_t> prompt;
+  std::optional<disk_offer> offer;
+  std::optional<std::uint64_t> checkpoint_key;
+};
+
+enum class disk_read_kind { none, prefix, checkpoint };
+
+// Verified buffers ready for the board to apply (disk_service::apply / apply_checkpoint), or a
+// failure (kind none) with what failed: the board then starts from what is in place, or cold.
+struct disk_read_reply {
+  disk_read_kind kind = disk_read_kind::none;
+  std::shared_ptr<verified_read> prefix;          // kind prefix
+  std::shared_ptr<verified_checkpoint> checkpoint;  // kind checkpoint
+  std::size_t line = 0;          // the length the apply leaves (the checkpoint's rows)
+  std::uint64_t bytes_read = 0;
+  double read_ms = 0;
+  std::string error;             // what failed (also a checkpoint's failure before a prefix read)
+};
+
+// What a request's prefill will write (admission, decided before it runs).
+struct disk_plan_request {
+  std::vector<std::int32_t> prompt;     // the served prompt
+  std::size_t resume = 0;               // where the prefill starts
+  bool exact = true;                    // an inexact start (a session resume) writes nothing
+  std::string session_key;
+  std::optional<std::size_t> user_start;  // where the last user message starts, when known
+};
+struct disk_write_lines {
+  std::vector<std::size_t> chunks;   // ascending; empty: nothing to write
+  std::vector<std::size_t> anchors;  // ascending, a subset of chunks
+  std::size_t rows_from = 0;         // the lowest row the disk lacks at planning (rows below it
+                                     // need no staging); chunks.back() when it lacks none
+};
+
+// A submitted job's outcome: the board releases `released_bytes` of its staging pool.
+struct disk_write_reply {
+  std::uint64_t released_bytes = 0;
+  std::size_t files_written = 0;
+  std::uint64_t bytes_written = 0;
+  bool refused = false;  // over the entry cap, or no room: nothing written
+  bool failed = false;   // a file failed, or the writer went away
+  std::string error;
+};
+
+// The tier's counters and sizes (JSON only at the wire).
+struct disk_stats {
+  std::size_t entries = 0, chunks = 0, checkpoints = 0;
+  std::uint64_t bytes = 0, limit_bytes = 0;
+  std::size_t longest_prefix = 0;
+  long hits = 0, misses = 0, declined = 0, restore_failures = 0, write_failures = 0, refusals = 0,
+       evictions = 0, superseded = 0, files_written = 0;
+  std::uint64_t bytes_written = 0, bytes_read = 0;
+  long jobs = 0;                  // jobs submitted
+  std::size_t writes_out = 0;     // jobs at the writer now
+  long anchors_planned = 0;
+  long long tokens_saved = 0;
+  double read_bytes_per_s = 0;
+  std::uint64_t generation = 0;   // clears so far
+  std::string folder;
+};
+
+struct disk_clear_reply {
+  std::size_t files_removed = 0;
+  std::uint64_t generation = 0;  // the new one: offers made before it no longer read
+};
+
+}  // namespace anchorage
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_offer_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_offer_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_read_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_read_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_plan_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_write_lines)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_submission_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_write_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_stats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_clear_reply)
+
+CAF_BEGIN_TYPE_ID_BLOCK(anchorage_disk, caf::id_block::anchorage::end)
+  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_offer_request))
+  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_offer_reply))
+  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_read_request))
+  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_read_reply))
+  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_plan_request))
+  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_write_lines))
+  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_submission_ptr))
+  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_write_reply))
+  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_stats))
+  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_clear_reply))
+  CAF_ADD_ATOM(anchorage_disk, anchorage, disk_offer_atom, "dskoffer")
+  CAF_ADD_ATOM(anchorage_disk, anchorage, disk_read_atom, "dskread")
+  CAF_ADD_ATOM(anchorage_disk, anchorage, disk_plan_atom, "dskplan")
+  CAF_ADD_ATOM(anchorage_disk, anchorage, disk_submit_atom, "dsksubmit")
+  CAF_ADD_ATOM(anchorage_disk, anchorage, generation_started_atom, "genstart")
+  CAF_ADD_ATOM(anchorage_disk, anchorage, generation_finished_atom, "genend")
+CAF_END_TYPE_ID_BLOCK(anchorage_disk)
