@@ -45,7 +45,9 @@ void answer_whole(exchange& ex, trace_writer* trace, request_kind kind, const st
     stream_event ev = ex.next();
     if (ev.what == stream_event::kind::failed) return fail(trace, http, res, ev.error);
     if (ev.what != stream_event::kind::finished) continue;
-    if (trace) trace->record(http.path, http.body, trace_outcome(route_name(kind), ev.finish_reason, ev.output, ev.usage), trace_ledger(ev.ledger));
+    if (trace)
+      trace->record(http.path, http.body, trace_outcome(route_name(kind), ev.finish_reason, ev.output, ev.usage),
+                    trace_ledger(ev.ledger));
     if (kind == request_kind::chat)
       return send_json(res, 200, chat_body(id, created, model, ev.output, ev.finish_reason, ev.usage, ev.cache));
     return send_json(res, 200, completion_body(id, created, model, ev.output.content, ev.finish_reason, ev.usage, ev.cache));
@@ -88,7 +90,9 @@ bool stream_step(stream_state& st, httplib::DataSink& sink) {
   const std::vector<std::string> chunks = st.sse.feed(ev);
   switch (ev.what) {
     case stream_event::kind::finished: {
-      if (st.trace) st.trace->record(st.path, st.body, trace_outcome(st.route, ev.finish_reason, ev.output, ev.usage), trace_ledger(ev.ledger));
+      if (st.trace)
+        st.trace->record(st.path, st.body, trace_outcome(st.route, ev.finish_reason, ev.output, ev.usage),
+                         trace_ledger(ev.ledger));
       const bool ok = write_chunks(sink, chunks);
       sink.done();
       return ok;
