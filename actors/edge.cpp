@@ -9,9 +9,10 @@
 #include "actors/admin.hpp"
 #include "actors/edge_exchange.hpp"
 #include "protocol/error_code.hpp"
-#include "runtime/io/clock.hpp"
 #include "runtime/api/openai_request.hpp"
 #include "runtime/api/openai_response.hpp"
+#include "runtime/api/sse_encoder.hpp"
+#include "runtime/io/clock.hpp"
 #include "runtime/server/trace.hpp"
 
 namespace anchorage {
@@ -31,13 +32,126 @@ std::int64_t unix_seconds() {
 // What a request is called in traces, from its path.
 std::string route_name(request_kind k) { return k == request_kind::chat ? "chat" : "completions"; }
 
+// A generation request that ends in an error before any byte of its answer went out.
+void fail(trace_writer* trace, const httplib::Request& http, httplib::Response& res, const api_error& e) {
+  if (trace) trace->record(http.path, http.body, trace_error(e), nullptr);
+  send_error(res, e);
+}
+
+// A request without "stream": waits for the end and answers one JSON body.
+void answer_whole(exchange& ex, trace_writer* trace, request_kind kind, const std::string& id, std::int64_t created,
+                  const std::string& model, const httplib::Request& http, httplib::Response& res) {
+  for (;;) {
+    stream_event ev = ex.next();
+    if (ev.what == stream_event::kind::failed) return fail(trace, http, res, ev.error);
+    if (ev.what != stream_event::kind::finished) continue;
+    if (trace)
+      trace->record(http.path, http.body, trace_outcome(route_name(kind), ev.finish_reason, ev.output, ev.usage),
+                    trace_ledger(ev.ledger));
+    if (kind == request_kind::chat)
+      return send_json(res, 200, chat_body(id, created, model, ev.output, ev.finish_reason, ev.usage, ev.cache));
+    return send_json(res, 200, completion_body(id, created, model, ev.output.content, ev.finish_reason, ev.usage, ev.cache));
+  }
+}
+
+// What a streamed request keeps between the calls of its chunk provider.
 struct stream_state {
   std::shared_ptr<exchange> ex;
-  std::shared_ptr<const completion_request> req;
-  std::string id, model, path, body;
-  std::int64_t created = 0;
-  bool started = false;
+  sse_encoder sse;
+  trace_writer* trace;
+  std::string route, path, body;
 };
+
+// Writes `chunks` in order, one write each, stopping at the first that fails; whether all went.
+bool write_chunks(httplib::DataSink& sink, const std::vector<std::string>& chunks) {
+  for (const std::string& c : chunks)
+    if (!sink.write(c.data(), c.size())) return false;
+  return true;
+}
+
+// The client went away: stop the generation at its next step. A client that left is recorded
+// too (a replay skips it: it cannot leave the same way).
+void cancel(stream_state& st) {
+  const stream_event end = st.ex->cancel();
+  if (!st.trace) return;
+  st.trace->record(st.path, st.body, nlohmann::json{{"cancelled", true}},
+                   end.what == stream_event::kind::finished ? trace_ledger(end.ledger) : nlohmann::json());
+}
+
+// One call of the chunk provider: the opening chunks on the first, then one event's chunks per
+// call. Returns false to drop the connection (the client went away).
+bool stream_step(stream_state& st, httplib::DataSink& sink) {
+  if (!st.sse.opened()) {
+    if (write_chunks(sink, st.sse.open())) return true;
+    cancel(st);
+    return false;
+  }
+  const stream_event ev = st.ex->next();
+  const std::vector<std::string> chunks = st.sse.feed(ev);
+  switch (ev.what) {
+    case stream_event::kind::finished: {
+      if (st.trace)
+        st.trace->record(st.path, st.body, trace_outcome(st.route, ev.finish_reason, ev.output, ev.usage),
+                         trace_ledger(ev.ledger));
+      const bool ok = write_chunks(sink, chunks);
+      sink.done();
+      return ok;
+    }
+    case stream_event::kind::failed:
+      if (st.trace) st.trace->record(st.path, st.body, trace_error(ev.error), nullptr);
+      for (const std::string& c : chunks) sink.write(c.data(), c.size());  // each tried: the end goes out if it can
+      sink.done();
+      return true;
+    case stream_event::kind::accepted:
+    case stream_event::kind::progress:
+    case stream_event::kind::delta:
+      break;
+  }
+  if (write_chunks(sink, chunks)) return true;
+  cancel(st);
+  return false;
+}
+
+// Operator routes go through the admin actor, which checks the token and the tier; its
+// error_codes become their HTTP status and message (protocol/error_code.hpp's describe()).
+template <class... Ts>
+void ask_admin(caf::actor_system& sys, const admin_actor& admin, httplib::Response& res, const char* content_type,
+               Ts... args) {
+  caf::scoped_actor self{sys};
+  self->request(admin, std::chrono::seconds(10), args...)
+      .receive([&](std::string& text) { res.set_content(text, content_type); },
+               [&](caf::error& err) {
+                 if (err.category() == caf::atom("anchorage")) {
+                   const error_code_text t = describe(static_cast<error_code>(err.code()));
+                   return send_error(res, {t.status, t.type, t.message, t.param});
+                 }
+                 send_error(res, {503, "server_error", "the server did not answer: " + sys.render(err), ""});
+               });
+}
+
+// httplib's own refusals (no route, a body over the limit, a request it could not read).
+void unreadable_request(const httplib::Request& q, httplib::Response& res) {
+  if (!res.body.empty()) return;
+  if (res.status == 404)
+    return send_error(res, {404, "not_found_error", "no route " + q.method + " " + q.path, ""});
+  if (res.status == 413)
+    return send_error(res, {413, "invalid_request_error", "the request body is larger than the server accepts (--max-body-mb)", ""});
+  send_error(res, {res.status, "invalid_request_error",
+                   "the request could not be read (HTTP " + std::to_string(res.status) +
+                       "; a POST needs a body with its Content-Length)",
+                   ""});
+}
+
+void internal_error(const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+  std::string what = "internal error";
+  try {
+    if (ep) std::rethrow_exception(ep);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  send_error(res, {500, "server_error", what, ""});
+}
 
 }  // namespace
 
@@ -92,179 +206,75 @@ void http_edge::stop() {
 
 void http_edge::routes() {
   auto& s = *server_;
-  const std::string model = cfg_.served_model_name;
+  s.Post("/v1/completions", [this](const httplib::Request& q, httplib::Response& r) { generate(request_kind::completion, q, r); });
+  s.Post("/v1/chat/completions", [this](const httplib::Request& q, httplib::Response& r) { generate(request_kind::chat, q, r); });
+  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& r) { models(r); });
+  s.Get("/health", [this](const httplib::Request&, httplib::Response& r) { health(r); });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) { metrics(r); });
+  s.Get("/v1/cache/stats", [this](const httplib::Request&, httplib::Response& r) { cache_stats(r); });
+  s.Post("/v1/cache/clear", [this](const httplib::Request& q, httplib::Response& r) { cache_clear(q, r); });
+  s.set_error_handler(unreadable_request);
+  s.set_exception_handler(internal_error);
+}
 
-  auto generate = [this, model](request_kind kind, const httplib::Request& http, httplib::Response& res) {
-    const std::int64_t received = steady_ns();
-    const std::string route = route_name(kind);
-    auto fail = [&](const api_error& e) {
-      if (trace_) trace_->record(http.path, http.body, trace_error(e), nullptr);
-      send_error(res, e);
-    };
-    auto parsed = parse_request(http.body, kind);
-    if (auto* err = std::get_if<api_error>(&parsed)) return fail(*err);
-    auto req = std::make_shared<const completion_request>(std::move(std::get<completion_request>(parsed)));
-    if (!req->model.empty() && req->model != model)
-      return fail({404, "not_found_error", "the model '" + req->model + "' does not exist; this server serves '" + model + "'", "model"});
-    if (draining_) return fail({503, "server_error", "the server is shutting down", ""});
+// POST /v1/completions and /v1/chat/completions: parse, check the model and the drain, hand the
+// request to the conductor, then answer one body or a stream.
+void http_edge::generate(request_kind kind, const httplib::Request& http, httplib::Response& res) {
+  const std::int64_t received = steady_ns();
+  const std::string& model = cfg_.served_model_name;
+  auto parsed = parse_request(http.body, kind);
+  if (auto* err = std::get_if<api_error>(&parsed)) return fail(trace_.get(), http, res, *err);
+  auto req = std::make_shared<const completion_request>(std::move(std::get<completion_request>(parsed)));
+  if (!req->model.empty() && req->model != model)
+    return fail(trace_.get(), http, res,
+                {404, "not_found_error", "the model '" + req->model + "' does not exist; this server serves '" + model + "'", "model"});
+  if (draining_) return fail(trace_.get(), http, res, {503, "server_error", "the server is shutting down", ""});
 
-    const std::string id = (kind == request_kind::chat ? "chatcmpl-" : "cmpl-") + std::to_string(started_s_) + "-" +
-                           std::to_string(++next_id_);
-    auto ex = std::make_shared<exchange>(sys_, conductor_, id, req, received);
-    stream_event first = ex->next();
-    if (first.what == stream_event::kind::failed) return fail(first.error);
-    const std::int64_t created = unix_seconds();
+  const std::string id = (kind == request_kind::chat ? "chatcmpl-" : "cmpl-") + std::to_string(started_s_) + "-" +
+                         std::to_string(++next_id_);
+  auto ex = std::make_shared<exchange>(sys_, conductor_, id, req, received);
+  stream_event first = ex->next();
+  if (first.what == stream_event::kind::failed) return fail(trace_.get(), http, res, first.error);
+  const std::int64_t created = unix_seconds();
+  if (!req->stream) return answer_whole(*ex, trace_.get(), kind, id, created, model, http, res);
 
-    if (!req->stream) {
-      for (;;) {
-        stream_event ev = ex->next();
-        if (ev.what == stream_event::kind::failed) return fail(ev.error);
-        if (ev.what != stream_event::kind::finished) continue;
-        if (trace_) trace_->record(http.path, http.body, trace_outcome(route, ev.finish_reason, ev.output, ev.usage), trace_ledger(ev.ledger));
-        if (kind == request_kind::chat)
-          return send_json(res, 200, chat_body(id, created, model, ev.output, ev.finish_reason, ev.usage, ev.cache));
-        return send_json(res, 200, completion_body(id, created, model, ev.output.content, ev.finish_reason, ev.usage, ev.cache));
-      }
-    }
+  auto st = std::make_shared<stream_state>(stream_state{ex, sse_encoder(kind, id, created, model, req->include_usage),
+                                                        trace_.get(), route_name(kind), http.path, http.body});
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider("text/event-stream",
+                                   [st](std::size_t, httplib::DataSink& sink) { return stream_step(*st, sink); });
+}
 
-    auto st = std::make_shared<stream_state>();
-    st->ex = ex;
-    st->req = req;
-    st->id = id;
-    st->model = model;
-    st->path = http.path;
-    st->body = http.body;
-    st->created = created;
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream", [this, st, kind, route](std::size_t, httplib::DataSink& sink) {
-      auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
-      // A client that left is recorded too (a replay skips it: it cannot leave the same way).
-      auto record_cancel = [&](const stream_event& end) {
-        if (!trace_) return;
-        trace_->record(st->path, st->body, nlohmann::json{{"cancelled", true}},
-                       end.what == stream_event::kind::finished ? trace_ledger(end.ledger) : nlohmann::json());
-      };
-      const bool chat = kind == request_kind::chat;
-      if (!st->started) {
-        st->started = true;
-        if (chat && !write(sse_data(chat_chunk_role(st->id, st->created, st->model)))) {
-          record_cancel(st->ex->cancel());
-          return false;
-        }
-        return true;
-      }
-      stream_event ev = st->ex->next();
-      bool ok = true;
-      switch (ev.what) {
-        case stream_event::kind::accepted:
-          break;
-        case stream_event::kind::progress:
-          // an SSE comment: shows progress and finds a client that went away during a prefill
-          ok = write(": prefill " + std::to_string(ev.done_tokens) + "/" + std::to_string(ev.prompt_tokens) + "\n\n");
-          break;
-        case stream_event::kind::delta:
-          for (const auto& d : ev.deltas) {
-            if (!ok) break;
-            ok = chat ? write(sse_data(chat_chunk_delta(st->id, st->created, st->model, d)))
-                      : write(sse_data(completion_chunk(st->id, st->created, st->model, d.text)));
-          }
-          break;
-        case stream_event::kind::finished: {
-          if (trace_) trace_->record(st->path, st->body, trace_outcome(route, ev.finish_reason, ev.output, ev.usage), trace_ledger(ev.ledger));
-          if (chat) {
-            ok = write(sse_data(chat_chunk_finish(st->id, st->created, st->model, chat_finish_reason(ev.output, ev.finish_reason))));
-            if (ok && st->req->include_usage) ok = write(sse_data(chat_chunk_usage(st->id, st->created, st->model, ev.usage, ev.cache)));
-          } else {
-            ok = write(sse_data(completion_chunk_finish(st->id, st->created, st->model, ev.finish_reason)));
-            if (ok && st->req->include_usage) ok = write(sse_data(completion_chunk_usage(st->id, st->created, st->model, ev.usage, ev.cache)));
-          }
-          if (ok) ok = write(sse_done());
-          sink.done();
-          return ok;
-        }
-        case stream_event::kind::failed:
-          if (trace_) trace_->record(st->path, st->body, trace_error(ev.error), nullptr);
-          write(sse_data(error_body(ev.error)));
-          write(sse_done());
-          sink.done();
-          return true;
-      }
-      if (!ok) {
-        record_cancel(st->ex->cancel());  // the client went away: stop the generation at its next step
-        return false;
-      }
-      return true;
-    });
-  };
+// GET /v1/models: the one model served.
+void http_edge::models(httplib::Response& res) const {
+  const long ctx = cfg_.engine.config().ctx_size;
+  send_json(res, 200, {{"object", "list"},
+                       {"data", nlohmann::json::array({{{"id", cfg_.served_model_name}, {"object", "model"}, {"created", started_s_},
+                                                        {"owned_by", "anchorage"}, {"max_model_len", ctx}}})}});
+}
 
-  s.Post("/v1/completions", [generate](const httplib::Request& q, httplib::Response& r) { generate(request_kind::completion, q, r); });
-  s.Post("/v1/chat/completions", [generate](const httplib::Request& q, httplib::Response& r) { generate(request_kind::chat, q, r); });
+// GET /health: 200 while serving, 503 once draining.
+void http_edge::health(httplib::Response& res) const {
+  if (draining_) return send_json(res, 503, {{"status", "draining"}});
+  send_json(res, 200, {{"status", "ok"}});
+}
 
-  s.Get("/v1/models", [this, model](const httplib::Request&, httplib::Response& res) {
-    const long ctx = cfg_.engine.config().ctx_size;
-    send_json(res, 200, {{"object", "list"},
-                         {"data", nlohmann::json::array({{{"id", model}, {"object", "model"}, {"created", started_s_},
-                                                          {"owned_by", "anchorage"}, {"max_model_len", ctx}}})}});
-  });
-  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (draining_) return send_json(res, 503, {{"status", "draining"}});
-    send_json(res, 200, {{"status", "ok"}});
-  });
+// GET /metrics: Prometheus text.
+void http_edge::metrics(httplib::Response& res) {
+  ask_admin(sys_, admin_, res, "text/plain; version=0.0.4", metrics_atom::value);
+}
 
-  // Operator routes go through the admin actor, which checks the token and the tier.
-  auto ask = [this](httplib::Response& res, const char* content_type, auto... args) {
-    caf::scoped_actor self{sys_};
-    self->request(admin_, std::chrono::seconds(10), args...)
-        .receive([&](std::string& text) { res.set_content(text, content_type); },
-                 [&](caf::error& err) {
-                   if (err.category() == caf::atom("anchorage")) {
-                     const auto code = static_cast<error_code>(err.code());
-                     static const char* messages[] = {
-                         "", "admin routes are off: start the server with --admin-token or ANCHORAGE_ADMIN_TOKEN",
-                         "this route needs the admin token (Authorization: Bearer TOKEN)",
-                         "unknown tier (all, resident, store, disk, spill, suffix, response)"};
-                     static const char* types[] = {"", "permission_error", "authentication_error", "invalid_request_error"};
-                     const auto i = static_cast<std::size_t>(code);
-                     return send_error(res, {http_status(code), types[i], messages[i], code == error_code::unknown_tier ? "tier" : ""});
-                   }
-                   send_error(res, {503, "server_error", "the server did not answer: " + sys_.render(err), ""});
-                 });
-  };
-  s.Get("/metrics", [ask](const httplib::Request&, httplib::Response& res) {
-    ask(res, "text/plain; version=0.0.4", metrics_atom::value);
-  });
-  s.Get("/v1/cache/stats", [ask](const httplib::Request&, httplib::Response& res) {
-    ask(res, "application/json", stats_atom::value);
-  });
-  s.Post("/v1/cache/clear", [ask](const httplib::Request& q, httplib::Response& res) {
-    std::string given = q.get_header_value("X-Admin-Token");
-    const std::string auth = q.get_header_value("Authorization");
-    if (given.empty() && auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
-    const std::string tier = q.has_param("tier") ? q.get_param_value("tier") : "all";
-    ask(res, "application/json", clear_atom::value, given, tier);
-  });
+// GET /v1/cache/stats: the tiers' and the ledger's JSON.
+void http_edge::cache_stats(httplib::Response& res) { ask_admin(sys_, admin_, res, "application/json", stats_atom::value); }
 
-  s.set_error_handler([](const httplib::Request& q, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 404)
-      return send_error(res, {404, "not_found_error", "no route " + q.method + " " + q.path, ""});
-    if (res.status == 413)
-      return send_error(res, {413, "invalid_request_error", "the request body is larger than the server accepts (--max-body-mb)", ""});
-    send_error(res, {res.status, "invalid_request_error",
-                     "the request could not be read (HTTP " + std::to_string(res.status) +
-                         "; a POST needs a body with its Content-Length)",
-                     ""});
-  });
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "internal error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    send_error(res, {500, "server_error", what, ""});
-  });
+// POST /v1/cache/clear?tier=NAME (all by default), with the admin token in X-Admin-Token or
+// Authorization: Bearer.
+void http_edge::cache_clear(const httplib::Request& http, httplib::Response& res) {
+  std::string given = http.get_header_value("X-Admin-Token");
+  const std::string auth = http.get_header_value("Authorization");
+  if (given.empty() && auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
+  const std::string tier = http.has_param("tier") ? http.get_param_value("tier") : "all";
+  ask_admin(sys_, admin_, res, "application/json", clear_atom::value, given, tier);
 }
 
 }  // namespace anchorage

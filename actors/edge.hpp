@@ -7,11 +7,14 @@
 #include <caf/fwd.hpp>
 
 #include "protocol/interfaces.hpp"
+#include "protocol/openai_types.hpp"
 
 #include "runtime/server/server_config.hpp"
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace anchorage {
@@ -35,7 +38,14 @@ class http_edge {
   void stop();
 
  private:
+  // One function per route; routes() registers them.
   void routes();
+  void generate(request_kind kind, const httplib::Request& http, httplib::Response& res);
+  void models(httplib::Response& res) const;
+  void health(httplib::Response& res) const;
+  void metrics(httplib::Response& res);
+  void cache_stats(httplib::Response& res);
+  void cache_clear(const httplib::Request& http, httplib::Response& res);
 
   caf::actor_system& sys_;
   conductor_actor conductor_;

@@ -9,21 +9,40 @@ namespace anchorage {
 // Errors one actor answers another with (caf::error in category "anchorage").
 enum class error_code : std::uint8_t {
   none = 0,
-  admin_disabled,  // no admin token configured: 403
-  unauthorized,    // wrong or missing admin token: 401
-  unknown_tier,    // a tier name no cache has: 400
+  admin_disabled,  // no admin token configured
+  unauthorized,    // wrong or missing admin token
+  unknown_tier,    // a tier name no cache has
 };
 
-// The HTTP status an edge answers for the code.
-inline int http_status(error_code c) {
+// What a client is told for a code: the HTTP status and OpenAI's error fields (the fields of
+// api_error in protocol/openai_types.hpp; `param` empty when none).
+struct error_code_text {
+  int status;
+  const char* type;
+  const char* message;
+  const char* param;
+};
+
+// Every code's answer, in one place: the edge sends it as {"error":{...}} with the status.
+inline error_code_text describe(error_code c) {
   switch (c) {
-    case error_code::admin_disabled: return 403;
-    case error_code::unauthorized: return 401;
-    case error_code::unknown_tier: return 400;
-    case error_code::none: break;
+    case error_code::admin_disabled:
+      return {403, "permission_error",
+              "admin routes are off: start the server with --admin-token or ANCHORAGE_ADMIN_TOKEN", ""};
+    case error_code::unauthorized:
+      return {401, "authentication_error", "this route needs the admin token (Authorization: Bearer TOKEN)", ""};
+    case error_code::unknown_tier:
+      // the names are the admin's cache_tier_names() (actors/admin.cpp)
+      return {400, "invalid_request_error", "unknown tier (all, resident, store, disk, spill, suffix, response)",
+              "tier"};
+    case error_code::none:
+      break;
   }
-  return 500;
+  return {500, "server_error", "internal error (an empty error code)", ""};
 }
+
+// The HTTP status an edge answers for the code.
+inline int http_status(error_code c) { return describe(c).status; }
 
 }  // namespace anchorage
 

@@ -18,7 +18,7 @@ namespace anchorage {
 struct api_error {
   int status = 400;
   std::string type;     // invalid_request_error | not_found_error | authentication_error |
-                        // rate_limit_error | server_error
+                        // permission_error | rate_limit_error | server_error
   std::string message;  // human-readable: says what is wrong
   std::string param;    // the offending field ("messages[2].role"), empty when none
   std::string code;     // a machine-readable reason (e.g. "context_length_exceeded"), or empty

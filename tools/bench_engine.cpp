@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/ops.hpp"
+#include "runtime/core/log.hpp"
 #include "runtime/engine/blas_setup.hpp"
 #include "runtime/engine/engine.hpp"
 #include "runtime/engine/model_weights.hpp"
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
     else if (a == "--decode-tokens") decode_tokens = std::stoi(v);
     else if (a == "--device") device = v;
     else {
-      std::cerr << "unknown argument " << a << "\n";
+      log_error() << "unknown argument " << a;
       return 2;
     }
   }
@@ -63,7 +64,7 @@ int main(int argc, char** argv) {
       e.prefill(prompt);
       const double s = seconds_since(t0);
       out["prefill"].push_back({{"tokens", n}, {"seconds", s}, {"tokens_per_s", n / s}});
-      std::cerr << "prefill " << n << ": " << s << " s\n";
+      log_info() << "prefill " << n << ": " << s << " s";
       if (n == decode_at) break;  // decode right after the prefill it needs
     }
     if (decode_tokens > 0) {
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
     }
     std::cout << out.dump(2) << "\n";
   } catch (const std::exception& ex) {
-    std::cerr << "error: " << ex.what() << "\n";
+    log_error() << ex.what();
     return 1;
   }
 }

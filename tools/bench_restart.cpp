@@ -1,9 +1,9 @@
 // Time to first token after a restart, served from the disk tier, against a cold prefill of the
 // same prompt, in one process, printed as one JSON object:
 //   1. a server with --cache-dir answers a chat request (a long system message, a short user
-//      message) cold; the disk tier writes its chunk and anchor files behind (rule 2 of the
-//      admission: a session's first request gets anchors at the last 4 grid lines at or below
-//      where its last user message starts). Once /v1/cache/stats shows them written
+//      message) cold; the disk tier writes its chunk and anchor files behind (the admission's
+//      "first request" rule in docs/DISK_TIER.md: a session's first request gets anchors at the
+//      last 4 grid lines at or below where its last user message starts). Once /v1/cache/stats shows them written
 //      (tiers.disk.entries > 0, tiers.disk.staged_bytes == 0) the server is drained and destroyed;
 //   2. a new server on the same --cache-dir (its scan rebuilds the index) answers the same system
 //      message with another user message: resumed from the disk at the last anchor line;
@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/core/log.hpp"
 #include "actors/server.hpp"
 #include "runtime/engine/blas_setup.hpp"
 #include "runtime/text/chat_template.hpp"
@@ -40,7 +41,7 @@ using json = nlohmann::json;
 namespace {
 
 [[noreturn]] void die(const std::string& what) {
-  std::cerr << "anchorage-bench-restart: " << what << "\n";
+  log_error() << what;
   std::exit(1);
 }
 
@@ -150,8 +151,7 @@ json wait_written(const live_server& s, std::chrono::seconds within) {
     const json d = disk_stats(s.stats());
     if (d.is_object() && d.value("entries", 0) > 0 && d.value("staged_bytes", 1) == 0) return d;
     if (std::chrono::steady_clock::now() >= until) {
-      std::cerr << "anchorage-bench-restart: the disk tier wrote no anchor within " << within.count()
-                << " s; its stats: " << d.dump() << "\n";
+      log_error() << "the disk tier wrote no anchor within " << within.count() << " s; its stats: " << d.dump();
       std::exit(1);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -221,7 +221,7 @@ int main(int argc, char** argv) {
   json first, written;
   {
     live_server s(with_disk);
-    std::cerr << "anchorage-bench-restart: first request (cold, writes behind)\n";
+    log_info() << "first request (cold, writes behind)";
     first = figures(s.post("/v1/chat/completions", first_req));
     written = wait_written(s, std::chrono::seconds(300));
     s.shut_down();
@@ -231,8 +231,7 @@ int main(int argc, char** argv) {
   {
     live_server s(with_disk);
     after_scan = disk_stats_when_up(s);
-    std::cerr << "anchorage-bench-restart: after the restart (" << after_scan.value("entries", 0)
-              << " anchors indexed)\n";
+    log_info() << "after the restart (" << after_scan.value("entries", 0) << " anchors indexed)";
     restarted = figures(s.post("/v1/chat/completions", second_req));
     after_restart = disk_stats(s.stats());
     s.shut_down();
@@ -241,7 +240,7 @@ int main(int argc, char** argv) {
   json cold;
   {
     live_server s(base);
-    std::cerr << "anchorage-bench-restart: the same request cold\n";
+    log_info() << "the same request cold";
     cold = figures(s.post("/v1/chat/completions", second_req));
     s.shut_down();
   }
@@ -261,8 +260,7 @@ int main(int argc, char** argv) {
   out["disk"] = {{"after_first_request", written}, {"after_scan", after_scan}, {"after_restart", after_restart}};
   std::cout << out.dump(2) << std::endl;
   if (restarted.value("source", "") != "disk") {
-    std::cerr << "anchorage-bench-restart: the restarted request was served from '" << restarted.value("source", "")
-              << "', not from the disk\n";
+    log_error() << "the restarted request was served from '" << restarted.value("source", "") << "', not from the disk";
     return 1;
   }
   return 0;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/log.hpp"
 #include "runtime/engine/blas_setup.hpp"
 #include "runtime/tiers/cache_tiers.hpp"
 #include "runtime/text/end_record_builder.hpp"
@@ -87,7 +88,7 @@ int main(int argc, char** argv) {
     else if (a == "--answer") answer = std::stoi(v);
     else if (a == "--delta") delta = std::stoi(v);
     else if (!eo.parse(a, v)) {
-      std::cerr << "unknown argument " << a << "\n";
+      log_error() << "unknown argument " << a;
       return 2;
     }
   }
@@ -131,8 +132,8 @@ int main(int argc, char** argv) {
                            {"cold", timing_json(cold)},
                            {"cold_over_end", cold.ttft_s / end.ttft_s},
                            {"cold_over_resident", cold.ttft_s / resident.ttft_s}});
-    std::cerr << "context " << L << ": cold " << cold.ttft_s << " s, end " << end.ttft_s << " s, resident "
-              << resident.ttft_s << " s\n";
+    log_info() << "context " << L << ": cold " << cold.ttft_s << " s, end " << end.ttft_s << " s, resident "
+              << resident.ttft_s << " s";
   }
   std::cout << out.dump(2) << "\n";
   return 0;

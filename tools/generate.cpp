@@ -8,6 +8,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "runtime/core/log.hpp"
 #include "runtime/engine/blas_setup.hpp"
 #include "runtime/text/chat_template.hpp"
 #include "runtime/engine/engine.hpp"
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
     j["fingerprint"] = e.layout().fingerprint;
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } catch (const std::exception& ex) {
-    std::cerr << "error: " << ex.what() << "\n";
+    log_error() << ex.what();
     return 2;
   }
 }

@@ -3,6 +3,7 @@
 #include <csignal>
 #include <iostream>
 
+#include "runtime/core/log.hpp"
 #include "actors/server.hpp"
 #include "runtime/engine/blas_setup.hpp"
 
@@ -14,7 +15,7 @@ int main(int argc, char** argv) {
   try {
     cfg = parse_server_args(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const std::exception& e) {
-    std::cerr << "anchorage: " << e.what() << "\n";
+    log_error() << e.what();
     return 2;
   }
   if (cfg.help) {
@@ -29,20 +30,20 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   try {
     const model_config mc = cfg.engine.config();
-    std::cerr << "anchorage: loading " << mc.preset << " (grid " << mc.grid << ", context " << mc.ctx_size << ")\n";
+    log_info() << "loading " << mc.preset << " (grid " << mc.grid << ", context " << mc.ctx_size << ")";
     server s(cfg);
     const int port = s.start();
-    std::cerr << "anchorage: serving '" << cfg.served_model_name << "' on http://" << cfg.host << ":" << port << "\n";
+    log_info() << "serving '" << cfg.served_model_name << "' on http://" << cfg.host << ":" << port;
     int sig = 0;
     sigwait(&signals, &sig);
-    std::cerr << "anchorage: draining (signal " << sig << ")\n";
+    log_info() << "draining (signal " << sig << ")";
     const bool clean = s.drain(std::chrono::seconds(30));
-    if (!clean) std::cerr << "anchorage: requests still running after 30 s; stopping anyway\n";
+    if (!clean) log_warn() << "requests still running after 30 s; stopping anyway";
     s.stop();
-    std::cerr << "anchorage: stopped\n";
+    log_info() << "stopped";
     return 0;
   } catch (const std::exception& e) {
-    std::cerr << "anchorage: " << e.what() << "\n";
+    log_error() << e.what();
     return 1;
   }
 }

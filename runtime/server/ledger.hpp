@@ -21,7 +21,8 @@ class ledger {
 
   void record(const ledger_entry& e);
   const std::deque<ledger_entry>& recent() const { return recent_; }
-  // {"requests": N, "by_source": {"cold": {"requests", "prompt_tokens", "prefilled", "output_tokens"}}}
+  // {"requests": N, "by_source": {SOURCE: {"requests", "prompt_tokens", "prefilled", "output_tokens"}}}
+  // with one SOURCE per x_cache source seen ("cold", "resident", "disk", ...).
   nlohmann::json totals() const;
 
  private:

@@ -1,5 +1,5 @@
 #pragma once
-// End alignment (seed §13.5): matches the next turn's prompt, as the client rendered it from its
+// End alignment (docs/CACHES.md, "The end anchor and the client's copy"): matches the next turn's prompt, as the client rendered it from its
 // copy of the answer, against the rows the engine holds up to the end anchor, so the prompt can
 // resume there. Pure functions on token vectors; no engine.
 //

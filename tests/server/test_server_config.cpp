@@ -19,7 +19,8 @@ TEST_CASE("defaults serve the small model on 127.0.0.1:8080", "[config]") {
   CHECK(c.engine.config().grid == 1024);
   CHECK(c.engine.config().ctx_size == 131072);
   CHECK_FALSE(c.no_cache);
-  // The device tiers' served defaults (seed §13.13).
+  // The device tiers' served defaults (docs/CACHES.md, "Budgets"): 2.5 GiB resident, a 2 GiB store
+  // of entries up to 1 GiB, the end anchor and end alignment on.
   CHECK(c.cache.resident_bytes == 2560ULL << 20);
   CHECK(c.cache.store_bytes == 2048ULL << 20);
   CHECK(c.cache.store_entry_bytes == 1024ULL << 20);
