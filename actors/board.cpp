@@ -161,20 +161,20 @@ bool resume_checkpoint(board_ptr self, board_job& j) {
   const std::vector<token_id> prompt(j.prompt.begin(), j.prompt.end());
   engine& e = *st.eng;
   e.abandon_prefill();
-  checkpoint_meta meta;
-  disk_store::restore_result r;
+  expected<checkpoint_meta> r = status::failure("not read");
   try {
-    r = d->store().restore_checkpoint(*hit, prompt, e.cache_state(), meta);
+    r = d->store().restore_checkpoint(*hit, prompt, e.cache_state());
   } catch (const std::exception& ex) {  // an allocation or a copy failed midway: slot 0 is unknown
     std::cerr << "anchorage: restoring a generation checkpoint failed (" << ex.what() << ")\n";
     st.tiers->clear("resident");
     e.reset();
     return false;
   }
-  if (!r.ok) {
-    std::cerr << "anchorage: a generation checkpoint failed its checks (" << r.error << "); deleted\n";
+  if (!r) {
+    std::cerr << "anchorage: a generation checkpoint failed its checks (" << r.error().error() << "); deleted\n";
     return false;
   }
+  const checkpoint_meta& meta = *r;
   request_info info;
   info.session_key = j.session_key;
   if (j.user_start >= 0) info.user_start = static_cast<std::size_t>(j.user_start);

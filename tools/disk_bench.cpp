@@ -358,8 +358,8 @@ nlohmann::json tier_bench(const std::string& size_name, const std::string& root,
         if (!hit) die("tier read: the anchor at " + std::to_string(line) + " is not indexed");
         const auto res = store.restore(*hit, w.tokens, into);
         tr = seconds_since(t0);
-        if (!res.ok) die("tier read: " + res.error);
-        tier_read += res.bytes_read;
+        if (!res) die("tier read: " + res.error().error());
+        tier_read += res->bytes_read;
       } else {
         const auto t0 = clock_type::now();
         for (std::size_t i = 0; i < raw_sizes.size(); ++i)

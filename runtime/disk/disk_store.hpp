@@ -16,7 +16,7 @@
 // the prompt, every crc) before a byte reaches the engine; a file that fails is deleted with
 // everything above it in its chain (the longer chunks, the anchors on them) and the restore
 // reports failure, the engine untouched. No I/O failure throws: a write that fails is a soft
-// failure (warned once on stderr, counted) and serving goes on.
+// failure (warned once through the log seam, counted) and serving goes on.
 //
 // The index is in memory, rebuilt by scan() from headers alone: .tmp orphans reaped, files of
 // another fingerprint or grid, with a bad header, of the wrong length or whose chain parent is
@@ -28,28 +28,36 @@
 // the chunk at its line and a chunk's the chunk below it. Room is made before a write (the
 // bytes are known before anything is encoded); an entry larger than the entry cap is refused.
 //
+// The store is a façade over five parts, each testable on its own:
+//   disk_names          the files' names and paths, namespace validation (no I/O)
+//   disk_index          what is on disk, lookups, eviction bookkeeping (no I/O)
+//   disk_write_planner  what a staged write needs: files, bytes, evictions for room (no I/O)
+//   disk_reader         a hit's files read with submission ahead and verified
+//   disk_scanner        start-up recovery: reap, sweep, remove damage, rebuild the index
+// and execute_disk_write, which encodes and writes a plan's files.
+//
 // Not thread-safe: one owner. In the server the board owns the store; the disk writer actor
 // runs the writes (see actors/disk_writer.hpp) on its own env and reports what it wrote.
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <memory>
 #include <optional>
-#include <set>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "runtime/core/status.hpp"
+#include "runtime/core/token.hpp"
 #include "runtime/disk/checkpoint_codec.hpp"
 #include "runtime/disk/disk_eviction.hpp"
-#include "runtime/io/file_env.hpp"
+#include "runtime/disk/disk_index.hpp"
+#include "runtime/disk/disk_names.hpp"
+#include "runtime/disk/disk_reader.hpp"
+#include "runtime/disk/disk_scanner.hpp"
+#include "runtime/disk/disk_write_planner.hpp"
 #include "runtime/disk/staged_state.hpp"
 #include "runtime/engine/state_adapter.hpp"
-#include "runtime/core/token.hpp"
+#include "runtime/io/file_env.hpp"
 
 namespace anchorage {
 
@@ -57,21 +65,6 @@ struct disk_store_options {
   std::string dir;                  // the tier's root; the store works in dir/<fingerprint hex>
   disk_eviction_options eviction;   // budget (--disk-cache-gb), lifetime, free-space floor
   std::uint64_t entry_max_bytes = 0;  // one write's largest size; 0: the budget
-};
-
-// What scan() found.
-struct disk_scan_report {
-  std::size_t indexed = 0;         // files indexed
-  std::size_t tmp_reaped = 0;      // .tmp orphans removed
-  std::size_t foreign_swept = 0;   // files of another fingerprint or grid removed
-  std::size_t damaged_removed = 0; // bad headers, wrong lengths, missing parents
-};
-
-// An anchor the index can restore: every chunk below it is indexed.
-struct disk_hit {
-  std::string ns;
-  std::size_t line = 0;          // the prefix length it restores (a multiple of the grid)
-  std::uint64_t read_bytes = 0;  // the bytes a restore reads: its chunks and the anchor
 };
 
 // What one write did.
@@ -86,45 +79,20 @@ struct disk_write_report {
   std::string error;               // what failed, when refused or failed
 };
 
-// One file of a write, as the store decided it.
-struct disk_file_job {
-  bool anchor = false;          // an anchor file; otherwise a chunk file (or the checkpoint)
-  bool checkpoint = false;      // the plan's generation checkpoint
-  std::size_t line = 0;
-  std::size_t anchor_index = 0; // which of the staged anchors (anchor files)
-  std::string dir, name;
-};
-// What prepare() decided: the files to write, in order.
-struct disk_write_plan {
-  std::vector<disk_file_job> files;
-  std::optional<checkpoint_meta> checkpoint;  // a checkpoint write: its meta (sections staged as
-                                              // anchors[0], rows [0, rows) staged)
-  std::size_t chunks_present = 0;
-  std::uint64_t bytes = 0;
-  std::uint64_t epoch = 0;      // the store's clear() count when planned
-  std::uint64_t pending = 0;    // bytes counted as in flight until commit()
-  bool refused = false;
-  std::string error;
-};
-struct disk_file_result {
-  bool ok = false;
-  std::uint64_t bytes = 0;
-  std::string error;
-};
+// One file's outcome in execute_disk_write: the bytes written, or why it failed.
+using disk_file_result = expected<std::uint64_t>;
 
-// A prefix restore read and verified, not applied yet (disk_store::read_verified): the bytes of
-// every chunk file of the chain and of the anchor file, and views into them. Move-only; the views
-// stay valid while it lives (the buffers are on the heap and move with it).
-struct verified_read {
-  std::size_t line = 0;            // the length it restores
+// What a restore read.
+struct disk_restore {
   std::uint64_t bytes_read = 0;
-  std::vector<std::unique_ptr<unsigned char[]>> buffers;  // one per file, the anchor's last
-  std::vector<chunk_view> chunks;  // chunks[i]: rows [i grid, (i + 1) grid)
-  anchor_view anchor;
+};
 
-  verified_read() = default;
-  verified_read(verified_read&&) = default;
-  verified_read& operator=(verified_read&&) = default;
+// A prefix restore read and verified, not applied yet (disk_store::read_verified): every chunk
+// file of the chain and the anchor file, every crc and token id checked. Move-only.
+struct verified_read {
+  std::size_t line = 0;  // the length it restores
+  std::uint64_t bytes_read = 0;
+  verified_anchor anchor;
 };
 
 // A generation checkpoint read and verified, not applied yet (disk_store::read_checkpoint_verified).
@@ -134,7 +102,8 @@ struct verified_checkpoint {
 };
 
 // Encodes and writes the plan's files in order through `env`, stopping at the first failure
-// (the results then end with it). Touches no index: what the disk writer actor runs, on its own
+// (the results then end with it). File i is in flight on the env's ring while file i + 1 is
+// encoded (its crcs computed). Touches no index: what the disk writer actor runs, on its own
 // env, while the board serves.
 std::vector<disk_file_result> execute_disk_write(file_env& env, const state_layout& layout,
                                                  const staged_write& w, const disk_write_plan& plan);
@@ -144,10 +113,13 @@ class disk_store {
   // Does no I/O: call scan() before anything else. `env` and `clock` must outlive the store.
   disk_store(file_env& env, const state_layout& layout, const eviction_clock& clock,
              disk_store_options options);
+  disk_store(const disk_store&) = delete;
+  disk_store& operator=(const disk_store&) = delete;
 
-  // Startup recovery (seed 003 scan): creates our folder, reaps .tmp orphans, sweeps files of
-  // another fingerprint or grid and damaged ones (inside our folder only), and rebuilds the index
-  // from headers alone, last use = the file's modification time. Drops every earlier index entry.
+  // Startup recovery (seed 003 scan; disk_scanner): creates our folder, reaps .tmp orphans,
+  // sweeps files of another fingerprint or grid and damaged ones (inside our folder only), and
+  // rebuilds the index from headers alone, last use = the file's modification time. Drops every
+  // earlier index entry.
   disk_scan_report scan();
 
   // ---- Writes -------------------------------------------------------------------------------
@@ -176,63 +148,59 @@ class disk_store {
   // token forwards), its key equal to the prompt's prefix hash at that line, every chunk below
   // it indexed. Longer anchors would need their sections trimmed, which sections cannot be:
   // skipped. nullopt when none.
-  std::optional<disk_hit> find(const std::vector<token_id>& prompt, const std::string& ns = "") const;
+  std::optional<disk_hit> find(const std::vector<token_id>& prompt, const std::string& ns = "") const {
+    return index_.find(prompt, ns);
+  }
   // The anchor of `ns` at exactly tokens.size() (on the grid), with its chain; nullopt when none.
-  std::optional<disk_hit> find_exact(const std::vector<token_id>& tokens, const std::string& ns = "") const;
+  std::optional<disk_hit> find_exact(const std::vector<token_id>& tokens, const std::string& ns = "") const {
+    return index_.find_exact(tokens, ns);
+  }
   // True when the index can seed every token of `tokens`: find_exact finds it.
-  bool has_durable_prefix(const std::vector<token_id>& tokens, const std::string& ns = "") const;
+  bool has_durable_prefix(const std::vector<token_id>& tokens, const std::string& ns = "") const {
+    return find_exact(tokens, ns).has_value();
+  }
   // The longest line of any usable anchor, any namespace; 0 when none.
-  std::size_t longest_durable_prefix_tokens() const;
+  std::size_t longest_durable_prefix_tokens() const { return index_.longest_durable_prefix_tokens(); }
   // The token ids of every usable anchor, read from the chunk files' headers and token blocks
   // (no rows, no sections), shortest first. A file that cannot be read is skipped.
   std::vector<std::vector<token_id>> token_prefixes();
 
   // ---- Restore -------------------------------------------------------------------------------
-  // Reads hit's chunks and anchor, verifies every one against `prompt` (which holds at least
-  // hit.line ids) and the layout, and only then writes rows [0, line) and every section into
-  // `into` and sets its valid length to hit.line. Counts a hit (eviction: hits + 1, last use
-  // now). On any failure: the failing file and everything above it in its chain are deleted,
-  // `into` is untouched, and the result names what failed.
-  struct restore_result {
-    bool ok = false;
-    std::string error;
-    std::uint64_t bytes_read = 0;
-  };
-  restore_result restore(const disk_hit& hit, const std::vector<token_id>& prompt, state_adapter& into);
+  // Reads hit's chunks and anchor (disk_reader), verifies every one against `prompt` (which
+  // holds at least hit.line ids) and the layout, and only then writes rows [0, line) and every
+  // section into `into` and sets its valid length to hit.line. Counts a hit (eviction: hits + 1,
+  // last use now). On any failure: the failing file and everything above it in its chain are
+  // deleted, `into` is untouched, and the status names what failed.
+  expected<disk_restore> restore(const disk_hit& hit, const std::vector<token_id>& prompt, state_adapter& into);
   // restore() in two steps, so the reading and checking can happen off the engine's owner:
   // read_verified() reads and verifies every file as restore() does and counts the hit (or, on
   // failure, deletes the broken chain and names what failed) without touching any engine;
   // apply_verified() then writes the bytes into `into` (rows [0, line), every section, valid
   // length = line). It touches no store, so whoever owns the engine calls it.
   expected<verified_read> read_verified(const disk_hit& hit, const std::vector<token_id>& prompt);
-  static void apply_verified(const verified_read& read, state_adapter& into);
+  static void apply_verified(const verified_read& read, state_adapter& into) { read.anchor.apply(into); }
 
   // ---- Generation checkpoints (seed 003 storeGenerationCheckpoint) ---------------------------
   // A checkpoint is one self-contained file (runtime/disk/checkpoint_codec.hpp) in its own namespace:
   // it never seeds a prefill. A newer checkpoint of the same key supersedes the older ones only
   // once its rename succeeded, so a crash during its write leaves the previous one.
-  struct checkpoint_hit {
-    std::uint64_t key_hash = 0;
-    std::size_t rows = 0;  // the state's length: prompt + output ids - 1
-    std::uint64_t bytes = 0;
-  };
-  // Writes `meta` with the state `from` holds (valid length = meta.tokens.size() - 1).
-  bool store_checkpoint(const checkpoint_meta& meta, const state_adapter& from);
+  using checkpoint_hit = disk_checkpoint_hit;
   // prepare()/commit() for a checkpoint staged in w (rows [0, rows), sections as anchors[0]).
   disk_write_plan prepare_checkpoint(const staged_write& w, const checkpoint_meta& meta);
   // The longest checkpoint of `key_hash`; nullopt when none. Index only.
-  std::optional<checkpoint_hit> find_checkpoint(std::uint64_t key_hash) const;
-  // Reads and verifies it against `prompt` and the key, then writes the whole state into `into`;
-  // the meta comes back in `meta`. On failure the file is deleted and `into` untouched.
-  restore_result restore_checkpoint(const checkpoint_hit& hit, const std::vector<token_id>& prompt,
-                                    state_adapter& into, checkpoint_meta& meta);
+  std::optional<checkpoint_hit> find_checkpoint(std::uint64_t key_hash) const {
+    return index_.find_checkpoint(key_hash);
+  }
+  // Reads and verifies it against `prompt` and the key, then writes the whole state into `into`
+  // and returns the checkpoint's meta. On failure the file is deleted and `into` untouched.
+  expected<checkpoint_meta> restore_checkpoint(const checkpoint_hit& hit, const std::vector<token_id>& prompt,
+                                               state_adapter& into);
   // restore_checkpoint() in two steps, as read_verified() / apply_verified().
   expected<verified_checkpoint> read_checkpoint_verified(const checkpoint_hit& hit,
                                                          const std::vector<token_id>& prompt);
   static void apply_checkpoint_verified(const verified_checkpoint& read, state_adapter& into);
   // Deletes every checkpoint of the key (the generation finished).
   std::size_t remove_checkpoints(std::uint64_t key_hash);
-  std::size_t checkpoint_count() const { return checkpoints_.size(); }
 
   // ---- Maintenance ---------------------------------------------------------------------------
   // Deletes what the eviction policy names (lifetime, budget, free-space floor); returns the
@@ -244,67 +212,40 @@ class disk_store {
   // Per-store counters and sizes for /v1/cache/stats.
   nlohmann::json stats() const;
 
-  std::size_t entries() const;     // anchors indexed, every namespace
-  std::size_t chunk_count() const { return chunks_.size(); }
-  bool has_chunk(std::uint64_t prefix_hash) const { return chunks_.count(prefix_hash) != 0; }
-  std::uint64_t total_bytes() const { return eviction_->held_bytes(); }
+  std::size_t entries() const { return index_.entries(); }  // anchors indexed, every namespace
+  std::size_t chunk_count() const { return index_.chunk_count(); }
+  bool has_chunk(std::uint64_t prefix_hash) const { return index_.has_chunk(prefix_hash); }
+  std::uint64_t total_bytes() const { return index_.held_bytes(); }
   std::uint64_t max_bytes() const { return options_.eviction.budget_bytes; }
-  const std::string& folder() const { return folder_; }
+  const std::string& folder() const { return names_.folder(); }
   // The bytes a staged write would add: its chunks and anchors not indexed yet.
-  std::uint64_t bytes_needed(const staged_write& w) const;
+  std::uint64_t bytes_needed(const staged_write& w) const { return planner_.bytes_needed(w); }
   const state_layout& layout() const { return layout_; }
   file_env& env() { return env_; }
-
+  const disk_index& index() const { return index_; }
 
  private:
-  struct chunk_entry {
-    std::size_t line = 0;
-    std::uint64_t parent = 0;  // the prefix hash at line - grid; 0 at the first line
-    std::uint64_t bytes = 0;
-  };
-  struct anchor_entry {
-    std::string ns;
-    std::size_t line = 0;
-    std::vector<std::uint64_t> chain;  // chunk hashes at grid, 2 grid, ..., line
-    std::uint64_t bytes = 0;
-  };
-
-  std::string chunk_path(std::uint64_t hash) const;
-  std::string anchor_dir(const std::string& ns) const;
-  std::string anchor_path(const std::string& ns, std::uint64_t key) const;
-  static std::uint64_t anchor_id(const std::string& ns, std::uint64_t key);
-  bool chain_indexed(const std::vector<std::uint64_t>& chain) const;
-  // Deletes an eviction id and its descendants, files and index entries; returns files deleted.
+  // Deletes an id and everything standing on it, files and index entries; returns files deleted.
   std::size_t drop(std::uint64_t id);
   void warn_once(const std::string& what);
-  bool known_chunk(std::uint64_t hash) const;
-  // The prefix hash at every line the write's tokens reach (grid, 2 grid, ...), in one pass.
-  std::vector<std::uint64_t> line_hashes(const staged_write& w) const;
-  // Refuses a plan over the entry cap, or makes room for it (never evicting `keep`).
-  void make_room(disk_write_plan& p, const std::unordered_set<std::uint64_t>& keep);
+  // Deletes the plan's evictions, then confirms its room (or refuses it); counts refusals.
+  void make_room(disk_write_plan& p);
   void commit_checkpoint(const disk_file_job& f, const checkpoint_meta& meta, std::uint64_t epoch,
                          const disk_file_result& result, disk_write_report& r);
+  // A failed write's file: removed unless it is the indexed one.
+  void discard_failed(std::uint64_t id, const std::string& path, const disk_file_result& result,
+                      disk_write_report& r);
 
   file_env& env_;
   state_layout layout_;
   const eviction_clock& clock_;
   disk_store_options options_;
-  std::string folder_;
   std::size_t grid_ = 0;
-  std::unique_ptr<disk_eviction> eviction_;
-  std::unordered_map<std::uint64_t, chunk_entry> chunks_;   // by prefix hash
-  std::unordered_map<std::uint64_t, anchor_entry> anchors_; // by anchor_id(ns, key)
-  struct checkpoint_entry {
-    std::uint64_t key_hash = 0;
-    std::size_t rows = 0;
-    std::uint64_t bytes = 0;
-  };
-  std::unordered_map<std::uint64_t, checkpoint_entry> checkpoints_;  // by eviction id
-  std::string checkpoint_name(std::uint64_t key_hash, std::size_t rows) const;
-  std::unordered_map<std::uint64_t, std::string> paths_;    // eviction id -> file path
-  std::unordered_map<std::uint64_t, int> in_flight_;  // chunk hashes and anchor ids prepared, not committed
-  std::uint64_t epoch_ = 0;  // clear() count
-  std::uint64_t pending_bytes_ = 0;  // bytes prepared and not committed: the budget counts them
+  disk_names names_;
+  disk_index index_;
+  disk_write_planner planner_;
+  disk_reader reader_;
+  disk_scanner scanner_;
   bool warned_ = false;
   long hits_ = 0, restore_failures_ = 0, write_failures_ = 0, refusals_ = 0, evictions_ = 0,
        superseded_ = 0, files_written_ = 0;

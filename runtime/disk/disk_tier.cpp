@@ -63,12 +63,12 @@ bool disk_tier::restore(const resume_offer& o, state_adapter& into, std::string&
   const std::int64_t t0 = steady_ns();
   const auto r = store_.restore(hit, o.served, into);
   const double s = static_cast<double>(steady_ns() - t0) / 1e9;
-  if (!r.ok) {
-    error = r.error;
+  if (!r) {
+    error = r.error().error();
     ++restore_failures_;
     return false;
   }
-  if (s > 0 && r.bytes_read > 0) read_bps_ = blend(read_bps_, static_cast<double>(r.bytes_read) / s);
+  if (s > 0 && r->bytes_read > 0) read_bps_ = blend(read_bps_, static_cast<double>(r->bytes_read) / s);
   ++hits_;
   tokens_saved_ += static_cast<long long>(o.at);
   return true;

@@ -1,6 +1,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -30,6 +32,44 @@ using file_piece = std::pair<const void*, std::size_t>;
 // The suffix of a file being written. A name ending in it is never a finished file: a start-up
 // sweep may delete every one it finds (a crash or a kill -9 left it).
 inline constexpr const char* tmp_suffix = ".tmp";
+
+// The bytes of a whole file read by file_env::submit_read: `size()` bytes at a 4096-aligned
+// address (room for O_DIRECT's rounding up), owned by whoever holds the buffer.
+class file_buffer {
+ public:
+  file_buffer() = default;
+  // `n` bytes, with capacity rounded up to 4096; std::bad_alloc when memory is short.
+  explicit file_buffer(std::size_t n);
+  file_buffer(file_buffer&& o) noexcept { *this = std::move(o); }
+  file_buffer& operator=(file_buffer&& o) noexcept {
+    data_ = std::move(o.data_);
+    size_ = std::exchange(o.size_, 0);
+    capacity_ = std::exchange(o.capacity_, 0);
+    return *this;
+  }
+  unsigned char* data() { return data_.get(); }
+  const unsigned char* data() const { return data_.get(); }
+  std::size_t size() const { return size_; }
+  std::size_t capacity() const { return capacity_; }
+  // Makes the buffer `n` bytes long, n <= capacity() (a buffer reused for another file).
+  void set_size(std::size_t n) { size_ = n <= capacity_ ? n : capacity_; }
+  // Gives the memory up without freeing it (an env whose ring may still write into it).
+  void leak() { (void)data_.release(); size_ = capacity_ = 0; }
+
+ private:
+  struct free_deleter {
+    void operator()(unsigned char* p) const { std::free(p); }
+  };
+  std::unique_ptr<unsigned char, free_deleter> data_;
+  std::size_t size_ = 0, capacity_ = 0;
+};
+
+// Names one asynchronous operation of one env (submit_read, submit_write_atomic) until it is
+// waited for; id 0 names none.
+struct io_ticket {
+  std::uint64_t id = 0;
+  explicit operator bool() const { return id != 0; }
+};
 
 // `dir` + "/" + `name`.
 std::string join_path(const std::string& dir, const std::string& name);
@@ -99,6 +139,35 @@ class file_env {
   // Sets the file's modification (and access) time to `seconds` since the epoch. True when set.
   // Not synced, like remove().
   virtual bool set_modified_s(const std::string& path, std::int64_t seconds) = 0;
+
+  // ---- Submission ahead -------------------------------------------------------------------
+  // The asynchronous forms let one thread keep the device busy while it computes (a restore
+  // verifies file i while file i + 1 is read; a write encodes file i + 1 while file i is
+  // written), with no thread of its own. The same one-thread-at-a-time rule holds: the submit
+  // and the wait are calls on the env like any other, and the env makes progress on what was
+  // submitted only in the kernel or inside its own calls. Several operations may be in flight
+  // at once, in any mix with the synchronous calls, and waited for in any order.
+  // Every ticket must be waited for exactly once; waiting for a ticket this env did not give, or
+  // twice, is a programmer error and asserts. Destroying an env with operations in flight waits
+  // for them and discards their results.
+
+  // Starts reading the first `n` bytes of `path` into a new file_buffer of size n. Never fails
+  // by itself: every failure (a missing file, a file shorter than n, an I/O error) is reported by
+  // wait_read. An env without asynchronous I/O may read at once, here.
+  virtual io_ticket submit_read(const std::string& path, std::size_t n) = 0;
+  // Waits for a submit_read. Success: `out` holds the n bytes. Failure: as read(); `out` is then
+  // empty.
+  virtual file_result wait_read(io_ticket ticket, file_buffer& out) = 0;
+
+  // Starts write_atomic(dir, name, pieces). The env copies the pieces' bytes before it returns,
+  // so the caller may free or change them at once. Never fails by itself: the outcome, with
+  // write_atomic's contract (tmp removed on a failure before the rename, at most an orphan tmp
+  // after a crash), is what wait_write returns. The file is in place only once wait_write has
+  // returned success.
+  virtual io_ticket submit_write_atomic(const std::string& dir, const std::string& name,
+                                        const std::vector<file_piece>& pieces) = 0;
+  // Waits for a submit_write_atomic and returns what write_atomic would have.
+  virtual file_result wait_write(io_ticket ticket) = 0;
 };
 
 }  // namespace anchorage

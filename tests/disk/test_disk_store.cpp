@@ -58,9 +58,9 @@ TEST_CASE("a stored prefix restores a cold prefill's bits through a fresh store"
   SECTION("into a fresh engine") {
     auto fresh = make_engine(b.c);
     const auto r = reader.restore(*hit, tokens, fresh->cache_state());
-    INFO(r.error);
-    REQUIRE(r.ok);
-    CHECK(r.bytes_read == hit->read_bytes);
+    INFO(r.error().error());
+    REQUIRE(bool(r));
+    CHECK(r->bytes_read == hit->read_bytes);
     require_same_as_cold(*fresh, *cold, line);
     // The rest of the prompt forwards to the same logits and state on both.
     fresh->prefill(slice(tokens, line, tokens.size()));
@@ -71,8 +71,8 @@ TEST_CASE("a stored prefix restores a cold prefill's bits through a fresh store"
   SECTION("into an engine that held another, longer sequence") {
     auto used = prefilled(b.c, test_tokens(200, 9), 200);
     const auto r = reader.restore(*hit, tokens, used->cache_state());
-    INFO(r.error);
-    REQUIRE(r.ok);
+    INFO(r.error().error());
+    REQUIRE(bool(r));
     require_same_as_cold(*used, *cold, line);
     used->prefill(slice(tokens, line, tokens.size()));
     cold->prefill(slice(tokens, line, tokens.size()));
@@ -169,8 +169,8 @@ TEST_CASE("namespaces see only their own anchors and share every chunk", "[disk]
     CHECK(hit->ns == ns);
     auto fresh = make_engine(b.c);
     const auto res = again->restore(*hit, tokens, fresh->cache_state());
-    INFO(res.error);
-    REQUIRE(res.ok);
+    INFO(res.error().error());
+    REQUIRE(bool(res));
     require_same_as_cold(*fresh, *cold, line);
   }
 }
@@ -259,7 +259,7 @@ TEST_CASE("clear removes every file of our folder, and stats count what happened
   auto scratch = make_engine(b.c);
   const auto hit = store->find(t);
   REQUIRE(hit);
-  REQUIRE(store->restore(*hit, t, scratch->cache_state()).ok);
+  REQUIRE(bool(store->restore(*hit, t, scratch->cache_state())));
   CHECK(counter(store->stats(), "hits") == hits0 + 1);
   CHECK(counter(store->stats(), "bytes_read") ==
         counter(s0, "bytes_read") + static_cast<long>(hit->read_bytes));
@@ -352,8 +352,8 @@ TEST_CASE("a write in three steps indexes what it wrote, unless its chain went m
   const auto results = execute_disk_write(writer_env, b.layout, w, plan);
   REQUIRE(results.size() == 5);
   for (const auto& r : results) {
-    INFO(r.error);
-    CHECK(r.ok);
+    INFO(r.error().error());
+    CHECK(bool(r));
   }
   CHECK_FALSE(store->find(t));  // written, not yet indexed
   const disk_write_report rep = store->commit(w, plan, results);
@@ -371,8 +371,8 @@ TEST_CASE("a write in three steps indexes what it wrote, unless its chain went m
     REQUIRE(hit);
     auto fresh = make_engine(b.c);
     const auto r = store->restore(*hit, t, fresh->cache_state());
-    INFO(r.error);
-    REQUIRE(r.ok);
+    INFO(r.error().error());
+    REQUIRE(bool(r));
     require_same_as_cold(*fresh, *et, line);
   }
 
@@ -399,7 +399,7 @@ TEST_CASE("a write in three steps indexes what it wrote, unless its chain went m
     std::ofstream(chunk_file(*store, t, 3 * b.g), std::ios::binary | std::ios::trunc)
         << std::string(b.cfb, 'x');
     auto scratch = make_engine(b.c);
-    REQUIRE_FALSE(store->restore(*store->find(t), t, scratch->cache_state()).ok);
+    REQUIRE_FALSE(bool(store->restore(*store->find(t), t, scratch->cache_state())));
     store->commit(wx, px, rx);
     CHECK_FALSE(store->find(t, "x"));
     CHECK_FALSE(exists(anchor_file(*store, "x", t, line)));

@@ -70,8 +70,8 @@ TEST_CASE("an entry over the budget evicts the least valuable one first", "[disk
       const auto hit = store->find(t[0]);
       REQUIRE(hit);
       const auto r = store->restore(*hit, t[0], scratch->cache_state());
-      INFO(r.error);
-      REQUIRE(r.ok);
+      INFO(r.error().error());
+      REQUIRE(bool(r));
     }
     REQUIRE(store->store(slice(t[2], 0, line), en[2]->cache_state()));
     CHECK(store->total_bytes() <= budget);
@@ -83,8 +83,8 @@ TEST_CASE("an entry over the budget evicts the least valuable one first", "[disk
     REQUIRE(hit);
     auto fresh = make_engine(b.c);
     const auto r = store->restore(*hit, t[0], fresh->cache_state());
-    INFO(r.error);
-    REQUIRE(r.ok);
+    INFO(r.error().error());
+    REQUIRE(bool(r));
     require_same_as_cold(*fresh, *en[0], line);
   }
 }
@@ -119,8 +119,8 @@ TEST_CASE("room for a longer entry is not made by evicting the chunks it stands 
   CHECK(hit->line == 4 * b.g);
   auto fresh = make_engine(b.c);
   const auto res = store->restore(*hit, t, fresh->cache_state());
-  INFO(res.error);
-  REQUIRE(res.ok);
+  INFO(res.error().error());
+  REQUIRE(bool(res));
   auto cold = prefilled(b.c, t, 4 * b.g);
   require_same_as_cold(*fresh, *cold, 4 * b.g);
 }
@@ -157,7 +157,7 @@ TEST_CASE("entries unused longer than the lifetime go, last use surviving a rest
       auto scratch = make_engine(b.c);
       const auto hit = store->find(e);
       REQUIRE(hit);
-      REQUIRE(store->restore(*hit, e, scratch->cache_state()).ok);
+      REQUIRE(bool(store->restore(*hit, e, scratch->cache_state())));
     }
     b.clock.set(t0 + 5 * day);
     {

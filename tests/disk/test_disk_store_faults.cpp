@@ -66,8 +66,8 @@ TEST_CASE("a full disk mid-store fails softly and leaves only whole, indexed fil
   REQUIRE(hit);
   auto fresh = make_engine(b.c);
   const auto res = store->restore(*hit, tokens, fresh->cache_state());
-  INFO(res.error);
-  REQUIRE(res.ok);
+  INFO(res.error().error());
+  REQUIRE(bool(res));
   require_same_as_cold(*fresh, *cold, line);
 }
 
@@ -86,10 +86,10 @@ TEST_CASE("a read error fails the restore, leaves the engine untouched and drops
   const auto hit = store->find(tokens);
   REQUIRE(hit);
   b.env.fail_reads(EIO);
-  disk_store::restore_result r;
+  expected<disk_restore> r = status::failure("not read");
   REQUIRE_NOTHROW(r = store->restore(*hit, tokens, target->cache_state()));
-  CHECK_FALSE(r.ok);
-  CHECK_FALSE(r.error.empty());
+  CHECK_FALSE(bool(r));
+  CHECK_FALSE(r.error().error().empty());
   CHECK(b.env.counters().read_errors >= 1);
   guard.check();
   CHECK_FALSE(store->find(tokens));
@@ -103,8 +103,8 @@ TEST_CASE("a read error fails the restore, leaves the engine untouched and drops
   REQUIRE(again);
   CHECK(again->line == line);
   const auto ok = store->restore(*again, tokens, target->cache_state());
-  INFO(ok.error);
-  REQUIRE(ok.ok);
+  INFO(ok.error().error());
+  REQUIRE(bool(ok));
   require_same_as_cold(*target, *cold, line);
 }
 
@@ -150,8 +150,8 @@ TEST_CASE("a crash before the rename leaves a tmp that the next scan reaps", "[d
   REQUIRE(hit);
   auto fresh = make_engine(b.c);
   const auto r = restarted.restore(*hit, tokens, fresh->cache_state());
-  INFO(r.error);
-  REQUIRE(r.ok);
+  INFO(r.error().error());
+  REQUIRE(bool(r));
   require_same_as_cold(*fresh, *cold, line);
 }
 
@@ -182,8 +182,8 @@ TEST_CASE("a flipped bit in an anchor or a chunk is refused and its chain delete
     const auto hit = store->find(tokens);
     REQUIRE(hit);
     const auto r = store->restore(*hit, tokens, target->cache_state());
-    CHECK_FALSE(r.ok);
-    CHECK_THAT(r.error, Catch::Contains("crc"));
+    CHECK_FALSE(bool(r));
+    CHECK_THAT(r.error().error(), Catch::Contains("crc"));
     CHECK(b.env.counters().bit_flips == 1);
     guard.check();
     // The anchor is gone; the chunks below it stay.
@@ -213,8 +213,8 @@ TEST_CASE("a flipped bit in an anchor or a chunk is refused and its chain delete
     const auto hit = store->find(tokens);
     REQUIRE(hit);
     const auto r = store->restore(*hit, tokens, target->cache_state());
-    CHECK_FALSE(r.ok);
-    CHECK_THAT(r.error, Catch::Contains("crc"));
+    CHECK_FALSE(bool(r));
+    CHECK_THAT(r.error().error(), Catch::Contains("crc"));
     guard.check();
     // Chunk 2, the longer chunks and the anchor are gone; chunk 1 stays.
     CHECK(exists(chunk_file(*store, tokens, b.g)));
@@ -235,8 +235,8 @@ TEST_CASE("a flipped bit in an anchor or a chunk is refused and its chain delete
   const auto hit = store->find(tokens);
   REQUIRE(hit);
   const auto r = store->restore(*hit, tokens, target->cache_state());
-  INFO(r.error);
-  REQUIRE(r.ok);
+  INFO(r.error().error());
+  REQUIRE(bool(r));
   require_same_as_cold(*target, *cold, line);
 }
 
@@ -276,8 +276,8 @@ TEST_CASE("a chunk whose ids differ under valid crcs is refused by the token che
   const auto hit = restarted->find(tokens);
   REQUIRE(hit);
   const auto r = restarted->restore(*hit, tokens, target->cache_state());
-  CHECK_FALSE(r.ok);
-  CHECK_THAT(r.error, Catch::Contains("token"));
+  CHECK_FALSE(bool(r));
+  CHECK_THAT(r.error().error(), Catch::Contains("token"));
   guard.check();
   CHECK(exists(chunk_file(*restarted, tokens, b.g)));
   for (std::size_t k = 2; k <= 4; ++k) CHECK_FALSE(exists(chunk_file(*restarted, tokens, k * b.g)));
@@ -304,4 +304,66 @@ TEST_CASE("a write whose directory fsync fails leaves no file behind and nothing
   // Nothing is left for a restart to index; the next write goes through.
   CHECK(b.open()->chunk_count() == 0);
   CHECK(store->store(slice(tokens, 0, line), cold->cache_state()));
+}
+
+TEST_CASE("a fault on the file read ahead is caught before anything is applied", "[disk]") {
+  // A restore of four chunks and an anchor submits file i + 1 before it verifies file i: the
+  // third chunk is in flight while the second is checked. A fault aimed at it alone (a flipped
+  // bit in its rows, or EIO) fails the restore, the engine untouched, and drops the chain from
+  // that chunk up; the two below stay.
+  bench b;
+  const std::size_t line = 4 * b.g;
+  const auto tokens = test_tokens(line + 1);
+  auto cold = prefilled(b.c, tokens, line);
+  auto store = b.open();
+  REQUIRE(store->store(slice(tokens, 0, line), cold->cache_state()));
+  auto target = prefilled(b.c, test_tokens(50, 9), 50);
+  const untouched guard(*target, line);
+  const std::string third = chunk_file(*store, tokens, 3 * b.g);
+  b.env.read_faults_only_for(third);
+  const std::uint64_t reads_before = b.env.counters().reads;
+
+  SECTION("a flipped bit in its rows") {
+    const std::size_t chunk_hb = df::chunk_fixed_bytes + b.layout.views.size() * df::entry_bytes;
+    b.env.flip_bit_on_read(chunk_hb + b.g * df::token_bytes + 5, 3);
+    const auto hit = store->find(tokens);
+    REQUIRE(hit);
+    const auto r = store->restore(*hit, tokens, target->cache_state());
+    CHECK_FALSE(bool(r));
+    CHECK_THAT(r.error().error(), Catch::Contains("crc"));
+    CHECK(b.env.counters().bit_flips == 1);
+    // Chunks 1 to 3 were read and chunk 4 was in flight when chunk 3 failed its crc; the
+    // anchor was never asked for.
+    CHECK(b.env.counters().reads - reads_before == 4);
+  }
+  SECTION("EIO") {
+    b.env.fail_reads(EIO);
+    const auto hit = store->find(tokens);
+    REQUIRE(hit);
+    const auto r = store->restore(*hit, tokens, target->cache_state());
+    CHECK_FALSE(bool(r));
+    CHECK_THAT(r.error().error(), Catch::Contains("injected"));
+    CHECK(b.env.counters().read_errors == 1);
+    // Chunk 3's read failed: nothing more was asked for.
+    CHECK(b.env.counters().reads - reads_before == 3);
+  }
+  guard.check();
+  CHECK(exists(chunk_file(*store, tokens, b.g)));
+  CHECK(exists(chunk_file(*store, tokens, 2 * b.g)));
+  CHECK_FALSE(exists(third));
+  CHECK_FALSE(exists(chunk_file(*store, tokens, 4 * b.g)));
+  CHECK_FALSE(exists(anchor_file(*store, "", tokens, line)));
+  CHECK(store->chunk_count() == 2);
+  CHECK(store->entries() == 0);
+  CHECK(store->total_bytes() == bytes_under(b.folder()));
+
+  // The env is idle again and serving goes on: written again, restored exactly.
+  b.env.heal();
+  REQUIRE(store->store(slice(tokens, 0, line), cold->cache_state()));
+  const auto hit = store->find(tokens);
+  REQUIRE(hit);
+  const auto r = store->restore(*hit, tokens, target->cache_state());
+  INFO(r.error().error());
+  REQUIRE(bool(r));
+  require_same_as_cold(*target, *cold, line);
 }

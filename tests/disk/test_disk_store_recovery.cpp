@@ -57,8 +57,8 @@ TEST_CASE("scan sweeps another engine's files from our folder and leaves its own
   const auto hit = foreign.find(tokens);
   REQUIRE(hit);
   const auto r = foreign.restore(*hit, tokens, fresh->cache_state());
-  INFO(r.error);
-  REQUIRE(r.ok);
+  INFO(r.error().error());
+  REQUIRE(bool(r));
   require_same_as_cold(*fresh, *foreign_engine, line);
 }
 
@@ -179,8 +179,8 @@ TEST_CASE("a version 1 anchor over version 2 chunks is indexed and restores exac
   CHECK(hit->read_bytes == 3 * b.cfb + f.size());
   auto fresh = make_engine(b.c);
   const auto r = store.restore(*hit, t, fresh->cache_state());
-  INFO(r.error);
-  REQUIRE(r.ok);
+  INFO(r.error().error());
+  REQUIRE(bool(r));
   require_same_as_cold(*fresh, *cold, line);
 }
 
@@ -278,8 +278,8 @@ TEST_CASE("a kill -9 during stores leaves only whole files that restore exactly"
     ++present;
     fresh->reset();
     const auto r = store.restore(*hit, tokens[i % sets], fresh->cache_state());
-    INFO(r.error);
-    REQUIRE(r.ok);
+    INFO(r.error().error());
+    REQUIRE(bool(r));
     require_same_as_cold(*fresh, *cold[i % sets], line);
   }
   CHECK(present == store.entries());

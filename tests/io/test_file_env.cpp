@@ -265,3 +265,128 @@ TEST_CASE("a directory that does not exist gives errors, not a crash", "[fs]") {
   CHECK(read_all(env, missing + "/f") == bytes);
   CHECK_FALSE(env.make_dir(missing + "/f").ok);  // a file, not a directory
 }
+
+// ---- Submission ahead -----------------------------------------------------------------------
+
+namespace {
+
+std::vector<unsigned char> bytes_of(const file_buffer& b) {
+  return std::vector<unsigned char>(b.data(), b.data() + b.size());
+}
+
+}  // namespace
+
+TEST_CASE("submit_read: several whole-file reads in flight, waited for in any order", "[fs]") {
+  temp_dir dir;
+  for (bool direct : {true, false}) {
+    for (const uring_env_options o : {uring_env_options{8, 4u << 20, direct}, uring_env_options{2, 8192, direct}}) {
+      INFO("direct " << direct << " depth " << o.queue_depth << " block " << o.block_bytes);
+      uring_env env(o);
+      const auto a = pattern((9u << 20) + 123, 20), b = pattern(100003, 21), c = pattern(1, 22);
+      REQUIRE(write_one(env, dir.str(), "a", a));
+      REQUIRE(write_one(env, dir.str(), "b", b));
+      REQUIRE(write_one(env, dir.str(), "c", c));
+      REQUIRE(env.write_atomic(dir.str(), "empty", {}));
+      // More pieces in flight than the queue holds: the rest go as earlier ones complete.
+      const io_ticket ta = env.submit_read(dir.file("a"), a.size());
+      const io_ticket tb = env.submit_read(dir.file("b"), b.size());
+      const io_ticket tc = env.submit_read(dir.file("c"), c.size());
+      const io_ticket te = env.submit_read(dir.file("empty"), 0);
+      // A synchronous call meanwhile sees its own bytes.
+      std::vector<unsigned char> part(4097);
+      REQUIRE(env.read(dir.file("a"), 8191, part.data(), part.size()));
+      CHECK(std::memcmp(part.data(), a.data() + 8191, part.size()) == 0);
+      file_buffer got;
+      REQUIRE(env.wait_read(tc, got));
+      CHECK(bytes_of(got) == c);
+      REQUIRE(env.wait_read(ta, got));
+      CHECK(reinterpret_cast<std::uintptr_t>(got.data()) % 4096 == 0);
+      CHECK(bytes_of(got) == a);
+      REQUIRE(env.wait_read(te, got));
+      CHECK(got.size() == 0);
+      REQUIRE(env.wait_read(tb, got));
+      CHECK(bytes_of(got) == b);
+      // A prefix of a file is fine; more than it holds, or no file, is an error at the wait.
+      REQUIRE(env.wait_read(env.submit_read(dir.file("a"), 5000), got));
+      CHECK(std::memcmp(got.data(), a.data(), 5000) == 0);
+      file_result r = env.wait_read(env.submit_read(dir.file("b"), b.size() + 1), got);
+      CHECK(r.error == ERANGE);
+      CHECK(got.size() == 0);
+      r = env.wait_read(env.submit_read(dir.file("missing"), 10), got);
+      CHECK(r.error == ENOENT);
+    }
+  }
+}
+
+TEST_CASE("submit_write_atomic copies the pieces, then waits like write_atomic", "[fs]") {
+  temp_dir dir;
+  for (bool direct : {true, false}) {
+    INFO("direct " << direct);
+    uring_env env({2, 8192, direct});
+    auto head = pattern(17, 30), body = pattern((5u << 20) + 7, 31);
+    const auto want_head = head, want_body = body;
+    const io_ticket t1 = env.submit_write_atomic(dir.str(), "one", {{head.data(), head.size()}, {body.data(), body.size()}});
+    // The caller's bytes may change at once: the env took a copy.
+    std::fill(head.begin(), head.end(), 0);
+    std::fill(body.begin(), body.end(), 0);
+    const auto second = pattern(4099, 32);
+    const io_ticket t2 = env.submit_write_atomic(dir.str(), "two", {{second.data(), second.size()}});
+    CHECK_FALSE(env.size(dir.file("one")).has_value());  // in place only once waited for
+    REQUIRE(env.wait_write(t2));
+    REQUIRE(env.wait_write(t1));
+    std::vector<unsigned char> whole(want_head);
+    whole.insert(whole.end(), want_body.begin(), want_body.end());
+    CHECK(read_all(env, dir.file("one")) == whole);
+    CHECK(read_all(env, dir.file("two")) == second);
+    REQUIRE(env.wait_write(env.submit_write_atomic(dir.str(), "empty", {})));
+    CHECK(env.size(dir.file("empty")) == 0u);
+    CHECK(env.list(dir.str()) == std::vector<std::string>{"empty", "one", "two"});  // no tmp
+    // A missing directory fails at the wait, leaving nothing.
+    const file_result r = env.wait_write(env.submit_write_atomic(dir.file("no/such"), "f", {{second.data(), 10}}));
+    CHECK(r.error == ENOENT);
+    std::filesystem::remove(dir.file("one"));
+    std::filesystem::remove(dir.file("two"));
+    std::filesystem::remove(dir.file("empty"));
+  }
+}
+
+TEST_CASE("fault_env injects its faults on the asynchronous paths", "[fs]") {
+  temp_dir dir;
+  uring_env real;
+  fault_env env(real);
+  const auto bytes = pattern(20000, 33), other = pattern(3000, 34);
+  REQUIRE(env.wait_write(env.submit_write_atomic(dir.str(), "f", {{bytes.data(), bytes.size()}})));
+  REQUIRE(write_one(env, dir.str(), "g", other));
+  CHECK(env.counters().writes == 2);
+  CHECK(env.counters().bytes_written == bytes.size() + other.size());
+
+  file_buffer got;
+  env.fail_reads(EIO);
+  CHECK(env.wait_read(env.submit_read(dir.file("f"), bytes.size()), got).error == EIO);
+  CHECK(env.counters().read_errors == 1);
+  // Aimed at one file, the others pass.
+  env.read_faults_only_for(dir.file("g"));
+  REQUIRE(env.wait_read(env.submit_read(dir.file("f"), bytes.size()), got));
+  CHECK(bytes_of(got) == bytes);
+  CHECK(env.wait_read(env.submit_read(dir.file("g"), other.size()), got).error == EIO);
+  env.heal();
+
+  env.flip_bit_on_read(10100, 3);
+  REQUIRE(env.wait_read(env.submit_read(dir.file("f"), bytes.size()), got));
+  REQUIRE(got.size() == bytes.size());
+  CHECK((got.data()[10100] ^ bytes[10100]) == 0x08);
+  CHECK(env.counters().bit_flips == 1);
+  REQUIRE(env.wait_read(env.submit_read(dir.file("f"), bytes.size()), got));
+  CHECK(bytes_of(got) == bytes);
+
+  env.no_space_after(1000);
+  const file_result r = env.wait_write(env.submit_write_atomic(dir.str(), "f", {{other.data(), other.size()}}));
+  CHECK(r.error == ENOSPC);
+  CHECK(read_all(env, dir.file("f")) == bytes);  // the previous file stays
+  env.heal();
+  env.crash_before_rename();
+  CHECK_FALSE(env.wait_write(env.submit_write_atomic(dir.str(), "f", {{other.data(), other.size()}})));
+  CHECK(env.counters().crashes == 1);
+  CHECK(std::filesystem::exists(dir.file("f.tmp")));
+  CHECK(read_all(env, dir.file("f")) == bytes);
+}

@@ -33,6 +33,7 @@ void fault_env::heal() {
   crash_after_.reset();
   flip_byte_.reset();
   fail_dir_sync_ = false;
+  read_fault_path_.clear();
 }
 
 file_result fault_env::write_atomic(const std::string& dir, const std::string& name,
@@ -90,19 +91,84 @@ file_result fault_env::write_atomic(const std::string& dir, const std::string& n
 file_result fault_env::read(const std::string& path, std::uint64_t offset, void* dst,
                             std::size_t n) {
   ++counters_.reads;
-  if (read_error_ != 0) {
+  const bool faults = read_faults_apply(path);
+  if (read_error_ != 0 && faults) {
     ++counters_.read_errors;
     return file_result::failure(read_error_, "read " + path + ": injected error");
   }
   file_result r = base_.read(path, offset, dst, n);
   if (!r) return r;
   counters_.bytes_read += n;
-  if (flip_byte_ && *flip_byte_ >= offset && *flip_byte_ - offset < n) {
+  if (faults && flip_byte_ && *flip_byte_ >= offset && *flip_byte_ - offset < n) {
     static_cast<unsigned char*>(dst)[*flip_byte_ - offset] ^=
         static_cast<unsigned char>(1u << flip_bit_);
     flip_byte_.reset();
     ++counters_.bit_flips;
   }
+  return r;
+}
+
+io_ticket fault_env::add(pending p) {
+  const std::uint64_t id = next_ticket_++;
+  pending_.emplace(id, std::move(p));
+  return io_ticket{id};
+}
+
+io_ticket fault_env::submit_read(const std::string& path, std::size_t n) {
+  ++counters_.reads;
+  pending p;
+  p.n = n;
+  p.path = path;
+  if (read_error_ != 0 && read_faults_apply(path)) {
+    ++counters_.read_errors;
+    p.outcome = file_result::failure(read_error_, "read " + path + ": injected error");
+  } else {
+    p.base = base_.submit_read(path, n);
+  }
+  return add(std::move(p));
+}
+
+file_result fault_env::wait_read(io_ticket ticket, file_buffer& out) {
+  auto it = pending_.find(ticket.id);
+  assert(it != pending_.end());
+  pending p = std::move(it->second);
+  pending_.erase(it);
+  if (!p.base) {
+    out = file_buffer();
+    return p.outcome;
+  }
+  file_result r = base_.wait_read(p.base, out);
+  if (!r) return r;
+  counters_.bytes_read += p.n;
+  if (read_faults_apply(p.path) && flip_byte_ && *flip_byte_ < p.n) {
+    out.data()[*flip_byte_] ^= static_cast<unsigned char>(1u << flip_bit_);
+    flip_byte_.reset();
+    ++counters_.bit_flips;
+  }
+  return r;
+}
+
+io_ticket fault_env::submit_write_atomic(const std::string& dir, const std::string& name,
+                                         const std::vector<file_piece>& pieces) {
+  pending p;
+  if (write_fault_armed()) {
+    p.outcome = write_atomic(dir, name, pieces);
+    return add(std::move(p));
+  }
+  ++counters_.writes;
+  for (const auto& piece : pieces) p.n += piece.second;
+  p.base = base_.submit_write_atomic(dir, name, pieces);
+  return add(std::move(p));
+}
+
+file_result fault_env::wait_write(io_ticket ticket) {
+  auto it = pending_.find(ticket.id);
+  assert(it != pending_.end());
+  pending p = std::move(it->second);
+  pending_.erase(it);
+  if (!p.base) return p.outcome;
+  file_result r = base_.wait_write(p.base);
+  if (r) counters_.bytes_written += p.n;
   return r;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,12 @@ struct fault_counters {
 // Every switch is off at construction; heal() turns them all off. Faults are built from the
 // wrapped env's own operations (a "crash" is a tmp written under its final tmp name), so the
 // on-disk state they leave is exactly the state a real failure would leave.
+//
+// The asynchronous forms inject the same faults: submit_read counts a read; fail_reads fails it
+// (reported by wait_read, as a real env reports every failure) and flip_bit_on_read alters the
+// buffer wait_read returns. submit_write_atomic delegates to the base's asynchronous write when
+// no write switch is armed; with one armed it runs the faulted write_atomic at once and
+// wait_write returns its outcome.
 //
 // Not thread-safe, like every file_env. `base` must outlive this env.
 class fault_env final : public file_env {
@@ -60,6 +67,11 @@ class fault_env final : public file_env {
   // unaltered and leave the switch armed.
   void flip_bit_on_read(std::uint64_t byte_index, unsigned bit);
 
+  // From now on fail_reads and flip_bit_on_read apply only to reads of `path` (every other read
+  // passes untouched and leaves them armed); an empty path, or heal(), makes them apply to
+  // every read again. How a test aims at one file of several, e.g. the one read ahead.
+  void read_faults_only_for(std::string path) { read_fault_path_ = std::move(path); }
+
   // Turns every switch off; counters are kept.
   void heal();
 
@@ -82,8 +94,26 @@ class fault_env final : public file_env {
   bool set_modified_s(const std::string& path, std::int64_t seconds) override {
     return base_.set_modified_s(path, seconds);
   }
+  io_ticket submit_read(const std::string& path, std::size_t n) override;
+  file_result wait_read(io_ticket ticket, file_buffer& out) override;
+  io_ticket submit_write_atomic(const std::string& dir, const std::string& name,
+                                const std::vector<file_piece>& pieces) override;
+  file_result wait_write(io_ticket ticket) override;
 
  private:
+  // One asynchronous operation: the base's ticket, or the outcome already decided.
+  struct pending {
+    io_ticket base;
+    file_result outcome;
+    std::size_t n = 0;
+    std::string path;
+  };
+  bool read_faults_apply(const std::string& path) const {
+    return read_fault_path_.empty() || path == read_fault_path_;
+  }
+  bool write_fault_armed() const { return space_left_ || crash_after_ || fail_dir_sync_; }
+  io_ticket add(pending p);
+
   static constexpr std::uint64_t all_bytes = ~std::uint64_t{0};
 
   file_env& base_;
@@ -94,6 +124,9 @@ class fault_env final : public file_env {
   std::optional<std::uint64_t> flip_byte_;   // flip_bit_on_read's file offset
   unsigned flip_bit_ = 0;
   bool fail_dir_sync_ = false;
+  std::string read_fault_path_;              // read_faults_only_for's path; empty: every read
+  std::map<std::uint64_t, pending> pending_;  // by this env's ticket id
+  std::uint64_t next_ticket_ = 1;
 };
 
 }  // namespace anchorage

@@ -1,29 +1,48 @@
-#include "runtime/disk/disk_store.hpp"
+#include "runtime/disk/disk_scanner.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "protocol/checkpoint_format.hpp"
+#include "protocol/disk_format.hpp"
 #include "runtime/disk/checkpoint_codec.hpp"
 #include "runtime/disk/disk_codec.hpp"
-#include "runtime/disk/disk_store_detail.hpp"
+#include "runtime/disk/disk_codec_detail.hpp"
 
 namespace anchorage {
+namespace {
 
-using namespace disk_store_detail;
+namespace df = disk_format;
 
-// ---- Scan -------------------------------------------------------------------------------------
+// A header larger than this is damage, not a file of ours (128k rows on a grid of 1 is 1 MiB).
+constexpr std::uint64_t max_header_bytes = 64ULL << 20;
 
-disk_scan_report disk_store::scan() {
+// Reads the header of a chunk, anchor or checkpoint file: the fixed part, then header_bytes
+// (offset 16 in every format). nullopt when the file is shorter or the size is absurd.
+std::optional<std::vector<unsigned char>> read_header_bytes(file_env& env, const std::string& path,
+                                                            std::size_t fixed) {
+  std::vector<unsigned char> h(fixed);
+  if (!env.read(path, 0, h.data(), fixed)) return std::nullopt;
+  const std::uint64_t hb = disk_codec_detail::get_u32(h.data() + df::chunk_offset::header_bytes);
+  if (hb < fixed || hb > max_header_bytes) return std::nullopt;
+  h.resize(hb);
+  if (hb > fixed && !env.read(path, fixed, h.data() + fixed, hb - fixed)) return std::nullopt;
+  return h;
+}
+
+}  // namespace
+
+disk_scanner::disk_scanner(file_env& env, const state_layout& layout, const disk_names& names)
+    : env_(env), layout_(layout), names_(names), grid_(static_cast<std::size_t>(layout.grid)) {}
+
+disk_scan_report disk_scanner::scan(disk_index& index, std::int64_t now) {
   disk_scan_report r;
-  chunks_.clear();
-  anchors_.clear();
-  paths_.clear();
-  checkpoints_.clear();
-  in_flight_.clear();
-  ++epoch_;
-  eviction_ = std::make_unique<disk_eviction>(clock_, options_.eviction);
-  if (!env_.make_dir(folder_)) return r;
-  const std::int64_t now = clock_.now_s();
+  index.clear();
+  index.forget_in_flight();
+  const std::string& folder = names_.folder();
+  if (!env_.make_dir(folder)) return r;
 
   struct found_chunk {
     std::uint64_t hash;
@@ -46,13 +65,13 @@ disk_scan_report disk_store::scan() {
     return fingerprint != layout_.fingerprint || grid != grid_;
   };
 
-  for (const std::string& name : env_.list(folder_)) {
-    const std::string path = join_path(folder_, name);
+  for (const std::string& name : env_.list(folder)) {
+    const std::string path = join_path(folder, name);
     if (is_tmp_name(name)) {
       sweep(path, r.tmp_reaped);
       continue;
     }
-    if (auto hash = name_hash(name, chunk_prefix, chunk_suffix)) {
+    if (auto hash = disk_names::chunk_hash_of(name)) {
       auto bytes = read_header_bytes(env_, path, df::chunk_fixed_bytes);
       auto h = bytes ? read_chunk_header(bytes->data(), bytes->size())
                      : decode_result<df::chunk_header>::failure(df::fault::truncated, "header");
@@ -67,42 +86,30 @@ disk_scan_report disk_store::scan() {
       }
       continue;
     }
-    if (auto cp = parse_checkpoint_name(name)) {
+    if (auto cp = disk_names::checkpoint_of(name)) {
       auto bytes = read_header_bytes(env_, path, df::checkpoint_fixed_bytes);
       auto h = bytes ? read_checkpoint_header(bytes->data(), bytes->size())
                      : decode_result<df::checkpoint_header>::failure(df::fault::truncated, "header");
       if (h.ok() && foreign(h.value.fingerprint, h.value.grid)) {
         sweep(path, r.foreign_swept);
-        continue;
-      }
-      if (!h.ok() || h.value.key_hash != cp->first || h.value.rows != cp->second ||
-          env_.size(path) != h.value.file_bytes) {
+      } else if (!h.ok() || h.value.key_hash != cp->first || h.value.rows != cp->second ||
+                 env_.size(path) != h.value.file_bytes) {
         sweep(path, r.damaged_removed);
-        continue;
-      }
-      eviction_entry e;
-      e.bytes = h.value.file_bytes;
-      e.tokens_saved = h.value.rows;
-      e.last_use_s = env_.modified_s(path).value_or(now);
-      const std::uint64_t id = checkpoint_id(name);
-      if (eviction_->add(id, e)) {
-        checkpoints_[id] = checkpoint_entry{cp->first, cp->second, h.value.file_bytes};
-        paths_[id] = path;
+      } else if (index.add_checkpoint(cp->first, cp->second, h.value.file_bytes,
+                                      env_.modified_s(path).value_or(now), path)) {
         ++r.indexed;
       }
       continue;
     }
-    if (!starts_with(name, ns_prefix)) continue;
-    const std::string dir_ns = name.substr(std::string(ns_prefix).size());
-    const std::string ns = dir_ns == default_ns_dir ? std::string() : dir_ns;
-    if (!valid_ns(ns)) continue;
+    const std::optional<std::string> ns = disk_names::namespace_of_dir(name);
+    if (!ns) continue;
     for (const std::string& aname : env_.list(path)) {
       const std::string apath = join_path(path, aname);
       if (is_tmp_name(aname)) {
         sweep(apath, r.tmp_reaped);
         continue;
       }
-      auto key = name_hash(aname, anchor_prefix, anchor_suffix);
+      auto key = disk_names::anchor_key_of(aname);
       if (!key) continue;
       auto bytes = read_header_bytes(env_, apath, df::anchor_fixed_bytes);
       auto h = bytes ? read_anchor_header(bytes->data(), bytes->size())
@@ -113,7 +120,7 @@ disk_scan_report disk_store::scan() {
                  env_.size(apath) != h.value.file_bytes || h.value.line != h.value.chunk_hashes.size() * grid_) {
         sweep(apath, r.damaged_removed);
       } else {
-        anchors.push_back({ns, std::move(h.value), apath});
+        anchors.push_back({*ns, std::move(h.value), apath});
       }
     }
   }
@@ -124,45 +131,36 @@ disk_scan_report disk_store::scan() {
     return a.h.line < b.h.line || (a.h.line == b.h.line && a.hash < b.hash);
   });
   for (auto& c : chunks) {
-    const bool first = c.h.line == grid_;
-    if ((!first && chunks_.count(c.h.parent_hash) == 0) || chunks_.count(c.hash) != 0) {
+    if (!index.add_chunk(c.hash, c.h.line, c.h.parent_hash, c.h.file_bytes, env_.modified_s(c.path).value_or(now),
+                         c.path)) {
       sweep(c.path, r.damaged_removed);
       continue;
     }
-    eviction_entry e;
-    e.bytes = c.h.file_bytes;
-    e.tokens_saved = grid_;
-    e.last_use_s = env_.modified_s(c.path).value_or(now);
-    if (!first) e.parent = c.h.parent_hash;
-    if (!eviction_->add(c.hash, e)) {
-      sweep(c.path, r.damaged_removed);
-      continue;
-    }
-    chunks_[c.hash] = chunk_entry{c.h.line, first ? 0 : c.h.parent_hash, c.h.file_bytes};
-    paths_[c.hash] = c.path;
     ++r.indexed;
   }
   for (auto& a : anchors) {
-    const std::uint64_t key = a.h.chunk_hashes.back();
-    const std::uint64_t id = anchor_id(a.ns, key);
-    if (!chain_indexed(a.h.chunk_hashes) || anchors_.count(id) != 0) {
+    if (!index.add_anchor(a.ns, a.h.chunk_hashes, a.h.file_bytes, env_.modified_s(a.path).value_or(now), a.path)) {
       sweep(a.path, r.damaged_removed);
       continue;
     }
-    eviction_entry e;
-    e.bytes = a.h.file_bytes;
-    e.tokens_saved = a.h.line;
-    e.last_use_s = env_.modified_s(a.path).value_or(now);
-    e.parent = key;
-    if (!eviction_->add(id, e)) {
-      sweep(a.path, r.damaged_removed);
-      continue;
-    }
-    anchors_[id] = anchor_entry{a.ns, a.h.line, std::move(a.h.chunk_hashes), a.h.file_bytes};
-    paths_[id] = a.path;
     ++r.indexed;
   }
   return r;
+}
+
+std::size_t disk_scanner::remove_ours() {
+  std::size_t n = 0;
+  const std::string& folder = names_.folder();
+  for (const std::string& name : env_.list(folder)) {
+    const std::string path = join_path(folder, name);
+    if (is_tmp_name(name) || disk_names::chunk_hash_of(name) || disk_names::checkpoint_of(name)) {
+      if (env_.remove(path)) ++n;
+    } else if (name.rfind("n-", 0) == 0) {
+      for (const std::string& a : env_.list(path))
+        if ((is_tmp_name(a) || disk_names::anchor_key_of(a)) && env_.remove(join_path(path, a))) ++n;
+    }
+  }
+  return n;
 }
 
 }  // namespace anchorage

@@ -1,0 +1,196 @@
+#include "runtime/disk/disk_index.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "runtime/disk/disk_codec.hpp"
+#include "runtime/disk/disk_names.hpp"
+
+namespace anchorage {
+
+disk_index::disk_index(std::size_t grid, const eviction_clock& clock, disk_eviction_options options)
+    : grid_(grid), clock_(clock), options_(options), eviction_(std::make_unique<disk_eviction>(clock, options)) {
+  if (grid_ == 0) throw std::invalid_argument("disk_index: a grid of 0");
+}
+
+bool disk_index::add_chunk(std::uint64_t hash, std::size_t line, std::uint64_t parent, std::uint64_t bytes,
+                           std::int64_t last_use_s, std::string path) {
+  const bool first = line == grid_;
+  if (line == 0 || line % grid_ != 0 || chunks_.count(hash) != 0 || (!first && chunks_.count(parent) == 0))
+    return false;
+  eviction_entry e;
+  e.bytes = bytes;
+  e.tokens_saved = grid_;
+  e.last_use_s = last_use_s;
+  if (!first) e.parent = parent;
+  if (!eviction_->add(hash, e)) return false;
+  chunks_[hash] = disk_chunk_entry{line, first ? 0 : parent, bytes};
+  paths_[hash] = std::move(path);
+  return true;
+}
+
+bool disk_index::add_anchor(const std::string& ns, std::vector<std::uint64_t> chain, std::uint64_t bytes,
+                            std::int64_t last_use_s, std::string path) {
+  if (chain.empty() || !chain_indexed(chain)) return false;
+  const std::uint64_t key = chain.back();
+  const std::uint64_t id = disk_names::anchor_id(ns, key);
+  if (anchors_.count(id) != 0) return false;
+  eviction_entry e;
+  e.bytes = bytes;
+  e.tokens_saved = chain.size() * grid_;
+  e.last_use_s = last_use_s;
+  e.parent = key;
+  if (!eviction_->add(id, e)) return false;
+  const std::size_t line = chain.size() * grid_;
+  anchors_[id] = disk_anchor_entry{ns, line, std::move(chain), bytes};
+  paths_[id] = std::move(path);
+  return true;
+}
+
+bool disk_index::add_checkpoint(std::uint64_t key_hash, std::size_t rows, std::uint64_t bytes,
+                                std::int64_t last_use_s, std::string path) {
+  const std::uint64_t id = disk_names::checkpoint_id(key_hash, rows);
+  if (checkpoints_.count(id) == 0) {
+    eviction_entry e;
+    e.bytes = bytes;
+    e.tokens_saved = rows;
+    e.last_use_s = last_use_s;
+    if (!eviction_->add(id, e)) return false;
+  }
+  checkpoints_[id] = disk_checkpoint_entry{key_hash, rows, bytes};
+  paths_[id] = std::move(path);
+  return true;
+}
+
+std::vector<std::string> disk_index::remove(std::uint64_t id) {
+  std::vector<std::string> gone_paths;
+  for (std::uint64_t gone : eviction_->remove(id)) {
+    if (auto p = paths_.find(gone); p != paths_.end()) {
+      gone_paths.push_back(std::move(p->second));
+      paths_.erase(p);
+    }
+    chunks_.erase(gone);
+    anchors_.erase(gone);
+    checkpoints_.erase(gone);
+  }
+  return gone_paths;
+}
+
+void disk_index::clear() {
+  chunks_.clear();
+  anchors_.clear();
+  checkpoints_.clear();
+  paths_.clear();
+  ++epoch_;
+  eviction_ = std::make_unique<disk_eviction>(clock_, options_);
+}
+
+bool disk_index::chain_indexed(const std::vector<std::uint64_t>& chain) const {
+  return std::all_of(chain.begin(), chain.end(), [&](std::uint64_t h) { return chunks_.count(h) != 0; });
+}
+
+disk_hit disk_index::hit_of(const disk_anchor_entry& a) const {
+  disk_hit h;
+  h.ns = a.ns;
+  h.line = a.line;
+  h.read_bytes = a.bytes;
+  for (std::uint64_t c : a.chain) h.read_bytes += chunks_.at(c).bytes;
+  return h;
+}
+
+std::optional<disk_hit> disk_index::find(const std::vector<token_id>& prompt, const std::string& ns) const {
+  if (prompt.size() < 2 || !disk_names::valid_ns(ns) || anchors_.empty()) return std::nullopt;
+  const std::size_t top = (prompt.size() - 1) / grid_ * grid_;
+  if (top == 0) return std::nullopt;
+  const std::vector<std::uint64_t> hashes = chunk_hashes(prompt, top, grid_);
+  for (std::size_t i = hashes.size(); i-- > 0;) {
+    auto it = anchors_.find(disk_names::anchor_id(ns, hashes[i]));
+    if (it == anchors_.end() || it->second.ns != ns || !chain_indexed(it->second.chain)) continue;
+    return hit_of(it->second);
+  }
+  return std::nullopt;
+}
+
+std::optional<disk_hit> disk_index::find_exact(const std::vector<token_id>& tokens, const std::string& ns) const {
+  const std::size_t n = tokens.size();
+  if (n == 0 || n % grid_ != 0 || !disk_names::valid_ns(ns)) return std::nullopt;
+  auto it = anchors_.find(disk_names::anchor_id(ns, prefix_hash(tokens.data(), n)));
+  if (it == anchors_.end() || it->second.ns != ns || it->second.line != n || !chain_indexed(it->second.chain))
+    return std::nullopt;
+  return hit_of(it->second);
+}
+
+std::size_t disk_index::longest_durable_prefix_tokens() const {
+  std::size_t best = 0;
+  for (const auto& [id, a] : anchors_)
+    if (a.line > best && chain_indexed(a.chain)) best = a.line;
+  return best;
+}
+
+std::vector<const disk_anchor_entry*> disk_index::usable_anchors() const {
+  std::vector<const disk_anchor_entry*> out;
+  for (const auto& [id, a] : anchors_)
+    if (chain_indexed(a.chain)) out.push_back(&a);
+  return out;
+}
+
+std::optional<disk_checkpoint_hit> disk_index::find_checkpoint(std::uint64_t key_hash) const {
+  std::optional<disk_checkpoint_hit> best;
+  for (const auto& [id, c] : checkpoints_)
+    if (c.key_hash == key_hash && (!best || c.rows > best->rows)) best = disk_checkpoint_hit{c.key_hash, c.rows, c.bytes};
+  return best;
+}
+
+std::vector<std::uint64_t> disk_index::checkpoints_of(std::uint64_t key_hash) const {
+  std::vector<std::uint64_t> ids;
+  for (const auto& [id, c] : checkpoints_)
+    if (c.key_hash == key_hash) ids.push_back(id);
+  return ids;
+}
+
+const disk_chunk_entry* disk_index::chunk(std::uint64_t hash) const {
+  auto it = chunks_.find(hash);
+  return it == chunks_.end() ? nullptr : &it->second;
+}
+const disk_anchor_entry* disk_index::anchor(std::uint64_t id) const {
+  auto it = anchors_.find(id);
+  return it == anchors_.end() ? nullptr : &it->second;
+}
+const disk_checkpoint_entry* disk_index::checkpoint(std::uint64_t id) const {
+  auto it = checkpoints_.find(id);
+  return it == checkpoints_.end() ? nullptr : &it->second;
+}
+const std::string* disk_index::path(std::uint64_t id) const {
+  auto it = paths_.find(id);
+  return it == paths_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> disk_index::all_paths() const {
+  std::vector<std::string> out;
+  out.reserve(paths_.size());
+  for (const auto& [id, p] : paths_) out.push_back(p);
+  return out;
+}
+
+std::vector<std::uint64_t> disk_index::superseded_by(std::uint64_t id) const {
+  std::vector<std::uint64_t> older;
+  const disk_anchor_entry* a = anchor(id);
+  if (!a) return older;
+  for (const auto& [oid, o] : anchors_)
+    if (oid != id && o.ns == a->ns && o.line < a->line && a->chain[o.line / grid_ - 1] == o.chain.back())
+      older.push_back(oid);
+  return older;
+}
+
+std::vector<std::uint64_t> disk_index::older_checkpoints(std::uint64_t key_hash, std::size_t rows) const {
+  std::vector<std::uint64_t> older;
+  for (const auto& [oid, c] : checkpoints_)
+    if (c.key_hash == key_hash && c.rows < rows) older.push_back(oid);
+  return older;
+}
+
+void disk_index::release_in_flight(std::uint64_t id) {
+  if (auto it = in_flight_.find(id); it != in_flight_.end() && --it->second <= 0) in_flight_.erase(it);
+}
+
+}  // namespace anchorage

@@ -1,0 +1,82 @@
+#include "runtime/disk/disk_reader.hpp"
+
+#include "protocol/disk_format.hpp"
+#include "runtime/disk/disk_codec_detail.hpp"
+
+namespace anchorage {
+
+namespace df = disk_format;
+
+void verified_anchor::apply(state_adapter& into) const {
+  for (const auto& v : chunks_) apply_chunk(into, v);
+  apply_anchor(into, anchor_, line_);
+}
+
+disk_reader::disk_reader(file_env& env, const state_layout& layout)
+    : env_(env), layout_(layout), grid_(static_cast<std::size_t>(layout.grid)) {}
+
+expected<verified_anchor> disk_reader::read_anchor(const std::vector<disk_read_file>& files,
+                                                   const std::vector<token_id>& prompt,
+                                                   const std::vector<std::uint64_t>& chain,
+                                                   disk_read_failure& failure) {
+  verified_anchor out;
+  out.line_ = chain.size() * grid_;
+  out.buffers_.resize(files.size());
+  out.chunks_.reserve(chain.size());
+  if (files.size() != chain.size() + 1) {
+    failure = {0, status::failure("a restore needs every chunk of the chain and the anchor")};
+    return failure.why;
+  }
+  // File i + 1 is submitted before file i is verified: the crc work overlaps the I/O.
+  io_ticket ahead = env_.submit_read(files[0].path, files[0].bytes);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const file_result r = env_.wait_read(ahead, out.buffers_[i]);
+    ahead = r && i + 1 < files.size() ? env_.submit_read(files[i + 1].path, files[i + 1].bytes) : io_ticket{};
+    auto stop = [&](const std::string& what) {
+      if (ahead) {  // the env is idle again before the caller deletes anything
+        file_buffer discard;
+        env_.wait_read(ahead, discard);
+      }
+      failure = {i, status::failure(what)};
+      return failure.why;
+    };
+    if (!r) return stop(r.message);
+    out.bytes_read_ += files[i].bytes;
+    const unsigned char* d = out.buffers_[i].data();
+    if (i < chain.size()) {
+      auto v = verify_chunk(d, files[i].bytes, layout_, prompt, (i + 1) * grid_);
+      if (!v.ok()) return stop(files[i].path + ": " + v.error);
+      out.chunks_.push_back(std::move(v.value));
+    } else {
+      auto v = verify_anchor(d, files[i].bytes, layout_, chain);
+      if (!v.ok()) return stop(files[i].path + ": " + v.error);
+      out.anchor_ = std::move(v.value);
+    }
+  }
+  return out;
+}
+
+expected<checkpoint_read> disk_reader::read_checkpoint(const disk_read_file& file, const std::vector<token_id>& prompt,
+                                                       std::uint64_t key_hash) {
+  file_buffer buf;
+  const file_result fr = env_.wait_read(env_.submit_read(file.path, file.bytes), buf);
+  if (!fr) return status::failure(file.path + ": " + df::fault_name(df::fault::truncated) + ": " + fr.message);
+  auto d = decode_checkpoint(buf.data(), buf.size(), layout_, prompt, key_hash);
+  if (!d.ok()) return status::failure(file.path + ": " + d.error);
+  return std::move(d.value);
+}
+
+expected<std::vector<token_id>> disk_reader::read_chain_tokens(const std::vector<std::string>& chunk_paths) {
+  const std::size_t hb = df::chunk_fixed_bytes + layout_.views.size() * df::entry_bytes;
+  std::vector<unsigned char> block(grid_ * df::token_bytes);
+  std::vector<token_id> tokens;
+  tokens.reserve(chunk_paths.size() * grid_);
+  for (const std::string& path : chunk_paths) {
+    if (const file_result r = env_.read(path, hb, block.data(), block.size()); !r) return status::failure(r.message);
+    for (std::size_t i = 0; i < grid_; ++i)
+      tokens.push_back(static_cast<token_id>(disk_codec_detail::get_u32(block.data() + i * df::token_bytes)));
+  }
+  return tokens;
+}
+
+}  // namespace anchorage

@@ -1,0 +1,52 @@
+#pragma once
+// Start-up recovery of the durable store (seed 003 scan; runtime/disk/disk_store.hpp): reads
+// the headers of the files in the store's folder, removes what can never be used, and rebuilds
+// a disk_index from the rest, without reading a row:
+//   - .tmp orphans (a crash or kill -9 during a write) are reaped;
+//   - files of another fingerprint or grid inside our folder are swept;
+//   - files with a bad header, a wrong length or a name their header contradicts are removed,
+//     then chunks whose parent is missing and anchors whose chain is incomplete;
+//   - other names, and other folders, are left alone.
+// Last use is each file's modification time (a restore sets it), so it outlives the process.
+//
+// Not thread-safe: it uses the env, whose one-thread rule it inherits.
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/disk/disk_index.hpp"
+#include "runtime/disk/disk_names.hpp"
+#include "runtime/engine/state_adapter.hpp"
+#include "runtime/io/file_env.hpp"
+
+namespace anchorage {
+
+// What a scan found.
+struct disk_scan_report {
+  std::size_t indexed = 0;         // files indexed
+  std::size_t tmp_reaped = 0;      // .tmp orphans removed
+  std::size_t foreign_swept = 0;   // files of another fingerprint or grid removed
+  std::size_t damaged_removed = 0; // bad headers, wrong lengths, missing parents
+};
+
+class disk_scanner {
+ public:
+  // Every reference must outlive the scanner.
+  disk_scanner(file_env& env, const state_layout& layout, const disk_names& names);
+
+  // Creates the folder, clears `index` and rebuilds it from the folder's files; `now_s` is the
+  // last use of a file whose time cannot be read. Nothing indexed when the folder cannot be
+  // made.
+  disk_scan_report scan(disk_index& index, std::int64_t now_s);
+
+  // Deletes every file of ours in the folder (chunks, anchors, checkpoints, tmp files), indexed
+  // or not; other names stay. Returns the files deleted.
+  std::size_t remove_ours();
+
+ private:
+  file_env& env_;
+  const state_layout& layout_;
+  const disk_names& names_;
+  std::size_t grid_;
+};
+
+}  // namespace anchorage
