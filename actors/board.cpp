@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "actors/disk_writer.hpp"
+#include "protocol/error_code.hpp"
 #include "runtime/io/clock.hpp"
 #include "runtime/text/end_record_builder.hpp"
 #include "runtime/generation/generation_key.hpp"
@@ -47,7 +48,7 @@ void guarded(board_ptr self, F&& f) {
       return;
     }
     std::cerr << "anchorage: a cache tier failed (" << e.what() << "); the resident prefix is dropped\n";
-    st.tiers->clear("resident");
+    st.tiers->clear(cache_tier::resident);
   }
 }
 
@@ -55,10 +56,10 @@ void guarded(board_ptr self, F&& f) {
 // on slot 0 what the restore wrote is unknown, so the resident rows are no longer trusted.
 resume_offer cold_after_failure(board_ptr self, const resume_offer& failed, std::vector<token_id> prompt) {
   auto& st = self->state;
-  if (failed.via != "side") st.tiers->clear("resident");
+  if (failed.via != cache_via::side) st.tiers->clear(cache_tier::resident);
   resume_offer o;
   o.served = std::move(prompt);
-  if (failed.via == "side" || failed.via == "stash") o.via = failed.via;
+  if (failed.via == cache_via::side || failed.via == cache_via::stash) o.via = failed.via;
   return o;
 }
 
@@ -124,19 +125,19 @@ resume_offer start_state(board_ptr self, board_job& j) {
   info.side_slot_free = !st.side_slots.empty();
   if (j.user_start >= 0) info.user_start = static_cast<std::size_t>(j.user_start);
   resume_offer o = st.tiers->plan(prompt, info);
-  st.active = o.via == "side" ? st.side_slots.front().get() : st.eng.get();
+  st.active = o.via == cache_via::side ? st.side_slots.front().get() : st.eng.get();
   st.active->abandon_prefill();  // a request cancelled inside its prefill left its queue
-  if (o.source != "cold") {
+  if (o.source != cache_source::cold) {
     try {
       st.tiers->restore(st.active->cache_state(), o);
     } catch (const std::exception&) {
       o = cold_after_failure(self, o, std::move(prompt));
     }
   }
-  if (o.source == "cold") st.active->reset();
+  if (o.source == cache_source::cold) st.active->reset();
   j.prompt.assign(o.served.begin(), o.served.end());
   j.cache = x_cache_info{};
-  j.cache.source = o.source;
+  j.cache.source = to_string(o.source);
   j.cache.resumed_at = static_cast<long>(o.at);
   j.cache.restore_ms = static_cast<double>(steady_ns() - t0) / 1e6;
   return o;
@@ -167,7 +168,7 @@ bool resume_checkpoint(board_ptr self, board_job& j) {
     r = d->store().restore_checkpoint(*hit, prompt, e.cache_state(), meta);
   } catch (const std::exception& ex) {  // an allocation or a copy failed midway: slot 0 is unknown
     std::cerr << "anchorage: restoring a generation checkpoint failed (" << ex.what() << ")\n";
-    st.tiers->clear("resident");
+    st.tiers->clear(cache_tier::resident);
     e.reset();
     return false;
   }
@@ -180,7 +181,7 @@ bool resume_checkpoint(board_ptr self, board_job& j) {
   if (j.user_start >= 0) info.user_start = static_cast<std::size_t>(j.user_start);
   st.tiers->expect(info);
   // The rows are the checkpoint's now: the resident prefix's are gone.
-  st.tiers->clear("resident");
+  st.tiers->clear(cache_tier::resident);
   st.active = &e;
   j.seed = meta.seed;
   generation_job g = to_generation_job(j);
@@ -194,7 +195,7 @@ bool resume_checkpoint(board_ptr self, board_job& j) {
     return false;
   }
   resume_offer o;
-  o.source = "checkpoint";
+  o.source = cache_source::checkpoint;
   o.at = prompt.size();
   o.served = prompt;
   o.exact = false;
@@ -202,7 +203,7 @@ bool resume_checkpoint(board_ptr self, board_job& j) {
   guarded(self, [&] { st.tiers->begin(o, e.cache_state()); });
   d->generation_started(st.job_key);
   j.cache = x_cache_info{};
-  j.cache.source = "checkpoint";
+  j.cache.source = to_string(cache_source::checkpoint);
   j.cache.resumed_at = static_cast<long>(e.length());
   j.cache.restore_ms = static_cast<double>(steady_ns() - t0) / 1e6;
   st.next_checkpoint = st.session->output_ids().size() + checkpoint_every(self);
@@ -275,7 +276,7 @@ void finish(board_ptr self) {
   l.session_key = st.job.session_key;
   l.route = st.job.route;
   l.prompt_tokens = s.prompt_tokens();
-  l.source = ev.cache.source;
+  l.source = st.source;
   l.resumed_at = ev.cache.resumed_at;
   l.prefilled = s.prefilled_tokens();
   l.restore_ms = ev.cache.restore_ms;
@@ -329,6 +330,7 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
         };
         if (resume_checkpoint(self, j)) {
           st.served_as_asked = true;
+          st.source = cache_source::checkpoint;
           st.job = std::move(j);
           st.first_token_ns = 0;
           take_early_cancel();
@@ -339,7 +341,7 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
         try {
           st.session = std::make_unique<generation_session>(*st.active, to_generation_job(j));
         } catch (const std::exception& e) {
-          if (o.source == "cold") return fail(self, j, 400, e.what());
+          if (o.source == cache_source::cold) return fail(self, j, 400, e.what());
           // The served prompt (an end alignment can lengthen it) did not fit: start cold. The
           // restore wrote sections (and, from the store, rows) the resident prefix does not know.
           o = cold_after_failure(self, o, std::vector<token_id>(asked.begin(), asked.end()));
@@ -353,8 +355,9 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
           }
         }
         guarded(self, [&] { st.tiers->begin(o, st.active->cache_state()); });
-        j.cache.via = st.tiers->running_via();
+        j.cache.via = to_string(st.tiers->running_via());
         st.served_as_asked = j.prompt == asked;
+        st.source = o.source;
         st.job = std::move(j);
         st.first_token_ns = 0;
         take_early_cancel();
@@ -397,8 +400,10 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
         st.early_cancels.push_back(id);
         if (st.early_cancels.size() > 16) st.early_cancels.pop_front();
       },
-      [=](clear_atom, const std::string& tier) -> std::string {
+      [=](clear_atom, cache_tier tier) -> caf::result<std::string> {
         auto& st = self->state;
+        // A tier this server does not have (the disk without --cache-dir) is the client's error.
+        if (!st.tiers->has(tier)) return caf::make_error(error_code::unknown_tier);
         nlohmann::json j = {{"cleared", st.tiers->clear(tier)}, {"tier", tier}};
         send_tiers(self);
         return j.dump();

@@ -47,6 +47,7 @@ struct board_state {
   engine* active = nullptr;  // the running request's engine: slot 0 or a side slot
   done_receiver conductor;
   board_job job;
+  cache_source source = cache_source::cold;  // where the running request's state came from
   std::unique_ptr<generation_session> session;
   std::int64_t prefill_done_ns = 0;
   std::int64_t first_token_ns = 0;

@@ -47,7 +47,7 @@ std::optional<resume_offer> disk_tier::offer(const std::vector<token_id>& prompt
     return std::nullopt;
   }
   resume_offer o;
-  o.source = "disk";
+  o.source = cache_source::disk;
   o.at = hit->line;
   o.served = prompt;
   o.exact = true;

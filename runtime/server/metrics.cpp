@@ -5,7 +5,7 @@
 namespace anchorage {
 
 void metrics::on_finished(const ledger_entry& e) {
-  ++requests_[e.route + "|" + e.source + "|" + e.finish_reason];
+  ++requests_[std::string(to_string(e.route)) + "|" + to_string(e.source) + "|" + e.finish_reason];
   prompt_tokens_ += e.prompt_tokens;
   prefilled_ += e.prefilled;
   cached_ += e.prompt_tokens - e.prefilled;

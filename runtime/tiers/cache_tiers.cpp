@@ -5,23 +5,16 @@
 #include <iostream>
 
 namespace anchorage {
-namespace {
-
-constexpr const char* resident_pool = "resident";
-constexpr const char* store_pool = "store";
-
-}  // namespace
-
 cache_tiers::cache_tiers(cache_options opts, kernels::backend where)
     : opts_(opts),
       where_(where),
-      resident_(budget_, resident_options{opts.end_anchor, opts.end_align, 4}, resident_pool),
-      store_(budget_, store_pool, opts.store_entry_bytes) {
-  budget_.set_limit(resident_pool, opts_.enabled ? opts_.resident_bytes : 0);
-  budget_.set_limit(store_pool, opts_.enabled ? opts_.store_bytes : 0);
-  budget_.set_limit("stash", opts_.enabled ? opts_.stash_bytes : 0);
-  budget_.set_limit("pin", opts_.enabled ? opts_.pin_bytes : 0);
-  budget_.set_limit("park", opts_.enabled ? opts_.park_bytes : 0);
+      resident_(budget_, resident_options{opts.end_anchor, opts.end_align, 4}, budget_pool::resident),
+      store_(budget_, budget_pool::store, opts.store_entry_bytes) {
+  budget_.set_limit(budget_pool::resident, opts_.enabled ? opts_.resident_bytes : 0);
+  budget_.set_limit(budget_pool::store, opts_.enabled ? opts_.store_bytes : 0);
+  budget_.set_limit(budget_pool::stash, opts_.enabled ? opts_.stash_bytes : 0);
+  budget_.set_limit(budget_pool::pin, opts_.enabled ? opts_.pin_bytes : 0);
+  budget_.set_limit(budget_pool::park, opts_.enabled ? opts_.park_bytes : 0);
 }
 
 bool cache_tiers::is_guest(std::size_t n) const {
@@ -44,11 +37,11 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
   std::optional<resume_offer> best = resident_.offer(prompt);
   // A short request is a guest, unless it continues the resident conversation (a client that
   // dropped a long reasoning sends a prompt much shorter than the rows).
-  const bool guest = is_guest(prompt.size()) && !(best && best->source == "end" && best->via.empty());
+  const bool guest = is_guest(prompt.size()) && !(best && best->source == cache_source::end && best->via == cache_via::none);
   if (guest) {
     // A guest reads the rows in place (a side slot none of them); bringing back a set-aside
     // prompt would change slot 0.
-    if (info.side_slot_free || (best && !best->via.empty())) best.reset();
+    if (info.side_slot_free || (best && best->via != cache_via::none)) best.reset();
   }
   if (!best && !(guest && info.side_slot_free)) ++resident_counts_.misses;
   // The store is deeper: taken only when it starts later than the resident prefix. A stashed
@@ -57,7 +50,7 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
   const std::size_t floor = best ? best->at : 0;
   if (auto hit = store_ok ? store_.lookup(prompt, prompt.size() - 1) : std::nullopt; hit && hit->length > floor) {
     resume_offer o;
-    o.source = "store";
+    o.source = cache_source::store;
     o.at = hit->length;
     o.served = prompt;
     // A snapshot taken at a line by a grid prefill is a cold prefill's state; a session
@@ -81,7 +74,7 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
   }
   resume_offer o = best ? std::move(*best) : std::move(cold);
   if (guest) {
-    o.via = info.side_slot_free ? "side" : "stash";
+    o.via = info.side_slot_free ? cache_via::side : cache_via::stash;
     // What the guest can write past its start: the rest of its prompt, its output, the rows the
     // server may add unseen, and two margins of 512.
     stash_need_ = (o.served.size() - std::min(o.at, o.served.size())) + info.max_tokens + info.hidden_reserve + 2 * 512;
@@ -90,15 +83,15 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
 }
 
 void cache_tiers::restore(state_adapter& into, resume_offer& o) {
-  if (o.source == "disk") {
+  if (o.source == cache_source::disk) {
     std::string error;
     if (disk_ && disk_->restore(o, into, error)) return;
     std::cerr << "anchorage: a disk restore failed (" << error << "); the broken chain is deleted\n";
     o = disk_fallback_ ? std::move(*disk_fallback_) : resume_offer{};
     disk_fallback_.reset();
-    if (o.source == "cold") return;  // the caller resets the engine
+    if (o.source == cache_source::cold) return;  // the caller resets the engine
   }
-  if (o.source == "store") {
+  if (o.source == cache_source::store) {
     // plan() found it and nothing was inserted since (an insert may evict).
     if (!planned_copy_) throw std::logic_error("cache_tiers: restore of a store offer plan() did not make");
     planned_copy_->restore(into, o.at);
@@ -114,35 +107,38 @@ void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
   served_ = o.served;
   prefix_target_ = 0;
   via_ = o.via;
-  guest_ = o.via == "stash" || o.via == "side";
+  guest_ = o.via == cache_via::stash || o.via == cache_via::side;
   run_exact_ = o.exact;
   if (!opts_.enabled) return;
   // Counted here, where the offer is taken, not in plan(): a failed restore is the cold path.
-  if (o.source != "cold" && o.source != "disk" && o.source != "checkpoint") {  // the disk counts its own
-    tier_counters& c = o.source == "store" ? store_counts_ : o.source == "end" ? end_counts_ : resident_counts_;
+  if (o.source == cache_source::resident || o.source == cache_source::end || o.source == cache_source::store) {
+    // (the disk counts its own; a checkpoint is no tier's hit)
+    tier_counters& c = o.source == cache_source::store ? store_counts_
+                       : o.source == cache_source::end ? end_counts_
+                                                       : resident_counts_;
     ++c.hits;
     c.tokens_saved += static_cast<long long>(o.at);
   }
-  if (o.via == "pin") ++pin_hits_;
-  if (o.via == "park") ++park_hits_;
-  if (o.via == "side") ++guests_side_;
-  if (o.via == "stash") {
+  if (o.via == cache_via::pin) ++pin_hits_;
+  if (o.via == cache_via::park) ++park_hits_;
+  if (o.via == cache_via::side) ++guests_side_;
+  if (o.via == cache_via::stash) {
     // The rows the guest can reach are copied aside first; refused, the guest cuts the resident
     // rows at its start like any request.
     const std::size_t a = o.at, b = std::min(resident_.tokens().size(), o.at + stash_need_);
     const std::size_t bytes = row_copy::bytes_for(state.layout(), a, b);
-    if (b <= a || budget_.reserve("stash", bytes)) {
+    if (b <= a || budget_.reserve(budget_pool::stash, bytes)) {
       try {
         stash_ = row_copy::take(state, where_, a, std::max(a, b));
         stash_bytes_ = b > a ? bytes : 0;
         ++guests_stashed_;
       } catch (...) {
-        if (b > a) budget_.release("stash", bytes);
+        if (b > a) budget_.release(budget_pool::stash, bytes);
         throw;
       }
     } else {
       ++stash_refusals_;
-      via_.clear();
+      via_ = cache_via::none;
       guest_ = false;
     }
   }
@@ -158,19 +154,19 @@ void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
     // another session's parks the resident one, the same session's (a compaction) pins its head.
     const auto& rows = resident_.tokens();
     const std::size_t shared = common_prefix(rows, o.served);
-    if (o.source != "store" && via_.empty() && shared < rows.size() && o.at < rows.size()) {
+    if (o.source != cache_source::store && via_ == cache_via::none && shared < rows.size() && o.at < rows.size()) {
       const bool other = !resident_session_.empty() && pending_session_ != resident_session_;
-      resident_.set_aside(state, where_, other ? "park" : "pin", o.at);
+      resident_.set_aside(state, where_, other ? cache_via::park : cache_via::pin, o.at);
     }
     resident_.begin(o);
     // A restored prompt becomes the resident one with the disk anchor as its anchor.
-    if (o.source == "disk") resident_.after_prefill_step(state, where_);
+    if (o.source == cache_source::disk) resident_.after_prefill_step(state, where_);
     resident_session_ = pending_session_;
   }
   // The prefix cache: a request the resident prefix could not answer leaves a snapshot at the
   // longest line of its prompt that fits one entry, so the next request with this head (another
   // session with the same system prompt) starts there.
-  if (!opts_.prefix_cache || !o.exact || o.source == "resident" || o.source == "end") return;
+  if (!opts_.prefix_cache || !o.exact || o.source == cache_source::resident || o.source == cache_source::end) return;
   const state_layout& layout = state.layout();
   const std::size_t grid = static_cast<std::size_t>(layout.grid);
   std::size_t line = o.served.size() / grid * grid;
@@ -201,31 +197,32 @@ void cache_tiers::end_generation(const state_adapter& state, kernels::backend wh
 
 void cache_tiers::finish(state_adapter& state) {
   if (disk_ && !guest_) disk_->finish(state);
-  const bool stashed = guest_ && via_ == "stash";
-  via_.clear();
+  const bool stashed = guest_ && via_ == cache_via::stash;
+  via_ = cache_via::none;
   guest_ = false;
   if (!stashed) return;
   // Released first: a restore that throws must not keep the pool's bytes.
   row_copy stash = std::move(stash_);
   stash_ = row_copy{};
-  budget_.release("stash", stash_bytes_);
+  budget_.release(budget_pool::stash, stash_bytes_);
   stash_bytes_ = 0;
   stash.restore(state);
 }
 
-std::vector<std::string> cache_tiers::clear(const std::string& tier) {
-  std::vector<std::string> done;
-  if (tier == "resident" || tier == "all") {
+std::vector<cache_tier> cache_tiers::clear(cache_tier tier) {
+  std::vector<cache_tier> done;
+  const bool all = tier == cache_tier::all;
+  if (tier == cache_tier::resident || all) {
     resident_.clear();
-    done.push_back("resident");
+    done.push_back(cache_tier::resident);
   }
-  if (tier == "store" || tier == "all") {
+  if (tier == cache_tier::store || all) {
     store_.clear();
-    done.push_back("store");
+    done.push_back(cache_tier::store);
   }
-  if (disk_ && (tier == "disk" || tier == "all")) {
+  if (disk_ && (tier == cache_tier::disk || all)) {
     disk_->clear();
-    done.push_back("disk");
+    done.push_back(cache_tier::disk);
   }
   return done;
 }
@@ -248,7 +245,7 @@ nlohmann::json cache_tiers::stats() const {
       {"rows", resident_.tokens().size()},
       {"taint", resident_.taint()},
       {"bytes", resident_.bytes()},
-      {"limit_bytes", budget_.limit(resident_pool)},
+      {"limit_bytes", budget_.limit(budget_pool::resident)},
       {"hits", resident_counts_.hits + end_counts_.hits},
       {"end_hits", end_counts_.hits},
       {"misses", resident_counts_.misses},
@@ -258,21 +255,21 @@ nlohmann::json cache_tiers::stats() const {
       {"guests_stashed", guests_stashed_},
       {"guests_side", guests_side_},
       {"stash_refusals", stash_refusals_},
-      {"stash_limit_bytes", budget_.limit("stash")},
-      {"pinned", resident_.saved("pin") ? nlohmann::json(resident_.saved("pin")->rows.last()) : nlohmann::json()},
-      {"pin_bytes", budget_.used("pin")},
-      {"pin_limit_bytes", budget_.limit("pin")},
+      {"stash_limit_bytes", budget_.limit(budget_pool::stash)},
+      {"pinned", resident_.saved(cache_via::pin) ? nlohmann::json(resident_.saved(cache_via::pin)->rows.last()) : nlohmann::json()},
+      {"pin_bytes", budget_.used(budget_pool::pin)},
+      {"pin_limit_bytes", budget_.limit(budget_pool::pin)},
       {"pin_hits", pin_hits_},
-      {"parked", resident_.saved("park") ? nlohmann::json(resident_.saved("park")->rows.last()) : nlohmann::json()},
-      {"park_bytes", budget_.used("park")},
-      {"park_limit_bytes", budget_.limit("park")},
+      {"parked", resident_.saved(cache_via::park) ? nlohmann::json(resident_.saved(cache_via::park)->rows.last()) : nlohmann::json()},
+      {"park_bytes", budget_.used(budget_pool::park)},
+      {"park_limit_bytes", budget_.limit(budget_pool::park)},
       {"park_hits", park_hits_},
       {"set_aside_refusals", resident_.set_aside_refusals},
   };
   j["store"] = {
       {"entries", store_.entries()},
       {"bytes", store_.bytes()},
-      {"limit_bytes", budget_.limit(store_pool)},
+      {"limit_bytes", budget_.limit(budget_pool::store)},
       {"entry_limit_bytes", opts_.store_entry_bytes},
       {"hits", store_counts_.hits},
       {"misses", store_counts_.misses},

@@ -36,8 +36,8 @@ struct request_info {
 //
 // A guest (seed §13.4: a prompt of at most guest_max tokens and under a quarter of the resident
 // one) leaves the resident prompt as it was: it runs on a side slot when one is free (offer.via
-// "side": the caller runs it on that engine, the tiers touch none of slot 0's state), or else
-// the rows it can write are stashed at begin() and written back at finish() (via "stash").
+// side: the caller runs it on that engine, the tiers touch none of slot 0's state), or else
+// the rows it can write are stashed at begin() and written back at finish() (via stash).
 // Not thread-safe: the board owns it, because the resident rows are the engine's own buffers
 // and a lookup must see the rows the board will actually resume from.
 class cache_tiers {
@@ -47,13 +47,13 @@ class cache_tiers {
   // What the tiers know of the next request before it begins: plan() does this first; a request
   // that does not plan (a generation resumed from its checkpoint) says it here.
   void expect(const request_info& info);
-  // The best offer for `prompt` (source "cold", at 0, served = prompt when no tier has one).
+  // The best offer for `prompt` (source cold, at 0, served = prompt when no tier has one).
   resume_offer plan(const std::vector<token_id>& prompt, const request_info& info = {});
   // Restores a non-cold offer into `into` (valid length = offer.at). A disk offer whose read
   // fails (the engine untouched, the broken chain deleted) falls back to what the tiers above
   // offered: `offer` is then that one (possibly cold; the caller resets the engine).
   void restore(state_adapter& into, resume_offer& offer);
-  // The engine (`state`, slot 0 unless offer.via is "side") holds offer.served's first
+  // The engine (`state`, slot 0 unless offer.via is side) holds offer.served's first
   // offer.at rows; the prefill of the rest begins. Sets aside what the request will overwrite.
   void begin(const resume_offer& offer, const state_adapter& state);
   void after_prefill_step(const state_adapter& state, kernels::backend where);
@@ -69,9 +69,11 @@ class cache_tiers {
   std::vector<std::shared_ptr<disk_job>> take_disk_jobs();
   void disk_written(const disk_job& job);
 
-  // Empties "resident", "store", "disk" or "all"; returns the tiers it emptied (empty for other
-  // names, and "disk" when none is attached).
-  std::vector<std::string> clear(const std::string& tier);
+  // Whether the tier exists here: every tier but the disk, which exists when one is attached.
+  bool has(cache_tier tier) const { return tier != cache_tier::disk || disk_ != nullptr; }
+  // Empties the tier (all: every tier there is); returns the tiers it emptied (nothing for the
+  // disk when none is attached).
+  std::vector<cache_tier> clear(cache_tier tier);
 
   // Per tier: entries, bytes, limit, hits, misses, evictions, refusals, tokens_saved.
   nlohmann::json stats() const;
@@ -80,9 +82,9 @@ class cache_tiers {
   const state_store& store() const { return store_; }
   const memory_budget& budget() const { return budget_; }
   const cache_options& options() const { return opts_; }
-  // What serves the running request beyond its source: "", stash, side, pin or park (after
+  // What serves the running request beyond its source: none, stash, side, pin or park (after
   // begin(); a refused stash makes a guest an ordinary request).
-  const std::string& running_via() const { return via_; }
+  cache_via running_via() const { return via_; }
 
  private:
   struct tier_counters {
@@ -102,7 +104,7 @@ class cache_tiers {
   std::size_t prefix_target_ = 0;  // the line where this prefill leaves a prefix snapshot; 0: none
   std::vector<token_id> served_;
   const state_copy* planned_copy_ = nullptr;  // the store hit plan() offered, until begin()
-  std::string via_;                // the running request's via
+  cache_via via_ = cache_via::none;  // the running request's via
   bool guest_ = false;             // the running request is a guest (stash or side slot)
   bool run_exact_ = false;         // the running request started from a cold prefill's state
   std::size_t stash_need_ = 0;     // rows the running guest can write past its start

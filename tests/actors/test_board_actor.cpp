@@ -16,7 +16,7 @@ namespace {
 board_job long_prefill_job(const caf::actor& sink, int chunks, int grid) {
   board_job j;
   j.id = "r1";
-  j.route = "completions";
+  j.route = request_kind::completion;
   const auto t = test_tokens(static_cast<std::size_t>(chunks * grid));
   j.prompt.assign(t.begin(), t.end());
   j.temperature = 0;

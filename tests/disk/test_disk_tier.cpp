@@ -56,8 +56,8 @@ struct process {
 void write_head_twice(const std::string& dir, const std::vector<token_id>& head) {
   process p(dir);
   p.serve(head);
-  p.tiers.clear("resident");
-  p.tiers.clear("store");
+  p.tiers.clear(cache_tier::resident);
+  p.tiers.clear(cache_tier::store);
   p.serve(head);
   REQUIRE(p.disk().store().entries() == 1);
 }
@@ -91,10 +91,10 @@ TEST_CASE("a prompt seen once writes chunks and no anchor; seen twice, an anchor
   CHECK(files_with(dir.str(), ".anc") == 0);
   // The resident prefix would answer the same prompt (nothing forwarded cold, nothing counted):
   // another server, or one whose resident rows were replaced, forwards it cold again.
-  p.tiers.clear("resident");
-  p.tiers.clear("store");
+  p.tiers.clear(cache_tier::resident);
+  p.tiers.clear(cache_tier::store);
   const auto second = p.serve(prompt);
-  CHECK(second.offer.source == "cold");
+  CHECK(second.offer.source == cache_source::cold);
   CHECK(p.disk().store().entries() == 1);
   CHECK(p.disk().store().longest_durable_prefix_tokens() == 5 * g);
   CHECK(files_with(dir.str(), ".anc") == 1);
@@ -114,7 +114,7 @@ TEST_CASE("after a restart a prompt resumes from disk and equals a cold prefill 
   const auto more = test_tokens(2 * g + 3, 503);
   prompt.insert(prompt.end(), more.begin(), more.end());
   const auto r = q.serve(prompt, 8);
-  CHECK(r.offer.source == "disk");
+  CHECK(r.offer.source == cache_source::disk);
   CHECK(r.offer.at == 6 * g);
   CHECK(r.prefilled == prompt.size() - 6 * g);
   // The restored prompt is the resident one, with the disk anchor as its anchor.
@@ -162,7 +162,7 @@ TEST_CASE("a damaged disk file is never restored: the request falls back and the
   const auto more = test_tokens(g + 1, 505);
   prompt.insert(prompt.end(), more.begin(), more.end());
   const auto r = q.serve(prompt, 4);
-  CHECK(r.offer.source == "cold");  // the read failed its crc; nothing above the disk: cold
+  CHECK(r.offer.source == cache_source::cold);  // the read failed its crc; nothing above the disk: cold
   CHECK(q.tiers.stats()["disk"]["restore_failures"] == 1);
   CHECK_FALSE(std::filesystem::exists(path));
   CHECK(q.disk().store().entries() == 0);           // the anchor on the chain went with it
@@ -183,7 +183,7 @@ TEST_CASE("the disk is read only when the read costs less than the prefill it sa
   auto prompt = head;
   prompt.push_back(7);
   const auto r = q.serve(prompt, 2, "other");
-  CHECK(r.offer.source == "cold");
+  CHECK(r.offer.source == cache_source::cold);
   CHECK(q.tiers.stats()["disk"]["declined"] == 1);
 }
 
@@ -198,7 +198,7 @@ TEST_CASE("a session resume's prefill writes nothing to disk; a guest neither", 
   // The next turn resumes at the end anchor: its rows above the prompt are session state.
   const auto second = next_prompt(t1.offer.served, t1.output, 3 * g, 509);
   const auto t2 = p.serve(second, 4);
-  REQUIRE(t2.offer.source == "end");
+  REQUIRE(t2.offer.source == cache_source::end);
   CHECK(p.disk().store().chunk_count() == chunks);
   CHECK(p.disk().running_plan().writes_nothing());
 }
@@ -210,8 +210,8 @@ TEST_CASE("a full disk below the seam: writes fail softly, answers stay exact, s
   const auto prompt = test_tokens(4 * g + 9, 510);
   p.env.no_space_after(0);
   const auto first = p.serve(prompt, 6);
-  p.tiers.clear("resident");
-  p.tiers.clear("store");
+  p.tiers.clear(cache_tier::resident);
+  p.tiers.clear(cache_tier::store);
   const auto second = p.serve(prompt, 6);
   const auto d = p.tiers.stats()["disk"];
   CHECK(d["write_failures"].get<long>() >= 2);
@@ -223,8 +223,8 @@ TEST_CASE("a full disk below the seam: writes fail softly, answers stay exact, s
   CHECK(second.output == expect);
   // The disk has room again: the next cold pass writes (the counts survived the failures).
   p.env.heal();
-  p.tiers.clear("resident");
-  p.tiers.clear("store");
+  p.tiers.clear(cache_tier::resident);
+  p.tiers.clear(cache_tier::store);
   p.serve(prompt, 6);
   CHECK(p.disk().store().chunk_count() == 4);
   CHECK(p.disk().store().entries() == 1);
@@ -263,12 +263,12 @@ TEST_CASE("a guest on a side slot restores its head from disk into the side slot
   info.max_tokens = 4;
   info.side_slot_free = true;
   auto o = q.tiers.plan(guest, info);
-  REQUIRE(o.source == "disk");
-  CHECK(o.via == "side");
+  REQUIRE(o.source == cache_source::disk);
+  CHECK(o.via == cache_via::side);
   CHECK(o.at == 4 * g);
   auto side = make_engine(c);
   q.tiers.restore(side->cache_state(), o);
-  REQUIRE(o.source == "disk");
+  REQUIRE(o.source == cache_source::disk);
   q.tiers.begin(o, side->cache_state());
   side->prefill(slice(guest, side->length(), guest.size()));
   q.tiers.after_prefill_step(side->cache_state(), side->where());
