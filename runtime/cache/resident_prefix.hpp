@@ -6,26 +6,14 @@
 #include <vector>
 
 #include "runtime/cache/anchor_set.hpp"
+#include "runtime/cache/resume_offer.hpp"
 #include "runtime/text/end_alignment.hpp"
 #include "runtime/cache/memory_budget.hpp"
 #include "runtime/engine/row_copy.hpp"
 #include "runtime/engine/state_copy.hpp"
 #include "runtime/core/token.hpp"
-#include "protocol/cache_source.hpp"
 
 namespace anchorage {
-
-// Where a request can resume and what it is then served (the lookup's currency).
-struct resume_offer {
-  cache_source source = cache_source::cold;  // cold | resident | end | store | disk | checkpoint
-  std::size_t at = 0;             // the restored state covers served[0, at)
-  std::vector<token_id> served;   // the prompt to run: the client's, or the end alignment's
-  bool exact = true;              // a grid state (a cold prefill's bits), not a session resume
-  std::size_t exact_to = 0;       // rows [0, exact_to) of the restored state are a cold prefill's
-  bool rows_replaced = false;     // the restore wrote rows (a snapshot), not only sections
-  bool aligned = false;           // the end alignment changed the prompt (reasoning, hidden spans)
-  cache_via via = cache_via::none;           // what else served it: stash | side | pin | park
-};
 
 // A conversation's rows set aside before another request overwrites them (seed §13.4): the
 // pinned head (kind pin: the same session's head, e.g. before a compaction request) or the

@@ -23,6 +23,7 @@ bool cache_tiers::is_guest(std::size_t n) const {
 
 void cache_tiers::expect(const request_info& info) {
   planned_copy_ = nullptr;
+  disk_planned_.reset();
   disk_fallback_.reset();
   pending_session_ = info.session_key;
   pending_user_start_ = info.user_start;
@@ -69,7 +70,16 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
   if (disk_ && (!guest || info.side_slot_free)) {
     if (auto d = disk_->offer(prompt, best ? best->at : 0)) {
       disk_fallback_ = best ? std::move(*best) : cold;
-      best = std::move(*d);
+      // A disk restore is a cold grid prefill's state, rows included.
+      resume_offer o;
+      o.source = cache_source::disk;
+      o.at = d->line;
+      o.served = prompt;
+      o.exact = true;
+      o.exact_to = d->line;
+      o.rows_replaced = true;
+      disk_planned_ = std::move(*d);
+      best = std::move(o);
     }
   }
   resume_offer o = best ? std::move(*best) : std::move(cold);
@@ -85,7 +95,10 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
 void cache_tiers::restore(state_adapter& into, resume_offer& o) {
   if (o.source == cache_source::disk) {
     std::string error;
-    if (disk_ && disk_->restore(o, into, error)) return;
+    if (!disk_planned_) throw std::logic_error("cache_tiers: restore of a disk offer plan() did not make");
+    const disk_offer d = std::move(*disk_planned_);
+    disk_planned_.reset();
+    if (disk_ && disk_->restore(d, o.served, into, error)) return;
     std::cerr << "anchorage: a disk restore failed (" << error << "); the broken chain is deleted\n";
     o = disk_fallback_ ? std::move(*disk_fallback_) : resume_offer{};
     disk_fallback_.reset();
@@ -145,9 +158,12 @@ void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
   // After the stash decision: a refused stash makes the guest an ordinary request, which writes.
   if (disk_ && !guest_) {
     disk_request dr;
+    dr.served = o.served;
+    dr.at = o.at;
+    dr.exact = o.exact;
     dr.session_key = pending_session_;
     dr.user_start = pending_user_start_;
-    disk_->begin(o, dr);
+    disk_->begin(dr);
   }
   if (!guest_) {
     // A request that rewrites rows the resident prompt does not share sets them aside first:

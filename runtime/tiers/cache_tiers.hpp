@@ -111,6 +111,7 @@ class cache_tiers {
   row_copy stash_;                 // the running guest's stash
   std::size_t stash_bytes_ = 0;
   std::unique_ptr<disk_tier> disk_;
+  std::optional<disk_offer> disk_planned_;     // the disk offer plan() took, until restore()
   std::optional<resume_offer> disk_fallback_;  // what the tiers above offered when the disk won
   std::optional<std::size_t> pending_user_start_;
   std::string resident_session_;   // the session key of the resident prompt

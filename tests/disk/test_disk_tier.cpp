@@ -283,3 +283,27 @@ TEST_CASE("a guest on a side slot restores its head from disk into the side slot
   CHECK(q.disk().store().chunk_count() == chunks_before);
   CHECK(q.tiers.stats()["disk"]["hits"] == 1);
 }
+
+TEST_CASE("the disk tier answers with its own offer: the line, the bytes to read, the hit", "[disk]") {
+  temp_dir dir("anchorage-disk-tier");
+  const model_config c = test_config("tiny");
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  const auto head = test_tokens(4 * g, 510);
+  write_head_twice(dir.str(), head);
+  process q(dir.str());
+  auto prompt = head;
+  prompt.push_back(9);
+  const auto o = q.disk().offer(prompt, 0);
+  REQUIRE(o);
+  CHECK(o->line > 0);
+  CHECK(o->line % g == 0);
+  CHECK(o->line <= head.size());
+  CHECK(o->hit.line == o->line);
+  CHECK(o->read_bytes == o->hit.read_bytes);
+  CHECK(o->read_bytes > 0);
+  CHECK_FALSE(q.disk().offer(prompt, o->line));  // the tiers above start as late: no offer
+  auto fresh = make_engine(c);
+  std::string error;
+  REQUIRE(q.disk().restore(*o, prompt, fresh->cache_state(), error));
+  CHECK(error.empty());
+}
