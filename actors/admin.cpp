@@ -16,7 +16,12 @@ admin_actor::behavior_type admin(admin_actor::pointer self, std::string token, c
         // The name is the wire's; a tier no cache has (or one still to come) is the client's error.
         const auto t = cache_tier_from_string(tier);
         if (!t) return caf::make_error(error_code::unknown_tier);
-        return self->delegate(conductor, clear_atom::value, *t);
+        // The conductor answers typed; the route's JSON is made here, at the wire's edge.
+        auto rp = self->make_response_promise<std::string>();
+        self->request(conductor, caf::infinite, clear_atom::value, *t)
+            .then([rp](const clear_reply& r) mutable { rp.deliver(nlohmann::json(r).dump()); },
+                  [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+        return rp;
       },
       [=](stats_atom) { return self->delegate(conductor, stats_atom::value); },
       [=](metrics_atom) { return self->delegate(conductor, metrics_atom::value); },

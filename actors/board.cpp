@@ -79,12 +79,12 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
         send_all(self, st.runner->step());
       },
       [=](cancel_atom, const std::string& id) { self->state.runner->cancel(id); },
-      [=](clear_atom, cache_tier tier) -> caf::result<std::string> {
+      [=](clear_atom, cache_tier tier) -> caf::result<clear_reply> {
         // A tier this server does not have (the disk without --cache-dir) is the client's error.
         auto cleared = self->state.runner->clear(tier);
         if (!cleared) return caf::make_error(error_code::unknown_tier);
         send_tiers(self);
-        return nlohmann::json{{"cleared", *cleared}, {"tier", tier}}.dump();
+        return clear_reply{tier, std::move(*cleared)};
       },
   };
 }

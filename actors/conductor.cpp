@@ -100,7 +100,7 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
         auto& st = self->state;
         return st.counters.text(static_cast<long>(st.queue.size()), st.running.has_value());
       },
-      [=](clear_atom, cache_tier tier) -> caf::result<std::string> {
+      [=](clear_atom, cache_tier tier) -> caf::result<clear_reply> {
         // The names are checked by the admin; the board owns the device tiers.
         return self->delegate(self->state.board, clear_atom::value, tier);
       },

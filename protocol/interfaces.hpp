@@ -21,7 +21,7 @@ using done_receiver = caf::typed_actor<caf::reacts_to<done_atom, ledger_entry>,
 using board_actor = caf::typed_actor<caf::reacts_to<run_atom, board_job>,
                                      caf::reacts_to<step_atom>,
                                      caf::reacts_to<cancel_atom, std::string>,
-                                     caf::replies_to<clear_atom, cache_tier>::with<std::string>>;
+                                     caf::replies_to<clear_atom, cache_tier>::with<clear_reply>>;
 
 // The disk writer: writes a staged job's files through its own env and hands the job back, in
 // the order the jobs came (write-behind: the board never waits for it).
@@ -34,7 +34,7 @@ using conductor_actor = caf::typed_actor<caf::reacts_to<generate_atom, request_e
                                          caf::reacts_to<tiers_atom, std::string>,
                                          caf::replies_to<stats_atom>::with<std::string>,
                                          caf::replies_to<metrics_atom>::with<std::string>,
-                                         caf::replies_to<clear_atom, cache_tier>::with<std::string>,
+                                         caf::replies_to<clear_atom, cache_tier>::with<clear_reply>,
                                          caf::replies_to<drain_atom>::with<bool>>;
 
 // The admin: operator messages, token and tier checked (errors are error_code).

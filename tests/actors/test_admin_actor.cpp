@@ -72,3 +72,36 @@ TEST_CASE("clear answers a tier that does not exist here with unknown_tier, and 
   REQUIRE(store->json);
   CHECK(nlohmann::json::parse(*store->json)["cleared"] == nlohmann::json::array({"store"}));
 }
+
+TEST_CASE("the conductor answers a clear with a typed clear_reply", "[actors][conductor]") {
+  caf_fixture f;
+  const model_config c = test_config("tiny", 1024);
+  std::shared_ptr<engine> eng = make_engine(c);
+  conductor_options opts;
+  opts.limits.ctx_size = c.ctx_size;
+  auto& sys = *f.sys;
+  auto cond = f.spawn(conductor, opts,
+                      [&sys, eng](done_receiver self) { return sys.spawn(board, eng, board_options{4, {}}, self); });
+  auto reply = std::make_shared<std::optional<clear_reply>>();
+  auto error = std::make_shared<std::optional<caf::error>>();
+  auto ask = [&](cache_tier t) {
+    reply->reset();
+    error->reset();
+    f.spawn([cond, t, reply, error](caf::event_based_actor* self) -> caf::behavior {
+      self->request(cond, caf::infinite, clear_atom::value, t)
+          .then([reply](const clear_reply& r) { *reply = r; }, [error](caf::error& e) { *error = e; });
+      return {[](int) {}};
+    });
+    f.sched->run();
+  };
+  ask(cache_tier::all);
+  REQUIRE(*reply);
+  CHECK((*reply)->tier == cache_tier::all);
+  CHECK((*reply)->cleared == std::vector<cache_tier>{cache_tier::resident, cache_tier::store});
+  ask(cache_tier::resident);
+  REQUIRE(*reply);
+  CHECK((*reply)->cleared == std::vector<cache_tier>{cache_tier::resident});
+  ask(cache_tier::disk);  // no disk tier on this server
+  CHECK_FALSE(*reply);
+  CHECK(is_code(*error, error_code::unknown_tier));
+}
