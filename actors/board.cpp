@@ -14,7 +14,7 @@ namespace {
 using board_ptr = board_actor::stateful_pointer<board_state>;
 
 void send_tiers(board_ptr self) {
-  self->send(self->state.conductor, tiers_atom::value, self->state.runner->tiers().stats().dump());
+  self->send(self->state.conductor, tiers_atom::value, self->state.runner->tiers().stats());
 }
 
 // Hands a staged write to the disk writer; it comes back (between two steps) to be indexed.

@@ -81,9 +81,7 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
         if (st.running && *st.running == e.id) st.running.reset();
         dispatch(self);
       },
-      [=](tiers_atom, const std::string& tiers) {
-        self->state.counters.set_tiers(nlohmann::json::parse(tiers, nullptr, false));
-      },
+      [=](tiers_atom, const cache_stats& tiers) { self->state.counters.set_tiers(tiers); },
       [=](stats_atom) -> std::string {
         auto& st = self->state;
         nlohmann::json j;

@@ -11,11 +11,10 @@ namespace anchorage {
 
 // sink_actor (a request's stream_events) is declared beside stream_event in board_job.hpp.
 
-// What the board tells the conductor when a request ends.
-// What the board tells the conductor when a request ends, and its tiers' stats (JSON text) after
-// anything changed them.
+// What the board tells the conductor when a request ends, and its tiers' stats after anything
+// changed them.
 using done_receiver = caf::typed_actor<caf::reacts_to<done_atom, ledger_entry>,
-                                       caf::reacts_to<tiers_atom, std::string>>;
+                                       caf::reacts_to<tiers_atom, cache_stats>>;
 
 // The board: the only owner of the engine.
 using board_actor = caf::typed_actor<caf::reacts_to<run_atom, board_job>,
@@ -31,7 +30,7 @@ using disk_writer_actor = caf::typed_actor<caf::replies_to<disk_write_atom, disk
 using conductor_actor = caf::typed_actor<caf::reacts_to<generate_atom, request_envelope>,
                                          caf::reacts_to<cancel_atom, std::string>,
                                          caf::reacts_to<done_atom, ledger_entry>,
-                                         caf::reacts_to<tiers_atom, std::string>,
+                                         caf::reacts_to<tiers_atom, cache_stats>,
                                          caf::replies_to<stats_atom>::with<std::string>,
                                          caf::replies_to<metrics_atom>::with<std::string>,
                                          caf::replies_to<clear_atom, cache_tier>::with<clear_reply>,

@@ -141,17 +141,15 @@ void cache_tiers::disk_written(const disk_job& job) {
   if (disk_) disk_->disk().written(job);
 }
 
-nlohmann::json cache_tiers::stats() const {
-  nlohmann::json j;
-  for (const auto& t : tiers_) t->stats(j);
-  auto& r = j["resident"];
-  r["guests_stashed"] = guests_.stashed();
-  r["guests_side"] = guests_.side();
-  r["stash_refusals"] = guests_.refusals();
-  r["stash_limit_bytes"] = budget_.limit(budget_pool::stash);
-  if (!j.contains("disk")) j["disk"] = {{"enabled", false}};  // no disk tier attached
-  j["enabled"] = opts_.enabled;
-  return j;
+cache_stats cache_tiers::stats() const {
+  cache_stats s;
+  for (const auto& t : tiers_) t->stats(s);
+  s.resident.guests_stashed = guests_.stashed();
+  s.resident.guests_side = guests_.side();
+  s.resident.stash_refusals = guests_.refusals();
+  s.resident.stash_limit_bytes = budget_.limit(budget_pool::stash);
+  s.enabled = opts_.enabled;
+  return s;
 }
 
 }  // namespace anchorage

@@ -71,8 +71,8 @@ class cache_tiers {
   // disk when none is attached).
   std::vector<cache_tier> clear(cache_tier tier);
 
-  // Per tier: entries, bytes, limit, hits, misses, evictions, refusals, tokens_saved.
-  nlohmann::json stats() const;
+  // Per tier: entries, bytes, limit, hits, misses, evictions, refusals, tokens_saved, ...
+  cache_stats stats() const;
 
   const resident_prefix& resident() const { return device_->resident(); }
   const state_store& store() const { return device_->store(); }

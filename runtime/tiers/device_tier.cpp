@@ -127,47 +127,45 @@ void device_tier::clear(cache_tier name) {
   if (name == cache_tier::store) store_.clear();
 }
 
-void device_tier::stats(nlohmann::json& j) const {
+void device_tier::stats(cache_stats& into) const {
   const auto& a = resident_.anchors();
   const auto* pin = resident_.saved(cache_via::pin);
   const auto* park = resident_.saved(cache_via::park);
-  j["resident"] = {
-      {"entries", a.size() + (resident_.has_end_anchor() ? 1 : 0)},
-      {"anchors", a.size()},
-      {"end_anchor", resident_.has_end_anchor() ? nlohmann::json(resident_.end_position()) : nlohmann::json()},
-      {"rows", resident_.tokens().size()},
-      {"taint", resident_.taint()},
-      {"bytes", resident_.bytes()},
-      {"limit_bytes", budget_.limit(budget_pool::resident)},
-      {"hits", resident_counts_.hits() + end_counts_.hits()},
-      {"end_hits", end_counts_.hits()},
-      {"misses", resident_counts_.misses()},
-      {"evictions", a.evictions()},
-      {"refusals", a.refusals() + resident_.end_refusals()},
-      {"tokens_saved", resident_counts_.tokens_saved() + end_counts_.tokens_saved()},
-      {"pinned", pin ? nlohmann::json(pin->rows.last()) : nlohmann::json()},
-      {"pin_bytes", budget_.used(budget_pool::pin)},
-      {"pin_limit_bytes", budget_.limit(budget_pool::pin)},
-      {"pin_hits", pin_hits_},
-      {"parked", park ? nlohmann::json(park->rows.last()) : nlohmann::json()},
-      {"park_bytes", budget_.used(budget_pool::park)},
-      {"park_limit_bytes", budget_.limit(budget_pool::park)},
-      {"park_hits", park_hits_},
-      {"set_aside_refusals", resident_.set_aside_refusals},
-  };
-  j["store"] = {
-      {"entries", store_.entries()},
-      {"bytes", store_.bytes()},
-      {"limit_bytes", budget_.limit(budget_pool::store)},
-      {"entry_limit_bytes", opts_.store_entry_bytes},
-      {"hits", store_counts_.hits()},
-      {"misses", store_counts_.misses()},
-      {"evictions", store_.evictions()},
-      {"refusals", store_.refusals()},
-      {"collisions", store_.collisions()},
-      {"superseded", store_.superseded()},
-      {"tokens_saved", store_counts_.tokens_saved()},
-  };
+  resident_stats& r = into.resident;
+  r.entries = a.size() + (resident_.has_end_anchor() ? 1 : 0);
+  r.anchors = a.size();
+  if (resident_.has_end_anchor()) r.end_anchor = resident_.end_position();
+  r.rows = resident_.tokens().size();
+  r.taint = resident_.taint();
+  r.bytes = resident_.bytes();
+  r.limit_bytes = budget_.limit(budget_pool::resident);
+  r.hits = resident_counts_.hits() + end_counts_.hits();
+  r.end_hits = end_counts_.hits();
+  r.misses = resident_counts_.misses();
+  r.evictions = a.evictions();
+  r.refusals = a.refusals() + resident_.end_refusals();
+  r.tokens_saved = resident_counts_.tokens_saved() + end_counts_.tokens_saved();
+  if (pin) r.pinned = pin->rows.last();
+  r.pin_bytes = budget_.used(budget_pool::pin);
+  r.pin_limit_bytes = budget_.limit(budget_pool::pin);
+  r.pin_hits = pin_hits_;
+  if (park) r.parked = park->rows.last();
+  r.park_bytes = budget_.used(budget_pool::park);
+  r.park_limit_bytes = budget_.limit(budget_pool::park);
+  r.park_hits = park_hits_;
+  r.set_aside_refusals = resident_.set_aside_refusals;
+  store_stats& s = into.store;
+  s.entries = store_.entries();
+  s.bytes = store_.bytes();
+  s.limit_bytes = budget_.limit(budget_pool::store);
+  s.entry_limit_bytes = opts_.store_entry_bytes;
+  s.hits = store_counts_.hits();
+  s.misses = store_counts_.misses();
+  s.evictions = store_.evictions();
+  s.refusals = store_.refusals();
+  s.collisions = store_.collisions();
+  s.superseded = store_.superseded();
+  s.tokens_saved = store_counts_.tokens_saved();
 }
 
 }  // namespace anchorage

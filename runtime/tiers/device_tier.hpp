@@ -33,7 +33,7 @@ class device_tier final : public tier {
   void end_generation(const state_adapter& state, kernels::backend where, end_record record) override;
   void finish(state_adapter&) override {}
   void clear(cache_tier name) override;
-  void stats(nlohmann::json& into) const override;
+  void stats(cache_stats& into) const override;
 
   const resident_prefix& resident() const { return resident_; }
   const state_store& store() const { return store_; }

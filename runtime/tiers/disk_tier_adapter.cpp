@@ -44,9 +44,9 @@ void disk_tier_adapter::begin(const resume_offer& o, const state_adapter&, const
   disk_->begin(dr);
 }
 
-void disk_tier_adapter::stats(nlohmann::json& into) const {
-  into["disk"] = disk_->stats();
-  into["disk"]["enabled"] = true;
+void disk_tier_adapter::stats(cache_stats& into) const {
+  into.disk = disk_->stats();
+  into.disk["enabled"] = true;
 }
 
 }  // namespace anchorage

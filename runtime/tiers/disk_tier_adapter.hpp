@@ -29,7 +29,7 @@ class disk_tier_adapter final : public tier {
     if (!guest_) disk_->finish(state);
   }
   void clear(cache_tier) override { disk_->clear(); }
-  void stats(nlohmann::json& into) const override;
+  void stats(cache_stats& into) const override;
 
   disk_tier& disk() { return *disk_; }
 

@@ -8,6 +8,7 @@
 
 #include "kernels/device.hpp"
 #include "protocol/cache_source.hpp"
+#include "protocol/cache_stats.hpp"
 #include "runtime/cache/resume_offer.hpp"
 #include "runtime/engine/state_adapter.hpp"
 #include "runtime/text/end_record_builder.hpp"
@@ -66,8 +67,8 @@ class tier {
 
   // Empties the tier named `name` (one of names()).
   virtual void clear(cache_tier name) = 0;
-  // Writes its stats objects (one per name) into `into`.
-  virtual void stats(nlohmann::json& into) const = 0;
+  // Fills its part of the stats (one per name).
+  virtual void stats(cache_stats& into) const = 0;
 };
 
 }  // namespace anchorage

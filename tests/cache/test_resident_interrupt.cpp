@@ -88,7 +88,7 @@ TEST_CASE("a refused stash cuts the resident rows at the guest's start", "[resid
   const auto r1 = serve_turn(tiers, *e, a1, 8, "a");
   const auto rg = serve_turn(tiers, *e, test_tokens(300, 211), 4, "title");
   CHECK(rg.via == cache_via::none);
-  CHECK(tiers.stats()["resident"]["stash_refusals"] == 1);
+  CHECK(nlohmann::json(tiers.stats())["resident"]["stash_refusals"] == 1);
   // An ordinary request of another session: with room, it parked the conversation.
   CHECK((tiers.resident().saved(cache_via::park) != nullptr) == (o.park_bytes > 0));
   const auto a2 = next_prompt(a1, r1.output, 20, 212);
@@ -135,7 +135,7 @@ TEST_CASE("sessions used in turn swap through the park bit for bit", "[resident]
     if (round == 0) CHECK(rb.offer.at == 3 * g);  // the shared head, from A's anchors
     pb = next_prompt(pb, rb.output, 9 + static_cast<std::size_t>(round), 240 + round);
   }
-  CHECK(tiers.stats()["resident"]["park_hits"].get<long>() >= 4);
+  CHECK(nlohmann::json(tiers.stats())["resident"]["park_hits"].get<long>() >= 4);
 }
 
 TEST_CASE("a pinned head comes back for the same session after a replacing request", "[resident][pin]") {
@@ -194,5 +194,5 @@ TEST_CASE("a guest on a side slot leaves slot 0 untouched byte for byte", "[resi
   const auto a2 = next_prompt(a1, r1.output, 15, 262);
   const auto r2 = serve_turn(tiers, *slot0, a2, 0, "a");
   CHECK(r2.offer.source == cache_source::end);
-  CHECK(tiers.stats()["resident"]["guests_side"] == 1);
+  CHECK(nlohmann::json(tiers.stats())["resident"]["guests_side"] == 1);
 }

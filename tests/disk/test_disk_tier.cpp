@@ -119,7 +119,7 @@ TEST_CASE("after a restart a prompt resumes from disk and equals a cold prefill 
   CHECK(r.prefilled == prompt.size() - 6 * g);
   // The restored prompt is the resident one, with the disk anchor as its anchor.
   CHECK(q.tiers.resident().anchors().size() >= 1);
-  CHECK(q.tiers.stats()["disk"]["hits"] == 1);
+  CHECK(nlohmann::json(q.tiers.stats())["disk"]["hits"] == 1);
 
   auto cold = make_engine(c);
   cold->prefill(prompt);
@@ -163,7 +163,7 @@ TEST_CASE("a damaged disk file is never restored: the request falls back and the
   prompt.insert(prompt.end(), more.begin(), more.end());
   const auto r = q.serve(prompt, 4);
   CHECK(r.offer.source == cache_source::cold);  // the read failed its crc; nothing above the disk: cold
-  CHECK(q.tiers.stats()["disk"]["restore_failures"] == 1);
+  CHECK(nlohmann::json(q.tiers.stats())["disk"]["restore_failures"] == 1);
   CHECK_FALSE(std::filesystem::exists(path));
   CHECK(q.disk().store().entries() == 0);           // the anchor on the chain went with it
   CHECK(q.disk().store().chunk_count() >= 1);       // the first chunk is intact and stays
@@ -184,7 +184,7 @@ TEST_CASE("the disk is read only when the read costs less than the prefill it sa
   prompt.push_back(7);
   const auto r = q.serve(prompt, 2, "other");
   CHECK(r.offer.source == cache_source::cold);
-  CHECK(q.tiers.stats()["disk"]["declined"] == 1);
+  CHECK(nlohmann::json(q.tiers.stats())["disk"]["declined"] == 1);
 }
 
 TEST_CASE("a session resume's prefill writes nothing to disk; a guest neither", "[disk][admission]") {
@@ -213,7 +213,7 @@ TEST_CASE("a full disk below the seam: writes fail softly, answers stay exact, s
   p.tiers.clear(cache_tier::resident);
   p.tiers.clear(cache_tier::store);
   const auto second = p.serve(prompt, 6);
-  const auto d = p.tiers.stats()["disk"];
+  const auto d = nlohmann::json(p.tiers.stats())["disk"];
   CHECK(d["write_failures"].get<long>() >= 2);
   CHECK(d["entries"] == 0);
   CHECK(d["chunks"] == 0);
@@ -239,7 +239,7 @@ TEST_CASE("a staging pool too small for the whole prompt still writes the lines 
   const auto prompt = test_tokens(6 * g + 1, 511);
   p.serve(prompt);
   CHECK(p.disk().store().chunk_count() == 3);  // lines 1..3: the chain from the start
-  CHECK(p.tiers.stats()["disk"]["stage_refusals"] == 1);
+  CHECK(nlohmann::json(p.tiers.stats())["disk"]["stage_refusals"] == 1);
   CHECK(p.disk().staged_bytes() == 0);
 }
 
@@ -281,7 +281,7 @@ TEST_CASE("a guest on a side slot restores its head from disk into the side slot
                      cold->layout());
   CHECK(q.tiers.resident().tokens() == rows_before);
   CHECK(q.disk().store().chunk_count() == chunks_before);
-  CHECK(q.tiers.stats()["disk"]["hits"] == 1);
+  CHECK(nlohmann::json(q.tiers.stats())["disk"]["hits"] == 1);
 }
 
 TEST_CASE("the disk tier answers with its own offer: the line, the bytes to read, the hit", "[disk]") {

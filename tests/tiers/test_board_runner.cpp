@@ -180,7 +180,7 @@ TEST_CASE("a disk restore that fails falls back to the cold path with the same o
   REQUIRE(res.done);
   CHECK(res.done->source == cache_source::cold);
   CHECK(res.done->prefilled == static_cast<long>(prompt.size()));
-  CHECK(r.tiers().stats()["disk"]["restore_failures"] == 1);
+  CHECK(nlohmann::json(r.tiers().stats())["disk"]["restore_failures"] == 1);
   CHECK(res.text == ref.text);
   CHECK(res.events.back().output.content == ref.events.back().output.content);
 }
