@@ -138,7 +138,7 @@ resume_offer board_runner::start_state(board_job& j) {
 }
 
 std::size_t board_runner::checkpoint_every() const {
-  const auto* d = const_cast<cache_tiers&>(*tiers_).disk();
+  const disk_tier* d = static_cast<const cache_tiers&>(*tiers_).disk();
   return d ? d->options().checkpoint_tokens : 0;
 }
 

@@ -61,6 +61,7 @@ class cache_tiers {
   // Any other tier, asked after those attached before it (a tier to come, a test's fake).
   void attach(std::unique_ptr<tier> t) { tiers_.push_back(std::move(t)); }
   disk_tier* disk() { return disk_ ? &disk_->disk() : nullptr; }
+  const disk_tier* disk() const { return disk_ ? &disk_->disk() : nullptr; }
   // The staged writes ready for the disk writer, and its report back.
   std::vector<std::shared_ptr<disk_job>> take_disk_jobs();
   void disk_written(const disk_job& job);

@@ -32,6 +32,7 @@ class disk_tier_adapter final : public tier {
   void stats(cache_stats& into) const override;
 
   disk_tier& disk() { return *disk_; }
+  const disk_tier& disk() const { return *disk_; }
 
  private:
   std::unique_ptr<disk_tier> disk_;
