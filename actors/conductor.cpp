@@ -81,9 +81,7 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
         if (st.running && *st.running == e.id) st.running.reset();
         dispatch(self);
       },
-      [=](tiers_atom, const std::string& tiers) {
-        self->state.counters.set_tiers(nlohmann::json::parse(tiers, nullptr, false));
-      },
+      [=](tiers_atom, const cache_stats& tiers) { self->state.counters.set_tiers(tiers); },
       [=](stats_atom) -> std::string {
         auto& st = self->state;
         nlohmann::json j;
@@ -100,7 +98,7 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
         auto& st = self->state;
         return st.counters.text(static_cast<long>(st.queue.size()), st.running.has_value());
       },
-      [=](clear_atom, const std::string& tier) -> caf::result<std::string> {
+      [=](clear_atom, cache_tier tier) -> caf::result<clear_reply> {
         // The names are checked by the admin; the board owns the device tiers.
         return self->delegate(self->state.board, clear_atom::value, tier);
       },

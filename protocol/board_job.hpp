@@ -7,6 +7,7 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include "protocol/cache_source.hpp"
 #include "protocol/ledger_entry.hpp"
 #include "protocol/openai_types.hpp"
 
@@ -35,7 +36,7 @@ using sink_actor = caf::typed_actor<caf::reacts_to<stream_event>>;
 // A rendered request as the conductor hands it to the board.
 struct board_job {
   std::string id;
-  std::string route;        // "completions" or "chat"
+  request_kind route = request_kind::completion;
   std::string session_key;
   std::vector<std::int32_t> prompt;
   // generation

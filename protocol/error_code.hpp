@@ -3,6 +3,7 @@
 #include <string>
 
 #include <caf/error.hpp>
+#include <caf/message.hpp>
 
 namespace anchorage {
 
@@ -32,9 +33,8 @@ inline error_code_text describe(error_code c) {
     case error_code::unauthorized:
       return {401, "authentication_error", "this route needs the admin token (Authorization: Bearer TOKEN)", ""};
     case error_code::unknown_tier:
-      // the names are the admin's cache_tier_names() (actors/admin.cpp)
-      return {400, "invalid_request_error", "unknown tier (all, resident, store, disk, spill, suffix, response)",
-              "tier"};
+      // the names cache_tier_from_string() accepts (protocol/cache_source.hpp)
+      return {400, "invalid_request_error", "unknown tier (all, resident, store, disk)", "tier"};
     case error_code::none:
       break;
   }

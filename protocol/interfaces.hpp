@@ -11,17 +11,16 @@ namespace anchorage {
 
 // sink_actor (a request's stream_events) is declared beside stream_event in board_job.hpp.
 
-// What the board tells the conductor when a request ends.
-// What the board tells the conductor when a request ends, and its tiers' stats (JSON text) after
-// anything changed them.
+// What the board tells the conductor when a request ends, and its tiers' stats after anything
+// changed them.
 using done_receiver = caf::typed_actor<caf::reacts_to<done_atom, ledger_entry>,
-                                       caf::reacts_to<tiers_atom, std::string>>;
+                                       caf::reacts_to<tiers_atom, cache_stats>>;
 
 // The board: the only owner of the engine.
 using board_actor = caf::typed_actor<caf::reacts_to<run_atom, board_job>,
                                      caf::reacts_to<step_atom>,
                                      caf::reacts_to<cancel_atom, std::string>,
-                                     caf::replies_to<clear_atom, std::string>::with<std::string>>;
+                                     caf::replies_to<clear_atom, cache_tier>::with<clear_reply>>;
 
 // The disk writer: writes a staged job's files through its own env and hands the job back, in
 // the order the jobs came (write-behind: the board never waits for it).
@@ -31,10 +30,10 @@ using disk_writer_actor = caf::typed_actor<caf::replies_to<disk_write_atom, disk
 using conductor_actor = caf::typed_actor<caf::reacts_to<generate_atom, request_envelope>,
                                          caf::reacts_to<cancel_atom, std::string>,
                                          caf::reacts_to<done_atom, ledger_entry>,
-                                         caf::reacts_to<tiers_atom, std::string>,
+                                         caf::reacts_to<tiers_atom, cache_stats>,
                                          caf::replies_to<stats_atom>::with<std::string>,
                                          caf::replies_to<metrics_atom>::with<std::string>,
-                                         caf::replies_to<clear_atom, std::string>::with<std::string>,
+                                         caf::replies_to<clear_atom, cache_tier>::with<clear_reply>,
                                          caf::replies_to<drain_atom>::with<bool>>;
 
 // The admin: operator messages, token and tier checked (errors are error_code).

@@ -1,15 +1,17 @@
 #pragma once
 #include <string>
 
+#include "protocol/cache_source.hpp"
+
 namespace anchorage {
 
 // One request as the ledger records it: what the caches did and what it cost.
 struct ledger_entry {
   std::string id;
   std::string session_key;
-  std::string route;           // "completions" or "chat"
+  request_kind route = request_kind::completion;  // "completions" or "chat" on the wire
   long prompt_tokens = 0;
-  std::string source = "cold"; // which tier answered: cold, resident, end, store, disk, spill, response
+  cache_source source = cache_source::cold;  // which tier answered
   long resumed_at = 0;         // the position the prefill started from
   long prefilled = 0;          // tokens forwarded by the prefill
   double restore_ms = 0;

@@ -8,11 +8,12 @@
 //   board     -> board      (step_atom)                             one chunk or block each
 //   board     -> sink       stream_event                            progress, deltas, end
 //   board     -> conductor  (done_atom, ledger_entry)
-//   board     -> conductor  (tiers_atom, json)                      the tiers' stats, after each change
-//   conductor -> board      (clear_atom, tier) -> std::string (JSON)
+//   board     -> conductor  (tiers_atom, cache_stats)               the tiers' stats, after each change
+//   conductor -> board      (clear_atom, cache_tier) -> clear_reply or error
 //   admin     -> conductor  (stats_atom) -> std::string (JSON)
 //   admin     -> conductor  (metrics_atom) -> std::string (Prometheus text)
-//   admin     -> conductor  (clear_atom, tier) -> std::string (JSON) or error
+//   admin     -> conductor  (clear_atom, cache_tier) -> clear_reply or error
+//   edge      -> admin      (clear_atom, token, tier) -> std::string (the route's JSON) or error
 //   edge      -> conductor  (drain_atom) -> bool (idle)
 //   board     -> disk writer (disk_write_atom, disk_job_ptr) -> disk_job_ptr (results filled)
 //
@@ -26,6 +27,9 @@
 #include <caf/type_id.hpp>
 
 #include "protocol/board_job.hpp"
+#include "protocol/cache_source.hpp"
+#include "protocol/cache_stats.hpp"
+#include "protocol/clear_reply.hpp"
 #include "protocol/ledger_entry.hpp"
 #include "protocol/openai_types.hpp"
 
@@ -51,6 +55,9 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::board_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::stream_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::ledger_entry)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_job_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::cache_tier)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::clear_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::cache_stats)
 
 CAF_BEGIN_TYPE_ID_BLOCK(anchorage, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(anchorage, (anchorage::request_envelope))
@@ -58,6 +65,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(anchorage, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(anchorage, (anchorage::stream_event))
   CAF_ADD_TYPE_ID(anchorage, (anchorage::ledger_entry))
   CAF_ADD_TYPE_ID(anchorage, (anchorage::disk_job_ptr))
+  CAF_ADD_TYPE_ID(anchorage, (anchorage::cache_tier))
+  CAF_ADD_TYPE_ID(anchorage, (anchorage::clear_reply))
+  CAF_ADD_TYPE_ID(anchorage, (anchorage::cache_stats))
   CAF_ADD_ATOM(anchorage, anchorage, generate_atom, "generate")
   CAF_ADD_ATOM(anchorage, anchorage, cancel_atom, "cancel")
   CAF_ADD_ATOM(anchorage, anchorage, run_atom, "run")

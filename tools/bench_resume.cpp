@@ -48,7 +48,7 @@ turn_timing first_token(engine& e, cache_tiers* tiers, const std::vector<token_i
   const auto t0 = clock_type::now();
   if (tiers) {
     t.offer = tiers->plan(prompt);
-    if (t.offer.source == "cold") e.reset();
+    if (t.offer.source == cache_source::cold) e.reset();
     else tiers->restore(e.cache_state(), t.offer);
     tiers->begin(t.offer, e.cache_state());
   } else {

@@ -5,8 +5,8 @@
 
 namespace anchorage {
 
-anchor_set::anchor_set(memory_budget& budget, std::string pool, std::size_t keep_newest)
-    : budget_(budget), pool_(std::move(pool)), keep_newest_(keep_newest) {}
+anchor_set::anchor_set(memory_budget& budget, budget_pool pool, std::size_t keep_newest)
+    : budget_(budget), pool_(pool), keep_newest_(keep_newest) {}
 
 anchor_set::~anchor_set() { clear(); }
 

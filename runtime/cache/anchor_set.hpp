@@ -18,7 +18,7 @@ namespace anchorage {
 // Not thread-safe: one owner (the board).
 class anchor_set {
  public:
-  explicit anchor_set(memory_budget& budget, std::string pool = "resident", std::size_t keep_newest = 4);
+  explicit anchor_set(memory_budget& budget, budget_pool pool = budget_pool::resident, std::size_t keep_newest = 4);
   ~anchor_set();
   anchor_set(const anchor_set&) = delete;
   anchor_set& operator=(const anchor_set&) = delete;
@@ -63,7 +63,7 @@ class anchor_set {
   void erase(std::map<std::size_t, entry>::iterator it);
 
   memory_budget& budget_;
-  std::string pool_;
+  budget_pool pool_;
   std::size_t keep_newest_;
   std::map<std::size_t, entry> anchors_;
   std::uint64_t clock_ = 0;

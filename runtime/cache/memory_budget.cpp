@@ -4,47 +4,37 @@
 
 namespace anchorage {
 
-void memory_budget::set_limit(const std::string& pool, std::size_t bytes) { pools_[pool].limit = bytes; }
+void memory_budget::set_limit(budget_pool pool, std::size_t bytes) { at(pool).limit = bytes; }
 
-bool memory_budget::fits(const std::string& pool, std::size_t bytes) const {
-  auto it = pools_.find(pool);
-  if (it == pools_.end()) return bytes == 0;
-  return it->second.used <= it->second.limit && bytes <= it->second.limit - it->second.used;
+bool memory_budget::fits(budget_pool pool, std::size_t bytes) const {
+  const pool_state& p = at(pool);
+  return p.used <= p.limit && bytes <= p.limit - p.used;
 }
 
-bool memory_budget::reserve(const std::string& pool, std::size_t bytes) {
+bool memory_budget::reserve(budget_pool pool, std::size_t bytes) {
   if (!fits(pool, bytes)) {
-    ++pools_[pool].refusals;
+    ++at(pool).refusals;
     return false;
   }
-  pools_[pool].used += bytes;
+  at(pool).used += bytes;
   return true;
 }
 
-void memory_budget::release(const std::string& pool, std::size_t bytes) {
-  auto& p = pools_[pool];
+void memory_budget::release(budget_pool pool, std::size_t bytes) {
+  auto& p = at(pool);
   assert(bytes <= p.used && "releasing more than the pool holds");
   p.used -= bytes <= p.used ? bytes : p.used;
 }
 
-std::size_t memory_budget::limit(const std::string& pool) const {
-  auto it = pools_.find(pool);
-  return it == pools_.end() ? 0 : it->second.limit;
-}
+std::size_t memory_budget::limit(budget_pool pool) const { return at(pool).limit; }
 
-std::size_t memory_budget::used(const std::string& pool) const {
-  auto it = pools_.find(pool);
-  return it == pools_.end() ? 0 : it->second.used;
-}
+std::size_t memory_budget::used(budget_pool pool) const { return at(pool).used; }
 
-std::size_t memory_budget::free(const std::string& pool) const {
+std::size_t memory_budget::free(budget_pool pool) const {
   const std::size_t l = limit(pool), u = used(pool);
   return u >= l ? 0 : l - u;
 }
 
-long memory_budget::refusals(const std::string& pool) const {
-  auto it = pools_.find(pool);
-  return it == pools_.end() ? 0 : it->second.refusals;
-}
+long memory_budget::refusals(budget_pool pool) const { return at(pool).refusals; }
 
 }  // namespace anchorage

@@ -8,8 +8,8 @@
 
 namespace anchorage {
 
-resident_prefix::resident_prefix(memory_budget& budget, resident_options opts, std::string pool)
-    : budget_(budget), opts_(opts), pool_(std::move(pool)), anchors_(budget, pool_, opts.keep_newest) {}
+resident_prefix::resident_prefix(memory_budget& budget, resident_options opts, budget_pool pool)
+    : budget_(budget), opts_(opts), pool_(pool), anchors_(budget, pool_, opts.keep_newest) {}
 
 std::optional<resume_offer> resident_prefix::offer(const std::vector<token_id>& prompt) const {
   if (prompt.empty()) return std::nullopt;
@@ -18,7 +18,7 @@ std::optional<resume_offer> resident_prefix::offer(const std::vector<token_id>& 
   const std::size_t limit = std::min({shared, prompt.size() - 1, taint_});
   if (auto p = anchors_.best_at_or_below(limit); p && *p > 0) {
     resume_offer o;
-    o.source = "resident";
+    o.source = cache_source::resident;
     o.at = *p;
     o.served = prompt;
     o.exact_to = *p;
@@ -32,7 +32,7 @@ std::optional<resume_offer> resident_prefix::offer(const std::vector<token_id>& 
     if (!best || e > best->at) {
       if (auto a = align_to_end(*end_, prompt, opts_.end_align)) {
         resume_offer o;
-        o.source = "end";
+        o.source = cache_source::end;
         o.at = e;
         o.served = std::move(a->served);
         o.exact = false;
@@ -51,8 +51,8 @@ std::optional<resume_offer> resident_prefix::offer(const std::vector<token_id>& 
 }
 
 void resident_prefix::restore(state_adapter& into, kernels::backend where, const resume_offer& o) {
-  if (o.via == "pin" || o.via == "park") return bring_back(into, where, o);
-  if (o.source == "end") {
+  if (o.via == cache_via::pin || o.via == cache_via::park) return bring_back(into, where, o);
+  if (o.source == cache_source::end) {
     if (!end_ || end_->rows.size() != o.at) throw std::logic_error("resident_prefix: the end anchor is gone");
     end_copy_.restore(into, o.at);
     return;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/cache/anchor_set.hpp"
+#include "runtime/cache/resume_offer.hpp"
 #include "runtime/text/end_alignment.hpp"
 #include "runtime/cache/memory_budget.hpp"
 #include "runtime/engine/row_copy.hpp"
@@ -14,24 +15,12 @@
 
 namespace anchorage {
 
-// Where a request can resume and what it is then served (the lookup's currency).
-struct resume_offer {
-  std::string source = "cold";    // cold | resident | end | store
-  std::size_t at = 0;             // the restored state covers served[0, at)
-  std::vector<token_id> served;   // the prompt to run: the client's, or the end alignment's
-  bool exact = true;              // a grid state (a cold prefill's bits), not a session resume
-  std::size_t exact_to = 0;       // rows [0, exact_to) of the restored state are a cold prefill's
-  bool rows_replaced = false;     // the restore wrote rows (a snapshot), not only sections
-  bool aligned = false;           // the end alignment changed the prompt (reasoning, hidden spans)
-  std::string via;                // "", or what served it: stash | side | pin | park
-};
-
 // A conversation's rows set aside before another request overwrites them (seed §13.4): the
-// pinned head (kind "pin": the same session's head, e.g. before a compaction request) or the
-// parked session (kind "park": another session's request replaced it). Rows [from, end) of
+// pinned head (kind pin: the same session's head, e.g. before a compaction request) or the
+// parked session (kind park: another session's request replaced it). Rows [from, end) of
 // `tokens`, grid anchors over them, and for a parked session its end anchor.
 struct saved_prompt {
-  std::string kind;
+  cache_via kind = cache_via::pin;            // pin or park
   std::vector<token_id> tokens;               // what rows [0, rows.last()) held
   row_copy rows;                              // rows [from, end)
   std::map<std::size_t, state_copy> anchors;  // grid anchors in (from, end], at or below taint
@@ -39,8 +28,11 @@ struct saved_prompt {
   state_copy end_copy;
   std::vector<token_span> reasoning, hidden;  // the earlier answers' spans
   std::size_t taint = 0;
-  std::size_t bytes = 0;                      // reserved in the pool named `kind`
+  std::size_t bytes = 0;                      // reserved in the pool of `kind` (pool_of)
 };
+
+// The budget pool a set-aside prompt of `kind` (pin or park) is held in.
+constexpr budget_pool pool_of(cache_via kind) { return kind == cache_via::park ? budget_pool::park : budget_pool::pin; }
 
 struct resident_options {
   bool end_anchor = true;         // --end-anchor
@@ -64,7 +56,7 @@ struct resident_options {
 // Not thread-safe.
 class resident_prefix {
  public:
-  resident_prefix(memory_budget& budget, resident_options opts, std::string pool = "resident");
+  resident_prefix(memory_budget& budget, resident_options opts, budget_pool pool = budget_pool::resident);
   ~resident_prefix() { clear(); }
   resident_prefix(const resident_prefix&) = delete;
   resident_prefix& operator=(const resident_prefix&) = delete;
@@ -96,16 +88,16 @@ class resident_prefix {
   void end_generation(const state_adapter& state, kernels::backend where, end_record record);
 
   // Before a request that resumes at `from` rewrites the rows above it: sets rows [from, end)
-  // aside as `kind` ("pin" or "park", also the budget pool's name), as many as the pool holds,
+  // aside as `kind` (pin or park, held in pool_of(kind)), as many as the pool holds,
   // with anchors over them (pin: up to 8 spread; park: the newest 4 and the end anchor). The
   // anchors move out of the resident set. Replaces the earlier one of that kind. Returns whether
   // anything was kept.
-  bool set_aside(const state_adapter& state, kernels::backend where, const std::string& kind, std::size_t from);
-  const saved_prompt* saved(const std::string& kind) const;
+  bool set_aside(const state_adapter& state, kernels::backend where, cache_via kind, std::size_t from);
+  const saved_prompt* saved(cache_via kind) const;
 
   // Everything dropped: the next request starts cold.
   void clear();
-  // Drops the set-aside prompts ("pin", "park") only.
+  // Drops the set-aside prompts (pin, park) only.
   void clear_saved();
 
   const std::vector<token_id>& tokens() const { return tokens_; }
@@ -124,7 +116,7 @@ class resident_prefix {
 
   memory_budget& budget_;
   resident_options opts_;
-  std::string pool_;
+  budget_pool pool_;
   std::vector<token_id> tokens_;   // what rows [0, tokens_.size()) hold
   std::size_t taint_ = 0;          // rows [0, taint_) are a cold grid prefill's
   std::vector<token_id> served_;   // the running request's prompt
@@ -134,7 +126,7 @@ class resident_prefix {
   std::optional<end_record> end_;
   state_copy end_copy_;
   long end_refusals_ = 0;
-  std::map<std::string, saved_prompt> saved_;  // "pin", "park"
+  std::map<cache_via, saved_prompt> saved_;  // pin, park
  public:
   long set_aside_refusals = 0;
   long saved_hits = 0;

@@ -18,8 +18,7 @@ std::vector<std::size_t> spread(const std::vector<std::size_t>& positions, std::
 
 }  // namespace
 
-bool resident_prefix::set_aside(const state_adapter& state, kernels::backend where, const std::string& kind,
-                                std::size_t from) {
+bool resident_prefix::set_aside(const state_adapter& state, kernels::backend where, cache_via kind, std::size_t from) {
   if (auto it = saved_.find(kind); it != saved_.end()) {
     release_saved(it->second);
     saved_.erase(it);
@@ -36,7 +35,7 @@ bool resident_prefix::set_aside(const state_adapter& state, kernels::backend whe
   for (const auto& [pos, stamp] : anchors_.positions())
     if (pos > from) above.push_back(pos);
   std::vector<std::size_t> chosen;
-  if (kind == "park") {
+  if (kind == cache_via::park) {
     auto by_age = anchors_.positions();
     std::vector<std::pair<std::uint64_t, std::size_t>> newest;
     for (std::size_t p : above) newest.emplace_back(by_age[p], p);
@@ -46,10 +45,10 @@ bool resident_prefix::set_aside(const state_adapter& state, kernels::backend whe
   } else {
     chosen = spread(above, 8);
   }
-  const bool with_end = kind == "park" && end_ && end_->rows.size() <= rows_held && end_->rows.size() > from;
+  const bool with_end = kind == cache_via::park && end_ && end_->rows.size() <= rows_held && end_->rows.size() > from;
 
   // As many rows from `from` as the pool holds beside the anchors that stand on them.
-  const std::size_t avail = budget_.free(kind);
+  const std::size_t avail = budget_.free(pool_of(kind));
   const std::size_t extras = chosen.size() * section_b + (with_end ? section_b : 0);
   std::size_t end = avail > extras ? std::min(rows_held, from + (avail - extras) / row_b) : from;
   chosen.erase(std::remove_if(chosen.begin(), chosen.end(), [end](std::size_t p) { return p > end; }), chosen.end());
@@ -64,14 +63,14 @@ bool resident_prefix::set_aside(const state_adapter& state, kernels::backend whe
   saved_prompt s;
   s.kind = kind;
   s.bytes = row_copy::bytes_for(l, from, end) + chosen.size() * section_b + (keep_end ? section_b : 0);
-  if (!budget_.reserve(kind, s.bytes)) {
+  if (!budget_.reserve(pool_of(kind), s.bytes)) {
     ++set_aside_refusals;
     return false;
   }
   try {
     s.rows = row_copy::take(state, where, from, end);
   } catch (...) {
-    budget_.release(kind, s.bytes);
+    budget_.release(pool_of(kind), s.bytes);
     ++set_aside_refusals;
     return false;
   }
@@ -79,7 +78,7 @@ bool resident_prefix::set_aside(const state_adapter& state, kernels::backend whe
     if (auto c = anchors_.extract(p)) s.anchors.emplace(p, std::move(*c));
   // Anchors that could not be extracted were not there: give back what they were counted for.
   const std::size_t missing = (chosen.size() - s.anchors.size()) * section_b;
-  budget_.release(kind, missing);
+  budget_.release(pool_of(kind), missing);
   s.bytes -= missing;
   if (keep_end) {
     s.end = std::move(end_);
@@ -98,7 +97,7 @@ bool resident_prefix::set_aside(const state_adapter& state, kernels::backend whe
   return true;
 }
 
-const saved_prompt* resident_prefix::saved(const std::string& kind) const {
+const saved_prompt* resident_prefix::saved(cache_via kind) const {
   auto it = saved_.find(kind);
   return it == saved_.end() ? nullptr : &it->second;
 }
@@ -115,7 +114,7 @@ std::optional<resume_offer> resident_prefix::offer_saved(const saved_prompt& s,
   auto it = s.anchors.upper_bound(limit);
   if (it != s.anchors.begin()) {
     resume_offer o;
-    o.source = "resident";
+    o.source = cache_source::resident;
     o.at = std::prev(it)->first;
     o.served = prompt;
     o.exact_to = o.at;
@@ -127,7 +126,7 @@ std::optional<resume_offer> resident_prefix::offer_saved(const saved_prompt& s,
     if (!best || e > best->at) {
       if (auto a = align_to_end(*s.end, prompt, opts_.end_align)) {
         resume_offer o;
-        o.source = "end";
+        o.source = cache_source::end;
         o.at = e;
         o.served = std::move(a->served);
         o.exact = false;
@@ -142,15 +141,15 @@ std::optional<resume_offer> resident_prefix::offer_saved(const saved_prompt& s,
 
 void resident_prefix::bring_back(state_adapter& into, kernels::backend where, const resume_offer& o) {
   auto it = saved_.find(o.via);
-  if (it == saved_.end()) throw std::logic_error("resident_prefix: no " + o.via + " to bring back");
+  if (it == saved_.end()) throw std::logic_error(std::string("resident_prefix: no ") + to_string(o.via) + " to bring back");
   saved_prompt s = std::move(it->second);
   saved_.erase(it);
   // Its bytes leave the pool as it comes back. For a moment the copy and the parked rows in
   // place are both held (the seed swaps a block at a time instead).
-  budget_.release(s.kind, s.bytes);
+  budget_.release(pool_of(s.kind), s.bytes);
   const std::size_t from = s.rows.first();
   // A parked session comes back by swapping: the other session's rows it overwrites are parked.
-  if (s.kind == "park") set_aside(into, where, "park", from);
+  if (s.kind == cache_via::park) set_aside(into, where, cache_via::park, from);
   anchors_.drop_above(from);
   drop_end();
   s.rows.restore(into);
@@ -164,18 +163,18 @@ void resident_prefix::bring_back(state_adapter& into, kernels::backend where, co
     end_ = std::move(s.end);
   }
   ++saved_hits;
-  if (o.source == "end") {
+  if (o.source == cache_source::end) {
     if (!end_ || end_->rows.size() != o.at) throw std::logic_error("resident_prefix: the parked end anchor did not fit");
     end_copy_.restore(into, o.at);
     return;
   }
   const state_copy* c = anchors_.at(o.at);
-  if (!c) throw std::logic_error("resident_prefix: the " + o.via + " anchor at " + std::to_string(o.at) + " did not fit");
+  if (!c) throw std::logic_error(std::string("resident_prefix: the ") + to_string(o.via) + " anchor at " + std::to_string(o.at) + " did not fit");
   c->restore(into, o.at);
 }
 
 void resident_prefix::release_saved(saved_prompt& s) {
-  budget_.release(s.kind, s.bytes);
+  budget_.release(pool_of(s.kind), s.bytes);
   s.bytes = 0;
 }
 

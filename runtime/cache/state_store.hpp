@@ -42,7 +42,7 @@ class state_store {
   // `pool` is the budget pool this store reserves in (its limit, --cache-budget-gb, is set by
   // the owner on the budget); `entry_cap_bytes` is --store-entry-gb in bytes. `hash` is
   // injectable so a test can force collisions.
-  explicit state_store(memory_budget& budget, std::string pool = "store",
+  explicit state_store(memory_budget& budget, budget_pool pool = budget_pool::store,
                        std::size_t entry_cap_bytes = std::numeric_limits<std::size_t>::max(),
                        hash_fn hash = default_hash);
   ~state_store();  // releases every reserved byte
@@ -97,7 +97,7 @@ class state_store {
   long superseded() const { return superseded_; }
   std::size_t tokens_saved() const { return tokens_saved_; }
 
-  const std::string& pool() const { return pool_; }
+  budget_pool pool() const { return pool_; }
   std::size_t entry_cap_bytes() const { return entry_cap_; }
 
  private:
@@ -118,7 +118,7 @@ class state_store {
   void unindex(entry_list::iterator it);
 
   memory_budget& budget_;
-  std::string pool_;
+  budget_pool pool_;
   std::size_t entry_cap_;
   hash_fn hash_;
 

@@ -31,7 +31,7 @@ disk_scan_report disk_tier::start() {
   return r;
 }
 
-std::optional<resume_offer> disk_tier::offer(const std::vector<token_id>& prompt, std::size_t floor) {
+std::optional<disk_tier_offer> disk_tier::offer(const std::vector<token_id>& prompt, std::size_t floor) {
   const auto hit = store_.find(prompt);
   if (!hit) {
     ++misses_;
@@ -46,22 +46,18 @@ std::optional<resume_offer> disk_tier::offer(const std::vector<token_id>& prompt
     ++declined_;
     return std::nullopt;
   }
-  resume_offer o;
-  o.source = "disk";
-  o.at = hit->line;
-  o.served = prompt;
-  o.exact = true;
-  o.exact_to = hit->line;
-  o.rows_replaced = true;
+  disk_tier_offer o;
+  o.line = hit->line;
+  o.read_bytes = hit->read_bytes;
+  o.hit = *hit;
   return o;
 }
 
-bool disk_tier::restore(const resume_offer& o, state_adapter& into, std::string& error) {
-  // The anchor the offer found, in the tier's namespace; the store checks it is still indexed.
-  disk_hit hit;
-  hit.line = o.at;
+bool disk_tier::restore(const disk_tier_offer& o, const std::vector<token_id>& prompt, state_adapter& into,
+                        std::string& error) {
+  // The anchor the offer found; the store checks it is still indexed.
   const std::int64_t t0 = steady_ns();
-  const auto r = store_.restore(hit, o.served, into);
+  const auto r = store_.restore(o.hit, prompt, into);
   const double s = static_cast<double>(steady_ns() - t0) / 1e9;
   if (!r) {
     error = r.error().error();
@@ -70,24 +66,24 @@ bool disk_tier::restore(const resume_offer& o, state_adapter& into, std::string&
   }
   if (s > 0 && r->bytes_read > 0) read_bps_ = blend(read_bps_, static_cast<double>(r->bytes_read) / s);
   ++hits_;
-  tokens_saved_ += static_cast<long long>(o.at);
+  tokens_saved_ += static_cast<long long>(o.line);
   return true;
 }
 
-void disk_tier::begin(const resume_offer& o, const disk_request& req) {
+void disk_tier::begin(const disk_request& req) {
   drop_staging();
   plan_ = admission_plan{};
   passed_ = 0;
   last_step_ns_ = steady_ns();
-  last_step_len_ = o.at;
+  last_step_len_ = req.at;
   admission_request a;
   a.grid = grid_;
-  a.resume = o.at;
-  if (!o.exact) a.taint = o.at;  // a session resume's prefill writes nothing
+  a.resume = req.at;
+  if (!req.exact) a.taint = req.at;  // a session resume's prefill writes nothing
   a.first_request = !req.session_key.empty() && sessions_seen_.count(req.session_key) == 0 &&
-                    o.served.size() >= options_.admission.min_tokens;
+                    req.served.size() >= options_.admission.min_tokens;
   a.user_start = req.user_start;
-  plan_ = admission_.plan(o.served, a);
+  plan_ = admission_.plan(req.served, a);
   if (a.first_request) {
     if (sessions_seen_.size() >= sessions_kept) sessions_seen_.clear();
     sessions_seen_.insert(req.session_key);
@@ -95,7 +91,7 @@ void disk_tier::begin(const resume_offer& o, const disk_request& req) {
   if (plan_.writes_nothing()) return;
   anchors_planned_ += static_cast<long>(plan_.anchors.size());
   staging_ = std::make_unique<disk_job>();
-  staging_->write.tokens.assign(o.served.begin(), o.served.begin() + static_cast<long>(plan_.chunks.back()));
+  staging_->write.tokens.assign(req.served.begin(), req.served.begin() + static_cast<long>(plan_.chunks.back()));
   staging_->write.chunks = plan_.chunks;
 }
 

@@ -23,7 +23,8 @@
 
 #include "runtime/disk/disk_admission.hpp"
 #include "runtime/disk/disk_store.hpp"
-#include "runtime/cache/resident_prefix.hpp"
+#include "runtime/core/token.hpp"
+#include "runtime/engine/state_adapter.hpp"
 
 namespace anchorage {
 
@@ -43,8 +44,19 @@ struct disk_job {
   std::uint64_t staged_bytes = 0;         // charged to the staging pool until written()
 };
 
-// What the board knows of a request when it begins (beyond the offer).
+// The disk's offer for a prompt: the anchor it found and what reading it costs. The tier knows
+// nothing of guests or served prompts; its coordinator (cache_tiers) decides whether to take it.
+struct disk_tier_offer {
+  std::size_t line = 0;          // the prefix length a restore covers (a multiple of the grid)
+  std::uint64_t read_bytes = 0;  // what the restore reads: the chunks and the anchor
+  disk_hit hit;                  // the store's find, as restore() hands it back to the store
+};
+
+// What the tier needs of a request when its prefill begins.
 struct disk_request {
+  std::vector<token_id> served;           // the prompt the prefill runs
+  std::size_t at = 0;                     // where the prefill starts (the restored state's end)
+  bool exact = true;                      // the state at `at` is a cold grid prefill's
   std::string session_key;
   std::optional<std::size_t> user_start;  // where the last user message starts, when known
 };
@@ -58,16 +70,18 @@ class disk_tier {
   disk_scan_report start();
 
   // The disk's offer for `prompt` when it starts later than `floor` (where the tiers above
-  // resume) and reading it is faster than prefilling the tokens it saves: source "disk", exact,
-  // rows replaced. nullopt otherwise (counted as a miss when no anchor was found).
-  std::optional<resume_offer> offer(const std::vector<token_id>& prompt, std::size_t floor);
-  // Reads and verifies the offer's files and writes them into `into`. False, with `error`
-  // naming what failed, when anything failed: `into` untouched, the broken chain deleted.
-  bool restore(const resume_offer& o, state_adapter& into, std::string& error);
+  // resume) and reading it is faster than prefilling the tokens it saves (a restore of it is a
+  // cold prefill's state, rows included). nullopt otherwise (counted as a miss when no anchor
+  // was found).
+  std::optional<disk_tier_offer> offer(const std::vector<token_id>& prompt, std::size_t floor);
+  // Reads and verifies the offer's files (for `prompt`, the one offer() saw) and writes them
+  // into `into`. False, with `error` naming what failed, when anything failed: `into`
+  // untouched, the broken chain deleted.
+  bool restore(const disk_tier_offer& o, const std::vector<token_id>& prompt, state_adapter& into, std::string& error);
 
-  // The request's prefill begins from `o`: plans what it will write (admission) and starts
-  // its staging. Lines above the taint (an inexact start) are never written.
-  void begin(const resume_offer& o, const disk_request& req);
+  // The request's prefill begins: plans what it will write (admission) and starts its
+  // staging. Lines above the taint (an inexact start) are never written.
+  void begin(const disk_request& req);
   // After each prefill chunk: sections staged at an anchor's line; once the prefill passed the
   // plan's last line, the rows are staged and the job leaves (take_jobs).
   void after_prefill_step(const state_adapter& state);

@@ -27,7 +27,7 @@ struct key_builder {
 
 std::uint64_t generation_key(const board_job& j) {
   key_builder k;
-  k.text(j.route);
+  k.text(to_string(j.route));  // the wire's spelling: keys on disk stay the same
   k.pod(static_cast<std::uint64_t>(j.prompt.size()));
   if (!j.prompt.empty()) XXH3_64bits_update(k.st, j.prompt.data(), j.prompt.size() * sizeof(j.prompt[0]));
   k.pod(j.temperature);

@@ -20,13 +20,23 @@ nlohmann::json to_json(const ledger_entry& e) {
           {"finish_reason", e.finish_reason}};
 }
 
+namespace {
+
+template <class E>
+E from_text(std::optional<E> e, const char* field) {
+  if (!e) throw std::invalid_argument(std::string("a ledger entry's ") + field + " is none the server writes");
+  return *e;
+}
+
+}  // namespace
+
 ledger_entry ledger_entry_from_json(const nlohmann::json& j) {
   ledger_entry e;
   e.id = j.at("id").get<std::string>();
   e.session_key = j.at("session_key").get<std::string>();
-  e.route = j.at("route").get<std::string>();
+  e.route = from_text(request_kind_from_string(j.at("route").get<std::string>()), "route");
   e.prompt_tokens = j.at("prompt_tokens").get<long>();
-  e.source = j.at("source").get<std::string>();
+  e.source = from_text(cache_source_from_string(j.at("source").get<std::string>()), "source");
   e.resumed_at = j.at("resumed_at").get<long>();
   e.prefilled = j.at("prefilled").get<long>();
   e.restore_ms = j.at("restore_ms").get<double>();
@@ -47,7 +57,7 @@ ledger::ledger(const std::string& path, std::size_t keep) : keep_(keep) {
 
 void ledger::record(const ledger_entry& e) {
   ++requests_;
-  auto& s = by_source_[e.source];
+  auto& s = by_source_[to_string(e.source)];
   ++s.requests;
   s.prompt_tokens += e.prompt_tokens;
   s.prefilled += e.prefilled;

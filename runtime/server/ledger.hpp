@@ -11,7 +11,8 @@
 namespace anchorage {
 
 nlohmann::json to_json(const ledger_entry& e);
-ledger_entry ledger_entry_from_json(const nlohmann::json& j);  // throws nlohmann's errors
+// Throws nlohmann's errors, and std::invalid_argument for a route or source the server never writes.
+ledger_entry ledger_entry_from_json(const nlohmann::json& j);
 
 // The request ledger: one JSON line per request appended to a file (when a path is given), the
 // last `keep` entries and per-source totals for the stats route. Not thread-safe: one owner.

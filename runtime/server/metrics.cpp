@@ -5,7 +5,7 @@
 namespace anchorage {
 
 void metrics::on_finished(const ledger_entry& e) {
-  ++requests_[e.route + "|" + e.source + "|" + e.finish_reason];
+  ++requests_[std::string(to_string(e.route)) + "|" + to_string(e.source) + "|" + e.finish_reason];
   prompt_tokens_ += e.prompt_tokens;
   prefilled_ += e.prefilled;
   cached_ += e.prompt_tokens - e.prefilled;
@@ -59,9 +59,10 @@ std::string metrics::text(long queue_depth, bool running) const {
       {"bytes_written", "anchorage_cache_bytes_written_total", "counter", "Bytes a tier wrote to disk."},
       {"bytes_read", "anchorage_cache_bytes_read_total", "counter", "Bytes a tier read back from disk."},
   };
+  const nlohmann::json tiers_json = tiers();  // the wire's form, read per series below
   for (const auto& s : series) {
     o << "# HELP " << s.name << " " << s.help << "\n# TYPE " << s.name << " " << s.type << "\n";
-    for (const auto& [tier, values] : tiers_.items()) {
+    for (const auto& [tier, values] : tiers_json.items()) {
       if (!values.is_object() || !values.contains(s.key)) continue;
       o << s.name << "{tier=\"" << tier << "\"} " << values[s.key].dump() << "\n";
     }

@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
+#include "protocol/cache_stats.hpp"
 #include "protocol/ledger_entry.hpp"
 
 namespace anchorage {
@@ -14,8 +17,9 @@ class metrics {
   void on_finished(const ledger_entry& e);
   void on_rejected(int status);
   // The tiers' latest stats (cache_tiers::stats()): one series per tier and counter.
-  void set_tiers(nlohmann::json tiers) { tiers_ = std::move(tiers); }
-  const nlohmann::json& tiers() const { return tiers_; }
+  void set_tiers(cache_stats tiers) { tiers_ = std::move(tiers); }
+  // As the stats route shows them: one object per tier ({} before the board reported).
+  nlohmann::json tiers() const { return tiers_ ? nlohmann::json(*tiers_) : nlohmann::json::object(); }
   std::string text(long queue_depth, bool running) const;
 
  private:
@@ -24,7 +28,7 @@ class metrics {
   long prompt_tokens_ = 0, prefilled_ = 0, cached_ = 0, output_tokens_ = 0;
   double ttft_sum_s_ = 0, total_sum_s_ = 0;
   long finished_ = 0;
-  nlohmann::json tiers_ = nlohmann::json::object();
+  std::optional<cache_stats> tiers_;
 };
 
 }  // namespace anchorage

@@ -44,7 +44,7 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
   board_job j;
   std::string param;
   if (r.kind == request_kind::chat) {
-    j.route = "chat";
+    j.route = request_kind::chat;
     param = "messages";
     template_options t;
     t.enable_thinking = r.enable_thinking;
@@ -68,7 +68,7 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
     j.starts_in_reasoning = r.enable_thinking;  // the template ends its prompt with "<think>\n"
     if (r.enable_thinking) j.reasoning_budget = lim.reasoning_budget;
   } else {
-    j.route = "completions";
+    j.route = request_kind::completion;
     param = "prompt";
     if (r.prompt_tokens) {
       j.prompt = *r.prompt_tokens;

@@ -1,38 +1,47 @@
 #include "runtime/tiers/cache_tiers.hpp"
 
-#include "runtime/core/token_prefix.hpp"
-
-#include <iostream>
+#include <stdexcept>
 
 namespace anchorage {
-namespace {
-
-constexpr const char* resident_pool = "resident";
-constexpr const char* store_pool = "store";
-
-}  // namespace
 
 cache_tiers::cache_tiers(cache_options opts, kernels::backend where)
-    : opts_(opts),
-      where_(where),
-      resident_(budget_, resident_options{opts.end_anchor, opts.end_align, 4}, resident_pool),
-      store_(budget_, store_pool, opts.store_entry_bytes) {
-  budget_.set_limit(resident_pool, opts_.enabled ? opts_.resident_bytes : 0);
-  budget_.set_limit(store_pool, opts_.enabled ? opts_.store_bytes : 0);
-  budget_.set_limit("stash", opts_.enabled ? opts_.stash_bytes : 0);
-  budget_.set_limit("pin", opts_.enabled ? opts_.pin_bytes : 0);
-  budget_.set_limit("park", opts_.enabled ? opts_.park_bytes : 0);
+    : opts_(opts), where_(where), guests_(budget_, opts.guest_max, where) {
+  budget_.set_limit(budget_pool::resident, opts_.enabled ? opts_.resident_bytes : 0);
+  budget_.set_limit(budget_pool::store, opts_.enabled ? opts_.store_bytes : 0);
+  budget_.set_limit(budget_pool::stash, opts_.enabled ? opts_.stash_bytes : 0);
+  budget_.set_limit(budget_pool::pin, opts_.enabled ? opts_.pin_bytes : 0);
+  budget_.set_limit(budget_pool::park, opts_.enabled ? opts_.park_bytes : 0);
+  auto device = std::make_unique<device_tier>(budget_, opts_, where_);
+  device_ = device.get();
+  tiers_.push_back(std::move(device));
 }
 
-bool cache_tiers::is_guest(std::size_t n) const {
-  return opts_.guest_max > 0 && n <= opts_.guest_max && 4 * n < resident_.tokens().size();
+void cache_tiers::attach_disk(std::unique_ptr<disk_tier> disk) {
+  if (disk_) throw std::logic_error("cache_tiers: a disk tier is attached already");
+  auto a = std::make_unique<disk_tier_adapter>(std::move(disk));
+  disk_ = a.get();
+  tiers_.push_back(std::move(a));
+}
+
+tier* cache_tiers::owner_of(cache_tier name) const {
+  for (const auto& t : tiers_)
+    for (cache_tier n : t->names())
+      if (n == name) return t.get();
+  return nullptr;
+}
+
+tier* cache_tiers::owner_of(cache_source source) const {
+  for (const auto& t : tiers_)
+    if (t->serves(source)) return t.get();
+  return nullptr;
 }
 
 void cache_tiers::expect(const request_info& info) {
-  planned_copy_ = nullptr;
-  disk_fallback_.reset();
-  pending_session_ = info.session_key;
-  pending_user_start_ = info.user_start;
+  taken_.clear();
+  lookup_ = tier_lookup{};
+  lookup_.info = info;
+  prompt_.clear();
+  lookup_.prompt = &prompt_;
   stash_need_ = 0;
 }
 
@@ -41,251 +50,106 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
   cold.served = prompt;
   expect(info);
   if (!opts_.enabled || prompt.empty()) return cold;
-  std::optional<resume_offer> best = resident_.offer(prompt);
-  // A short request is a guest, unless it continues the resident conversation (a client that
-  // dropped a long reasoning sends a prompt much shorter than the rows).
-  const bool guest = is_guest(prompt.size()) && !(best && best->source == "end" && best->via.empty());
-  if (guest) {
-    // A guest reads the rows in place (a side slot none of them); bringing back a set-aside
-    // prompt would change slot 0.
-    if (info.side_slot_free || (best && !best->via.empty())) best.reset();
+  prompt_ = prompt;
+  lookup_.guest = guests_.is_guest(prompt.size(), device_->resident().tokens().size());
+  // Each tier in order, with the best start so far as its floor: a deeper one is taken only
+  // when it starts later.
+  for (auto& t : tiers_) {
+    const std::size_t floor = taken_.empty() ? 0 : taken_.back().at;
+    if (auto o = t->offer(lookup_, floor); o && o->at > floor) taken_.push_back(std::move(*o));
   }
-  if (!best && !(guest && info.side_slot_free)) ++resident_counts_.misses;
-  // The store is deeper: taken only when it starts later than the resident prefix. A stashed
-  // guest does not take it (a snapshot writes rows from 0, below what the stash holds).
-  const bool store_ok = !(guest && !info.side_slot_free);
-  const std::size_t floor = best ? best->at : 0;
-  if (auto hit = store_ok ? store_.lookup(prompt, prompt.size() - 1) : std::nullopt; hit && hit->length > floor) {
-    resume_offer o;
-    o.source = "store";
-    o.at = hit->length;
-    o.served = prompt;
-    // A snapshot taken at a line by a grid prefill is a cold prefill's state; a session
-    // snapshot (the rows of a finished turn) is a session resume.
-    o.exact = hit->exact;
-    o.exact_to = hit->exact ? hit->length : 0;  // a session snapshot's exact part is not recorded
-    o.rows_replaced = true;
-    planned_copy_ = hit->copy;
-    best = std::move(o);
-  } else if (store_ok && !hit) {
-    ++store_counts_.misses;
-  }
-  // The disk is deeper still: taken when it starts later and its read beats the prefill it saves.
-  // A stashed guest does not take it (its rows would replace the resident ones); a guest on a
-  // side slot does, into the side slot's own buffers (seed §13.7), writing nothing.
-  if (disk_ && (!guest || info.side_slot_free)) {
-    if (auto d = disk_->offer(prompt, best ? best->at : 0)) {
-      disk_fallback_ = best ? std::move(*best) : cold;
-      best = std::move(*d);
-    }
-  }
-  resume_offer o = best ? std::move(*best) : std::move(cold);
-  if (guest) {
-    o.via = info.side_slot_free ? "side" : "stash";
-    // What the guest can write past its start: the rest of its prompt, its output, the rows the
-    // server may add unseen, and two margins of 512.
-    stash_need_ = (o.served.size() - std::min(o.at, o.served.size())) + info.max_tokens + info.hidden_reserve + 2 * 512;
+  resume_offer o = taken_.empty() ? std::move(cold) : taken_.back();
+  if (lookup_.guest) {
+    o.via = info.side_slot_free ? cache_via::side : cache_via::stash;
+    stash_need_ = guest_stash::need(o.served.size(), o.at, info.max_tokens, info.hidden_reserve);
   }
   return o;
 }
 
 void cache_tiers::restore(state_adapter& into, resume_offer& o) {
-  if (o.source == "disk") {
-    std::string error;
-    if (disk_ && disk_->restore(o, into, error)) return;
-    std::cerr << "anchorage: a disk restore failed (" << error << "); the broken chain is deleted\n";
-    o = disk_fallback_ ? std::move(*disk_fallback_) : resume_offer{};
-    disk_fallback_.reset();
-    if (o.source == "cold") return;  // the caller resets the engine
+  while (o.source != cache_source::cold) {
+    tier* t = owner_of(o.source);
+    if (!t) throw std::logic_error(std::string("cache_tiers: no tier serves ") + to_string(o.source));
+    if (t->restore(into, o)) return;
+    // The read failed with the engine untouched: what the tiers above offered, else cold. A
+    // guest stays the guest it was planned as (on its side slot, or stashed).
+    const cache_via guest_via = o.via == cache_via::side || o.via == cache_via::stash ? o.via : cache_via::none;
+    if (!taken_.empty()) taken_.pop_back();
+    o = taken_.empty() ? resume_offer{} : taken_.back();
+    if (o.source == cache_source::cold) o.served = prompt_;
+    if (guest_via != cache_via::none) o.via = guest_via;
   }
-  if (o.source == "store") {
-    // plan() found it and nothing was inserted since (an insert may evict).
-    if (!planned_copy_) throw std::logic_error("cache_tiers: restore of a store offer plan() did not make");
-    planned_copy_->restore(into, o.at);
-    planned_copy_ = nullptr;
-    store_.note_restored(o.at);
-    return;
-  }
-  resident_.restore(into, where_, o);
 }
 
 void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
-  planned_copy_ = nullptr;
-  served_ = o.served;
-  prefix_target_ = 0;
+  taken_.clear();
   via_ = o.via;
-  guest_ = o.via == "stash" || o.via == "side";
-  run_exact_ = o.exact;
-  if (!opts_.enabled) return;
-  // Counted here, where the offer is taken, not in plan(): a failed restore is the cold path.
-  if (o.source != "cold" && o.source != "disk" && o.source != "checkpoint") {  // the disk counts its own
-    tier_counters& c = o.source == "store" ? store_counts_ : o.source == "end" ? end_counts_ : resident_counts_;
-    ++c.hits;
-    c.tokens_saved += static_cast<long long>(o.at);
-  }
-  if (o.via == "pin") ++pin_hits_;
-  if (o.via == "park") ++park_hits_;
-  if (o.via == "side") ++guests_side_;
-  if (o.via == "stash") {
+  guest_ = o.via == cache_via::stash || o.via == cache_via::side;
+  if (opts_.enabled && o.via == cache_via::side) guests_.note_side();
+  if (opts_.enabled && o.via == cache_via::stash) {
     // The rows the guest can reach are copied aside first; refused, the guest cuts the resident
     // rows at its start like any request.
-    const std::size_t a = o.at, b = std::min(resident_.tokens().size(), o.at + stash_need_);
-    const std::size_t bytes = row_copy::bytes_for(state.layout(), a, b);
-    if (b <= a || budget_.reserve("stash", bytes)) {
-      try {
-        stash_ = row_copy::take(state, where_, a, std::max(a, b));
-        stash_bytes_ = b > a ? bytes : 0;
-        ++guests_stashed_;
-      } catch (...) {
-        if (b > a) budget_.release("stash", bytes);
-        throw;
-      }
-    } else {
-      ++stash_refusals_;
-      via_.clear();
+    if (!guests_.take(state, o.at, device_->resident().tokens().size(), stash_need_)) {
+      via_ = cache_via::none;
       guest_ = false;
     }
   }
-  // After the stash decision: a refused stash makes the guest an ordinary request, which writes.
-  if (disk_ && !guest_) {
-    disk_request dr;
-    dr.session_key = pending_session_;
-    dr.user_start = pending_user_start_;
-    disk_->begin(o, dr);
-  }
-  if (!guest_) {
-    // A request that rewrites rows the resident prompt does not share sets them aside first:
-    // another session's parks the resident one, the same session's (a compaction) pins its head.
-    const auto& rows = resident_.tokens();
-    const std::size_t shared = common_prefix(rows, o.served);
-    if (o.source != "store" && via_.empty() && shared < rows.size() && o.at < rows.size()) {
-      const bool other = !resident_session_.empty() && pending_session_ != resident_session_;
-      resident_.set_aside(state, where_, other ? "park" : "pin", o.at);
-    }
-    resident_.begin(o);
-    // A restored prompt becomes the resident one with the disk anchor as its anchor.
-    if (o.source == "disk") resident_.after_prefill_step(state, where_);
-    resident_session_ = pending_session_;
-  }
-  // The prefix cache: a request the resident prefix could not answer leaves a snapshot at the
-  // longest line of its prompt that fits one entry, so the next request with this head (another
-  // session with the same system prompt) starts there.
-  if (!opts_.prefix_cache || !o.exact || o.source == "resident" || o.source == "end") return;
-  const state_layout& layout = state.layout();
-  const std::size_t grid = static_cast<std::size_t>(layout.grid);
-  std::size_t line = o.served.size() / grid * grid;
-  while (line > o.at && state_copy::bytes_for(layout, line) > opts_.store_entry_bytes) line -= grid;
-  if (line > o.at) prefix_target_ = line;
+  if (!opts_.enabled) return;
+  auto begin_all = [&](const resume_offer& offer) {
+    for (auto& t : tiers_) t->begin(offer, state, lookup_, guest_);
+  };
+  if (via_ == o.via) return begin_all(o);
+  // The tiers see the request as it runs: a guest whose stash was refused is an ordinary one.
+  resume_offer running = o;
+  running.via = via_;
+  begin_all(running);
 }
 
 void cache_tiers::after_prefill_step(const state_adapter& state, kernels::backend where) {
   if (!opts_.enabled) return;
-  if (!guest_) resident_.after_prefill_step(state, where);
-  if (disk_ && !guest_) disk_->after_prefill_step(state);
-  const bool exact = !guest_ ? resident_.taint() >= prefix_target_ : run_exact_;
-  if (prefix_target_ != 0 && state.valid_length() == prefix_target_ && exact) {
-    std::vector<token_id> head(served_.begin(), served_.begin() + static_cast<long>(prefix_target_));
-    store_.insert(head, state, where, "prefix");
-    prefix_target_ = 0;
-  }
+  for (auto& t : tiers_) t->after_prefill_step(state, where);
 }
 
 void cache_tiers::end_generation(const state_adapter& state, kernels::backend where, end_record record) {
-  // A guest keeps no end anchor and no session snapshot of its own.
-  if (!opts_.enabled || guest_) return;
-  // The conversation's newest turn supersedes its earlier session snapshots.
-  if (opts_.session_cache && !record.rows.empty() && store_.insert(record.rows, state, where, "session"))
-    store_.drop_prefixes_of(record.rows, "session");
-  resident_.end_generation(state, where, std::move(record));
+  if (!opts_.enabled) return;
+  for (auto& t : tiers_) t->end_generation(state, where, record);
 }
 
 void cache_tiers::finish(state_adapter& state) {
-  if (disk_ && !guest_) disk_->finish(state);
-  const bool stashed = guest_ && via_ == "stash";
-  via_.clear();
+  for (auto& t : tiers_) t->finish(state);
+  via_ = cache_via::none;
   guest_ = false;
-  if (!stashed) return;
-  // Released first: a restore that throws must not keep the pool's bytes.
-  row_copy stash = std::move(stash_);
-  stash_ = row_copy{};
-  budget_.release("stash", stash_bytes_);
-  stash_bytes_ = 0;
-  stash.restore(state);
+  guests_.give_back(state);
 }
 
-std::vector<std::string> cache_tiers::clear(const std::string& tier) {
-  std::vector<std::string> done;
-  if (tier == "resident" || tier == "all") {
-    resident_.clear();
-    done.push_back("resident");
-  }
-  if (tier == "store" || tier == "all") {
-    store_.clear();
-    done.push_back("store");
-  }
-  if (disk_ && (tier == "disk" || tier == "all")) {
-    disk_->clear();
-    done.push_back("disk");
-  }
+std::vector<cache_tier> cache_tiers::clear(cache_tier tier) {
+  std::vector<cache_tier> done;
+  for (auto& t : tiers_)
+    for (cache_tier n : t->names())
+      if (tier == cache_tier::all || tier == n) {
+        t->clear(n);
+        done.push_back(n);
+      }
   return done;
 }
 
 std::vector<std::shared_ptr<disk_job>> cache_tiers::take_disk_jobs() {
-  return disk_ ? disk_->take_jobs() : std::vector<std::shared_ptr<disk_job>>{};
+  return disk_ ? disk_->disk().take_jobs() : std::vector<std::shared_ptr<disk_job>>{};
 }
 
 void cache_tiers::disk_written(const disk_job& job) {
-  if (disk_) disk_->written(job);
+  if (disk_) disk_->disk().written(job);
 }
 
-nlohmann::json cache_tiers::stats() const {
-  nlohmann::json j;
-  const auto& a = resident_.anchors();
-  j["resident"] = {
-      {"entries", a.size() + (resident_.has_end_anchor() ? 1 : 0)},
-      {"anchors", a.size()},
-      {"end_anchor", resident_.has_end_anchor() ? nlohmann::json(resident_.end_position()) : nlohmann::json()},
-      {"rows", resident_.tokens().size()},
-      {"taint", resident_.taint()},
-      {"bytes", resident_.bytes()},
-      {"limit_bytes", budget_.limit(resident_pool)},
-      {"hits", resident_counts_.hits + end_counts_.hits},
-      {"end_hits", end_counts_.hits},
-      {"misses", resident_counts_.misses},
-      {"evictions", a.evictions()},
-      {"refusals", a.refusals() + resident_.end_refusals()},
-      {"tokens_saved", resident_counts_.tokens_saved + end_counts_.tokens_saved},
-      {"guests_stashed", guests_stashed_},
-      {"guests_side", guests_side_},
-      {"stash_refusals", stash_refusals_},
-      {"stash_limit_bytes", budget_.limit("stash")},
-      {"pinned", resident_.saved("pin") ? nlohmann::json(resident_.saved("pin")->rows.last()) : nlohmann::json()},
-      {"pin_bytes", budget_.used("pin")},
-      {"pin_limit_bytes", budget_.limit("pin")},
-      {"pin_hits", pin_hits_},
-      {"parked", resident_.saved("park") ? nlohmann::json(resident_.saved("park")->rows.last()) : nlohmann::json()},
-      {"park_bytes", budget_.used("park")},
-      {"park_limit_bytes", budget_.limit("park")},
-      {"park_hits", park_hits_},
-      {"set_aside_refusals", resident_.set_aside_refusals},
-  };
-  j["store"] = {
-      {"entries", store_.entries()},
-      {"bytes", store_.bytes()},
-      {"limit_bytes", budget_.limit(store_pool)},
-      {"entry_limit_bytes", opts_.store_entry_bytes},
-      {"hits", store_counts_.hits},
-      {"misses", store_counts_.misses},
-      {"evictions", store_.evictions()},
-      {"refusals", store_.refusals()},
-      {"collisions", store_.collisions()},
-      {"superseded", store_.superseded()},
-      {"tokens_saved", store_counts_.tokens_saved},
-  };
-  j["disk"] = disk_ ? disk_->stats() : nlohmann::json{{"enabled", false}};
-  if (disk_) j["disk"]["enabled"] = true;
-  j["enabled"] = opts_.enabled;
-  return j;
+cache_stats cache_tiers::stats() const {
+  cache_stats s;
+  for (const auto& t : tiers_) t->stats(s);
+  s.resident.guests_stashed = guests_.stashed();
+  s.resident.guests_side = guests_.side();
+  s.resident.stash_refusals = guests_.refusals();
+  s.resident.stash_limit_bytes = budget_.limit(budget_pool::stash);
+  s.enabled = opts_.enabled;
+  return s;
 }
 
 }  // namespace anchorage

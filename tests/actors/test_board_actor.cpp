@@ -16,7 +16,7 @@ namespace {
 board_job long_prefill_job(const caf::actor& sink, int chunks, int grid) {
   board_job j;
   j.id = "r1";
-  j.route = "completions";
+  j.route = request_kind::completion;
   const auto t = test_tokens(static_cast<std::size_t>(chunks * grid));
   j.prompt.assign(t.begin(), t.end());
   j.temperature = 0;
@@ -182,4 +182,27 @@ TEST_CASE("a cancel that passes its run in the mailbox still cancels it", "[acto
   CHECK(seen->ledger[0].finish_reason == "cancelled");
   CHECK(seen->ledger[0].prefilled == 0);
   CHECK(eng->length() == 0);
+}
+
+TEST_CASE("the board reports its tiers' stats typed, before the first request and after each", "[actors][board]") {
+  caf_fixture f;
+  const model_config c = test_config("tiny", 1024);
+  std::shared_ptr<engine> eng = make_engine(c);
+  auto seen = std::make_shared<recorded>();
+  auto sink = f.spawn(recorder, seen);
+  auto b = f.spawn(board, eng, board_options{4, {}}, caf::actor_cast<done_receiver>(sink));
+  f.sched->run();
+  REQUIRE(seen->tiers.size() == 1);
+  CHECK(seen->tiers[0].resident.anchors == 0);
+  CHECK(seen->tiers[0].enabled);
+  caf::anon_send(b, run_atom::value, long_prefill_job(sink, 3, c.grid));
+  f.sched->run();
+  REQUIRE(seen->tiers.size() == 2);
+  const cache_stats& s = seen->tiers.back();
+  CHECK(s.resident.anchors == 3);  // one per line the cold prefill passed
+  CHECK(s.resident.misses == 1);
+  CHECK(s.resident.rows > static_cast<std::size_t>(3 * c.grid));
+  const nlohmann::json j = s;  // the stats route's form
+  CHECK(j["resident"]["anchors"] == 3);
+  CHECK(j["disk"]["enabled"] == false);
 }

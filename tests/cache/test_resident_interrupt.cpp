@@ -51,24 +51,24 @@ TEST_CASE("a guest between two turns is stashed and the conversation resumes at 
   info.session_key = "title";
   info.max_tokens = 8;
   const auto o = tiers.plan(guest, info);
-  REQUIRE(o.via == "stash");
+  REQUIRE(o.via == cache_via::stash);
   e->reset();
   tiers.begin(o, e->cache_state());
   // The stash holds what the guest can write (its prompt, its output, two margins of 512), not
   // the stash budget and not every resident row.
-  CHECK(tiers.budget().used("stash") == row_copy::bytes_for(e->layout(), 0, 400 + 8 + 1024));
-  CHECK(tiers.budget().used("stash") < tiers.budget().limit("stash"));
+  CHECK(tiers.budget().used(budget_pool::stash) == row_copy::bytes_for(e->layout(), 0, 400 + 8 + 1024));
+  CHECK(tiers.budget().used(budget_pool::stash) < tiers.budget().limit(budget_pool::stash));
   e->prefill(guest);
   generation_request g;
   g.max_tokens = 8;
   generator(*e, g).run();
   tiers.finish(e->cache_state());
-  CHECK(tiers.budget().used("stash") == 0);
+  CHECK(tiers.budget().used(budget_pool::stash) == 0);
   CHECK(!tiers.resident().anchors().positions().empty());
   // A's next turn: from the end anchor, as if the guest had never run.
   const auto a2 = next_prompt(a1, r1.output, 37, 202);
   const auto r2 = serve_turn(tiers, *e, a2, 8, "a");
-  CHECK(r2.offer.source == "end");
+  CHECK(r2.offer.source == cache_source::end);
   CHECK(r2.prefilled == 38);
   CHECK(r2.output == ref.turn(a2, 8));
   require_same_as(*e, *ref.e);
@@ -87,17 +87,17 @@ TEST_CASE("a refused stash cuts the resident rows at the guest's start", "[resid
   const auto a1 = test_tokens(1500, 210);
   const auto r1 = serve_turn(tiers, *e, a1, 8, "a");
   const auto rg = serve_turn(tiers, *e, test_tokens(300, 211), 4, "title");
-  CHECK(rg.via.empty());
-  CHECK(tiers.stats()["resident"]["stash_refusals"] == 1);
+  CHECK(rg.via == cache_via::none);
+  CHECK(nlohmann::json(tiers.stats())["resident"]["stash_refusals"] == 1);
   // An ordinary request of another session: with room, it parked the conversation.
-  CHECK((tiers.resident().saved("park") != nullptr) == (o.park_bytes > 0));
+  CHECK((tiers.resident().saved(cache_via::park) != nullptr) == (o.park_bytes > 0));
   const auto a2 = next_prompt(a1, r1.output, 20, 212);
   const auto r2 = serve_turn(tiers, *e, a2, 0, "a");
   if (o.park_bytes > 0) {
-    CHECK(r2.via == "park");
-    CHECK(r2.offer.source == "end");
+    CHECK(r2.via == cache_via::park);
+    CHECK(r2.offer.source == cache_source::end);
   } else {
-    CHECK(r2.offer.source == "cold");  // the guest started at 0 and cut every row
+    CHECK(r2.offer.source == cache_source::cold);  // the guest started at 0 and cut every row
     auto cold = make_engine(c);
     cold->prefill(a2);
     require_same_as(*e, *cold);
@@ -123,19 +123,19 @@ TEST_CASE("sessions used in turn swap through the park bit for bit", "[resident]
     CHECK(ra.output == ref_a.turn(pa, 6));
     require_same_as(*e, *ref_a.e);
     if (round > 0) {
-      CHECK(ra.via == "park");
-      CHECK(ra.offer.source == "end");  // A's end anchor came back with its rows
+      CHECK(ra.via == cache_via::park);
+      CHECK(ra.offer.source == cache_source::end);  // A's end anchor came back with its rows
       CHECK(ra.prefilled <= g);         // at most one grid chunk re-read
     }
     pa = next_prompt(pa, ra.output, 11 + static_cast<std::size_t>(round), 230 + round);
     const auto rb = serve_turn(tiers, *e, pb, 6, "b");
     CHECK(rb.output == ref_b.turn(pb, 6));
     require_same_as(*e, *ref_b.e);
-    if (round > 0) CHECK(rb.via == "park");
+    if (round > 0) CHECK(rb.via == cache_via::park);
     if (round == 0) CHECK(rb.offer.at == 3 * g);  // the shared head, from A's anchors
     pb = next_prompt(pb, rb.output, 9 + static_cast<std::size_t>(round), 240 + round);
   }
-  CHECK(tiers.stats()["resident"]["park_hits"].get<long>() >= 4);
+  CHECK(nlohmann::json(tiers.stats())["resident"]["park_hits"].get<long>() >= 4);
 }
 
 TEST_CASE("a pinned head comes back for the same session after a replacing request", "[resident][pin]") {
@@ -150,12 +150,12 @@ TEST_CASE("a pinned head comes back for the same session after a replacing reque
   const auto compaction = concat(head, test_tokens(3 * g, 252));
   const auto rc = serve_turn(tiers, *e, compaction, 4, "a");
   CHECK(rc.offer.at == g);
-  REQUIRE(tiers.resident().saved("pin") != nullptr);
+  REQUIRE(tiers.resident().saved(cache_via::pin) != nullptr);
   // Back to the conversation (a retry, a branch): its head is copied back and resumes there.
   const auto back = concat(slice(conversation, 0, 5 * g + 9), test_tokens(20, 253));
   const auto rb = serve_turn(tiers, *e, back, 0, "a");
-  CHECK(rb.via == "pin");
-  CHECK(rb.offer.source == "resident");
+  CHECK(rb.via == cache_via::pin);
+  CHECK(rb.offer.source == cache_source::resident);
   CHECK(rb.offer.at == 5 * g);
   auto cold = make_engine(c);
   cold->prefill(back);
@@ -178,8 +178,8 @@ TEST_CASE("a guest on a side slot leaves slot 0 untouched byte for byte", "[resi
   info.side_slot_free = true;
   const auto guest = test_tokens(300, 261);
   auto o = tiers.plan(guest, info);
-  REQUIRE(o.via == "side");
-  if (o.source == "cold") side->reset();
+  REQUIRE(o.via == cache_via::side);
+  if (o.source == cache_source::cold) side->reset();
   else tiers.restore(side->cache_state(), o);
   tiers.begin(o, side->cache_state());
   side->prefill(slice(o.served, side->length(), o.served.size()));
@@ -190,9 +190,9 @@ TEST_CASE("a guest on a side slot leaves slot 0 untouched byte for byte", "[resi
 
   require_same_state(take_snapshot(slot0->cache_state()), before, slot0->layout());
   CHECK(same_bytes(slot0->last_logits(), logits_before));
-  CHECK(tiers.budget().used("stash") == 0);
+  CHECK(tiers.budget().used(budget_pool::stash) == 0);
   const auto a2 = next_prompt(a1, r1.output, 15, 262);
   const auto r2 = serve_turn(tiers, *slot0, a2, 0, "a");
-  CHECK(r2.offer.source == "end");
-  CHECK(tiers.stats()["resident"]["guests_side"] == 1);
+  CHECK(r2.offer.source == cache_source::end);
+  CHECK(nlohmann::json(tiers.stats())["resident"]["guests_side"] == 1);
 }

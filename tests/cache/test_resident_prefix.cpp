@@ -35,10 +35,10 @@ TEST_CASE("grid anchors resume every turn of a growing conversation bit for bit"
     const std::size_t previous = turn == 0 ? 0 : tiers.resident().tokens().size();
     const auto r = serve_turn(tiers, *e, prompt, 0);
     if (turn == 0) {
-      CHECK(r.offer.source == "cold");
+      CHECK(r.offer.source == cache_source::cold);
     } else {
       // The previous prompt's rows up to its last line are exact; the short chunk above it is not.
-      CHECK(r.offer.source == "resident");
+      CHECK(r.offer.source == cache_source::resident);
       CHECK(r.offer.at == previous / g * g);
       CHECK(r.prefilled == prompt.size() - r.offer.at);
     }
@@ -65,7 +65,7 @@ TEST_CASE("a request that parts off the grid resumes at the line below, never at
   const auto tail = test_tokens(g, 99);
   second.insert(second.end(), tail.begin(), tail.end());
   const auto r = serve_turn(tiers, *e, second, 0);
-  CHECK(r.offer.source == "resident");
+  CHECK(r.offer.source == cache_source::resident);
   CHECK(r.offer.at == 2 * g);
   require_equals_cold(c, *e, second);
   // The anchors of the first prompt above the part are gone.
@@ -80,7 +80,7 @@ TEST_CASE("a prompt equal to the resident one still forwards its last token", "[
   const auto prompt = test_tokens(3 * g, 8);  // ends on a line
   serve_turn(tiers, *e, prompt, 0);
   const auto r = serve_turn(tiers, *e, prompt, 0);
-  CHECK(r.offer.source == "resident");
+  CHECK(r.offer.source == cache_source::resident);
   CHECK(r.offer.at == 2 * g);  // the anchor at 3g would leave nothing to forward
   require_equals_cold(c, *e, prompt);
 }
@@ -106,7 +106,7 @@ TEST_CASE("the end anchor resumes the next turn where the answer ended", "[resid
     CHECK(r.output == ref);
     require_same_state(take_snapshot(e->cache_state()), take_snapshot(kept->cache_state()), kept->layout());
     if (turn > 0) {
-      CHECK(r.offer.source == "end");
+      CHECK(r.offer.source == cache_source::end);
       CHECK(r.prefilled == 1 + 5 + static_cast<std::size_t>(turn));  // the pending token and the new ones
     }
     const std::size_t end = e->length();
@@ -134,7 +134,7 @@ TEST_CASE("an end anchor restored into a fresh engine equals the engine that kep
   const auto next = next_prompt(prompt, r.output, 9, 4);
 
   auto offer = tiers.plan(next);
-  REQUIRE(offer.source == "end");
+  REQUIRE(offer.source == cache_source::end);
   REQUIRE(offer.at == end);
   // A fresh engine with the rows copied in (the rows are what stays in place) and the end
   // anchor's sections restored.
@@ -168,7 +168,7 @@ TEST_CASE("a client that changed the answer resumes at the last exact line", "[r
   edited[3] = (edited[3] + 1) % 256;
   const auto next = next_prompt(prompt, edited, 20, 13);
   const auto r2 = serve_turn(tiers, *e, next, 0);
-  CHECK(r2.offer.source == "resident");
+  CHECK(r2.offer.source == cache_source::resident);
   CHECK(r2.offer.at == 3 * g);
   require_equals_cold(c, *e, next);
 }
@@ -190,12 +190,12 @@ TEST_CASE("the state store answers when the resident prefix cannot, exactly", "[
   CHECK(tiers.store().entries() >= 1);
   // Another session replaces the rows entirely, then the first head comes back.
   serve_turn(tiers, *e, test_tokens(5 * g, 60), 0);
-  tiers.clear("resident");
+  tiers.clear(cache_tier::resident);
   auto second = head;
   const auto q2 = test_tokens(22, 52);
   second.insert(second.end(), q2.begin(), q2.end());
   const auto r = serve_turn(tiers, *e, second, 0);
-  CHECK(r.offer.source == "store");
+  CHECK(r.offer.source == cache_source::store);
   CHECK(r.offer.at == 4 * g);
   require_equals_cold(c, *e, second);
 }
@@ -213,7 +213,7 @@ TEST_CASE("a deeper tier is taken only when it starts later", "[resident][store]
   longer.insert(longer.end(), more.begin(), more.end());
   // Both the resident prefix and the store start at 4g: the resident prefix wins the tie.
   const auto r = serve_turn(tiers, *e, longer, 0);
-  CHECK(r.offer.source == "resident");
+  CHECK(r.offer.source == cache_source::resident);
   CHECK(r.offer.at == 4 * g);
 }
 
@@ -234,7 +234,7 @@ TEST_CASE("anchors stay within their budget and the newest four survive", "[resi
   while (e->prefill_remaining() > 0) {
     e->prefill_step();
     tiers.after_prefill_step(e->cache_state(), e->where());
-    CHECK(tiers.budget().used("resident") <= o.resident_bytes);
+    CHECK(tiers.budget().used(budget_pool::resident) <= o.resident_bytes);
   }
   const auto pos = tiers.resident().anchors().positions();
   CHECK(pos.size() == 6);
@@ -248,7 +248,7 @@ TEST_CASE("anchors stay within their budget and the newest four survive", "[resi
   go.output = &out;
   go.rows = e->length();
   tiers.end_generation(e->cache_state(), e->where(), build_end_record(go));
-  CHECK(tiers.budget().used("resident") <= o.resident_bytes);
+  CHECK(tiers.budget().used(budget_pool::resident) <= o.resident_bytes);
   CHECK(tiers.resident().has_end_anchor() == o.end_anchor);
   for (std::size_t line = 17; line <= 20; ++line) CHECK(tiers.resident().anchors().positions().count(line * g) == 1);
 }
@@ -262,7 +262,7 @@ TEST_CASE("with the cache off every request is cold and nothing is kept", "[resi
   const auto prompt = test_tokens(3 * c.grid + 1, 90);
   serve_turn(tiers, *e, prompt, 5);
   const auto r = serve_turn(tiers, *e, prompt, 5);
-  CHECK(r.offer.source == "cold");
+  CHECK(r.offer.source == cache_source::cold);
   CHECK(tiers.resident().anchors().size() == 0);
   CHECK(!tiers.resident().has_end_anchor());
   CHECK(tiers.store().entries() == 0);
@@ -281,19 +281,19 @@ TEST_CASE("store snapshots resume every turn of a growing conversation bit for b
   for (int turn = 0; turn < 4; ++turn) {
     INFO("turn " << turn);
     const std::size_t previous = turn == 0 ? 0 : tiers.resident().tokens().size();
-    tiers.clear("resident");  // the rows are gone (another session took them): the store answers
+    tiers.clear(cache_tier::resident);  // the rows are gone (another session took them): the store answers
     const auto r = serve_turn(tiers, *e, prompt, 0);
     if (turn == 0) {
-      CHECK(r.offer.source == "cold");
+      CHECK(r.offer.source == cache_source::cold);
     } else {
-      CHECK(r.offer.source == "store");
+      CHECK(r.offer.source == cache_source::store);
       CHECK(r.offer.at == previous / g * g);
     }
     require_equals_cold(c, *e, prompt);
     const auto more = test_tokens(g + 3 + static_cast<std::size_t>(turn) * 5, 130 + turn);
     prompt.insert(prompt.end(), more.begin(), more.end());
   }
-  CHECK(tiers.budget().used("store") <= o.store_bytes);
+  CHECK(tiers.budget().used(budget_pool::store) <= o.store_bytes);
 }
 
 TEST_CASE("an unrelated request between two turns takes the end anchor with its rows", "[resident][end][exact]") {
@@ -310,7 +310,7 @@ TEST_CASE("an unrelated request between two turns takes the end anchor with its 
   serve_turn(tiers, *e, test_tokens(4 * g + 1, 141), 4);
   const auto a2 = next_prompt(a1, r1.output, 9, 142);
   const auto r2 = serve_turn(tiers, *e, a2, 0);
-  CHECK(r2.offer.source == "store");  // A's prefix snapshot at 3g
+  CHECK(r2.offer.source == cache_source::store);  // A's prefix snapshot at 3g
   CHECK(r2.offer.at == 3 * g);
   require_equals_cold(c, *e, a2);
 }
@@ -332,7 +332,7 @@ TEST_CASE("a store restore over another session's rows keeps none of its anchors
   const auto tail = test_tokens(g + 4, 152);
   a_next.insert(a_next.end(), tail.begin(), tail.end());
   const auto r = serve_turn(tiers, *e, a_next, 0);
-  CHECK(r.offer.source == "store");
+  CHECK(r.offer.source == cache_source::store);
   CHECK(r.offer.at == 4 * g);
   require_equals_cold(c, *e, a_next);
   // B comes back: none of its anchors may be used over A's rows.
@@ -340,7 +340,7 @@ TEST_CASE("a store restore over another session's rows keeps none of its anchors
   const auto more = test_tokens(g, 153);
   b_next.insert(b_next.end(), more.begin(), more.end());
   const auto rb = serve_turn(tiers, *e, b_next, 0);
-  CHECK(rb.offer.source != "resident");
+  CHECK(rb.offer.source != cache_source::resident);
   require_equals_cold(c, *e, b_next);
 }
 
@@ -353,7 +353,7 @@ TEST_CASE("no anchor is taken where an end resume prefilled across a line", "[re
   const auto r1 = serve_turn(tiers, *e, p1, 12);
   const auto p2 = next_prompt(p1, r1.output, 2 * g + 3, 161);  // crosses two lines from the end
   const auto r2 = serve_turn(tiers, *e, p2, 0);
-  REQUIRE(r2.offer.source == "end");
+  REQUIRE(r2.offer.source == cache_source::end);
   for (const auto& [pos, stamp] : tiers.resident().anchors().positions()) CHECK(pos <= p1.size());
   // A prompt that parts well past those lines resumes at the end anchor (its rows are intact),
   // never at a line the off-grid prefill passed.
@@ -361,7 +361,7 @@ TEST_CASE("no anchor is taken where an end resume prefilled across a line", "[re
   const auto other = test_tokens(g, 162);
   p3.insert(p3.end(), other.begin(), other.end());
   const auto r3 = serve_turn(tiers, *e, p3, 0);
-  CHECK(r3.offer.source == "end");
+  CHECK(r3.offer.source == cache_source::end);
   CHECK(r3.offer.at == r2.offer.at);
 }
 
@@ -384,7 +384,7 @@ TEST_CASE("a request cancelled inside its prefill does not make the next one col
   tiers.after_prefill_step(e->cache_state(), e->where());
   e->abandon_prefill();  // what the board does before the next request
   const auto r = serve_turn(tiers, *e, longer, 0);
-  CHECK(r.offer.source == "resident");
+  CHECK(r.offer.source == cache_source::resident);
   CHECK(r.offer.at >= 5 * g);
   require_equals_cold(c, *e, longer);
 }

@@ -22,7 +22,7 @@ TEST_CASE("a prompt resumed from a stored snapshot equals a cold prefill", "[sto
   REQUIRE(prompt[line] != first_prompt[line]);
 
   memory_budget budget;
-  budget.set_limit("store", std::size_t{1} << 30);
+  budget.set_limit(budget_pool::store, std::size_t{1} << 30);
   state_store store(budget);
 
   auto a = make_engine(c);
@@ -30,7 +30,7 @@ TEST_CASE("a prompt resumed from a stored snapshot equals a cold prefill", "[sto
   REQUIRE(store.insert(slice(first_prompt, 0, line), a->cache_state(), a->where(), "prefix"));
   a->prefill(slice(first_prompt, line, first_prompt.size()));
   CHECK(store.bytes() == state_copy::bytes_for(a->layout(), line));
-  CHECK(budget.used("store") == store.bytes());
+  CHECK(budget.used(budget_pool::store) == store.bytes());
 
   auto cold = make_engine(c);
   cold->prefill(prompt);
@@ -62,8 +62,8 @@ TEST_CASE("a hash collision is refused by the token check", "[store]") {
   eng->prefill(x);
 
   memory_budget budget;
-  budget.set_limit("store", std::size_t{1} << 30);
-  state_store store(budget, "store", std::numeric_limits<std::size_t>::max(),
+  budget.set_limit(budget_pool::store, std::size_t{1} << 30);
+  state_store store(budget, budget_pool::store, std::numeric_limits<std::size_t>::max(),
                     [](const token_id*, std::size_t) { return std::uint64_t{42}; });
   REQUIRE(store.insert(x, eng->cache_state(), eng->where(), "session"));
 
@@ -84,7 +84,7 @@ TEST_CASE("a hash collision is refused by the token check", "[store]") {
   // The same tokens again refresh the entry rather than duplicating it.
   REQUIRE(store.insert(x, eng->cache_state(), eng->where(), "session"));
   CHECK(store.entries() == 1);
-  CHECK(store.bytes() == budget.used("store"));
+  CHECK(store.bytes() == budget.used(budget_pool::store));
 }
 
 TEST_CASE("the store evicts the least recently used entry to stay in its pool", "[store]") {
@@ -97,19 +97,19 @@ TEST_CASE("the store evicts the least recently used entry to stay in its pool", 
   const auto k1 = test_tokens(n, 101), k2 = test_tokens(n, 102), k3 = test_tokens(n, 103);
 
   memory_budget budget;
-  budget.set_limit("store", 2 * one);
-  state_store store(budget, "store", one);  // the per-entry cap fits one snapshot of n rows
+  budget.set_limit(budget_pool::store, 2 * one);
+  state_store store(budget, budget_pool::store, one);  // the per-entry cap fits one snapshot of n rows
   auto insert = [&](const std::vector<token_id>& k) {
     const bool ok = store.insert(k, eng->cache_state(), eng->where(), "prefix");
-    CHECK(budget.used("store") <= budget.limit("store"));
-    CHECK(budget.used("store") == store.bytes());
+    CHECK(budget.used(budget_pool::store) <= budget.limit(budget_pool::store));
+    CHECK(budget.used(budget_pool::store) == store.bytes());
     return ok;
   };
 
   REQUIRE(insert(k1));
   REQUIRE(insert(k2));
   CHECK(store.entries() == 2);
-  CHECK(budget.free("store") == 0);
+  CHECK(budget.free(budget_pool::store) == 0);
 
   SECTION("a touched entry survives; the other goes") {
     REQUIRE(store.lookup(k1, n));  // k1 is now the most recently used
@@ -135,22 +135,23 @@ TEST_CASE("the store evicts the least recently used entry to stay in its pool", 
   SECTION("an entry that would not fit in the pool even empty evicts nothing") {
     // Another pool, no per-entry cap, room for exactly one snapshot of grid rows.
     const std::size_t short_one = state_copy::bytes_for(eng->layout(), c.grid);
-    budget.set_limit("tight", short_one);
-    state_store tight(budget, "tight");
+    const budget_pool tight_pool = budget_pool::stash;  // another pool than the store's
+    budget.set_limit(tight_pool, short_one);
+    state_store tight(budget, tight_pool);
     REQUIRE(tight.insert(test_tokens(c.grid, 105), eng->cache_state(), eng->where(), "prefix"));
-    CHECK(budget.free("tight") == 0);
+    CHECK(budget.free(tight_pool) == 0);
     CHECK_FALSE(tight.insert(k3, eng->cache_state(), eng->where(), "prefix"));  // n > grid rows
     CHECK(tight.refusals() == 1);
     CHECK(tight.evictions() == 0);
     CHECK(tight.entries() == 1);
-    CHECK(budget.used("tight") == short_one);
+    CHECK(budget.used(tight_pool) == short_one);
     CHECK(tight.lookup(test_tokens(c.grid, 105), c.grid));
   }
   SECTION("clear releases every byte") {
     store.clear();
     CHECK(store.entries() == 0);
     CHECK(store.bytes() == 0);
-    CHECK(budget.used("store") == 0);
+    CHECK(budget.used(budget_pool::store) == 0);
   }
 }
 
@@ -159,13 +160,13 @@ TEST_CASE("the store releases its pool when destroyed", "[store]") {
   auto eng = make_engine(c);
   eng->prefill(test_tokens(c.grid));
   memory_budget budget;
-  budget.set_limit("store", std::size_t{1} << 30);
+  budget.set_limit(budget_pool::store, std::size_t{1} << 30);
   {
     state_store store(budget);
     REQUIRE(store.insert(test_tokens(c.grid), eng->cache_state(), eng->where(), "session"));
-    CHECK(budget.used("store") > 0);
+    CHECK(budget.used(budget_pool::store) > 0);
   }
-  CHECK(budget.used("store") == 0);
+  CHECK(budget.used(budget_pool::store) == 0);
 }
 
 TEST_CASE("lookup returns the longest matching entry within max_len", "[store]") {
@@ -176,7 +177,7 @@ TEST_CASE("lookup returns the longest matching entry within max_len", "[store]")
   eng->prefill(prompt);
 
   memory_budget budget;
-  budget.set_limit("store", std::size_t{1} << 30);
+  budget.set_limit(budget_pool::store, std::size_t{1} << 30);
   state_store store(budget);
   for (std::size_t n : {g, 2 * g, 3 * g})
     REQUIRE(store.insert(slice(prompt, 0, n), eng->cache_state(), eng->where(), "prefix"));
@@ -206,7 +207,7 @@ TEST_CASE("insert checks its preconditions", "[store]") {
   auto eng = make_engine(c);
   eng->prefill(test_tokens(c.grid));
   memory_budget budget;
-  budget.set_limit("store", std::size_t{1} << 30);
+  budget.set_limit(budget_pool::store, std::size_t{1} << 30);
   state_store store(budget);
   CHECK_THROWS_AS(store.insert(test_tokens(c.grid + 1), eng->cache_state(), eng->where(), "prefix"),
                   std::invalid_argument);
@@ -214,14 +215,14 @@ TEST_CASE("insert checks its preconditions", "[store]") {
   CHECK_THROWS_AS(store.insert(test_tokens(4), eng->cache_state(), eng->where(), "other"),
                   std::invalid_argument);
   CHECK(store.entries() == 0);
-  CHECK(budget.used("store") == 0);
+  CHECK(budget.used(budget_pool::store) == 0);
 }
 
 TEST_CASE("a newer session snapshot supersedes the conversation's earlier ones", "[store]") {
   const model_config c = test_config("tiny");
   auto e = make_engine(c);
   memory_budget budget;
-  budget.set_limit("store", 64ULL << 20);
+  budget.set_limit(budget_pool::store, 64ULL << 20);
   state_store store(budget);
   const auto tokens = test_tokens(100, 9);
   e->prefill(tokens);
@@ -236,7 +237,7 @@ TEST_CASE("a newer session snapshot supersedes the conversation's earlier ones",
   CHECK(store.entries() == 3);
   CHECK(store.superseded() == 1);
   CHECK(store.evictions() == 0);
-  CHECK(budget.used("store") == store.bytes());
+  CHECK(budget.used(budget_pool::store) == store.bytes());
   // The prefix snapshot and the other conversation are still there.
   CHECK(store.lookup(tokens, 60)->length == 60);
   CHECK(store.lookup(other, other.size())->length == 50);

@@ -56,8 +56,8 @@ struct process {
 void write_head_twice(const std::string& dir, const std::vector<token_id>& head) {
   process p(dir);
   p.serve(head);
-  p.tiers.clear("resident");
-  p.tiers.clear("store");
+  p.tiers.clear(cache_tier::resident);
+  p.tiers.clear(cache_tier::store);
   p.serve(head);
   REQUIRE(p.disk().store().entries() == 1);
 }
@@ -91,10 +91,10 @@ TEST_CASE("a prompt seen once writes chunks and no anchor; seen twice, an anchor
   CHECK(files_with(dir.str(), ".anc") == 0);
   // The resident prefix would answer the same prompt (nothing forwarded cold, nothing counted):
   // another server, or one whose resident rows were replaced, forwards it cold again.
-  p.tiers.clear("resident");
-  p.tiers.clear("store");
+  p.tiers.clear(cache_tier::resident);
+  p.tiers.clear(cache_tier::store);
   const auto second = p.serve(prompt);
-  CHECK(second.offer.source == "cold");
+  CHECK(second.offer.source == cache_source::cold);
   CHECK(p.disk().store().entries() == 1);
   CHECK(p.disk().store().longest_durable_prefix_tokens() == 5 * g);
   CHECK(files_with(dir.str(), ".anc") == 1);
@@ -114,12 +114,12 @@ TEST_CASE("after a restart a prompt resumes from disk and equals a cold prefill 
   const auto more = test_tokens(2 * g + 3, 503);
   prompt.insert(prompt.end(), more.begin(), more.end());
   const auto r = q.serve(prompt, 8);
-  CHECK(r.offer.source == "disk");
+  CHECK(r.offer.source == cache_source::disk);
   CHECK(r.offer.at == 6 * g);
   CHECK(r.prefilled == prompt.size() - 6 * g);
   // The restored prompt is the resident one, with the disk anchor as its anchor.
   CHECK(q.tiers.resident().anchors().size() >= 1);
-  CHECK(q.tiers.stats()["disk"]["hits"] == 1);
+  CHECK(nlohmann::json(q.tiers.stats())["disk"]["hits"] == 1);
 
   auto cold = make_engine(c);
   cold->prefill(prompt);
@@ -162,8 +162,8 @@ TEST_CASE("a damaged disk file is never restored: the request falls back and the
   const auto more = test_tokens(g + 1, 505);
   prompt.insert(prompt.end(), more.begin(), more.end());
   const auto r = q.serve(prompt, 4);
-  CHECK(r.offer.source == "cold");  // the read failed its crc; nothing above the disk: cold
-  CHECK(q.tiers.stats()["disk"]["restore_failures"] == 1);
+  CHECK(r.offer.source == cache_source::cold);  // the read failed its crc; nothing above the disk: cold
+  CHECK(nlohmann::json(q.tiers.stats())["disk"]["restore_failures"] == 1);
   CHECK_FALSE(std::filesystem::exists(path));
   CHECK(q.disk().store().entries() == 0);           // the anchor on the chain went with it
   CHECK(q.disk().store().chunk_count() >= 1);       // the first chunk is intact and stays
@@ -183,8 +183,8 @@ TEST_CASE("the disk is read only when the read costs less than the prefill it sa
   auto prompt = head;
   prompt.push_back(7);
   const auto r = q.serve(prompt, 2, "other");
-  CHECK(r.offer.source == "cold");
-  CHECK(q.tiers.stats()["disk"]["declined"] == 1);
+  CHECK(r.offer.source == cache_source::cold);
+  CHECK(nlohmann::json(q.tiers.stats())["disk"]["declined"] == 1);
 }
 
 TEST_CASE("a session resume's prefill writes nothing to disk; a guest neither", "[disk][admission]") {
@@ -198,7 +198,7 @@ TEST_CASE("a session resume's prefill writes nothing to disk; a guest neither", 
   // The next turn resumes at the end anchor: its rows above the prompt are session state.
   const auto second = next_prompt(t1.offer.served, t1.output, 3 * g, 509);
   const auto t2 = p.serve(second, 4);
-  REQUIRE(t2.offer.source == "end");
+  REQUIRE(t2.offer.source == cache_source::end);
   CHECK(p.disk().store().chunk_count() == chunks);
   CHECK(p.disk().running_plan().writes_nothing());
 }
@@ -210,10 +210,10 @@ TEST_CASE("a full disk below the seam: writes fail softly, answers stay exact, s
   const auto prompt = test_tokens(4 * g + 9, 510);
   p.env.no_space_after(0);
   const auto first = p.serve(prompt, 6);
-  p.tiers.clear("resident");
-  p.tiers.clear("store");
+  p.tiers.clear(cache_tier::resident);
+  p.tiers.clear(cache_tier::store);
   const auto second = p.serve(prompt, 6);
-  const auto d = p.tiers.stats()["disk"];
+  const auto d = nlohmann::json(p.tiers.stats())["disk"];
   CHECK(d["write_failures"].get<long>() >= 2);
   CHECK(d["entries"] == 0);
   CHECK(d["chunks"] == 0);
@@ -223,8 +223,8 @@ TEST_CASE("a full disk below the seam: writes fail softly, answers stay exact, s
   CHECK(second.output == expect);
   // The disk has room again: the next cold pass writes (the counts survived the failures).
   p.env.heal();
-  p.tiers.clear("resident");
-  p.tiers.clear("store");
+  p.tiers.clear(cache_tier::resident);
+  p.tiers.clear(cache_tier::store);
   p.serve(prompt, 6);
   CHECK(p.disk().store().chunk_count() == 4);
   CHECK(p.disk().store().entries() == 1);
@@ -239,7 +239,7 @@ TEST_CASE("a staging pool too small for the whole prompt still writes the lines 
   const auto prompt = test_tokens(6 * g + 1, 511);
   p.serve(prompt);
   CHECK(p.disk().store().chunk_count() == 3);  // lines 1..3: the chain from the start
-  CHECK(p.tiers.stats()["disk"]["stage_refusals"] == 1);
+  CHECK(nlohmann::json(p.tiers.stats())["disk"]["stage_refusals"] == 1);
   CHECK(p.disk().staged_bytes() == 0);
 }
 
@@ -263,12 +263,12 @@ TEST_CASE("a guest on a side slot restores its head from disk into the side slot
   info.max_tokens = 4;
   info.side_slot_free = true;
   auto o = q.tiers.plan(guest, info);
-  REQUIRE(o.source == "disk");
-  CHECK(o.via == "side");
+  REQUIRE(o.source == cache_source::disk);
+  CHECK(o.via == cache_via::side);
   CHECK(o.at == 4 * g);
   auto side = make_engine(c);
   q.tiers.restore(side->cache_state(), o);
-  REQUIRE(o.source == "disk");
+  REQUIRE(o.source == cache_source::disk);
   q.tiers.begin(o, side->cache_state());
   side->prefill(slice(guest, side->length(), guest.size()));
   q.tiers.after_prefill_step(side->cache_state(), side->where());
@@ -281,5 +281,29 @@ TEST_CASE("a guest on a side slot restores its head from disk into the side slot
                      cold->layout());
   CHECK(q.tiers.resident().tokens() == rows_before);
   CHECK(q.disk().store().chunk_count() == chunks_before);
-  CHECK(q.tiers.stats()["disk"]["hits"] == 1);
+  CHECK(nlohmann::json(q.tiers.stats())["disk"]["hits"] == 1);
+}
+
+TEST_CASE("the disk tier answers with its own offer: the line, the bytes to read, the hit", "[disk]") {
+  temp_dir dir("anchorage-disk-tier");
+  const model_config c = test_config("tiny");
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  const auto head = test_tokens(4 * g, 510);
+  write_head_twice(dir.str(), head);
+  process q(dir.str());
+  auto prompt = head;
+  prompt.push_back(9);
+  const auto o = q.disk().offer(prompt, 0);
+  REQUIRE(o);
+  CHECK(o->line > 0);
+  CHECK(o->line % g == 0);
+  CHECK(o->line <= head.size());
+  CHECK(o->hit.line == o->line);
+  CHECK(o->read_bytes == o->hit.read_bytes);
+  CHECK(o->read_bytes > 0);
+  CHECK_FALSE(q.disk().offer(prompt, o->line));  // the tiers above start as late: no offer
+  auto fresh = make_engine(c);
+  std::string error;
+  REQUIRE(q.disk().restore(*o, prompt, fresh->cache_state(), error));
+  CHECK(error.empty());
 }

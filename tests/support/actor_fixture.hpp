@@ -46,13 +46,16 @@ struct caf_fixture {
 struct recorded {
   std::vector<stream_event> events;
   std::vector<ledger_entry> ledger;
+  std::vector<cache_stats> tiers;
 };
 
-// Keeps every stream_event and every (done_atom, ledger_entry) it receives.
+// Keeps every stream_event, every (done_atom, ledger_entry) and every (tiers_atom, cache_stats)
+// it receives.
 inline caf::behavior recorder(caf::event_based_actor*, std::shared_ptr<recorded> into) {
   return {
       [into](stream_event& ev) { into->events.push_back(std::move(ev)); },
       [into](done_atom, const ledger_entry& e) { into->ledger.push_back(e); },
+      [into](tiers_atom, const cache_stats& s) { into->tiers.push_back(s); },
   };
 }
 

@@ -17,7 +17,7 @@ struct turn_result {
   resume_offer offer;
   std::vector<token_id> output;  // emitted tokens; the last one is pending, not in the rows
   std::size_t prefilled = 0;
-  std::string via;  // what served it beyond the source (stash, pin, park, ...)
+  cache_via via = cache_via::none;  // what served it beyond the source (stash, pin, park, ...)
 };
 
 inline turn_result serve_turn(cache_tiers& tiers, engine& e, const std::vector<token_id>& prompt,
@@ -27,8 +27,8 @@ inline turn_result serve_turn(cache_tiers& tiers, engine& e, const std::vector<t
   info.session_key = session;
   info.max_tokens = static_cast<std::size_t>(std::max(max_tokens, 0));
   r.offer = tiers.plan(prompt, info);
-  if (r.offer.source != "cold") tiers.restore(e.cache_state(), r.offer);  // a failed disk read: cold
-  if (r.offer.source == "cold") e.reset();
+  if (r.offer.source != cache_source::cold) tiers.restore(e.cache_state(), r.offer);  // a failed disk read: cold
+  if (r.offer.source == cache_source::cold) e.reset();
   tiers.begin(r.offer, e.cache_state());
   r.via = tiers.running_via();
   const std::size_t from = e.length();

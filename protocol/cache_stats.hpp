@@ -1,0 +1,117 @@
+#pragma once
+// The cache tiers' stats as the board reports them to the conductor after anything changed
+// them (tiers_atom). JSON is made only at the wire (GET /v1/cache/stats's "tiers", /metrics):
+// to_json below writes the fields the routes have always had, with the same values.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+namespace anchorage {
+
+// The resident prefix (its anchors, end anchor, pinned head and parked session) and the guests.
+struct resident_stats {
+  std::size_t entries = 0;                // anchors, and the end anchor
+  std::size_t anchors = 0;
+  std::optional<std::size_t> end_anchor;  // its position
+  std::size_t rows = 0;
+  std::size_t taint = 0;
+  std::size_t bytes = 0;
+  std::size_t limit_bytes = 0;
+  long hits = 0;                          // grid anchors and end anchor
+  long end_hits = 0;
+  long misses = 0;
+  long evictions = 0;
+  long refusals = 0;
+  long long tokens_saved = 0;
+  long guests_stashed = 0;
+  long guests_side = 0;
+  long stash_refusals = 0;
+  std::size_t stash_limit_bytes = 0;
+  std::optional<std::size_t> pinned;      // where the pinned head's copy ends
+  std::size_t pin_bytes = 0;
+  std::size_t pin_limit_bytes = 0;
+  long pin_hits = 0;
+  std::optional<std::size_t> parked;      // where the parked session's copy ends
+  std::size_t park_bytes = 0;
+  std::size_t park_limit_bytes = 0;
+  long park_hits = 0;
+  long set_aside_refusals = 0;
+};
+
+// The state store.
+struct store_stats {
+  std::size_t entries = 0;
+  std::size_t bytes = 0;
+  std::size_t limit_bytes = 0;
+  std::size_t entry_limit_bytes = 0;
+  long hits = 0;
+  long misses = 0;
+  long evictions = 0;
+  long refusals = 0;
+  long collisions = 0;
+  long superseded = 0;
+  long long tokens_saved = 0;
+};
+
+// Every tier. The disk tier's part is still the disk store's own JSON object (its counters live
+// in runtime/disk/disk_store, which has no typed stats yet); null when no disk tier is attached.
+struct cache_stats {
+  bool enabled = true;
+  resident_stats resident;
+  store_stats store;
+  nlohmann::json disk;
+};
+
+namespace detail {
+inline nlohmann::json or_null(const std::optional<std::size_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+}  // namespace detail
+
+inline void to_json(nlohmann::json& j, const resident_stats& r) {
+  j = {
+      {"entries", r.entries},
+      {"anchors", r.anchors},
+      {"end_anchor", detail::or_null(r.end_anchor)},
+      {"rows", r.rows},
+      {"taint", r.taint},
+      {"bytes", r.bytes},
+      {"limit_bytes", r.limit_bytes},
+      {"hits", r.hits},
+      {"end_hits", r.end_hits},
+      {"misses", r.misses},
+      {"evictions", r.evictions},
+      {"refusals", r.refusals},
+      {"tokens_saved", r.tokens_saved},
+      {"guests_stashed", r.guests_stashed},
+      {"guests_side", r.guests_side},
+      {"stash_refusals", r.stash_refusals},
+      {"stash_limit_bytes", r.stash_limit_bytes},
+      {"pinned", detail::or_null(r.pinned)},
+      {"pin_bytes", r.pin_bytes},
+      {"pin_limit_bytes", r.pin_limit_bytes},
+      {"pin_hits", r.pin_hits},
+      {"parked", detail::or_null(r.parked)},
+      {"park_bytes", r.park_bytes},
+      {"park_limit_bytes", r.park_limit_bytes},
+      {"park_hits", r.park_hits},
+      {"set_aside_refusals", r.set_aside_refusals},
+  };
+}
+
+inline void to_json(nlohmann::json& j, const store_stats& s) {
+  j = {
+      {"entries", s.entries},       {"bytes", s.bytes},           {"limit_bytes", s.limit_bytes},
+      {"entry_limit_bytes", s.entry_limit_bytes},                 {"hits", s.hits},
+      {"misses", s.misses},         {"evictions", s.evictions},   {"refusals", s.refusals},
+      {"collisions", s.collisions}, {"superseded", s.superseded}, {"tokens_saved", s.tokens_saved},
+  };
+}
+
+// {"resident": {...}, "store": {...}, "disk": {...} or {"enabled": false}, "enabled": bool}
+inline void to_json(nlohmann::json& j, const cache_stats& s) {
+  j = {{"resident", s.resident}, {"store", s.store}, {"enabled", s.enabled}};
+  j["disk"] = s.disk.is_object() ? s.disk : nlohmann::json{{"enabled", false}};
+}
+
+}  // namespace anchorage

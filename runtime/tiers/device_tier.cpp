@@ -1,0 +1,171 @@
+#include "runtime/tiers/device_tier.hpp"
+
+#include <stdexcept>
+
+#include "runtime/core/token_prefix.hpp"
+
+namespace anchorage {
+
+device_tier::device_tier(memory_budget& budget, const cache_options& opts, kernels::backend where)
+    : opts_(opts),
+      where_(where),
+      budget_(budget),
+      resident_(budget, resident_options{opts.end_anchor, opts.end_align, 4}, budget_pool::resident),
+      store_(budget, budget_pool::store, opts.store_entry_bytes) {}
+
+std::optional<resume_offer> device_tier::offer(tier_lookup& l, std::size_t floor) {
+  planned_copy_ = nullptr;
+  const std::vector<token_id>& prompt = *l.prompt;
+  std::optional<resume_offer> best = resident_.offer(prompt);
+  // A short request is a guest, unless it continues the resident conversation (a client that
+  // dropped a long reasoning sends a prompt much shorter than the rows).
+  if (best && best->source == cache_source::end && best->via == cache_via::none) l.guest = false;
+  const bool side = l.info.side_slot_free;
+  if (l.guest) {
+    // A guest reads the rows in place (a side slot none of them); bringing back a set-aside
+    // prompt would change slot 0.
+    if (side || (best && best->via != cache_via::none)) best.reset();
+  }
+  if (best && best->at <= floor) best.reset();
+  if (!best && !(l.guest && side)) resident_counts_.miss();
+  // The store is deeper: taken only when it starts later than the resident prefix. A stashed
+  // guest does not take it (a snapshot writes rows from 0, below what the stash holds).
+  if (l.stashed()) return best;
+  const std::size_t above = std::max(floor, best ? best->at : 0);
+  auto hit = store_.lookup(prompt, prompt.size() - 1);
+  if (!hit) {
+    store_counts_.miss();
+    return best;
+  }
+  if (hit->length <= above) return best;
+  resume_offer o;
+  o.source = cache_source::store;
+  o.at = hit->length;
+  o.served = prompt;
+  // A snapshot taken at a line by a grid prefill is a cold prefill's state; a session
+  // snapshot (the rows of a finished turn) is a session resume.
+  o.exact = hit->exact;
+  o.exact_to = hit->exact ? hit->length : 0;  // a session snapshot's exact part is not recorded
+  o.rows_replaced = true;
+  planned_copy_ = hit->copy;
+  return o;
+}
+
+bool device_tier::restore(state_adapter& into, const resume_offer& o) {
+  if (o.source == cache_source::store) {
+    // offer() found it and nothing was inserted since (an insert may evict).
+    if (!planned_copy_) throw std::logic_error("cache_tiers: restore of a store offer plan() did not make");
+    planned_copy_->restore(into, o.at);
+    planned_copy_ = nullptr;
+    store_.note_restored(o.at);
+    return true;
+  }
+  resident_.restore(into, where_, o);
+  return true;
+}
+
+void device_tier::begin(const resume_offer& o, const state_adapter& state, const tier_lookup& l, bool guest) {
+  planned_copy_ = nullptr;
+  served_ = o.served;
+  prefix_target_ = 0;
+  guest_ = guest;
+  run_exact_ = o.exact;
+  if (!opts_.enabled) return;
+  // Counted here, where the offer is taken, not in offer(): a failed restore is the cold path.
+  if (o.source == cache_source::store) store_counts_.hit(o.at);
+  if (o.source == cache_source::end) end_counts_.hit(o.at);
+  if (o.source == cache_source::resident) resident_counts_.hit(o.at);
+  if (o.via == cache_via::pin) ++pin_hits_;
+  if (o.via == cache_via::park) ++park_hits_;
+  if (!guest) {
+    // A request that rewrites rows the resident prompt does not share sets them aside first:
+    // another session's parks the resident one, the same session's (a compaction) pins its head.
+    const auto& rows = resident_.tokens();
+    const std::size_t shared = common_prefix(rows, o.served);
+    if (o.source != cache_source::store && o.via == cache_via::none && shared < rows.size() && o.at < rows.size()) {
+      const bool other = !resident_session_.empty() && l.info.session_key != resident_session_;
+      resident_.set_aside(state, where_, other ? cache_via::park : cache_via::pin, o.at);
+    }
+    resident_.begin(o);
+    // A restored prompt becomes the resident one with the disk anchor as its anchor.
+    if (o.source == cache_source::disk) resident_.after_prefill_step(state, where_);
+    resident_session_ = l.info.session_key;
+  }
+  // The prefix cache: a request the resident prefix could not answer leaves a snapshot at the
+  // longest line of its prompt that fits one entry, so the next request with this head (another
+  // session with the same system prompt) starts there.
+  if (!opts_.prefix_cache || !o.exact || o.source == cache_source::resident || o.source == cache_source::end) return;
+  const state_layout& layout = state.layout();
+  const std::size_t grid = static_cast<std::size_t>(layout.grid);
+  std::size_t line = o.served.size() / grid * grid;
+  while (line > o.at && state_copy::bytes_for(layout, line) > opts_.store_entry_bytes) line -= grid;
+  if (line > o.at) prefix_target_ = line;
+}
+
+void device_tier::after_prefill_step(const state_adapter& state, kernels::backend where) {
+  if (!opts_.enabled) return;
+  if (!guest_) resident_.after_prefill_step(state, where);
+  const bool exact = !guest_ ? resident_.taint() >= prefix_target_ : run_exact_;
+  if (prefix_target_ != 0 && state.valid_length() == prefix_target_ && exact) {
+    std::vector<token_id> head(served_.begin(), served_.begin() + static_cast<long>(prefix_target_));
+    store_.insert(head, state, where, "prefix");
+    prefix_target_ = 0;
+  }
+}
+
+void device_tier::end_generation(const state_adapter& state, kernels::backend where, end_record record) {
+  // A guest keeps no end anchor and no session snapshot of its own.
+  if (!opts_.enabled || guest_) return;
+  // The conversation's newest turn supersedes its earlier session snapshots.
+  if (opts_.session_cache && !record.rows.empty() && store_.insert(record.rows, state, where, "session"))
+    store_.drop_prefixes_of(record.rows, "session");
+  resident_.end_generation(state, where, std::move(record));
+}
+
+void device_tier::clear(cache_tier name) {
+  if (name == cache_tier::resident) resident_.clear();
+  if (name == cache_tier::store) store_.clear();
+}
+
+void device_tier::stats(cache_stats& into) const {
+  const auto& a = resident_.anchors();
+  const auto* pin = resident_.saved(cache_via::pin);
+  const auto* park = resident_.saved(cache_via::park);
+  resident_stats& r = into.resident;
+  r.entries = a.size() + (resident_.has_end_anchor() ? 1 : 0);
+  r.anchors = a.size();
+  if (resident_.has_end_anchor()) r.end_anchor = resident_.end_position();
+  r.rows = resident_.tokens().size();
+  r.taint = resident_.taint();
+  r.bytes = resident_.bytes();
+  r.limit_bytes = budget_.limit(budget_pool::resident);
+  r.hits = resident_counts_.hits() + end_counts_.hits();
+  r.end_hits = end_counts_.hits();
+  r.misses = resident_counts_.misses();
+  r.evictions = a.evictions();
+  r.refusals = a.refusals() + resident_.end_refusals();
+  r.tokens_saved = resident_counts_.tokens_saved() + end_counts_.tokens_saved();
+  if (pin) r.pinned = pin->rows.last();
+  r.pin_bytes = budget_.used(budget_pool::pin);
+  r.pin_limit_bytes = budget_.limit(budget_pool::pin);
+  r.pin_hits = pin_hits_;
+  if (park) r.parked = park->rows.last();
+  r.park_bytes = budget_.used(budget_pool::park);
+  r.park_limit_bytes = budget_.limit(budget_pool::park);
+  r.park_hits = park_hits_;
+  r.set_aside_refusals = resident_.set_aside_refusals;
+  store_stats& s = into.store;
+  s.entries = store_.entries();
+  s.bytes = store_.bytes();
+  s.limit_bytes = budget_.limit(budget_pool::store);
+  s.entry_limit_bytes = opts_.store_entry_bytes;
+  s.hits = store_counts_.hits();
+  s.misses = store_counts_.misses();
+  s.evictions = store_.evictions();
+  s.refusals = store_.refusals();
+  s.collisions = store_.collisions();
+  s.superseded = store_.superseded();
+  s.tokens_saved = store_counts_.tokens_saved();
+}
+
+}  // namespace anchorage

@@ -1,0 +1,57 @@
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/cache/cache_options.hpp"
+#include "runtime/cache/memory_budget.hpp"
+#include "runtime/cache/resident_prefix.hpp"
+#include "runtime/cache/state_store.hpp"
+#include "runtime/tiers/tier.hpp"
+#include "runtime/tiers/tier_counters.hpp"
+
+namespace anchorage {
+
+// The device tiers as one tier of the coordinator: the resident prefix (its grid anchors, end
+// anchor, pinned head and parked session; sources resident and end) and the state store (source
+// store), which share the budget and the rows: the store is taken only when it starts later than
+// the resident prefix, and a request the resident prefix could not answer leaves a prefix
+// snapshot in the store. Names: resident, store.
+class device_tier final : public tier {
+ public:
+  device_tier(memory_budget& budget, const cache_options& opts, kernels::backend where);
+
+  bool serves(cache_source s) const override {
+    return s == cache_source::resident || s == cache_source::end || s == cache_source::store;
+  }
+  std::vector<cache_tier> names() const override { return {cache_tier::resident, cache_tier::store}; }
+  std::optional<resume_offer> offer(tier_lookup& l, std::size_t floor) override;
+  bool restore(state_adapter& into, const resume_offer& offer) override;
+  void begin(const resume_offer& offer, const state_adapter& state, const tier_lookup& l, bool guest) override;
+  void after_prefill_step(const state_adapter& state, kernels::backend where) override;
+  void end_generation(const state_adapter& state, kernels::backend where, end_record record) override;
+  void finish(state_adapter&) override {}
+  void clear(cache_tier name) override;
+  void stats(cache_stats& into) const override;
+
+  const resident_prefix& resident() const { return resident_; }
+  const state_store& store() const { return store_; }
+
+ private:
+  const cache_options opts_;
+  kernels::backend where_;
+  memory_budget& budget_;
+  resident_prefix resident_;
+  state_store store_;
+  tier_counters resident_counts_, end_counts_, store_counts_;
+  long pin_hits_ = 0, park_hits_ = 0;
+  const state_copy* planned_copy_ = nullptr;  // the store hit offer() made, until begin()
+  std::size_t prefix_target_ = 0;  // the line where this prefill leaves a prefix snapshot; 0: none
+  std::vector<token_id> served_;
+  bool guest_ = false;             // the running request is a guest
+  bool run_exact_ = false;         // the running request started from a cold prefill's state
+  std::string resident_session_;   // the session key of the resident prompt
+};
+
+}  // namespace anchorage

@@ -1,0 +1,74 @@
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/device.hpp"
+#include "protocol/cache_source.hpp"
+#include "protocol/cache_stats.hpp"
+#include "runtime/cache/resume_offer.hpp"
+#include "runtime/engine/state_adapter.hpp"
+#include "runtime/text/end_record_builder.hpp"
+
+namespace anchorage {
+
+// What the lookup needs to know of a request besides its prompt.
+struct request_info {
+  std::string session_key;       // a request of another session parks the resident one
+  std::size_t max_tokens = 0;    // a guest's stash holds its output too
+  std::size_t hidden_reserve = 0;  // rows the server may add unseen (the reasoning budget's phrase)
+  bool side_slot_free = false;   // --parallel: a guest can run on a side slot instead
+  std::optional<std::size_t> user_start;  // where the last user message starts (disk admission)
+};
+
+// One request as the tiers see it while the coordinator asks them in order.
+struct tier_lookup {
+  const std::vector<token_id>* prompt = nullptr;
+  request_info info;
+  // A guest (guest_stash::is_guest): the coordinator's first guess; the first tier may revoke it
+  // (a short prompt that continues the resident conversation is no guest). The tiers after it
+  // see the final answer.
+  bool guest = false;
+  bool stashed() const { return guest && !info.side_slot_free; }  // a guest on slot 0's rows
+};
+
+// One cache tier as its coordinator (cache_tiers) drives it, in lookup order. For every request:
+// offer() (each tier in order, with the best start so far as the floor) -> restore() of the
+// offer taken, by the tier whose source it is -> begin() (every tier) -> after_prefill_step()
+// per chunk -> end_generation() once decoding ends -> finish() always, last. A tier whose offer
+// was not taken still sees begin() and the rest: the rows it may keep are the request's.
+// Not thread-safe: the board owns the coordinator and its tiers.
+class tier {
+ public:
+  virtual ~tier() = default;
+
+  // Whether offers of `source` are this tier's (it restores them and counts their hits).
+  virtual bool serves(cache_source source) const = 0;
+  // The tier names (clear, stats) this tier answers for.
+  virtual std::vector<cache_tier> names() const = 0;
+
+  // Its best offer for the lookup that starts later than `floor`; nullopt when none. The
+  // coordinator takes it when it starts later than every tier above.
+  virtual std::optional<resume_offer> offer(tier_lookup& l, std::size_t floor) = 0;
+  // Restores its own offer into `into` (valid length = offer.at). False when the read failed
+  // and `into` is untouched (the coordinator then falls back to the offer above); an exception
+  // when `into` may be half written (the caller's cold path).
+  virtual bool restore(state_adapter& into, const resume_offer& offer) = 0;
+
+  // The engine holds offer.served's first offer.at rows; the prefill of the rest begins.
+  // `guest`: the request is a guest (stash or side slot) and must leave the tier's rows alone.
+  virtual void begin(const resume_offer& offer, const state_adapter& state, const tier_lookup& l, bool guest) = 0;
+  virtual void after_prefill_step(const state_adapter& state, kernels::backend where) = 0;
+  virtual void end_generation(const state_adapter& state, kernels::backend where, end_record record) = 0;
+  virtual void finish(state_adapter& state) = 0;
+
+  // Empties the tier named `name` (one of names()).
+  virtual void clear(cache_tier name) = 0;
+  // Fills its part of the stats (one per name).
+  virtual void stats(cache_stats& into) const = 0;
+};
+
+}  // namespace anchorage
