@@ -137,7 +137,7 @@ void http_edge::routes() {
     st->created = created;
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider("text/event-stream", [this, st, kind, route](std::size_t, httplib::DataSink& sink) {
-      auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+      auto write = [&](const std::string& text) { return sink.write(text.data(), text.size()); };
       // A client that left is recorded too (a replay skips it: it cannot leave the same way).
       auto record_cancel = [&](const stream_event& end) {
         if (!trace_) return;

@@ -125,8 +125,9 @@ file_result uring_env::pump(const transfer& t, const std::string& path) {
     }
     io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());  // null only if the ring is broken
     if (!sqe) return EBUSY;
-    if (t.write) io_uring_prep_write(sqe, t.fd, buf, len, off);
-    else io_uring_prep_read(sqe, t.fd, buf, len, off);
+    // len <= a buffer's size, which the ring's unsigned lengths hold
+    if (t.write) io_uring_prep_write(sqe, t.fd, buf, static_cast<unsigned>(len), off);
+    else io_uring_prep_read(sqe, t.fd, buf, static_cast<unsigned>(len), off);
     io_uring_sqe_set_data(sqe, reinterpret_cast<void*>(static_cast<std::uintptr_t>(i)));
     return submit_one(ring_.get());
   };

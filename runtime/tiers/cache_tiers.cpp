@@ -54,7 +54,10 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
   // The store is deeper: taken only when it starts later than the resident prefix. A stashed
   // guest does not take it (a snapshot writes rows from 0, below what the stash holds).
   const bool store_ok = !(guest && !info.side_slot_free);
+#pragma GCC diagnostic push  // GCC 12: a false -Wmaybe-uninitialized on std::optional (GCC bug 80635)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
   const std::size_t floor = best ? best->at : 0;
+#pragma GCC diagnostic pop
   if (auto hit = store_ok ? store_.lookup(prompt, prompt.size() - 1) : std::nullopt; hit && hit->length > floor) {
     resume_offer o;
     o.source = "store";
