@@ -52,7 +52,7 @@ void send_all(board_ptr self, board_events out) {
 
 board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, board_options opts,
                                  done_receiver conductor) {
-  auto& st = self->state;
+  auto& init = self->state;
   board_runner_options ro;
   ro.decode_block = opts.decode_block;
   ro.cache = opts.cache;
@@ -60,15 +60,15 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
   ro.disk = opts.disk;
   ro.disk_env = opts.disk_env;
   const state_layout layout = eng->layout();
-  st.runner = std::make_unique<board_runner>(std::move(eng), std::move(ro));
-  if (auto r = st.runner->start_disk()) {
-    log_info() << "disk tier in " << st.runner->tiers().disk()->store().folder() << ": " << r->indexed
+  init.runner = std::make_unique<board_runner>(std::move(eng), std::move(ro));
+  if (auto r = init.runner->start_disk()) {
+    log_info() << "disk tier in " << init.runner->tiers().disk()->store().folder() << ": " << r->indexed
               << " files indexed, " << r->tmp_reaped << " unfinished writes reaped, " << r->foreign_swept
               << " of another engine swept, " << r->damaged_removed << " damaged removed";
-    st.writer = self->spawn<caf::linked>(disk_writer, layout,
+    init.writer = self->spawn<caf::linked>(disk_writer, layout,
                                           opts.writer_env ? opts.writer_env : std::make_shared<uring_env>());
   }
-  st.conductor = std::move(conductor);
+  init.conductor = std::move(conductor);
   send_tiers(self);  // the conductor's stats show the tiers (empty) before the first request
   return {
       [=](run_atom, board_job& j) { send_all(self, self->state.runner->start(std::move(j))); },

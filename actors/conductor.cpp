@@ -28,11 +28,11 @@ void dispatch(conductor_actor::stateful_pointer<conductor_state> self) {
 conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<conductor_state> self,
                                          conductor_options opts,
                                          std::function<board_actor(done_receiver)> make_board) {
-  auto& st = self->state;
-  st.opts = std::move(opts);
-  st.book = std::make_unique<ledger>(st.opts.ledger_path);
-  st.board = make_board(caf::actor_cast<done_receiver>(self));
-  self->link_to(st.board);
+  auto& init = self->state;  // each handler below takes its own reference, `st`
+  init.opts = std::move(opts);
+  init.book = std::make_unique<ledger>(init.opts.ledger_path);
+  init.board = make_board(caf::actor_cast<done_receiver>(self));
+  self->link_to(init.board);
   return {
       [=](generate_atom, request_envelope& env) {
         auto& st = self->state;

@@ -57,14 +57,14 @@ void spawn_writer(disk_ptr self) {
 }  // namespace
 
 disk_actor::behavior_type disk(disk_ptr self, disk_actor_options opts) {
-  auto& st = self->state;
-  st.env = opts.env ? std::move(opts.env) : std::make_shared<uring_env>();
-  st.writer_env = opts.writer_env ? std::move(opts.writer_env) : std::make_shared<uring_env>();
-  st.clock = opts.clock ? std::move(opts.clock) : std::make_shared<system_eviction_clock>();
-  st.service = std::make_unique<disk_service>(*st.env, opts.layout, *st.clock, std::move(opts.tier));
+  auto& init = self->state;
+  init.env = opts.env ? std::move(opts.env) : std::make_shared<uring_env>();
+  init.writer_env = opts.writer_env ? std::move(opts.writer_env) : std::make_shared<uring_env>();
+  init.clock = opts.clock ? std::move(opts.clock) : std::make_shared<system_eviction_clock>();
+  init.service = std::make_unique<disk_service>(*init.env, opts.layout, *init.clock, std::move(opts.tier));
   // The scan runs here, at this actor's own start, not on whoever spawned it.
-  st.scan = st.service->start();
-  st.started = true;
+  init.scan = init.service->start();
+  init.started = true;
   spawn_writer(self);
   // The writer is linked: its exit reaches us as a message. Its jobs out are released (they may
   // also come back as errors: whichever comes first settles them) and a new writer takes over.

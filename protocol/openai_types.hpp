@@ -14,14 +14,15 @@
 
 namespace anchorage {
 
-// An error as the client sees it: the HTTP status and OpenAI's {"error":{...}} fields.
+// An error as the client sees it: the HTTP status and OpenAI's {"error":{...}} fields. `code` has
+// a default so that `api_error{status, type, message, param}` leaves it empty.
 struct api_error {
   int status = 400;
   std::string type;     // invalid_request_error | not_found_error | authentication_error |
                         // permission_error | rate_limit_error | server_error
   std::string message;  // human-readable: says what is wrong
   std::string param;    // the offending field ("messages[2].role"), empty when none
-  std::string code;     // a machine-readable reason (e.g. "context_length_exceeded"), or empty
+  std::string code{};   // a machine-readable reason (e.g. "context_length_exceeded"), or empty
 };
 
 enum class request_kind { completion, chat };

@@ -131,8 +131,9 @@ file_result uring_env::pump(const transfer& t, const std::string& path) {
     }
     io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());  // null only if the ring is broken
     if (!sqe) return EBUSY;
-    if (t.write) io_uring_prep_write(sqe, t.fd, buf, len, off);
-    else io_uring_prep_read(sqe, t.fd, buf, len, off);
+    // len <= a buffer's size, which the ring's unsigned lengths hold
+    if (t.write) io_uring_prep_write(sqe, t.fd, buf, static_cast<unsigned>(len), off);
+    else io_uring_prep_read(sqe, t.fd, buf, static_cast<unsigned>(len), off);
     io_uring_sqe_set_data(sqe, reinterpret_cast<void*>(static_cast<std::uintptr_t>(i)));
     return submit_one(ring_.get());
   };
@@ -388,8 +389,8 @@ void uring_env::on_async(async_piece& p, int res) {
   if (sqe) {
     char* buf = reinterpret_cast<char*>(op.buf.data()) + p.offset + p.done;
     const std::size_t len = p.length - p.done;
-    if (op.write) io_uring_prep_write(sqe, op.fd, buf, len, p.offset + p.done);
-    else io_uring_prep_read(sqe, op.fd, buf, len, p.offset + p.done);
+    if (op.write) io_uring_prep_write(sqe, op.fd, buf, static_cast<unsigned>(len), p.offset + p.done);
+    else io_uring_prep_read(sqe, op.fd, buf, static_cast<unsigned>(len), p.offset + p.done);
     io_uring_sqe_set_data(sqe, &p);
     err = submit_one(ring_.get());
   }
@@ -410,8 +411,8 @@ bool uring_env::submit_async(async_op& op) {
       return false;
     }
     char* buf = reinterpret_cast<char*>(op.buf.data()) + p.offset;
-    if (op.write) io_uring_prep_write(sqe, op.fd, buf, p.length, p.offset);
-    else io_uring_prep_read(sqe, op.fd, buf, p.length, p.offset);
+    if (op.write) io_uring_prep_write(sqe, op.fd, buf, static_cast<unsigned>(p.length), p.offset);
+    else io_uring_prep_read(sqe, op.fd, buf, static_cast<unsigned>(p.length), p.offset);
     io_uring_sqe_set_data(sqe, &p);
     if (const int err = submit_one(ring_.get())) {
       abandon_ring(err, "io_uring_submit", op.path);

@@ -38,7 +38,7 @@ TEST_CASE("clear answers a tier that does not exist here with unknown_tier, and 
   opts.limits.ctx_size = c.ctx_size;
   auto& sys = *f.sys;
   auto cond = f.spawn(conductor, opts,
-                      [&sys, eng](done_receiver self) { return sys.spawn(board, eng, board_options{4, {}}, self); });
+                      [&sys, eng](done_receiver self) { return sys.spawn(board, eng, board_options{}, self); });
   auto adm = f.spawn(admin, std::string("T"), cond);
 
   auto clear = [&](const std::string& tier) {
@@ -81,7 +81,7 @@ TEST_CASE("the conductor answers a clear with a typed clear_reply", "[actors][co
   opts.limits.ctx_size = c.ctx_size;
   auto& sys = *f.sys;
   auto cond = f.spawn(conductor, opts,
-                      [&sys, eng](done_receiver self) { return sys.spawn(board, eng, board_options{4, {}}, self); });
+                      [&sys, eng](done_receiver self) { return sys.spawn(board, eng, board_options{}, self); });
   auto reply = std::make_shared<std::optional<clear_reply>>();
   auto error = std::make_shared<std::optional<caf::error>>();
   auto ask = [&](cache_tier t) {

@@ -13,6 +13,13 @@ using namespace anchorage::testing;
 
 namespace {
 
+// A board with the default device tiers, no side slots and no disk, decoding n tokens a message.
+board_options decode_block_of(int n) {
+  board_options o;
+  o.decode_block = n;
+  return o;
+}
+
 board_job long_prefill_job(const caf::actor& sink, int chunks, int grid) {
   board_job j;
   j.id = "r1";
@@ -34,7 +41,7 @@ TEST_CASE("a high-priority message sent during a long prefill is handled before 
   std::shared_ptr<engine> eng = make_engine(c);
   auto seen = std::make_shared<recorded>();
   auto sink = f.spawn(recorder, seen);
-  auto b = f.spawn(board, eng, board_options{1, {}}, caf::actor_cast<done_receiver>(sink));  // the recorder stands in for the conductor too
+  auto b = f.spawn(board, eng, decode_block_of(1), caf::actor_cast<done_receiver>(sink));  // the recorder stands in for the conductor too
   caf::anon_send(b, run_atom::value, long_prefill_job(sink, 10, c.grid));
   auto& st = caf_fixture::state_of<board_state>(b);
   while (st.steps < 3) REQUIRE(f.sched->try_run_once());
@@ -65,7 +72,7 @@ TEST_CASE("the board streams progress, deltas and one finished event", "[actors]
   std::shared_ptr<engine> eng = make_engine(c);
   auto seen = std::make_shared<recorded>();
   auto sink = f.spawn(recorder, seen);
-  auto b = f.spawn(board, eng, board_options{2, {}}, caf::actor_cast<done_receiver>(sink));
+  auto b = f.spawn(board, eng, decode_block_of(2), caf::actor_cast<done_receiver>(sink));
   auto job = long_prefill_job(sink, 3, c.grid);
   job.max_tokens = 5;
   caf::anon_send(b, run_atom::value, job);
@@ -100,7 +107,7 @@ TEST_CASE("the conductor runs one request at a time in arrival order and bounds 
   opts.limits.ctx_size = c.ctx_size;
   opts.max_queue = 1;
   auto& sys = *f.sys;
-  auto cond = f.spawn(conductor, opts, [&sys, eng](done_receiver self) { return sys.spawn(board, eng, board_options{4, {}}, self); });
+  auto cond = f.spawn(conductor, opts, [&sys, eng](done_receiver self) { return sys.spawn(board, eng, decode_block_of(4), self); });
   auto seen = std::make_shared<recorded>();
   auto sink = f.spawn(recorder, seen);
 
@@ -142,7 +149,7 @@ TEST_CASE("a request cancelled while it waits never reaches the board", "[actors
   conductor_options opts;
   opts.limits.ctx_size = c.ctx_size;
   auto& sys = *f.sys;
-  auto cond = f.spawn(conductor, opts, [&sys, eng](done_receiver self) { return sys.spawn(board, eng, board_options{4, {}}, self); });
+  auto cond = f.spawn(conductor, opts, [&sys, eng](done_receiver self) { return sys.spawn(board, eng, decode_block_of(4), self); });
   auto seen = std::make_shared<recorded>();
   auto sink = f.spawn(recorder, seen);
   completion_request r;
@@ -174,7 +181,7 @@ TEST_CASE("a cancel that passes its run in the mailbox still cancels it", "[acto
   std::shared_ptr<engine> eng = make_engine(c);
   auto seen = std::make_shared<recorded>();
   auto sink = f.spawn(recorder, seen);
-  auto b = f.spawn(board, eng, board_options{1, {}}, caf::actor_cast<done_receiver>(sink));
+  auto b = f.spawn(board, eng, decode_block_of(1), caf::actor_cast<done_receiver>(sink));
   caf::anon_send(b, run_atom::value, long_prefill_job(sink, 4, c.grid));
   caf::anon_send<caf::message_priority::high>(b, cancel_atom::value, std::string("r1"));
   f.sched->run();
@@ -190,7 +197,7 @@ TEST_CASE("the board reports its tiers' stats typed, before the first request an
   std::shared_ptr<engine> eng = make_engine(c);
   auto seen = std::make_shared<recorded>();
   auto sink = f.spawn(recorder, seen);
-  auto b = f.spawn(board, eng, board_options{4, {}}, caf::actor_cast<done_receiver>(sink));
+  auto b = f.spawn(board, eng, board_options{}, caf::actor_cast<done_receiver>(sink));
   f.sched->run();
   REQUIRE(seen->tiers.size() == 1);
   CHECK(seen->tiers[0].resident.anchors == 0);

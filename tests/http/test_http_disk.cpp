@@ -44,7 +44,7 @@ TEST_CASE("after a restart a new session's head comes back from disk with the co
     const turn_reply t = post_turn(a, chat_body(agent_messages("List the files in src."), 11, 8));
     CHECK(t.x_cache["source"] == "cold");
     // A session's first long request: anchors at the last 4 lines below its user message.
-    const json d = wait_disk(a, [](const json& d) { return d["entries"] >= 4 && d["staged_bytes"] == 0; });
+    const json d = wait_disk(a, [](const json& stats) { return stats["entries"] >= 4 && stats["staged_bytes"] == 0; });
     REQUIRE(d["entries"] == 4);
     user_start_line = d["longest_prefix"];
     CHECK(d["files_written"].get<long>() > 4);
@@ -110,7 +110,7 @@ TEST_CASE("a generation cut short resumes after a restart from its checkpoint wi
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     REQUIRE(a.ledger().size() == 1);
     CHECK(a.ledger()[0]["finish_reason"] == "cancelled");
-    const json d = wait_disk(a, [](const json& d) { return d["checkpoints"] >= 1 && d["staged_bytes"] == 0; });
+    const json d = wait_disk(a, [](const json& stats) { return stats["checkpoints"] >= 1 && stats["staged_bytes"] == 0; });
     REQUIRE(d["checkpoints"] == 1);  // each newer one superseded the last
   }
   REQUIRE(files_under(dir.str(), ".gen") == 1);
@@ -125,7 +125,7 @@ TEST_CASE("a generation cut short resumes after a restart from its checkpoint wi
   CHECK(t.message == r.message);
   CHECK(t.usage["completion_tokens"] == r.usage["completion_tokens"]);
   // The generation ended: its checkpoint is gone.
-  const json d = wait_disk(b, [](const json& d) { return d["checkpoints"] == 0 && d["staged_bytes"] == 0; });
+  const json d = wait_disk(b, [](const json& stats) { return stats["checkpoints"] == 0 && stats["staged_bytes"] == 0; });
   CHECK(d["checkpoints"] == 0);
 }
 

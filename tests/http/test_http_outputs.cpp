@@ -63,15 +63,15 @@ TEST_CASE("http: greedy output over HTTP equals the engine's own", "[http]") {
     const json j = r.body_json();
     check_usage_and_cache(j);
 
-    const auto prompt = tok.encode(render_chat(to_messages(messages), template_options{}), true);
-    const engine_run want = run_engine(cfg, prompt, 20);
+    const auto rendered = tok.encode(render_chat(to_messages(messages), template_options{}), true);
+    const engine_run want = run_engine(cfg, rendered, 20);
     const assistant_output out = parse_tokens(want.tokens, /*reasoning=*/true, /*tools=*/false,
                                                 /*starts_in_reasoning=*/true);
     INFO("engine: " << want.tokens.size() << " tokens, " << finish_name(want.reason));
     const json& msg = j["choices"][0]["message"];
     CHECK(msg["content"] == out.content);
     CHECK(msg.value("reasoning_content", "") == out.reasoning);
-    CHECK(j["usage"]["prompt_tokens"] == prompt.size());
+    CHECK(j["usage"]["prompt_tokens"] == rendered.size());
     CHECK(j["usage"]["completion_tokens"] == want.tokens.size());
     CHECK(j["choices"][0]["finish_reason"] == finish_name(want.reason));
   }
