@@ -25,7 +25,7 @@ struct disk_actor_options {
   std::shared_ptr<const eviction_clock> clock;
 };
 
-// The disk tier actor (seed §13.7): a thin shell over disk_service. It scans at its own start
+// The disk tier actor (docs/DISK_TIER.md): a thin shell over disk_service. It scans at its own start
 // (in its behaviour factory, on its own thread), answers offers, plans and stats at once, and
 // reads at once from its own env (senders send reads at high priority, so they pass queued
 // submissions). A submission is planned and handed to the disk writer it spawned (linked); its

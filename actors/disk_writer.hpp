@@ -9,7 +9,7 @@
 
 namespace anchorage {
 
-// The disk writer (seed §13.7 "a writer thread"): encodes and writes the disk tier's staged
+// The disk writer (docs/DISK_TIER.md, "Write-behind"): encodes and writes the disk tier's staged
 // jobs through its own file_env while the board serves, one job per message, in the order they
 // came, and hands each back with its results. It owns no index: the board indexes what the
 // results say reached the disk. A write that fails is a result, never an exception.

@@ -29,9 +29,6 @@ std::int64_t unix_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// What a request is called in traces, from its path.
-std::string route_name(request_kind k) { return k == request_kind::chat ? "chat" : "completions"; }
-
 // A generation request that ends in an error before any byte of its answer went out.
 void fail(trace_writer* trace, const httplib::Request& http, httplib::Response& res, const api_error& e) {
   if (trace) trace->record(http.path, http.body, trace_error(e), nullptr);
@@ -46,7 +43,7 @@ void answer_whole(exchange& ex, trace_writer* trace, request_kind kind, const st
     if (ev.what == stream_event::kind::failed) return fail(trace, http, res, ev.error);
     if (ev.what != stream_event::kind::finished) continue;
     if (trace)
-      trace->record(http.path, http.body, trace_outcome(route_name(kind), ev.finish_reason, ev.output, ev.usage),
+      trace->record(http.path, http.body, trace_outcome(kind, ev.finish_reason, ev.output, ev.usage),
                     trace_ledger(ev.ledger));
     if (kind == request_kind::chat)
       return send_json(res, 200, chat_body(id, created, model, ev.output, ev.finish_reason, ev.usage, ev.cache));
@@ -59,7 +56,8 @@ struct stream_state {
   std::shared_ptr<exchange> ex;
   sse_encoder sse;
   trace_writer* trace;
-  std::string route, path, body;
+  request_kind kind;
+  std::string path, body;
 };
 
 // Writes `chunks` in order, one write each, stopping at the first that fails; whether all went.
@@ -91,7 +89,7 @@ bool stream_step(stream_state& st, httplib::DataSink& sink) {
   switch (ev.what) {
     case stream_event::kind::finished: {
       if (st.trace)
-        st.trace->record(st.path, st.body, trace_outcome(st.route, ev.finish_reason, ev.output, ev.usage),
+        st.trace->record(st.path, st.body, trace_outcome(st.kind, ev.finish_reason, ev.output, ev.usage),
                          trace_ledger(ev.ledger));
       const bool ok = write_chunks(sink, chunks);
       sink.done();
@@ -239,7 +237,7 @@ void http_edge::generate(request_kind kind, const httplib::Request& http, httpli
   if (!req->stream) return answer_whole(*ex, trace_.get(), kind, id, created, model, http, res);
 
   auto st = std::make_shared<stream_state>(stream_state{ex, sse_encoder(kind, id, created, model, req->include_usage),
-                                                        trace_.get(), route_name(kind), http.path, http.body});
+                                                        trace_.get(), kind, http.path, http.body});
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider("text/event-stream",
                                    [st](std::size_t, httplib::DataSink& sink) { return stream_step(*st, sink); });

@@ -10,7 +10,7 @@
 
 namespace anchorage {
 
-// The resident prefix's grid anchors (seed §13.4): a copy of every section at a line the
+// The resident prefix's grid anchors: a copy of every section at a line the
 // prefill passed; the rows stay in the engine's buffers. Held to the budget's pool: room is made
 // before a copy is taken, by dropping the anchor whose loss costs least (the one whose removal
 // widens the gap to the anchor below it the least), never one of the `keep_newest` newest.

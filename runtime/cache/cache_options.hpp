@@ -3,7 +3,7 @@
 
 namespace anchorage {
 
-// The device tiers' knobs (seed §13.13), with the served defaults.
+// The device tiers' knobs, with the served defaults (docs/SERVER.md lists the flags).
 struct cache_options {
   bool enabled = true;                     // false: --no-cache, the cold path only
   std::size_t resident_bytes = 2560ULL << 20;    // --resident-gb 2.5

@@ -15,7 +15,7 @@
 
 namespace anchorage {
 
-// A conversation's rows set aside before another request overwrites them (seed §13.4): the
+// A conversation's rows set aside before another request overwrites them (docs/CACHES.md, "Interruptions"): the
 // pinned head (kind pin: the same session's head, e.g. before a compaction request) or the
 // parked session (kind park: another session's request replaced it). Rows [from, end) of
 // `tokens`, grid anchors over them, and for a parked session its end anchor.
@@ -40,7 +40,7 @@ struct resident_options {
   std::size_t keep_newest = 4;    // anchors never evicted
 };
 
-// The seed's resident prefix (§13.4, §13.5): the rows the last request left in the engine's own
+// The resident prefix (docs/CACHES.md): the rows the last request left in the engine's own
 // buffers, the tokens they hold, the grid anchors (sections at lines) and the end anchor
 // (sections at the last position a generation forwarded).
 //

@@ -1,4 +1,4 @@
-// The resident prefix's set-aside prompts: the pinned head and the parked session (seed §13.4).
+// The resident prefix's set-aside prompts: the pinned head and the parked session (docs/CACHES.md, "Interruptions").
 #include <algorithm>
 #include <stdexcept>
 

@@ -18,11 +18,11 @@
 
 namespace anchorage {
 
-// The seed's StateStore (§13.6): whole snapshots (every section plus rows [0, n) of every view),
+// The state store (docs/CACHES.md): whole snapshots (every section plus rows [0, n) of every view),
 // keyed by the n token ids that produced them. The session cache keeps a conversation's state
 // after its turn; the prefix cache keeps a snapshot at a grid line of a prefill.
 //
-// Memory: every snapshot's bytes are reserved in one pool of a memory_budget (§13.12) before
+// Memory: every snapshot's bytes are reserved in one pool of a memory_budget before
 // anything is copied, and released on eviction, clear() and destruction. Room is made by evicting
 // least-recently-used entries first; an entry over the per-entry cap, or one that would not fit
 // even with every entry of this store evicted, is refused and evicts nothing.

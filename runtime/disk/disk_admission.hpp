@@ -1,6 +1,6 @@
 #pragma once
-// What the disk tier writes for one request, decided before its prefill (seed §13.7, issue 6
-// item 3). A pure policy: token ids and line numbers in, a plan out; no file, no engine, no clock.
+// What the disk tier writes for one request, decided before its prefill
+// (docs/DISK_TIER.md, "What is written"). A pure policy: token ids and line numbers in, a plan out; no file, no engine, no clock.
 //
 // Lines are multiples of the grid. Line b's chunk file holds rows [b - grid, b); an anchor file
 // at b holds the sections at b and is usable only with every chunk below it on disk. A line's key

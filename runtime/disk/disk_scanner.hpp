@@ -1,5 +1,5 @@
 #pragma once
-// Start-up recovery of the durable store (seed 003 scan; runtime/disk/disk_store.hpp): reads
+// Start-up recovery of the durable store (runtime/disk/disk_store.hpp): reads
 // the headers of the files in the store's folder, removes what can never be used, and rebuilds
 // a disk_index from the rest, without reading a row:
 //   - .tmp orphans (a crash or kill -9 during a write) are reaped;

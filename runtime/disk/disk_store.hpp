@@ -1,5 +1,5 @@
 #pragma once
-// The durable prefix store (seed 003, SsdCacheStore; issue 6 items 1, 2, 6, 7) over the chunk and
+// The durable prefix store (the SsdCacheStore contract) over the chunk and
 // anchor files of runtime/disk/disk_codec.hpp, through the file-system seam (runtime/io/file_env.hpp).
 //
 // Directory: everything lives in `<dir>/<fingerprint as 16 hex digits>/`, our own folder:
@@ -116,7 +116,7 @@ class disk_store {
   disk_store(const disk_store&) = delete;
   disk_store& operator=(const disk_store&) = delete;
 
-  // Startup recovery (seed 003 scan; disk_scanner): creates our folder, reaps .tmp orphans,
+  // Startup recovery (disk_scanner): creates our folder, reaps .tmp orphans,
   // sweeps files of another fingerprint or grid and damaged ones (inside our folder only), and
   // rebuilds the index from headers alone, last use = the file's modification time. Drops every
   // earlier index entry.
@@ -137,7 +137,7 @@ class disk_store {
   disk_write_report commit(const staged_write& w, const disk_write_plan& plan,
                            const std::vector<disk_file_result>& results);
 
-  // store() of seed 003: persists the state `from` holds (sections at line =
+  // store() of the SsdCacheStore contract: persists the state `from` holds (sections at line =
   // from.valid_length(), which must be a positive multiple of the grid, rows [0, line)) as an
   // anchor of `ns` for tokens[0, line), its missing chunks included, superseding the
   // namespace's anchors whose tokens are a prefix of it. False when refused or failed.
@@ -180,7 +180,7 @@ class disk_store {
   expected<verified_read> read_verified(const disk_hit& hit, const std::vector<token_id>& prompt);
   static void apply_verified(const verified_read& read, state_adapter& into) { read.anchor.apply(into); }
 
-  // ---- Generation checkpoints (seed 003 storeGenerationCheckpoint) ---------------------------
+  // ---- Generation checkpoints (storeGenerationCheckpoint) ---------------------------
   // A checkpoint is one self-contained file (runtime/disk/checkpoint_codec.hpp) in its own namespace:
   // it never seeds a prefill. A newer checkpoint of the same key supersedes the older ones only
   // once its rename succeeded, so a crash during its write leaves the previous one.

@@ -1,6 +1,6 @@
 #pragma once
-// What the board copies out of the engine for the disk tier's write-behind (seed §13.7, issue 6
-// item 4): the sections at each anchor line as the prefill passes it, the rows after the
+// What the board copies out of the engine for the disk tier's write-behind
+// (docs/DISK_TIER.md, "Write-behind"): the sections at each anchor line as the prefill passes it, the rows after the
 // prefill. Host bytes the engine no longer owns, so the disk writer can encode and write them
 // while the next request runs.
 #include <cstddef>

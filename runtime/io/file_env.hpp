@@ -12,7 +12,7 @@ namespace anchorage {
 
 // The outcome of a file operation: ok, or the errno that caused the failure and a message naming
 // the step and the path ("open /x/a.tmp: No such file or directory"). I/O failures are values,
-// never exceptions: a cache that gives up is the cold path (ARCHITECTURE.md §2, invariant 3).
+// never exceptions: a cache that gives up is the cold path (docs/ARCHITECTURE.md, invariant 3).
 struct file_result {
   bool ok = true;
   int error = 0;  // an errno value; 0 when ok

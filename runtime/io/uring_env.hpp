@@ -20,7 +20,7 @@ struct uring_env_options {
   bool direct = true;                   // try O_DIRECT first (see uring_env)
 };
 
-// The real file_env (ARCHITECTURE.md §8: io_uring works here; 4 MiB blocks at queue depth 8 reach
+// The real file_env (io_uring works on Debian 12 with liburing 2.3; 4 MiB blocks at queue depth 8 reach
 // the device's sequential bandwidth).
 //
 // I/O: one io_uring per env. A file is written and read in blocks of up to block_bytes, up to

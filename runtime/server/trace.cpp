@@ -26,12 +26,12 @@ void trace_writer::record(const std::string& route, const std::string& body,
   out_.flush();
 }
 
-nlohmann::json trace_outcome(const std::string& route, const std::string& finish_reason,
+nlohmann::json trace_outcome(request_kind kind, const std::string& finish_reason,
                              const assistant_output& out, const usage_info& usage) {
   nlohmann::json j;
   j["status"] = 200;
   j["finish_reason"] = finish_reason;
-  if (route == "completions") {
+  if (kind == request_kind::completion) {
     j["text"] = out.content;
   } else {
     j["content"] = out.content;

@@ -1,4 +1,4 @@
-// The resident prefix under interruption (seed §13.4): a guest's stash, the parked session
+// The resident prefix under interruption: a guest's stash, the parked session
 // swapped back and forth, the pinned head, and a guest on a side slot. Each state is compared
 // byte for byte with an engine that only ever ran that one conversation.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// The state store (§13.6): exact restores from snapshots, the token check behind the hash, LRU
+// The state store: exact restores from snapshots, the token check behind the hash, LRU
 // eviction under the budget pool, and the longest-prefix rule.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// The disk tier's admission policy (seed §13.7, issue 6 item 3): what a request writes, decided
+// The disk tier's admission policy (docs/DISK_TIER.md, "What is written"): what a request writes, decided
 // before its prefill, from token ids alone.
 #include <catch2/catch.hpp>
 

@@ -159,9 +159,9 @@ TEST_CASE("outcomes rebuilt from responses are what trace_outcome records", "[tr
 
   SECTION("a chat body with tool calls") {
     const json body = chat_body("chatcmpl-1", 0, "m", out, "stop", usage, x);
-    CHECK(replay_outcome_from_body("chat", 200, json_text(body)) == trace_outcome("chat", "stop", out, usage));
+    CHECK(replay_outcome_from_body(request_kind::chat, 200, json_text(body)) == trace_outcome(request_kind::chat, "stop", out, usage));
     const json cut = chat_body("chatcmpl-1", 0, "m", out, "length", usage, x);
-    CHECK(replay_outcome_from_body("chat", 200, json_text(cut)) == trace_outcome("chat", "length", out, usage));
+    CHECK(replay_outcome_from_body(request_kind::chat, 200, json_text(cut)) == trace_outcome(request_kind::chat, "length", out, usage));
   }
   SECTION("a chat stream with tool calls, with and without its usage chunk") {
     std::string sse = sse_data(chat_chunk_role("c", 0, "m")) + ": prefill 32/40\n\n";
@@ -179,12 +179,12 @@ TEST_CASE("outcomes rebuilt from responses are what trace_outcome records", "[tr
       sse += sse_data(chat_chunk_delta("c", 0, "m", d));
     }
     sse += sse_data(chat_chunk_finish("c", 0, "m", chat_finish_reason(out, "stop")));
-    const json expected = trace_outcome("chat", "stop", out, usage);
-    CHECK(replay_outcome_from_sse("chat", sse + sse_data(chat_chunk_usage("c", 0, "m", usage, x)) + sse_done(), nullptr) ==
+    const json expected = trace_outcome(request_kind::chat, "stop", out, usage);
+    CHECK(replay_outcome_from_sse(request_kind::chat, sse + sse_data(chat_chunk_usage("c", 0, "m", usage, x)) + sse_done(), nullptr) ==
           expected);
     const json ledger = {{"prompt_tokens", 40}, {"prefilled", 32}, {"output_tokens", 12}};
-    CHECK(replay_outcome_from_sse("chat", sse + sse_done(), ledger) == expected);
-    CHECK_FALSE(replay_outcome_from_sse("chat", sse + sse_done(), nullptr).contains("usage"));
+    CHECK(replay_outcome_from_sse(request_kind::chat, sse + sse_done(), ledger) == expected);
+    CHECK_FALSE(replay_outcome_from_sse(request_kind::chat, sse + sse_done(), nullptr).contains("usage"));
   }
   SECTION("a completion stream") {
     const std::string sse = sse_data(completion_chunk("c", 0, "m", "ab")) + sse_data(completion_chunk("c", 0, "m", "c")) +
@@ -192,18 +192,18 @@ TEST_CASE("outcomes rebuilt from responses are what trace_outcome records", "[tr
                             sse_data(completion_chunk_usage("c", 0, "m", usage, x)) + sse_done();
     assistant_output text;
     text.content = "abc";
-    CHECK(replay_outcome_from_sse("completions", sse, nullptr) == trace_outcome("completions", "length", text, usage));
-    CHECK(replay_outcome_from_body("completions", 200,
+    CHECK(replay_outcome_from_sse(request_kind::completion, sse, nullptr) == trace_outcome(request_kind::completion, "length", text, usage));
+    CHECK(replay_outcome_from_body(request_kind::completion, 200,
                                    json_text(completion_body("c", 0, "m", "abc", "length", usage, x))) ==
-          trace_outcome("completions", "length", text, usage));
+          trace_outcome(request_kind::completion, "length", text, usage));
   }
   SECTION("errors") {
     const api_error e{400, "invalid_request_error", "the prompt is empty", "prompt"};
-    CHECK(replay_outcome_from_body("chat", 400, json_text(error_body(e))) == trace_error(e));
+    CHECK(replay_outcome_from_body(request_kind::chat, 400, json_text(error_body(e))) == trace_error(e));
     // inside a stream the status is not visible: everything else is
     json seen = trace_error(e);
     seen.erase("status");
-    CHECK(replay_outcome_from_sse("chat", sse_data(chat_chunk_role("c", 0, "m")) + sse_data(error_body(e)) + sse_done(),
+    CHECK(replay_outcome_from_sse(request_kind::chat, sse_data(chat_chunk_role("c", 0, "m")) + sse_data(error_body(e)) + sse_done(),
                                   nullptr) == seen);
   }
 }

@@ -114,8 +114,8 @@ json error_outcome(int status, const json& body) {
   return out;
 }
 
-std::string short_route(const std::string& path) {
-  return path.find("chat") != std::string::npos ? "chat" : "completions";
+request_kind kind_of_path(const std::string& path) {
+  return path.find("chat") != std::string::npos ? request_kind::chat : request_kind::completion;
 }
 
 // The id a response carries: the body's, or the first chunk's.
@@ -152,7 +152,7 @@ json find_ledger(httplib::Client& cli, const std::string& id) {
 
 }  // namespace
 
-json replay_outcome_from_body(const std::string& route, int status, const std::string& body) {
+json replay_outcome_from_body(request_kind kind, int status, const std::string& body) {
   const json j = json::parse(body, nullptr, false);
   if (status != 200) {
     if (j.is_discarded()) return {{"status", status}, {"type", nullptr}, {"message", body}};
@@ -163,7 +163,7 @@ json replay_outcome_from_body(const std::string& route, int status, const std::s
                           : json::object();
   json out;
   out["status"] = 200;
-  if (route == "completions") {
+  if (kind == request_kind::completion) {
     out["finish_reason"] = choice.value("finish_reason", json());
     out["text"] = str_or_empty(choice.value("text", json()));
   } else {
@@ -184,7 +184,7 @@ json replay_outcome_from_body(const std::string& route, int status, const std::s
   return out;
 }
 
-json replay_outcome_from_sse(const std::string& route, const std::string& sse, const json& ledger) {
+json replay_outcome_from_sse(request_kind kind, const std::string& sse, const json& ledger) {
   std::string text, content, reasoning;
   json calls = json::array();
   json finish, usage;
@@ -207,7 +207,7 @@ json replay_outcome_from_sse(const std::string& route, const std::string& sse, c
     for (const auto& choice : chunk["choices"]) {
       if (!choice.is_object()) continue;
       if (choice.contains("finish_reason") && !choice["finish_reason"].is_null()) finish = choice["finish_reason"];
-      if (route == "completions") {
+      if (kind == request_kind::completion) {
         text += str_or_empty(choice.value("text", json()));
         continue;
       }
@@ -228,7 +228,7 @@ json replay_outcome_from_sse(const std::string& route, const std::string& sse, c
   }
   json out;
   out["status"] = 200;
-  if (route == "completions") {
+  if (kind == request_kind::completion) {
     out["finish_reason"] = finish;
     out["text"] = text;
   } else {
@@ -310,7 +310,7 @@ replay_report replay_trace(const std::string& path, const std::vector<std::strin
     }
     const std::string http_path = rec["route"].get<std::string>();
     where += ", " + http_path + "): ";
-    const std::string route = short_route(http_path);
+    const request_kind kind = kind_of_path(http_path);
     const json& body = rec["body"];
     // A string body is the text the client sent when it was not JSON. The recorder also stores
     // a body that was a JSON string literal as that string: when the string is itself valid
@@ -341,13 +341,13 @@ replay_report replay_trace(const std::string& path, const std::vector<std::strin
     std::vector<std::string> diffs;
     const json& expected = rec["outcome"];
     if (sse) {
-      const json actual = replay_outcome_from_sse(route, res->body, entry);
+      const json actual = replay_outcome_from_sse(kind, res->body, entry);
       std::set<std::string> skip;
       if (!actual.contains("status")) skip.insert("status");  // an error inside the stream
       if (!actual.contains("usage") && actual.contains("finish_reason")) skip.insert("usage");
       compare("outcome", expected, actual, diffs, skip);
     } else {
-      compare("outcome", expected, replay_outcome_from_body(route, res->status, res->body), diffs);
+      compare("outcome", expected, replay_outcome_from_body(kind, res->status, res->body), diffs);
     }
 
     const json expected_ledger = rec.value("ledger", json());

@@ -45,6 +45,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/openai_types.hpp"
+
 namespace anchorage {
 
 struct replay_report {
@@ -65,10 +67,10 @@ nlohmann::json to_json(const replay_report& r);
 
 // The pieces, exposed for tests. `route` is the trace's short name ("completions" or "chat").
 // From a non-streaming response: its HTTP status and body text.
-nlohmann::json replay_outcome_from_body(const std::string& route, int status, const std::string& body);
+nlohmann::json replay_outcome_from_body(request_kind kind, int status, const std::string& body);
 // From a streaming response's body text (the SSE events). `ledger` is the request's ledger entry
 // (null when none was found), used for usage when the stream carries no usage chunk. An error
 // event yields {"type","message"} without "status" (see above).
-nlohmann::json replay_outcome_from_sse(const std::string& route, const std::string& sse, const nlohmann::json& ledger);
+nlohmann::json replay_outcome_from_sse(request_kind kind, const std::string& sse, const nlohmann::json& ledger);
 
 }  // namespace anchorage
