@@ -4,11 +4,13 @@
 // refuses what does not fit and releases what a reply released.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "runtime/disk/disk_staging.hpp"
+#include "runtime/disk/disk_stats_json.hpp"
 #include "runtime/disk/disk_tier.hpp"
 #include "tests/support/disk_store_fixture.hpp"
 
@@ -46,7 +48,7 @@ void prefill_steps(engine& e, const std::vector<token_id>& prompt, std::size_t s
 }
 
 // The old way: disk_tier stages and writes its jobs itself.
-void write_with_tier(bench& b, const std::string& dir, const std::vector<token_id>& prompt, std::size_t stop) {
+nlohmann::json write_with_tier(bench& b, const std::string& dir, const std::vector<token_id>& prompt, std::size_t stop) {
   disk_tier t(b.env, b.layout, b.clock, tier_options(dir));
   t.start();
   auto e = make_engine(b.c);
@@ -57,11 +59,17 @@ void write_with_tier(bench& b, const std::string& dir, const std::vector<token_i
   prefill_steps(*e, prompt, stop, [&] { t.after_prefill_step(e->cache_state()); });
   t.finish(e->cache_state());
   t.run_jobs();
+  return t.stats();
 }
 
 // The new way: the service plans, the staging copies, the service prepares, writes and commits.
-disk_staging_stats write_with_staging(bench& b, const std::string& dir, const std::vector<token_id>& prompt,
-                                      std::size_t stop, std::uint64_t stage_bytes = 1ULL << 30) {
+struct staged_outcome {
+  disk_staging_stats staging;
+  nlohmann::json wire;  // disk_stats_json of the service's and the staging's stats
+};
+
+staged_outcome write_with_staging(bench& b, const std::string& dir, const std::vector<token_id>& prompt,
+                                  std::size_t stop, std::uint64_t stage_bytes = 1ULL << 30) {
   disk_service s(b.env, b.layout, b.clock, tier_options(dir, stage_bytes));
   s.start();
   disk_staging staging(b.layout, stage_bytes);
@@ -83,7 +91,16 @@ disk_staging_stats write_with_staging(bench& b, const std::string& dir, const st
     CHECK_FALSE(now.failed);
     staging.released(now.released_bytes);
   }
-  return staging.stats();
+  const disk_tier_options o = tier_options(dir, stage_bytes);
+  return {staging.stats(), disk_stats_json(s.stats(), staging.stats(), o.admission.min_tokens, o.checkpoint_tokens)};
+}
+
+// The wire's field names, sorted.
+std::vector<std::string> keys_of(const nlohmann::json& j) {
+  std::vector<std::string> out;
+  for (auto it = j.begin(); it != j.end(); ++it) out.push_back(it.key());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace
@@ -94,14 +111,25 @@ TEST_CASE("disk staging + disk service write the same files as the disk tier did
   for (const std::size_t stop : {prompt.size(), 2 * b.g + 3}) {  // whole, and cut short
     INFO("prefill stops at " << stop);
     temp_dir old_dir("anchorage-staging-old"), new_dir("anchorage-staging-new");
-    write_with_tier(b, old_dir.str(), prompt, stop);
-    const disk_staging_stats st = write_with_staging(b, new_dir.str(), prompt, stop);
+    const nlohmann::json old_wire = write_with_tier(b, old_dir.str(), prompt, stop);
+    const staged_outcome out = write_with_staging(b, new_dir.str(), prompt, stop);
+    const disk_staging_stats& st = out.staging;
     const auto before = contents(old_dir.str());
     CHECK_FALSE(before.empty());
     CHECK(contents(new_dir.str()) == before);
     CHECK(st.staged_bytes == 0);  // every submission's bytes released
     CHECK(st.submissions == 1);
     CHECK(st.prefill_tokens_per_s > 0);
+    // The wire's JSON has the fields disk_tier::stats() had, with the same values where they
+    // do not depend on timing or the folder's name.
+    CHECK(keys_of(out.wire) == keys_of(old_wire));
+    for (const char* k : {"entries", "chunks", "checkpoints", "bytes", "limit_bytes", "longest_prefix", "hits",
+                          "misses", "declined", "refusals", "evictions", "files_written", "bytes_written", "jobs",
+                          "anchors_planned", "stage_refusals", "staged_bytes", "stage_limit_bytes", "min_tokens",
+                          "checkpoints_staged", "checkpoint_tokens", "tokens_saved"}) {
+      INFO("field " << k);
+      CHECK(out.wire[k] == old_wire[k]);
+    }
   }
 }
 
@@ -109,7 +137,7 @@ TEST_CASE("disk staging refuses what its pool cannot take and writes nothing for
   bench b;
   const auto prompt = test_tokens(5 * b.g + 7);
   temp_dir dir("anchorage-staging-small");
-  const disk_staging_stats st = write_with_staging(b, dir.str(), prompt, prompt.size(), /*stage_bytes=*/16);
+  const disk_staging_stats st = write_with_staging(b, dir.str(), prompt, prompt.size(), /*stage_bytes=*/16).staging;
   CHECK(st.stage_refusals > 0);
   CHECK(st.submissions == 0);
   CHECK(st.staged_bytes == 0);
