@@ -34,6 +34,7 @@ void hand_to_writer(board_ptr self, const disk_job_ptr& job) {
       .then(written, [self, job](caf::error&) {
         job->results.clear();  // the writer is gone: nothing was indexed, the marks are released
         self->state.runner->disk_written(*job);
+        send_tiers(self);  // the staging it held is released (a drain waits for it)
       });
 }
 

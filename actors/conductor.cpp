@@ -23,6 +23,16 @@ void dispatch(conductor_actor::stateful_pointer<conductor_state> self) {
   self->send(st.board, run_atom::value, std::move(j));
 }
 
+// Every drain waiting is answered once the server is idle: nothing running or queued, and no
+// staged disk write left unwritten (the board reports its staging after each write comes back,
+// and its tiers before the ledger entry of the request that staged them).
+void answer_drains(conductor_actor::stateful_pointer<conductor_state> self) {
+  auto& st = self->state;
+  if (st.drains.empty() || st.running || !st.queue.empty() || st.disk_staged_bytes != 0) return;
+  for (auto& rp : st.drains) rp.deliver(true);
+  st.drains.clear();
+}
+
 }  // namespace
 
 conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<conductor_state> self,
@@ -80,8 +90,13 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
         st.book->record(e);
         if (st.running && *st.running == e.id) st.running.reset();
         dispatch(self);
+        answer_drains(self);
       },
-      [=](tiers_atom, const cache_stats& tiers) { self->state.counters.set_tiers(tiers); },
+      [=](tiers_atom, const cache_stats& tiers) {
+        self->state.disk_staged_bytes = tiers.disk_staged_bytes;
+        self->state.counters.set_tiers(tiers);
+        answer_drains(self);
+      },
       [=](stats_atom) -> std::string {
         auto& st = self->state;
         nlohmann::json j;
@@ -102,9 +117,12 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
         // The names are checked by the admin; the board owns the device tiers.
         return self->delegate(self->state.board, clear_atom::value, tier);
       },
-      [=](drain_atom) -> bool {
-        auto& st = self->state;
-        return !st.running && st.queue.empty();
+      // Answered (true) once idle; whoever asks bounds the wait with its request's timeout.
+      [=](drain_atom) -> caf::result<bool> {
+        auto rp = self->make_response_promise<bool>();
+        self->state.drains.push_back(rp);
+        answer_drains(self);
+        return rp;
       },
   };
 }

@@ -4,9 +4,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <caf/fwd.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_response_promise.hpp>
 
 #include "protocol/interfaces.hpp"
 #include "runtime/server/ledger.hpp"
@@ -33,6 +35,10 @@ struct conductor_state {
   std::deque<board_job> queue;
   std::optional<std::string> running;
   std::uint64_t sequence = 0;
+  // Drains waiting (answered true once nothing runs, nothing is queued and the disk tier's
+  // staging is written), and that staging as the board last reported it.
+  std::vector<caf::typed_response_promise<bool>> drains;
+  std::uint64_t disk_staged_bytes = 0;
   static inline const char* name = "conductor";
 };
 

@@ -62,6 +62,9 @@ struct cache_stats {
   resident_stats resident;
   store_stats store;
   nlohmann::json disk;
+  // What the disk tier's staging holds and has not written yet (0 without a disk tier): a
+  // drain waits for it to come down to 0, so a planned stop loses no staged write.
+  std::uint64_t disk_staged_bytes = 0;
 };
 
 namespace detail {

@@ -46,6 +46,7 @@ void disk_tier_adapter::begin(const resume_offer& o, const state_adapter&, const
 
 void disk_tier_adapter::stats(cache_stats& into) const {
   into.disk = disk_->stats();
+  into.disk_staged_bytes = disk_->staged_bytes();
   into.disk["enabled"] = true;
 }
 

@@ -1,0 +1,167 @@
+// The board's half of the disk tier (disk_staging) with the disk actor's half (disk_service), no
+// actors: the same prefill staged both ways, the old disk_tier and staging + service, writes the
+// same files with the same bytes; a cut prefill still writes the lines it passed; the pool
+// refuses what does not fit and releases what a reply released.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "runtime/disk/disk_staging.hpp"
+#include "runtime/disk/disk_stats_json.hpp"
+#include "runtime/disk/disk_tier.hpp"
+#include "tests/support/disk_store_fixture.hpp"
+
+using namespace anchorage;
+using namespace anchorage::testing;
+
+namespace {
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Every file under `dir` with its bytes.
+std::vector<std::pair<std::string, std::string>> contents(const std::string& dir) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& f : files_under(dir)) out.emplace_back(f, bytes_of((std::filesystem::path(dir) / f).string()));
+  return out;
+}
+
+disk_tier_options tier_options(const std::string& dir, std::uint64_t stage_bytes = 1ULL << 30) {
+  disk_tier_options o;
+  o.store = options_in(dir);
+  o.admission.min_tokens = 64;
+  o.stage_bytes = stage_bytes;
+  return o;
+}
+
+// Runs the prefill of `prompt` chunk by chunk up to `stop` tokens, calling `after` after each.
+template <class F>
+void prefill_steps(engine& e, const std::vector<token_id>& prompt, std::size_t stop, F&& after) {
+  e.begin_prefill(slice(prompt, 0, stop));
+  while (e.prefill_step()) after();
+  after();
+}
+
+// The old way: disk_tier stages and writes its jobs itself.
+nlohmann::json write_with_tier(bench& b, const std::string& dir, const std::vector<token_id>& prompt, std::size_t stop) {
+  disk_tier t(b.env, b.layout, b.clock, tier_options(dir));
+  t.start();
+  auto e = make_engine(b.c);
+  disk_request req;
+  req.served = prompt;
+  req.session_key = "s";
+  t.begin(req);
+  prefill_steps(*e, prompt, stop, [&] { t.after_prefill_step(e->cache_state()); });
+  t.finish(e->cache_state());
+  t.run_jobs();
+  return t.stats();
+}
+
+// The new way: the service plans, the staging copies, the service prepares, writes and commits.
+struct staged_outcome {
+  disk_staging_stats staging;
+  nlohmann::json wire;  // disk_stats_json of the service's and the staging's stats
+};
+
+staged_outcome write_with_staging(bench& b, const std::string& dir, const std::vector<token_id>& prompt,
+                                  std::size_t stop, std::uint64_t stage_bytes = 1ULL << 30) {
+  disk_service s(b.env, b.layout, b.clock, tier_options(dir, stage_bytes));
+  s.start();
+  disk_staging staging(b.layout, stage_bytes);
+  auto e = make_engine(b.c);
+  disk_plan_request pr;
+  pr.prompt.assign(prompt.begin(), prompt.end());
+  pr.session_key = "s";
+  staging.begin(prompt, 0, s.plan_writes(pr));
+  prefill_steps(*e, prompt, stop, [&] { staging.after_prefill_step(e->cache_state()); });
+  staging.finish(e->cache_state());
+  for (auto& sub : staging.take_submissions()) {
+    CHECK(staging.staged_bytes() >= sub->staged_bytes);
+    disk_write_reply now;
+    auto job = s.prepare(std::move(*sub), now);
+    if (job) {
+      job->results = execute_disk_write(b.env, b.layout, job->write, job->plan);
+      now = s.commit(*job);
+    }
+    CHECK_FALSE(now.failed);
+    staging.released(now.released_bytes);
+  }
+  const disk_tier_options o = tier_options(dir, stage_bytes);
+  return {staging.stats(), disk_stats_json(s.stats(), staging.stats(), o.admission.min_tokens, o.checkpoint_tokens)};
+}
+
+// The wire's field names, sorted.
+std::vector<std::string> keys_of(const nlohmann::json& j) {
+  std::vector<std::string> out;
+  for (auto it = j.begin(); it != j.end(); ++it) out.push_back(it.key());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("disk staging + disk service write the same files as the disk tier did", "[disk][staging]") {
+  bench b;
+  const auto prompt = test_tokens(5 * b.g + 7);
+  for (const std::size_t stop : {prompt.size(), 2 * b.g + 3}) {  // whole, and cut short
+    INFO("prefill stops at " << stop);
+    temp_dir old_dir("anchorage-staging-old"), new_dir("anchorage-staging-new");
+    const nlohmann::json old_wire = write_with_tier(b, old_dir.str(), prompt, stop);
+    const staged_outcome out = write_with_staging(b, new_dir.str(), prompt, stop);
+    const disk_staging_stats& st = out.staging;
+    const auto before = contents(old_dir.str());
+    CHECK_FALSE(before.empty());
+    CHECK(contents(new_dir.str()) == before);
+    CHECK(st.staged_bytes == 0);  // every submission's bytes released
+    CHECK(st.submissions == 1);
+    CHECK(st.prefill_tokens_per_s > 0);
+    // The wire's JSON has the fields disk_tier::stats() had, with the same values where they
+    // do not depend on timing or the folder's name.
+    CHECK(keys_of(out.wire) == keys_of(old_wire));
+    for (const char* k : {"entries", "chunks", "checkpoints", "bytes", "limit_bytes", "longest_prefix", "hits",
+                          "misses", "declined", "refusals", "evictions", "files_written", "bytes_written", "jobs",
+                          "anchors_planned", "stage_refusals", "staged_bytes", "stage_limit_bytes", "min_tokens",
+                          "checkpoints_staged", "checkpoint_tokens", "tokens_saved"}) {
+      INFO("field " << k);
+      CHECK(out.wire[k] == old_wire[k]);
+    }
+  }
+}
+
+TEST_CASE("disk staging refuses what its pool cannot take and writes nothing for it", "[disk][staging]") {
+  bench b;
+  const auto prompt = test_tokens(5 * b.g + 7);
+  temp_dir dir("anchorage-staging-small");
+  const disk_staging_stats st = write_with_staging(b, dir.str(), prompt, prompt.size(), /*stage_bytes=*/16).staging;
+  CHECK(st.stage_refusals > 0);
+  CHECK(st.submissions == 0);
+  CHECK(st.staged_bytes == 0);
+  CHECK(count_files(dir.str()) == 0);
+}
+
+TEST_CASE("disk staging stages a checkpoint whole and only at the state's length", "[disk][staging]") {
+  bench b;
+  const auto prompt = test_tokens(2 * b.g + 3);
+  auto e = prefilled(b.c, prompt, prompt.size());
+  disk_staging staging(b.layout, 1ULL << 30);
+  checkpoint_meta meta;
+  meta.key_hash = 7;
+  meta.prompt_tokens = prompt.size();
+  meta.tokens = prompt;
+  CHECK_FALSE(staging.stage_checkpoint(e->cache_state(), meta));  // one token short
+  meta.tokens.push_back(1);
+  REQUIRE(staging.stage_checkpoint(e->cache_state(), meta));
+  auto subs = staging.take_submissions();
+  REQUIRE(subs.size() == 1);
+  REQUIRE(subs[0]->checkpoint);
+  CHECK(subs[0]->write.row_hi == prompt.size());
+  CHECK(staging.staged_bytes() == subs[0]->staged_bytes);
+  staging.released(subs[0]->staged_bytes);
+  CHECK(staging.staged_bytes() == 0);
+  CHECK(staging.stats().checkpoints_staged == 1);
+}
