@@ -62,10 +62,10 @@ TEST_CASE("a drain is answered once nothing runs or waits and the staged disk wr
   // Asks for a drain; the answer lands in the returned optional when it comes.
   auto drain = [&] {
     auto answer = std::make_shared<std::optional<bool>>();
-    f.spawn([cond, answer](caf::event_based_actor* self) -> caf::behavior {
+    f.spawn([cond, answer](caf::event_based_actor* self, int) -> caf::behavior {
       self->request(cond, caf::infinite, drain_atom::value).then([answer](bool idle) { *answer = idle; });
       return {[](int) {}};
-    });
+    }, 0);
     f.sched->run();
     return answer;
   };

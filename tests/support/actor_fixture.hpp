@@ -22,6 +22,8 @@ struct caf_fixture {
   }
   // Every actor spawned through the fixture is stopped before the system goes: an actor
   // system waits for its actors, and on the test scheduler nothing else would end them.
+  // Spawn a function with at least one argument after `self`: CAF 0.17.6 dereferences a null
+  // pointer to its empty argument tuple otherwise (UndefinedBehaviorSanitizer stops there).
   template <class... Ts>
   auto spawn(Ts&&... xs) {
     auto a = sys->spawn(std::forward<Ts>(xs)...);
