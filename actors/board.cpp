@@ -2,7 +2,6 @@
 
 #include <caf/all.hpp>
 
-
 #include "runtime/core/log.hpp"
 #include "actors/disk_writer.hpp"
 #include "protocol/error_code.hpp"
@@ -64,10 +63,10 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
   init.runner = std::make_unique<board_runner>(std::move(eng), std::move(ro));
   if (auto r = init.runner->start_disk()) {
     log_info() << "disk tier in " << init.runner->tiers().disk()->store().folder() << ": " << r->indexed
-              << " files indexed, " << r->tmp_reaped << " unfinished writes reaped, " << r->foreign_swept
-              << " of another engine swept, " << r->damaged_removed << " damaged removed";
+               << " files indexed, " << r->tmp_reaped << " unfinished writes reaped, " << r->foreign_swept
+               << " of another engine swept, " << r->damaged_removed << " damaged removed";
     init.writer = self->spawn<caf::linked>(disk_writer, layout,
-                                          opts.writer_env ? opts.writer_env : std::make_shared<uring_env>());
+                                           opts.writer_env ? opts.writer_env : std::make_shared<uring_env>());
   }
   init.conductor = std::move(conductor);
   send_tiers(self);  // the conductor's stats show the tiers (empty) before the first request

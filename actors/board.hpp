@@ -12,8 +12,8 @@
 namespace anchorage {
 
 struct board_options {
-  int decode_block = 4;   // tokens per decode message
-  cache_options cache;    // the device tiers
+  int decode_block = 4;  // tokens per decode message
+  cache_options cache;   // the device tiers
   // --parallel N: N - 1 side slots, engines of the same model with their own buffers. A guest
   // runs on one and leaves slot 0 (the resident prompt) untouched.
   std::vector<std::shared_ptr<engine>> side_slots;
@@ -37,7 +37,7 @@ struct board_state {
   static inline const char* name = "board";
 };
 
-board_actor::behavior_type board(board_actor::stateful_pointer<board_state> self,
-                                 std::shared_ptr<engine> eng, board_options opts, done_receiver conductor);
+board_actor::behavior_type board(board_actor::stateful_pointer<board_state> self, std::shared_ptr<engine> eng,
+                                 board_options opts, done_receiver conductor);
 
 }  // namespace anchorage

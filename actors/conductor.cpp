@@ -5,7 +5,8 @@
 namespace anchorage {
 namespace {
 
-void reject(conductor_actor::stateful_pointer<conductor_state> self, const request_envelope& env, api_error err) {
+void reject(conductor_actor::stateful_pointer<conductor_state> self, const request_envelope& env,
+            api_error err) {
   self->state.counters.on_rejected(err.status);
   stream_event ev;
   ev.what = stream_event::kind::failed;
@@ -102,7 +103,8 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
         nlohmann::json j;
         j["tiers"] = st.counters.tiers();  // one object per cache tier, as the board last reported
         j["requests"] = st.book->totals();
-        j["queue"] = {{"waiting", st.queue.size()}, {"running", st.running.has_value()},
+        j["queue"] = {{"waiting", st.queue.size()},
+                      {"running", st.running.has_value()},
                       {"max_queue", st.opts.max_queue}};
         nlohmann::json recent = nlohmann::json::array();
         for (const auto& e : st.book->recent()) recent.push_back(to_json(e));

@@ -29,8 +29,10 @@ void settle(disk_ptr self, std::uint64_t id, const disk_job_ptr& done) {
   if (it == st.out.end()) return;
   disk_state::write_out w = std::move(it->second);
   st.out.erase(it);
-  if (done) w.job->results = done->results;
-  else w.job->results.clear();
+  if (done)
+    w.job->results = done->results;
+  else
+    w.job->results.clear();
   disk_write_reply r;
   try {
     r = st.service->commit(*w.job);

@@ -26,7 +26,8 @@ void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
 void send_error(httplib::Response& res, const api_error& e) { send_json(res, e.status, error_body(e)); }
 
 std::int64_t unix_seconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 // A generation request that ends in an error before any byte of its answer went out.
@@ -36,8 +37,9 @@ void fail(trace_writer* trace, const httplib::Request& http, httplib::Response& 
 }
 
 // A request without "stream": waits for the end and answers one JSON body.
-void answer_whole(exchange& ex, trace_writer* trace, request_kind kind, const std::string& id, std::int64_t created,
-                  const std::string& model, const httplib::Request& http, httplib::Response& res) {
+void answer_whole(exchange& ex, trace_writer* trace, request_kind kind, const std::string& id,
+                  std::int64_t created, const std::string& model, const httplib::Request& http,
+                  httplib::Response& res) {
   for (;;) {
     stream_event ev = ex.next();
     if (ev.what == stream_event::kind::failed) return fail(trace, http, res, ev.error);
@@ -46,8 +48,11 @@ void answer_whole(exchange& ex, trace_writer* trace, request_kind kind, const st
       trace->record(http.path, http.body, trace_outcome(kind, ev.finish_reason, ev.output, ev.usage),
                     trace_ledger(ev.ledger));
     if (kind == request_kind::chat)
-      return send_json(res, 200, chat_body(id, created, model, ev.output, ev.finish_reason, ev.usage, ev.cache));
-    return send_json(res, 200, completion_body(id, created, model, ev.output.content, ev.finish_reason, ev.usage, ev.cache));
+      return send_json(res, 200,
+                       chat_body(id, created, model, ev.output, ev.finish_reason, ev.usage, ev.cache));
+    return send_json(
+        res, 200,
+        completion_body(id, created, model, ev.output.content, ev.finish_reason, ev.usage, ev.cache));
   }
 }
 
@@ -97,7 +102,8 @@ bool stream_step(stream_state& st, httplib::DataSink& sink) {
     }
     case stream_event::kind::failed:
       if (st.trace) st.trace->record(st.path, st.body, trace_error(ev.error), nullptr);
-      for (const std::string& c : chunks) sink.write(c.data(), c.size());  // each tried: the end goes out if it can
+      for (const std::string& c : chunks)
+        sink.write(c.data(), c.size());  // each tried: the end goes out if it can
       sink.done();
       return true;
     case stream_event::kind::accepted:
@@ -113,8 +119,8 @@ bool stream_step(stream_state& st, httplib::DataSink& sink) {
 // Operator routes go through the admin actor, which checks the token and the tier; its
 // error_codes become their HTTP status and message (protocol/error_code.hpp's describe()).
 template <class... Ts>
-void ask_admin(caf::actor_system& sys, const admin_actor& admin, httplib::Response& res, const char* content_type,
-               Ts... args) {
+void ask_admin(caf::actor_system& sys, const admin_actor& admin, httplib::Response& res,
+               const char* content_type, Ts... args) {
   caf::scoped_actor self{sys};
   self->request(admin, std::chrono::seconds(10), args...)
       .receive([&](std::string& text) { res.set_content(text, content_type); },
@@ -133,7 +139,8 @@ void unreadable_request(const httplib::Request& q, httplib::Response& res) {
   if (res.status == 404)
     return send_error(res, {404, "not_found_error", "no route " + q.method + " " + q.path, ""});
   if (res.status == 413)
-    return send_error(res, {413, "invalid_request_error", "the request body is larger than the server accepts (--max-body-mb)", ""});
+    return send_error(res, {413, "invalid_request_error",
+                            "the request body is larger than the server accepts (--max-body-mb)", ""});
   send_error(res, {res.status, "invalid_request_error",
                    "the request could not be read (HTTP " + std::to_string(res.status) +
                        "; a POST needs a body with its Content-Length)",
@@ -159,13 +166,13 @@ http_edge::http_edge(caf::actor_system& sys, conductor_actor conductor, const se
   admin_ = sys_.spawn(admin, cfg_.admin_token, conductor_);
   if (!cfg_.trace_path.empty()) {
     const model_config mc = cfg_.engine.config();
-    trace_ = std::make_unique<trace_writer>(
-        cfg_.trace_path, nlohmann::json{{"trace", 1},
-                                        {"preset", cfg_.engine.preset},
-                                        {"prefix-chunk", mc.grid},
-                                        {"ctx-size", mc.ctx_size},
-                                        {"weights-seed", cfg_.engine.weights_seed},
-                                        {"served-model-name", cfg_.served_model_name}});
+    trace_ = std::make_unique<trace_writer>(cfg_.trace_path,
+                                            nlohmann::json{{"trace", 1},
+                                                           {"preset", cfg_.engine.preset},
+                                                           {"prefix-chunk", mc.grid},
+                                                           {"ctx-size", mc.ctx_size},
+                                                           {"weights-seed", cfg_.engine.weights_seed},
+                                                           {"served-model-name", cfg_.served_model_name}});
   }
   const int threads = cfg_.http_threads;
   server_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
@@ -204,8 +211,11 @@ void http_edge::stop() {
 
 void http_edge::routes() {
   auto& s = *server_;
-  s.Post("/v1/completions", [this](const httplib::Request& q, httplib::Response& r) { generate(request_kind::completion, q, r); });
-  s.Post("/v1/chat/completions", [this](const httplib::Request& q, httplib::Response& r) { generate(request_kind::chat, q, r); });
+  s.Post("/v1/completions", [this](const httplib::Request& q, httplib::Response& r) {
+    generate(request_kind::completion, q, r);
+  });
+  s.Post("/v1/chat/completions",
+         [this](const httplib::Request& q, httplib::Response& r) { generate(request_kind::chat, q, r); });
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& r) { models(r); });
   s.Get("/health", [this](const httplib::Request&, httplib::Response& r) { health(r); });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) { metrics(r); });
@@ -224,31 +234,39 @@ void http_edge::generate(request_kind kind, const httplib::Request& http, httpli
   if (auto* err = std::get_if<api_error>(&parsed)) return fail(trace_.get(), http, res, *err);
   auto req = std::make_shared<const completion_request>(std::move(std::get<completion_request>(parsed)));
   if (!req->model.empty() && req->model != model)
-    return fail(trace_.get(), http, res,
-                {404, "not_found_error", "the model '" + req->model + "' does not exist; this server serves '" + model + "'", "model"});
-  if (draining_) return fail(trace_.get(), http, res, {503, "server_error", "the server is shutting down", ""});
+    return fail(
+        trace_.get(), http, res,
+        {404, "not_found_error",
+         "the model '" + req->model + "' does not exist; this server serves '" + model + "'", "model"});
+  if (draining_)
+    return fail(trace_.get(), http, res, {503, "server_error", "the server is shutting down", ""});
 
-  const std::string id = (kind == request_kind::chat ? "chatcmpl-" : "cmpl-") + std::to_string(started_s_) + "-" +
-                         std::to_string(++next_id_);
+  const std::string id = (kind == request_kind::chat ? "chatcmpl-" : "cmpl-") + std::to_string(started_s_) +
+                         "-" + std::to_string(++next_id_);
   auto ex = std::make_shared<exchange>(sys_, conductor_, id, req, received);
   stream_event first = ex->next();
   if (first.what == stream_event::kind::failed) return fail(trace_.get(), http, res, first.error);
   const std::int64_t created = unix_seconds();
   if (!req->stream) return answer_whole(*ex, trace_.get(), kind, id, created, model, http, res);
 
-  auto st = std::make_shared<stream_state>(stream_state{ex, sse_encoder(kind, id, created, model, req->include_usage),
-                                                        trace_.get(), kind, http.path, http.body});
+  auto st = std::make_shared<stream_state>(
+      stream_state{ex, sse_encoder(kind, id, created, model, req->include_usage), trace_.get(), kind,
+                   http.path, http.body});
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream",
-                                   [st](std::size_t, httplib::DataSink& sink) { return stream_step(*st, sink); });
+  res.set_chunked_content_provider(
+      "text/event-stream", [st](std::size_t, httplib::DataSink& sink) { return stream_step(*st, sink); });
 }
 
 // GET /v1/models: the one model served.
 void http_edge::models(httplib::Response& res) const {
   const long ctx = cfg_.engine.config().ctx_size;
-  send_json(res, 200, {{"object", "list"},
-                       {"data", nlohmann::json::array({{{"id", cfg_.served_model_name}, {"object", "model"}, {"created", started_s_},
-                                                        {"owned_by", "anchorage"}, {"max_model_len", ctx}}})}});
+  send_json(res, 200,
+            {{"object", "list"},
+             {"data", nlohmann::json::array({{{"id", cfg_.served_model_name},
+                                              {"object", "model"},
+                                              {"created", started_s_},
+                                              {"owned_by", "anchorage"},
+                                              {"max_model_len", ctx}}})}});
 }
 
 // GET /health: 200 while serving, 503 once draining.
@@ -263,7 +281,9 @@ void http_edge::metrics(httplib::Response& res) {
 }
 
 // GET /v1/cache/stats: the tiers' and the ledger's JSON.
-void http_edge::cache_stats(httplib::Response& res) { ask_admin(sys_, admin_, res, "application/json", stats_atom::value); }
+void http_edge::cache_stats(httplib::Response& res) {
+  ask_admin(sys_, admin_, res, "application/json", stats_atom::value);
+}
 
 // POST /v1/cache/clear?tier=NAME (all by default), with the admin token in X-Admin-Token or
 // Authorization: Bearer.

@@ -14,11 +14,12 @@ exchange::exchange(caf::actor_system& sys, conductor_actor conductor, std::strin
 stream_event exchange::next(std::chrono::seconds timeout) {
   stream_event out;
   bool got = false;
-  self_->receive([&](stream_event& ev) {
-                   out = std::move(ev);
-                   got = true;
-                 },
-                 caf::after(timeout) >> [&] {});
+  self_->receive(
+      [&](stream_event& ev) {
+        out = std::move(ev);
+        got = true;
+      },
+      caf::after(timeout) >> [&] {});
   if (!got) {
     // give the request up where it is (queued or running), so no work is done for nobody
     self_->send<caf::message_priority::high>(conductor_, cancel_atom::value, id_);

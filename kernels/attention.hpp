@@ -7,8 +7,8 @@ namespace anchorage::kernels {
 struct attention_shape {
   int m;
   int pos0;
-  int n_q;        // query heads
-  int n_kv;       // key/value heads; query head h reads kv head h / (n_q / n_kv)
+  int n_q;   // query heads
+  int n_kv;  // key/value heads; query head h reads kv head h / (n_q / n_kv)
   int head_dim;
   int q_stride;   // floats between query rows
   int kv_stride;  // floats between cached K (and V) rows
@@ -28,5 +28,6 @@ inline long attention_scratch(const attention_shape& sh) {
 
 // o[i][h] = softmax_j<=pos0+i (scale * q[i][h] . K[j][kvh]) . V[j][kvh]
 // Keys past a row's position take no part. scratch: attention_scratch(shape) floats.
-ANCHORAGE_OP(void, attention, (const float* q, const float* k, const float* v, float* o,
-                               const anchorage::kernels::attention_shape& shape, float* scratch))
+ANCHORAGE_OP(void, attention,
+             (const float* q, const float* k, const float* v, float* o,
+              const anchorage::kernels::attention_shape& shape, float* scratch))

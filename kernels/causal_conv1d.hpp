@@ -6,5 +6,5 @@
 // (oldest first), updated in place to the last ksize-1 inputs; y: [rows][channels],
 // y = silu(sum_j w[c][j] * in[t - (ksize-1) + j][c]), summed in order j = 0..ksize-1.
 // x and y must not alias.
-ANCHORAGE_OP(void, causal_conv1d, (const float* x, const float* w, float* tail, float* y,
-                                   int rows, int channels, int ksize))
+ANCHORAGE_OP(void, causal_conv1d,
+             (const float* x, const float* w, float* tail, float* y, int rows, int channels, int ksize))

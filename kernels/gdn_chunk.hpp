@@ -11,8 +11,9 @@
 //   o_i    = exp(G_i) q_i S + sum_{j<=i} exp(G_i - G_j) (q_i . k_j) Vn_j
 //   S     <- exp(G_last) S + sum_j exp(G_last - G_j) k_j Vn_j^T
 // (q scaled by shape.scale). The state is updated in place. scratch: gdn_chunk_scratch(shape) floats.
-ANCHORAGE_OP(void, gdn_chunk, (const float* qkv, const float* g, const float* beta, float* s,
-                               float* o, const anchorage::kernels::gdn_shape& shape, float* scratch))
+ANCHORAGE_OP(void, gdn_chunk,
+             (const float* qkv, const float* g, const float* beta, float* s, float* o,
+              const anchorage::kernels::gdn_shape& shape, float* scratch))
 
 namespace anchorage::kernels {
 inline long gdn_chunk_scratch(const gdn_shape& sh) {

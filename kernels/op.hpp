@@ -9,5 +9,9 @@
 //  - every op is deterministic: the same inputs give the same bits, run after run (no atomics
 //    in floating-point reductions, no reduction order that depends on timing).
 #define ANCHORAGE_OP(ret, name, params) \
-  namespace anchorage::kernels::cpu { ret name params; } \
-  namespace anchorage::kernels::cuda { ret name params; }
+  namespace anchorage::kernels::cpu {   \
+  ret name params;                      \
+  }                                     \
+  namespace anchorage::kernels::cuda {  \
+  ret name params;                      \
+  }

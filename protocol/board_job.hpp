@@ -22,12 +22,12 @@ struct stream_event {
   std::vector<output_delta> deltas;  // delta
   long done_tokens = 0;              // progress: prompt tokens forwarded so far
   long prompt_tokens = 0;
-  std::string finish_reason;         // finished
-  assistant_output output;           // finished: everything the deltas carried
-  usage_info usage;                  // finished
-  x_cache_info cache;                // finished
-  ledger_entry ledger;               // finished
-  api_error error;                   // failed
+  std::string finish_reason;  // finished
+  assistant_output output;    // finished: everything the deltas carried
+  usage_info usage;           // finished
+  x_cache_info cache;         // finished
+  ledger_entry ledger;        // finished
+  api_error error;            // failed
 };
 
 // Whoever receives a request's stream_events (the edge's per-request actor).
@@ -44,7 +44,7 @@ struct board_job {
   double top_p = 1.0;
   std::uint64_t seed = 0;
   bool seed_explicit = false;  // the client sent the seed (else the server chose it)
-  long max_tokens = 16;     // already clamped to the context left
+  long max_tokens = 16;        // already clamped to the context left
   std::vector<std::int32_t> stop_tokens;
   std::vector<std::string> stop_strings;
   std::vector<std::pair<std::int32_t, float>> logit_bias;  // OpenAI logit_bias, ids in the vocabulary

@@ -26,14 +26,22 @@ enum class cache_tier : std::uint8_t { resident, store, disk, all };
 
 constexpr const char* to_string(cache_source s) {
   switch (s) {
-    case cache_source::cold: return "cold";
-    case cache_source::resident: return "resident";
-    case cache_source::end: return "end";
-    case cache_source::store: return "store";
-    case cache_source::disk: return "disk";
-    case cache_source::checkpoint: return "checkpoint";
-    case cache_source::spill: return "spill";
-    case cache_source::response: return "response";
+    case cache_source::cold:
+      return "cold";
+    case cache_source::resident:
+      return "resident";
+    case cache_source::end:
+      return "end";
+    case cache_source::store:
+      return "store";
+    case cache_source::disk:
+      return "disk";
+    case cache_source::checkpoint:
+      return "checkpoint";
+    case cache_source::spill:
+      return "spill";
+    case cache_source::response:
+      return "response";
   }
   return "cold";
 }
@@ -41,21 +49,30 @@ constexpr const char* to_string(cache_source s) {
 // "" for none: the wire omits x_cache.via then.
 constexpr const char* to_string(cache_via v) {
   switch (v) {
-    case cache_via::none: return "";
-    case cache_via::stash: return "stash";
-    case cache_via::side: return "side";
-    case cache_via::pin: return "pin";
-    case cache_via::park: return "park";
+    case cache_via::none:
+      return "";
+    case cache_via::stash:
+      return "stash";
+    case cache_via::side:
+      return "side";
+    case cache_via::pin:
+      return "pin";
+    case cache_via::park:
+      return "park";
   }
   return "";
 }
 
 constexpr const char* to_string(cache_tier t) {
   switch (t) {
-    case cache_tier::resident: return "resident";
-    case cache_tier::store: return "store";
-    case cache_tier::disk: return "disk";
-    case cache_tier::all: return "all";
+    case cache_tier::resident:
+      return "resident";
+    case cache_tier::store:
+      return "store";
+    case cache_tier::disk:
+      return "disk";
+    case cache_tier::all:
+      return "all";
   }
   return "all";
 }
@@ -84,14 +101,15 @@ std::optional<E> enum_from_string(std::string_view text, const E (&all)[N]) {
 }  // namespace detail
 
 inline std::optional<cache_source> cache_source_from_string(std::string_view text) {
-  static constexpr cache_source all[] = {cache_source::cold,  cache_source::resident,   cache_source::end,
-                                         cache_source::store, cache_source::disk,       cache_source::checkpoint,
-                                         cache_source::spill, cache_source::response};
+  static constexpr cache_source all[] = {
+      cache_source::cold, cache_source::resident,   cache_source::end,   cache_source::store,
+      cache_source::disk, cache_source::checkpoint, cache_source::spill, cache_source::response};
   return detail::enum_from_string(text, all);
 }
 
 inline std::optional<cache_tier> cache_tier_from_string(std::string_view text) {
-  static constexpr cache_tier all[] = {cache_tier::resident, cache_tier::store, cache_tier::disk, cache_tier::all};
+  static constexpr cache_tier all[] = {cache_tier::resident, cache_tier::store, cache_tier::disk,
+                                       cache_tier::all};
   return detail::enum_from_string(text, all);
 }
 

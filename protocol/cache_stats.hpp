@@ -12,14 +12,14 @@ namespace anchorage {
 
 // The resident prefix (its anchors, end anchor, pinned head and parked session) and the guests.
 struct resident_stats {
-  std::size_t entries = 0;                // anchors, and the end anchor
+  std::size_t entries = 0;  // anchors, and the end anchor
   std::size_t anchors = 0;
   std::optional<std::size_t> end_anchor;  // its position
   std::size_t rows = 0;
   std::size_t taint = 0;
   std::size_t bytes = 0;
   std::size_t limit_bytes = 0;
-  long hits = 0;                          // grid anchors and end anchor
+  long hits = 0;  // grid anchors and end anchor
   long end_hits = 0;
   long misses = 0;
   long evictions = 0;
@@ -29,11 +29,11 @@ struct resident_stats {
   long guests_side = 0;
   long stash_refusals = 0;
   std::size_t stash_limit_bytes = 0;
-  std::optional<std::size_t> pinned;      // where the pinned head's copy ends
+  std::optional<std::size_t> pinned;  // where the pinned head's copy ends
   std::size_t pin_bytes = 0;
   std::size_t pin_limit_bytes = 0;
   long pin_hits = 0;
-  std::optional<std::size_t> parked;      // where the parked session's copy ends
+  std::optional<std::size_t> parked;  // where the parked session's copy ends
   std::size_t park_bytes = 0;
   std::size_t park_limit_bytes = 0;
   long park_hits = 0;
@@ -68,7 +68,9 @@ struct cache_stats {
 };
 
 namespace detail {
-inline nlohmann::json or_null(const std::optional<std::size_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+inline nlohmann::json or_null(const std::optional<std::size_t>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
 }  // namespace detail
 
 inline void to_json(nlohmann::json& j, const resident_stats& r) {
@@ -104,10 +106,17 @@ inline void to_json(nlohmann::json& j, const resident_stats& r) {
 
 inline void to_json(nlohmann::json& j, const store_stats& s) {
   j = {
-      {"entries", s.entries},       {"bytes", s.bytes},           {"limit_bytes", s.limit_bytes},
-      {"entry_limit_bytes", s.entry_limit_bytes},                 {"hits", s.hits},
-      {"misses", s.misses},         {"evictions", s.evictions},   {"refusals", s.refusals},
-      {"collisions", s.collisions}, {"superseded", s.superseded}, {"tokens_saved", s.tokens_saved},
+      {"entries", s.entries},
+      {"bytes", s.bytes},
+      {"limit_bytes", s.limit_bytes},
+      {"entry_limit_bytes", s.entry_limit_bytes},
+      {"hits", s.hits},
+      {"misses", s.misses},
+      {"evictions", s.evictions},
+      {"refusals", s.refusals},
+      {"collisions", s.collisions},
+      {"superseded", s.superseded},
+      {"tokens_saved", s.tokens_saved},
   };
 }
 

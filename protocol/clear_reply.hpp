@@ -14,6 +14,8 @@ struct clear_reply {
 };
 
 // The clear route's body: {"cleared": [names], "tier": name}.
-inline void to_json(nlohmann::json& j, const clear_reply& r) { j = {{"cleared", r.cleared}, {"tier", r.tier}}; }
+inline void to_json(nlohmann::json& j, const clear_reply& r) {
+  j = {{"cleared", r.cleared}, {"tier", r.tier}};
+}
 
 }  // namespace anchorage

@@ -104,17 +104,28 @@ enum class fault : std::uint8_t {
 
 inline const char* fault_name(fault f) {
   switch (f) {
-    case fault::none: return "none";
-    case fault::truncated: return "truncated";
-    case fault::bad_magic: return "bad_magic";
-    case fault::bad_version: return "bad_version";
-    case fault::bad_header: return "bad_header";
-    case fault::foreign_engine: return "foreign_engine";
-    case fault::wrong_line: return "wrong_line";
-    case fault::wrong_prefix: return "wrong_prefix";
-    case fault::wrong_chunks: return "wrong_chunks";
-    case fault::layout_mismatch: return "layout_mismatch";
-    case fault::bad_crc: return "bad_crc";
+    case fault::none:
+      return "none";
+    case fault::truncated:
+      return "truncated";
+    case fault::bad_magic:
+      return "bad_magic";
+    case fault::bad_version:
+      return "bad_version";
+    case fault::bad_header:
+      return "bad_header";
+    case fault::foreign_engine:
+      return "foreign_engine";
+    case fault::wrong_line:
+      return "wrong_line";
+    case fault::wrong_prefix:
+      return "wrong_prefix";
+    case fault::wrong_chunks:
+      return "wrong_chunks";
+    case fault::layout_mismatch:
+      return "layout_mismatch";
+    case fault::bad_crc:
+      return "bad_crc";
   }
   return "unknown";
 }

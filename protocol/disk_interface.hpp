@@ -13,15 +13,13 @@ namespace anchorage {
 // Reads are answered at once from its own env (senders send them at high priority, so they pass
 // queued submissions); a submission is planned, handed to its disk writer and answered once
 // its results are committed; a drain is answered once no write is out.
-using disk_actor =
-    caf::typed_actor<caf::replies_to<disk_offer_atom, disk_offer_request>::with<disk_offer_reply>,
-                     caf::replies_to<disk_read_atom, disk_read_request>::with<disk_read_reply>,
-                     caf::replies_to<disk_plan_atom, disk_plan_request>::with<disk_write_lines>,
-                     caf::replies_to<disk_submit_atom, disk_submission_ptr>::with<disk_write_reply>,
-                     caf::reacts_to<generation_started_atom, std::uint64_t>,
-                     caf::reacts_to<generation_finished_atom, std::uint64_t>,
-                     caf::replies_to<stats_atom>::with<disk_stats>,
-                     caf::replies_to<clear_atom>::with<disk_clear_reply>,
-                     caf::replies_to<drain_atom>::with<disk_stats>>;
+using disk_actor = caf::typed_actor<
+    caf::replies_to<disk_offer_atom, disk_offer_request>::with<disk_offer_reply>,
+    caf::replies_to<disk_read_atom, disk_read_request>::with<disk_read_reply>,
+    caf::replies_to<disk_plan_atom, disk_plan_request>::with<disk_write_lines>,
+    caf::replies_to<disk_submit_atom, disk_submission_ptr>::with<disk_write_reply>,
+    caf::reacts_to<generation_started_atom, std::uint64_t>,
+    caf::reacts_to<generation_finished_atom, std::uint64_t>, caf::replies_to<stats_atom>::with<disk_stats>,
+    caf::replies_to<clear_atom>::with<disk_clear_reply>, caf::replies_to<drain_atom>::with<disk_stats>>;
 
 }  // namespace anchorage

@@ -73,19 +73,19 @@ enum class disk_read_kind { none, prefix, checkpoint };
 // failure (kind none) with what failed: the board then starts from what is in place, or cold.
 struct disk_read_reply {
   disk_read_kind kind = disk_read_kind::none;
-  std::shared_ptr<verified_read> prefix;          // kind prefix
+  std::shared_ptr<verified_read> prefix;            // kind prefix
   std::shared_ptr<verified_checkpoint> checkpoint;  // kind checkpoint
-  std::size_t line = 0;          // the length the apply leaves (the checkpoint's rows)
+  std::size_t line = 0;                             // the length the apply leaves (the checkpoint's rows)
   std::uint64_t bytes_read = 0;
   double read_ms = 0;
-  std::string error;             // what failed (also a checkpoint's failure before a prefix read)
+  std::string error;  // what failed (also a checkpoint's failure before a prefix read)
 };
 
 // What a request's prefill will write (admission, decided before it runs).
 struct disk_plan_request {
-  std::vector<std::int32_t> prompt;     // the served prompt
-  std::size_t resume = 0;               // where the prefill starts
-  bool exact = true;                    // an inexact start (a session resume) writes nothing
+  std::vector<std::int32_t> prompt;  // the served prompt
+  std::size_t resume = 0;            // where the prefill starts
+  bool exact = true;                 // an inexact start (a session resume) writes nothing
   std::string session_key;
   std::optional<std::size_t> user_start;  // where the last user message starts, when known
 };
@@ -114,12 +114,12 @@ struct disk_stats {
   long hits = 0, misses = 0, declined = 0, restore_failures = 0, write_failures = 0, refusals = 0,
        evictions = 0, superseded = 0, files_written = 0;
   std::uint64_t bytes_written = 0, bytes_read = 0;
-  long jobs = 0;                  // jobs submitted
-  std::size_t writes_out = 0;     // jobs at the writer now
+  long jobs = 0;               // jobs submitted
+  std::size_t writes_out = 0;  // jobs at the writer now
   long anchors_planned = 0;
   long long tokens_saved = 0;
   double read_bytes_per_s = 0;
-  std::uint64_t generation = 0;   // clears so far
+  std::uint64_t generation = 0;  // clears so far
   std::string folder;
 };
 
@@ -142,20 +142,20 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_stats)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_clear_reply)
 
 CAF_BEGIN_TYPE_ID_BLOCK(anchorage_disk, caf::id_block::anchorage::end)
-  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_offer_request))
-  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_offer_reply))
-  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_read_request))
-  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_read_reply))
-  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_plan_request))
-  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_write_lines))
-  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_submission_ptr))
-  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_write_reply))
-  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_stats))
-  CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_clear_reply))
-  CAF_ADD_ATOM(anchorage_disk, anchorage, disk_offer_atom, "dskoffer")
-  CAF_ADD_ATOM(anchorage_disk, anchorage, disk_read_atom, "dskread")
-  CAF_ADD_ATOM(anchorage_disk, anchorage, disk_plan_atom, "dskplan")
-  CAF_ADD_ATOM(anchorage_disk, anchorage, disk_submit_atom, "dsksubmit")
-  CAF_ADD_ATOM(anchorage_disk, anchorage, generation_started_atom, "genstart")
-  CAF_ADD_ATOM(anchorage_disk, anchorage, generation_finished_atom, "genend")
+CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_offer_request))
+CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_offer_reply))
+CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_read_request))
+CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_read_reply))
+CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_plan_request))
+CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_write_lines))
+CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_submission_ptr))
+CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_write_reply))
+CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_stats))
+CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_clear_reply))
+CAF_ADD_ATOM(anchorage_disk, anchorage, disk_offer_atom, "dskoffer")
+CAF_ADD_ATOM(anchorage_disk, anchorage, disk_read_atom, "dskread")
+CAF_ADD_ATOM(anchorage_disk, anchorage, disk_plan_atom, "dskplan")
+CAF_ADD_ATOM(anchorage_disk, anchorage, disk_submit_atom, "dsksubmit")
+CAF_ADD_ATOM(anchorage_disk, anchorage, generation_started_atom, "genstart")
+CAF_ADD_ATOM(anchorage_disk, anchorage, generation_finished_atom, "genend")
 CAF_END_TYPE_ID_BLOCK(anchorage_disk)

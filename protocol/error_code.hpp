@@ -31,7 +31,8 @@ inline error_code_text describe(error_code c) {
       return {403, "permission_error",
               "admin routes are off: start the server with --admin-token or ANCHORAGE_ADMIN_TOKEN", ""};
     case error_code::unauthorized:
-      return {401, "authentication_error", "this route needs the admin token (Authorization: Bearer TOKEN)", ""};
+      return {401, "authentication_error", "this route needs the admin token (Authorization: Bearer TOKEN)",
+              ""};
     case error_code::unknown_tier:
       // the names cache_tier_from_string() accepts (protocol/cache_source.hpp)
       return {400, "invalid_request_error", "unknown tier (all, resident, store, disk)", "tier"};

@@ -13,28 +13,25 @@ namespace anchorage {
 
 // What the board tells the conductor when a request ends, and its tiers' stats after anything
 // changed them.
-using done_receiver = caf::typed_actor<caf::reacts_to<done_atom, ledger_entry>,
-                                       caf::reacts_to<tiers_atom, cache_stats>>;
+using done_receiver =
+    caf::typed_actor<caf::reacts_to<done_atom, ledger_entry>, caf::reacts_to<tiers_atom, cache_stats>>;
 
 // The board: the only owner of the engine.
-using board_actor = caf::typed_actor<caf::reacts_to<run_atom, board_job>,
-                                     caf::reacts_to<step_atom>,
+using board_actor = caf::typed_actor<caf::reacts_to<run_atom, board_job>, caf::reacts_to<step_atom>,
                                      caf::reacts_to<cancel_atom, std::string>,
                                      caf::replies_to<clear_atom, cache_tier>::with<clear_reply>>;
 
 // The disk writer: writes a staged job's files through its own env and hands the job back, in
 // the order the jobs came (write-behind: the board never waits for it).
-using disk_writer_actor = caf::typed_actor<caf::replies_to<disk_write_atom, disk_job_ptr>::with<disk_job_ptr>>;
+using disk_writer_actor =
+    caf::typed_actor<caf::replies_to<disk_write_atom, disk_job_ptr>::with<disk_job_ptr>>;
 
 // The conductor: renders, looks up, queues, dispatches; keeps the ledger and the metrics.
-using conductor_actor = caf::typed_actor<caf::reacts_to<generate_atom, request_envelope>,
-                                         caf::reacts_to<cancel_atom, std::string>,
-                                         caf::reacts_to<done_atom, ledger_entry>,
-                                         caf::reacts_to<tiers_atom, cache_stats>,
-                                         caf::replies_to<stats_atom>::with<std::string>,
-                                         caf::replies_to<metrics_atom>::with<std::string>,
-                                         caf::replies_to<clear_atom, cache_tier>::with<clear_reply>,
-                                         caf::replies_to<drain_atom>::with<bool>>;
+using conductor_actor = caf::typed_actor<
+    caf::reacts_to<generate_atom, request_envelope>, caf::reacts_to<cancel_atom, std::string>,
+    caf::reacts_to<done_atom, ledger_entry>, caf::reacts_to<tiers_atom, cache_stats>,
+    caf::replies_to<stats_atom>::with<std::string>, caf::replies_to<metrics_atom>::with<std::string>,
+    caf::replies_to<clear_atom, cache_tier>::with<clear_reply>, caf::replies_to<drain_atom>::with<bool>>;
 
 // The admin: operator messages, token and tier checked (errors are error_code).
 using admin_actor = caf::typed_actor<caf::replies_to<clear_atom, std::string, std::string>::with<std::string>,

@@ -12,14 +12,14 @@ struct ledger_entry {
   request_kind route = request_kind::completion;  // "completions" or "chat" on the wire
   long prompt_tokens = 0;
   cache_source source = cache_source::cold;  // which tier answered
-  long resumed_at = 0;         // the position the prefill started from
-  long prefilled = 0;          // tokens forwarded by the prefill
+  long resumed_at = 0;                       // the position the prefill started from
+  long prefilled = 0;                        // tokens forwarded by the prefill
   double restore_ms = 0;
   double ttft_ms = 0;
   double total_ms = 0;
   long output_tokens = 0;
-  unsigned long long seed = 0; // the sampling seed used (the request's, or the fallback)
-  std::string finish_reason;   // stop, length, tool_calls, cancelled, error
+  unsigned long long seed = 0;  // the sampling seed used (the request's, or the fallback)
+  std::string finish_reason;    // stop, length, tool_calls, cancelled, error
 };
 
 }  // namespace anchorage

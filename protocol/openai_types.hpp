@@ -38,21 +38,21 @@ struct completion_request {
   std::optional<std::vector<std::int32_t>> prompt_tokens;  // each in [0, vocab size)
 
   // chat
-  std::vector<chat_message> messages;                 // non-empty
-  nlohmann::json tools = nlohmann::json::array();     // OpenAI tool definitions, as given
-  std::string tool_choice = "auto";                   // auto | none | required | function:NAME
-  bool enable_thinking = true;                        // chat_template_kwargs.enable_thinking
+  std::vector<chat_message> messages;              // non-empty
+  nlohmann::json tools = nlohmann::json::array();  // OpenAI tool definitions, as given
+  std::string tool_choice = "auto";                // auto | none | required | function:NAME
+  bool enable_thinking = true;                     // chat_template_kwargs.enable_thinking
 
   // both
   std::optional<long> max_tokens;  // max_completion_tokens or max_tokens, >= 1; absent = no limit
   double temperature = 1.0;        // [0, 2]
   double top_p = 1.0;              // (0, 1]
   std::optional<std::uint64_t> seed;
-  std::vector<std::string> stop;   // at most 4, each non-empty
+  std::vector<std::string> stop;  // at most 4, each non-empty
   // logit_bias: (token id in [0, vocab size), bias in [-100, 100]), at most 300, ascending ids
   std::vector<std::pair<std::int32_t, float>> logit_bias;
   bool stream = false;
-  bool include_usage = false;      // stream_options.include_usage, as sent (meaningful if stream)
+  bool include_usage = false;  // stream_options.include_usage, as sent (meaningful if stream)
   std::optional<std::string> prompt_cache_key;
   std::string user;
 };
@@ -70,8 +70,8 @@ struct x_cache_info {
   long prefilled_tokens = 0;    // prompt tokens actually forwarded
   double restore_ms = 0;
   double ttft_ms = 0;
-  std::string via;              // "", or what served it beyond the source: stash (a guest whose
-                                // rows were copied aside and back), side (a side slot), pin, park
+  std::string via;  // "", or what served it beyond the source: stash (a guest whose
+                    // rows were copied aside and back), side (a side slot), pin, park
 };
 
 // The assistant's turn, split the way OpenAI's chat message is.

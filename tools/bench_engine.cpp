@@ -27,11 +27,16 @@ int main(int argc, char** argv) {
   int decode_at = 32768, decode_tokens = 32;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--preset") preset = v;
-    else if (a == "--prefill") lengths = parse_list(v);
-    else if (a == "--decode-at") decode_at = std::stoi(v);
-    else if (a == "--decode-tokens") decode_tokens = std::stoi(v);
-    else if (a == "--device") device = v;
+    if (a == "--preset")
+      preset = v;
+    else if (a == "--prefill")
+      lengths = parse_list(v);
+    else if (a == "--decode-at")
+      decode_at = std::stoi(v);
+    else if (a == "--decode-tokens")
+      decode_tokens = std::stoi(v);
+    else if (a == "--device")
+      device = v;
     else {
       log_error() << "unknown argument " << a;
       return 2;
@@ -75,7 +80,9 @@ int main(int argc, char** argv) {
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < decode_tokens; ++i) e.decode(static_cast<token_id>(97 + i % 26));
       const double s = seconds_since(t0);
-      out["decode"] = {{"context", decode_at}, {"tokens", decode_tokens}, {"seconds", s},
+      out["decode"] = {{"context", decode_at},
+                       {"tokens", decode_tokens},
+                       {"seconds", s},
                        {"tokens_per_s", decode_tokens / s}};
     }
     std::cout << out.dump(2) << "\n";

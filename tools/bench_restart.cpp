@@ -3,8 +3,8 @@
 //   1. a server with --cache-dir answers a chat request (a long system message, a short user
 //      message) cold; the disk tier writes its chunk and anchor files behind (the admission's
 //      "first request" rule in docs/DISK_TIER.md: a session's first request gets anchors at the
-//      last 4 grid lines at or below where its last user message starts). Once /v1/cache/stats shows them written
-//      (tiers.disk.entries > 0, tiers.disk.staged_bytes == 0) the server is drained and destroyed;
+//      last 4 grid lines at or below where its last user message starts). Once /v1/cache/stats shows them
+//      written (tiers.disk.entries > 0, tiers.disk.staged_bytes == 0) the server is drained and destroyed;
 //   2. a new server on the same --cache-dir (its scan rebuilds the index) answers the same system
 //      message with another user message: resumed from the disk at the last anchor line;
 //   3. a server without --cache-dir answers that second request cold: the baseline.
@@ -73,7 +73,8 @@ std::string head_text(std::size_t n) {
 
 json chat_request(const std::string& head, const std::string& user, int max_tokens) {
   return {{"model", "anchorage"},
-          {"messages", json::array({{{"role", "system"}, {"content", head}}, {{"role", "user"}, {"content", user}}})},
+          {"messages",
+           json::array({{{"role", "system"}, {"content", head}}, {{"role", "user"}, {"content", user}}})},
           {"max_tokens", max_tokens},
           {"temperature", 0}};
 }
@@ -115,7 +116,8 @@ class live_server {
   json post(const std::string& path, const json& body) const {
     auto r = client()->Post(path.c_str(), body.dump(), "application/json");
     if (!r) die("POST " + path + ": " + httplib::to_string(r.error()));
-    if (r->status != 200) die("POST " + path + ": " + std::to_string(r->status) + " " + r->body.substr(0, 400));
+    if (r->status != 200)
+      die("POST " + path + ": " + std::to_string(r->status) + " " + r->body.substr(0, 400));
     return json::parse(r->body);
   }
   json stats() const {
@@ -151,7 +153,8 @@ json wait_written(const live_server& s, std::chrono::seconds within) {
     const json d = disk_stats(s.stats());
     if (d.is_object() && d.value("entries", 0) > 0 && d.value("staged_bytes", 1) == 0) return d;
     if (std::chrono::steady_clock::now() >= until) {
-      log_error() << "the disk tier wrote no anchor within " << within.count() << " s; its stats: " << d.dump();
+      log_error() << "the disk tier wrote no anchor within " << within.count()
+                  << " s; its stats: " << d.dump();
       std::exit(1);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -190,11 +193,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) die("missing value for " + a);
-    if (a == "--head-chars") head_chars = std::stoul(argv[++i]);
-    else if (a == "--dir") dir = argv[++i];
-    else if (a == "--preset") preset = argv[++i];
-    else if (a == "--max-tokens") max_tokens = std::stoi(argv[++i]);
-    else die("unknown flag " + a + " (flags: --head-chars --dir --preset --max-tokens)");
+    if (a == "--head-chars")
+      head_chars = std::stoul(argv[++i]);
+    else if (a == "--dir")
+      dir = argv[++i];
+    else if (a == "--preset")
+      preset = argv[++i];
+    else if (a == "--max-tokens")
+      max_tokens = std::stoi(argv[++i]);
+    else
+      die("unknown flag " + a + " (flags: --head-chars --dir --preset --max-tokens)");
   }
   // A folder of our own, so no earlier run's files are found at the first start.
   const std::string run_dir = dir + "/run-" + std::to_string(::getpid());
@@ -258,10 +266,12 @@ int main(int argc, char** argv) {
   out["restart_ttft_ms"] = restart_ttft;
   out["cold_over_restart"] = restart_ttft > 0 ? cold_ttft / restart_ttft : 0.0;
   out["restore_ms"] = restarted.value("restore_ms", 0.0);
-  out["disk"] = {{"after_first_request", written}, {"after_scan", after_scan}, {"after_restart", after_restart}};
+  out["disk"] = {
+      {"after_first_request", written}, {"after_scan", after_scan}, {"after_restart", after_restart}};
   std::cout << out.dump(2) << std::endl;
   if (restarted.value("source", "") != "disk") {
-    log_error() << "the restarted request was served from '" << restarted.value("source", "") << "', not from the disk";
+    log_error() << "the restarted request was served from '" << restarted.value("source", "")
+                << "', not from the disk";
     return 1;
   }
   return 0;

@@ -48,8 +48,10 @@ turn_timing first_token(engine& e, cache_tiers* tiers, const std::vector<token_i
   const auto t0 = clock_type::now();
   if (tiers) {
     t.offer = tiers->plan(prompt);
-    if (t.offer.source == cache_source::cold) e.reset();
-    else tiers->restore(e.cache_state(), t.offer);
+    if (t.offer.source == cache_source::cold)
+      e.reset();
+    else
+      tiers->restore(e.cache_state(), t.offer);
     tiers->begin(t.offer, e.cache_state());
   } else {
     t.offer.served = prompt;
@@ -70,8 +72,11 @@ turn_timing first_token(engine& e, cache_tiers* tiers, const std::vector<token_i
 }
 
 nlohmann::json timing_json(const turn_timing& t) {
-  return {{"source", t.offer.source}, {"resumed_at", t.offer.at}, {"prefilled", t.prefilled},
-          {"ttft_s", t.ttft_s}, {"restore_s", t.restore_s}};
+  return {{"source", t.offer.source},
+          {"resumed_at", t.offer.at},
+          {"prefilled", t.prefilled},
+          {"ttft_s", t.ttft_s},
+          {"restore_s", t.restore_s}};
 }
 
 }  // namespace
@@ -84,9 +89,12 @@ int main(int argc, char** argv) {
   int answer = 64, delta = 128;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--context") contexts = parse_list(v);
-    else if (a == "--answer") answer = std::stoi(v);
-    else if (a == "--delta") delta = std::stoi(v);
+    if (a == "--context")
+      contexts = parse_list(v);
+    else if (a == "--answer")
+      answer = std::stoi(v);
+    else if (a == "--delta")
+      delta = std::stoi(v);
     else if (!eo.parse(a, v)) {
       log_error() << "unknown argument " << a;
       return 2;
@@ -133,7 +141,7 @@ int main(int argc, char** argv) {
                            {"cold_over_end", cold.ttft_s / end.ttft_s},
                            {"cold_over_resident", cold.ttft_s / resident.ttft_s}});
     log_info() << "context " << L << ": cold " << cold.ttft_s << " s, end " << end.ttft_s << " s, resident "
-              << resident.ttft_s << " s";
+               << resident.ttft_s << " s";
   }
   std::cout << out.dump(2) << "\n";
   return 0;

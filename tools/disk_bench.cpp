@@ -280,7 +280,8 @@ nlohmann::json tier_bench(const std::string& size_name, const std::string& root,
   const state_layout layout = size_name == "seed" ? seed_layout(rows_needed) : small_layout(rows_needed);
   const std::size_t grid = static_cast<std::size_t>(layout.grid);
   const std::size_t line = chunks * grid;
-  if (layout.views.empty() || layout.views[0].capacity < line) die("layout capacity below " + std::to_string(line));
+  if (layout.views.empty() || layout.views[0].capacity < line)
+    die("layout capacity below " + std::to_string(line));
 
   const std::string dir = join_path(root, "tier-" + size_name);
   uring_env env;
@@ -380,7 +381,10 @@ nlohmann::json tier_bench(const std::string& size_name, const std::string& root,
     per_rep.push_back({{"tier_first", tier_first},
                        {"write_ratio", tw > 0 ? rw / tw : 0.0},
                        {"read_ratio", tr > 0 ? rr / tr : 0.0},
-                       {"tier_write_s", tw}, {"raw_write_s", rw}, {"tier_read_s", tr}, {"raw_read_s", rr}});
+                       {"tier_write_s", tw},
+                       {"raw_write_s", rw},
+                       {"tier_read_s", tr},
+                       {"raw_read_s", rr}});
   }
   // The CPU part, in memory and without files: encoding every file of one repetition (what
   // the tier's write does before write_atomic), then decoding and applying them (what its
@@ -389,7 +393,8 @@ nlohmann::json tier_bench(const std::string& size_name, const std::string& root,
   {
     std::vector<std::vector<unsigned char>> encoded;
     auto t0 = clock_type::now();
-    for (std::size_t b = grid; b <= line; b += grid) encoded.push_back(encode_chunk(staged_state(layout, w), b, w.tokens));
+    for (std::size_t b = grid; b <= line; b += grid)
+      encoded.push_back(encode_chunk(staged_state(layout, w), b, w.tokens));
     const std::vector<std::uint64_t> chain = chunk_hashes(w.tokens, line, grid);
     encoded.push_back(encode_anchor(staged_state(layout, w, &w.anchors[0]), line, chain));
     encode_s = seconds_since(t0);
@@ -474,14 +479,23 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) die("missing value for " + a);
-    if (a == "--dir") dir = argv[++i];
-    else if (a == "--size-mb") size_mb = std::stoul(argv[++i]);
-    else if (a == "--files") files = std::stoul(argv[++i]);
-    else if (a == "--tier-chunks") tier_chunks = std::stoul(argv[++i]);
-    else if (a == "--small-chunks") small_chunks = std::stoul(argv[++i]);
-    else if (a == "--tier-reps") tier_reps = std::stoul(argv[++i]);
-    else if (a == "--sizes") sizes = split(argv[++i]);
-    else die("unknown flag " + a + " (flags: --dir --size-mb --files --tier-chunks --small-chunks --tier-reps --sizes)");
+    if (a == "--dir")
+      dir = argv[++i];
+    else if (a == "--size-mb")
+      size_mb = std::stoul(argv[++i]);
+    else if (a == "--files")
+      files = std::stoul(argv[++i]);
+    else if (a == "--tier-chunks")
+      tier_chunks = std::stoul(argv[++i]);
+    else if (a == "--small-chunks")
+      small_chunks = std::stoul(argv[++i]);
+    else if (a == "--tier-reps")
+      tier_reps = std::stoul(argv[++i]);
+    else if (a == "--sizes")
+      sizes = split(argv[++i]);
+    else
+      die("unknown flag " + a +
+          " (flags: --dir --size-mb --files --tier-chunks --small-chunks --tier-reps --sizes)");
   }
   if (files > 0 && size_mb == 0) die("--size-mb must be positive");
   if (tier_chunks == 0 || small_chunks == 0 || tier_reps == 0)

@@ -36,17 +36,26 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
       const std::string v = argv[++i];
       if (opts.parse(a, v)) continue;
-      if (a == "--prompt") prompt = v;
-      else if (a == "--chat") chat = v;
-      else if (a == "--max-tokens") req.max_tokens = std::stoi(v);
-      else if (a == "--temperature") req.sampling.temperature = std::stof(v);
-      else if (a == "--top-p") req.sampling.top_p = std::stof(v);
-      else if (a == "--seed") req.sampling.seed = std::stoull(v);
-      else if (a == "--save-weights") save_path = v;
-      else throw std::invalid_argument("unknown flag " + a);
+      if (a == "--prompt")
+        prompt = v;
+      else if (a == "--chat")
+        chat = v;
+      else if (a == "--max-tokens")
+        req.max_tokens = std::stoi(v);
+      else if (a == "--temperature")
+        req.sampling.temperature = std::stof(v);
+      else if (a == "--top-p")
+        req.sampling.top_p = std::stof(v);
+      else if (a == "--seed")
+        req.sampling.seed = std::stoull(v);
+      else if (a == "--save-weights")
+        save_path = v;
+      else
+        throw std::invalid_argument("unknown flag " + a);
     }
     const model_config c = opts.config();
-    const tensor_map w = opts.weights_path ? load_weights(*opts.weights_path, c) : random_weights(c, opts.weights_seed);
+    const tensor_map w =
+        opts.weights_path ? load_weights(*opts.weights_path, c) : random_weights(c, opts.weights_seed);
     if (!save_path.empty()) save_weights(save_path, w, c);
     tokenizer tok;
     std::string text = prompt;

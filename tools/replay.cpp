@@ -26,18 +26,22 @@ int main(int argc, char** argv) {
                    "JSON summary per trace. Exit status: 0 all match, 1 a mismatch, 2 an error.\n";
       return 0;
     }
-    if (a.rfind("--", 0) == 0) flags.push_back(a);
-    else traces.push_back(a);
+    if (a.rfind("--", 0) == 0)
+      flags.push_back(a);
+    else
+      traces.push_back(a);
   }
   if (traces.empty()) {
-    std::cerr << "anchorage-replay: no trace given (usage: anchorage-replay [--FLAG=VALUE ...] TRACE.jsonl ...)\n";
+    std::cerr
+        << "anchorage-replay: no trace given (usage: anchorage-replay [--FLAG=VALUE ...] TRACE.jsonl ...)\n";
     return 2;
   }
   int status = 0;
   for (const auto& path : traces) {
     try {
       const anchorage::replay_report r = anchorage::replay_trace(path, flags);
-      std::cout << anchorage::to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+      std::cout << anchorage::to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                << std::endl;
       if (!r.ok() && status == 0) status = 1;
     } catch (const std::exception& e) {
       std::cout << nlohmann::json{{"trace", path}, {"ok", false}, {"error", e.what()}}.dump(

@@ -48,16 +48,16 @@ float lane_sum(const float* x, int n) {
 // Tiled ("flash") attention: the query heads sharing a kv head are stacked into one matrix;
 // blocks of its rows meet blocks of keys, with a running max and sum per row, so no score
 // matrix larger than one tile is ever written. Keys past a row's position are skipped.
-void attention(const float* q, const float* k, const float* v, float* o,
-               const attention_shape& sh, float* scratch) {
+void attention(const float* q, const float* k, const float* v, float* o, const attention_shape& sh,
+               float* scratch) {
   const int group = sh.n_q / sh.n_kv;
   const int rows = group * sh.m;
   const int hd = sh.head_dim;
-  float* qs = scratch;                                // rows * hd
-  float* os = qs + static_cast<long>(rows) * hd;      // rows * hd
-  float* mx = os + static_cast<long>(rows) * hd;      // rows
-  float* sum = mx + rows;                             // rows
-  float* s = sum + rows;                              // row_block * key_block
+  float* qs = scratch;                            // rows * hd
+  float* os = qs + static_cast<long>(rows) * hd;  // rows * hd
+  float* mx = os + static_cast<long>(rows) * hd;  // rows
+  float* sum = mx + rows;                         // rows
+  float* s = sum + rows;                          // row_block * key_block
   auto pos = [&](int r) { return sh.pos0 + r % sh.m; };
   const float neg_inf = -std::numeric_limits<float>::infinity();
 

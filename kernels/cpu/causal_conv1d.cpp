@@ -8,8 +8,7 @@
 
 namespace anchorage::kernels::cpu {
 
-void causal_conv1d(const float* x, const float* w, float* tail, float* y, int rows, int channels,
-                   int ksize) {
+void causal_conv1d(const float* x, const float* w, float* tail, float* y, int rows, int channels, int ksize) {
   const int hist = ksize - 1;
   const std::size_t ch = static_cast<std::size_t>(channels);
   // in = [old tail | x], row t of x at in + (hist + t) * ch

@@ -6,8 +6,8 @@
 
 namespace anchorage::kernels::cpu {
 
-void gated_rmsnorm(const float* x, const float* z, const float* w, float* y, int rows, int heads,
-                   int dim, float eps) {
+void gated_rmsnorm(const float* x, const float* z, const float* w, float* y, int rows, int heads, int dim,
+                   float eps) {
   const long groups = static_cast<long>(rows) * heads;
   for (long g = 0; g < groups; ++g) {
     const float* xg = x + g * dim;

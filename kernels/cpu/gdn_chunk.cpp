@@ -25,14 +25,14 @@ struct head_chunk {
 void run_head_chunk(const head_chunk& x, float* scratch) {
   const gdn_shape& sh = x.sh;
   const int c = x.c, dk = sh.dk, dv = sh.dv, hv = sh.hv, ld = sh.stride;
-  float* t = scratch;              // c*c : A, then T
-  float* qk = t + c * c;           // c*c
-  float* u = qk + c * c;           // c*dv: VB, then U
-  float* vn = u + c * dv;          // c*dv
-  float* qs = vn + c * dv;         // c*dv
-  float* w = qs + c * dv;          // c*dk: KB, then W
-  float* kd = w + c * dk;          // c*dk
-  float* gc = kd + c * dk;         // c
+  float* t = scratch;       // c*c : A, then T
+  float* qk = t + c * c;    // c*c
+  float* u = qk + c * c;    // c*dv: VB, then U
+  float* vn = u + c * dv;   // c*dv
+  float* qs = vn + c * dv;  // c*dv
+  float* w = qs + c * dv;   // c*dk: KB, then W
+  float* kd = w + c * dk;   // c*dk
+  float* gc = kd + c * dk;  // c
 
   float acc = 0.0f;
   for (int i = 0; i < c; ++i) {
@@ -100,8 +100,8 @@ void run_head_chunk(const head_chunk& x, float* scratch) {
 
 }  // namespace
 
-void gdn_chunk(const float* qkv, const float* g, const float* beta, float* s, float* o,
-               const gdn_shape& sh, float* scratch) {
+void gdn_chunk(const float* qkv, const float* g, const float* beta, float* s, float* o, const gdn_shape& sh,
+               float* scratch) {
   const int group = sh.hv / sh.hk;
   for (int t0 = 0; t0 < sh.tokens; t0 += sh.chunk) {
     const int c = std::min(sh.chunk, sh.tokens - t0);

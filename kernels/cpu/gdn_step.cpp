@@ -5,8 +5,7 @@
 
 namespace anchorage::kernels::cpu {
 
-void gdn_step(const float* qkv, const float* g, const float* beta, float* s, float* o,
-              const gdn_shape& sh) {
+void gdn_step(const float* qkv, const float* g, const float* beta, float* s, float* o, const gdn_shape& sh) {
   const int group = sh.hv / sh.hk;
   std::vector<float> d(static_cast<std::size_t>(sh.dv));
   for (int t = 0; t < sh.tokens; ++t) {

@@ -4,8 +4,8 @@
 
 namespace anchorage::kernels::cpu {
 
-void rmsnorm(const float* x, int x_stride, const float* w, float* y, int y_stride, int rows,
-             int dim, float eps) {
+void rmsnorm(const float* x, int x_stride, const float* w, float* y, int y_stride, int rows, int dim,
+             float eps) {
   for (int r = 0; r < rows; ++r) {
     const float* xr = x + static_cast<long>(r) * x_stride;
     float* yr = y + static_cast<long>(r) * y_stride;

@@ -22,10 +22,10 @@ __global__ void __launch_bounds__(kThreads)
     attention_kernel(const float* q, const float* k, const float* v, float* o, attention_shape sh) {
   extern __shared__ float smem[];
   const int hd = sh.head_dim;
-  float* qs = smem;          // hd: the query row
-  float* acc = qs + hd;      // hd: unnormalised output
-  float* p = acc + hd;       // kThreads: the tile's probabilities
-  float* red = p + kThreads; // kThreads: reduction buffer
+  float* qs = smem;           // hd: the query row
+  float* acc = qs + hd;       // hd: unnormalised output
+  float* p = acc + hd;        // kThreads: the tile's probabilities
+  float* red = p + kThreads;  // kThreads: reduction buffer
 
   const int tid = threadIdx.x;
   const int h = blockIdx.x % sh.n_q;
@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(kThreads)
     const float e = live ? expf(s - new_max) : 0.0f;
     p[tid] = e;
     const float tile_sum = cuda_impl::block_sum<kThreads>(e, red);  // its barriers publish p
-    const float corr = expf(run_max - new_max);                      // 0 on the first tile
+    const float corr = expf(run_max - new_max);                     // 0 on the first tile
     run_sum = run_sum * corr + tile_sum;
     run_max = new_max;
     const int n = min(kThreads, last + 1 - tile0);
@@ -79,8 +79,8 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void attention(const float* q, const float* k, const float* v, float* o,
-               const attention_shape& shape, float* scratch) {
+void attention(const float* q, const float* k, const float* v, float* o, const attention_shape& shape,
+               float* scratch) {
   (void)scratch;
   if (shape.m <= 0 || shape.n_q <= 0 || shape.head_dim <= 0) return;
   const long blocks = static_cast<long>(shape.m) * shape.n_q;

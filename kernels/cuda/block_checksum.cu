@@ -25,8 +25,7 @@ __device__ __forceinline__ u64 load_word(const unsigned char* base, long i) {
 // atomicAdd per block and sum: all in integers mod 2^64, so the result does not depend on the
 // order (unlike a floating-point atomic).
 template <bool ALIGNED>
-__global__ void __launch_bounds__(kThreads)
-    checksum_kernel(const unsigned char* base, long words, u64* out) {
+__global__ void __launch_bounds__(kThreads) checksum_kernel(const unsigned char* base, long words, u64* out) {
   __shared__ u64 r0[kThreads];
   __shared__ u64 r1[kThreads];
   u64 s0 = 0, s1 = 0;

@@ -6,10 +6,9 @@ namespace anchorage::kernels::cuda {
 namespace {
 
 // in(t, c) for t in [-hist, rows): the tail, then x.
-__device__ __forceinline__ float conv_in(const float* x, const float* tail, int t, int c,
-                                         int channels, int hist) {
-  return t < 0 ? tail[static_cast<long>(t + hist) * channels + c]
-               : x[static_cast<long>(t) * channels + c];
+__device__ __forceinline__ float conv_in(const float* x, const float* tail, int t, int c, int channels,
+                                         int hist) {
+  return t < 0 ? tail[static_cast<long>(t + hist) * channels + c] : x[static_cast<long>(t) * channels + c];
 }
 
 // Pass 1: one thread per (t, c) output; reads the old tail, never writes it.
@@ -41,8 +40,7 @@ __global__ void tail_kernel(const float* x, float* tail, int rows, int channels,
 
 }  // namespace
 
-void causal_conv1d(const float* x, const float* w, float* tail, float* y, int rows, int channels,
-                   int ksize) {
+void causal_conv1d(const float* x, const float* w, float* tail, float* y, int rows, int channels, int ksize) {
   if (rows <= 0 || channels <= 0 || ksize <= 0) return;
   const int threads = cuda_impl::kElementThreads;
   const long total = static_cast<long>(rows) * channels;

@@ -5,8 +5,7 @@
 namespace anchorage::kernels::cuda {
 namespace {
 
-__global__ void embed_kernel(const std::int32_t* ids, const float* table, float* out, int rows,
-                             int dim) {
+__global__ void embed_kernel(const std::int32_t* ids, const float* table, float* out, int rows, int dim) {
   const long total = static_cast<long>(rows) * dim;
   for (long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<long>(gridDim.x) * blockDim.x) {

@@ -9,8 +9,7 @@ constexpr int kThreads = 128;
 
 // One block per (row, head) group of dim floats, groups contiguous; fixed-tree sum of squares.
 __global__ void __launch_bounds__(kThreads)
-    gated_rmsnorm_kernel(const float* x, const float* z, const float* w, float* y, int dim,
-                         float eps) {
+    gated_rmsnorm_kernel(const float* x, const float* z, const float* w, float* y, int dim, float eps) {
   __shared__ float red[kThreads];
   const long off = static_cast<long>(blockIdx.x) * dim;
   const float* xg = x + off;
@@ -28,8 +27,8 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void gated_rmsnorm(const float* x, const float* z, const float* w, float* y, int rows, int heads,
-                   int dim, float eps) {
+void gated_rmsnorm(const float* x, const float* z, const float* w, float* y, int rows, int heads, int dim,
+                   float eps) {
   const long groups = static_cast<long>(rows) * heads;
   if (groups <= 0 || dim <= 0) return;
   gated_rmsnorm_kernel<<<static_cast<unsigned>(groups), kThreads>>>(x, z, w, y, dim, eps);

@@ -26,8 +26,8 @@ constexpr int kThreads = 512;
 // Every dot product runs over its index in increasing order: no atomics, fixed arithmetic, the
 // same bits on every run.
 __global__ void __launch_bounds__(kThreads)
-    gdn_chunk_kernel(const float* qkv, const float* g, const float* beta, float* s, float* o,
-                     gdn_shape sh, float* work, long per_head) {
+    gdn_chunk_kernel(const float* qkv, const float* g, const float* beta, float* s, float* o, gdn_shape sh,
+                     float* work, long per_head) {
   const int h = blockIdx.x;
   const int tid = threadIdx.x;
   const int kh = h / (sh.hv / sh.hk);
@@ -181,15 +181,15 @@ __global__ void __launch_bounds__(kThreads)
 
 // scratch (gdn_chunk_scratch(shape) floats, enough for one head) is not used: the heads run in
 // parallel, each with its own workspace, taken from the stream-ordered pool for this call.
-void gdn_chunk(const float* qkv, const float* g, const float* beta, float* s, float* o,
-               const gdn_shape& sh, float* scratch) {
+void gdn_chunk(const float* qkv, const float* g, const float* beta, float* s, float* o, const gdn_shape& sh,
+               float* scratch) {
   (void)scratch;
   if (sh.tokens <= 0 || sh.hv <= 0) return;
   if (sh.chunk <= 0) throw std::invalid_argument("gdn_chunk: shape.chunk must be positive");
   const long per_head = gdn_chunk_scratch(sh);
   cuda_impl::stream_buffer work(static_cast<std::size_t>(per_head) * sh.hv * sizeof(float));
-  gdn_chunk_kernel<<<static_cast<unsigned>(sh.hv), kThreads>>>(qkv, g, beta, s, o, sh,
-                                                              work.as<float>(), per_head);
+  gdn_chunk_kernel<<<static_cast<unsigned>(sh.hv), kThreads>>>(qkv, g, beta, s, o, sh, work.as<float>(),
+                                                               per_head);
   CUDA_CHECK_LAUNCH();
 }
 

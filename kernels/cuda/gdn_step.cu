@@ -12,8 +12,7 @@ constexpr int kThreads = 128;
 // column (d_j = beta (v_j - sum_i S[i][j] k_i), S[i][j] += k_i d_j, o_j = sum_i S[i][j] q_i), so
 // there is no communication, and each sum runs over i in increasing order, as on the CPU.
 __global__ void __launch_bounds__(kThreads)
-    gdn_step_kernel(const float* qkv, const float* g, const float* beta, float* s, float* o,
-                    gdn_shape sh) {
+    gdn_step_kernel(const float* qkv, const float* g, const float* beta, float* s, float* o, gdn_shape sh) {
   const int h = blockIdx.x;
   const int j = blockIdx.y * kThreads + threadIdx.x;
   if (j >= sh.dv) return;
@@ -48,8 +47,7 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void gdn_step(const float* qkv, const float* g, const float* beta, float* s, float* o,
-              const gdn_shape& sh) {
+void gdn_step(const float* qkv, const float* g, const float* beta, float* s, float* o, const gdn_shape& sh) {
   if (sh.tokens <= 0 || sh.hv <= 0 || sh.dv <= 0) return;
   const dim3 grid(static_cast<unsigned>(sh.hv), static_cast<unsigned>((sh.dv + kThreads - 1) / kThreads));
   gdn_step_kernel<<<grid, kThreads>>>(qkv, g, beta, s, o, sh);

@@ -10,11 +10,11 @@ namespace anchorage::kernels::cuda {
 //   A [m x k] row-major, ld lda  == column-major A^T [k x m]            -> CUBLAS_OP_N
 //   B [k x n] row-major (!trans_b) == column-major B^T [n x k] = op(B)^T -> CUBLAS_OP_N
 //   B [n x k] row-major (trans_b)  == column-major B^T [k x n]; op(B)^T = B -> CUBLAS_OP_T
-void gemm(bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
-          int ldb, float beta, float* c, int ldc) {
+void gemm(bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+          float beta, float* c, int ldc) {
   if (m <= 0 || n <= 0) return;
-  CUBLAS_CHECK(cublasSgemm(cuda_impl::cublas_handle(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                           CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+  CUBLAS_CHECK(cublasSgemm(cuda_impl::cublas_handle(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, m,
+                           k, &alpha, b, ldb, a, lda, &beta, c, ldc));
 }
 
 }  // namespace anchorage::kernels::cuda

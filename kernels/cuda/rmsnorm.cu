@@ -11,8 +11,7 @@ constexpr int kThreads = 256;
 // fixed tree over the block; x and y may alias (every read of the row precedes the tree's
 // barriers, every write follows them).
 __global__ void __launch_bounds__(kThreads)
-    rmsnorm_kernel(const float* x, int x_stride, const float* w, float* y, int y_stride, int dim,
-                   float eps) {
+    rmsnorm_kernel(const float* x, int x_stride, const float* w, float* y, int y_stride, int dim, float eps) {
   __shared__ float red[kThreads];
   const float* xr = x + static_cast<long>(blockIdx.x) * x_stride;
   float* yr = y + static_cast<long>(blockIdx.x) * y_stride;
@@ -25,8 +24,8 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void rmsnorm(const float* x, int x_stride, const float* w, float* y, int y_stride, int rows,
-             int dim, float eps) {
+void rmsnorm(const float* x, int x_stride, const float* w, float* y, int y_stride, int rows, int dim,
+             float eps) {
   if (rows <= 0 || dim <= 0) return;
   rmsnorm_kernel<<<rows, kThreads>>>(x, x_stride, w, y, y_stride, dim, eps);
   CUDA_CHECK_LAUNCH();

@@ -6,8 +6,7 @@ namespace anchorage::kernels::cuda {
 namespace {
 
 // One thread per (row, head, i < head_dim/2) pair; the angle in double, as on the CPU.
-__global__ void rope_kernel(float* x, int stride, int rows, int heads, int head_dim, int pos0,
-                            float base) {
+__global__ void rope_kernel(float* x, int stride, int rows, int heads, int head_dim, int pos0, float base) {
   const int half = head_dim / 2;
   const long total = static_cast<long>(rows) * heads * half;
   for (long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
@@ -36,8 +35,7 @@ void rope(float* x, int stride, int rows, int heads, int head_dim, int pos0, flo
   const long total = static_cast<long>(rows) * heads * (head_dim / 2);
   if (total <= 0) return;
   const int threads = cuda_impl::kElementThreads;
-  rope_kernel<<<cuda_impl::grid_for(total, threads), threads>>>(x, stride, rows, heads, head_dim,
-                                                                pos0, base);
+  rope_kernel<<<cuda_impl::grid_for(total, threads), threads>>>(x, stride, rows, heads, head_dim, pos0, base);
   CUDA_CHECK_LAUNCH();
 }
 

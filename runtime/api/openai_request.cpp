@@ -43,9 +43,7 @@ const json* field(const json& obj, const char* key) {
   return &*it;
 }
 
-std::string dump_compact(const json& v) {
-  return v.dump(-1, ' ', false, json::error_handler_t::replace);
-}
+std::string dump_compact(const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 // The opt_* readers store obj[key] into `out` when it is present and not null, and leave `out`
 // alone otherwise; `param` names the field in errors.
@@ -67,15 +65,14 @@ failure opt_bool(const json& obj, const char* key, const std::string& param, boo
 }
 
 // A number in [lo, hi], or in (lo, hi] when lo_open.
-failure opt_ranged(const json& obj, const char* key, double lo, double hi, bool lo_open,
-                   double& out) {
+failure opt_ranged(const json& obj, const char* key, double lo, double hi, bool lo_open, double& out) {
   const json* v = field(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_number()) return wrong_type(key, "a number", *v);
   const double x = v->get<double>();
   if ((lo_open ? x <= lo : x < lo) || x > hi) {
-    return invalid(key, std::string(key) + " must be in " + (lo_open ? "(" : "[") +
-                            json(lo).dump() + ", " + json(hi).dump() + "], got " + v->dump());
+    return invalid(key, std::string(key) + " must be in " + (lo_open ? "(" : "[") + json(lo).dump() + ", " +
+                            json(hi).dump() + "], got " + v->dump());
   }
   out = x;
   return std::nullopt;
@@ -117,13 +114,12 @@ failure read_logit_bias(const json& body, completion_request& r) {
                             std::to_string(vocab_size()) + ")");
     }
     if (!bias.is_number()) {
-      return invalid(p, "logit_bias[" + json(key).dump() + "] must be a number, got " +
-                            std::string(bias.type_name()));
+      return invalid(
+          p, "logit_bias[" + json(key).dump() + "] must be a number, got " + std::string(bias.type_name()));
     }
     const double b = bias.get<double>();
     if (b < -max_logit_bias || b > max_logit_bias) {
-      return invalid(p, "logit_bias[" + json(key).dump() + "] must be in [-100, 100], got " +
-                            bias.dump());
+      return invalid(p, "logit_bias[" + json(key).dump() + "] must be in [-100, 100], got " + bias.dump());
     }
     out.emplace_back(static_cast<std::int32_t>(id), static_cast<float>(b));
   }
@@ -231,8 +227,7 @@ failure read_prompt(const json& body, completion_request& r) {
     const json& x = (*one)[i];
     if (!x.is_number_unsigned() || x.get<std::uint64_t>() >= std::uint64_t(vocab_size())) {
       return invalid("prompt", "prompt[" + std::to_string(i) + "] = " + x.dump() +
-                                   " is not a token id in [0, " + std::to_string(vocab_size()) +
-                                   ")");
+                                   " is not a token id in [0, " + std::to_string(vocab_size()) + ")");
     }
     ids.push_back(static_cast<std::int32_t>(x.get<std::uint64_t>()));
   }
@@ -242,8 +237,7 @@ failure read_prompt(const json& body, completion_request& r) {
 
 // Checks `obj` has type "function" (required unless type_optional) and a "function" object
 // with a non-empty string "name", which it stores in `name`.
-failure read_function(const json& obj, const std::string& p, bool type_optional,
-                      std::string& name) {
+failure read_function(const json& obj, const std::string& p, bool type_optional, std::string& name) {
   const json* type = field(obj, "type");
   if ((type || !type_optional) && (!type || *type != "function")) {
     return invalid(p + ".type", p + ".type must be \"function\"");
@@ -397,8 +391,7 @@ failure read_tool_choice(const json& body, completion_request& r) {
   if (v->is_string()) {
     const std::string& s = v->get_ref<const std::string&>();
     if (s != "auto" && s != "none" && s != "required") {
-      return invalid("tool_choice", std::string("tool_choice must be ") + expected + ", got \"" +
-                                        s + "\"");
+      return invalid("tool_choice", std::string("tool_choice must be ") + expected + ", got \"" + s + "\"");
     }
     r.tool_choice = s;
   } else if (v->is_object()) {
@@ -427,27 +420,24 @@ failure read_chat(const json& body, completion_request& r) {
   if (auto e = read_tool_choice(body, r)) return e;
   if (const json* v = field(body, "chat_template_kwargs")) {
     if (!v->is_object()) return wrong_type("chat_template_kwargs", "an object", *v);
-    return opt_bool(*v, "enable_thinking", "chat_template_kwargs.enable_thinking",
-                    r.enable_thinking);
+    return opt_bool(*v, "enable_thinking", "chat_template_kwargs.enable_thinking", r.enable_thinking);
   }
   return std::nullopt;
 }
 
 }  // namespace
 
-std::variant<completion_request, api_error> parse_request(std::string_view body,
-                                                          request_kind kind) {
+std::variant<completion_request, api_error> parse_request(std::string_view body, request_kind kind) {
   bool too_deep = false;
-  const json::parser_callback_t limit_depth = [&too_deep](int depth, json::parse_event_t,
-                                                           json&) {
+  const json::parser_callback_t limit_depth = [&too_deep](int depth, json::parse_event_t, json&) {
     if (depth > max_json_depth) too_deep = true;
     return !too_deep;  // once too deep, keep nothing: the result is rejected anyway
   };
   const json parsed = json::parse(body.begin(), body.end(), limit_depth,
                                   /*allow_exceptions=*/false);
   if (too_deep) {
-    return invalid("", "the request body is nested deeper than " +
-                           std::to_string(max_json_depth) + " levels");
+    return invalid("",
+                   "the request body is nested deeper than " + std::to_string(max_json_depth) + " levels");
   }
   if (parsed.is_discarded()) return invalid("", "the request body is not valid JSON");
   if (!parsed.is_object()) return invalid("", "the request body must be a JSON object");

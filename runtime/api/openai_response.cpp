@@ -6,8 +6,7 @@ namespace {
 
 using json = nlohmann::json;
 
-json envelope(const char* object, const std::string& id, std::int64_t created,
-              const std::string& model) {
+json envelope(const char* object, const std::string& id, std::int64_t created, const std::string& model) {
   return json{{"id", id}, {"object", object}, {"created", created}, {"model", model}};
 }
 
@@ -31,15 +30,14 @@ json tool_call_json(const tool_call& call) {
               {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
 }
 
-json chat_chunk(const std::string& id, std::int64_t created, const std::string& model,
-                json choice) {
+json chat_chunk(const std::string& id, std::int64_t created, const std::string& model, json choice) {
   json chunk = envelope("chat.completion.chunk", id, created, model);
   chunk["choices"] = json::array({std::move(choice)});
   return chunk;
 }
 
-json usage_chunk(const char* object, const std::string& id, std::int64_t created,
-                 const std::string& model, const usage_info& usage, const x_cache_info& x_cache) {
+json usage_chunk(const char* object, const std::string& id, std::int64_t created, const std::string& model,
+                 const usage_info& usage, const x_cache_info& x_cache) {
   json chunk = envelope(object, id, created, model);
   chunk["choices"] = json::array();
   chunk["usage"] = usage_json(usage);
@@ -84,8 +82,8 @@ std::string chat_finish_reason(const assistant_output& output, const std::string
 }
 
 json completion_body(const std::string& id, std::int64_t created, const std::string& model,
-                     const std::string& text, const std::string& finish_reason,
-                     const usage_info& usage, const x_cache_info& x_cache) {
+                     const std::string& text, const std::string& finish_reason, const usage_info& usage,
+                     const x_cache_info& x_cache) {
   json body = envelope("text_completion", id, created, model);
   body["choices"] = json::array({text_choice(text, &finish_reason)});
   body["usage"] = usage_json(usage);
@@ -94,8 +92,8 @@ json completion_body(const std::string& id, std::int64_t created, const std::str
 }
 
 json chat_body(const std::string& id, std::int64_t created, const std::string& model,
-               const assistant_output& output, const std::string& finish_reason,
-               const usage_info& usage, const x_cache_info& x_cache) {
+               const assistant_output& output, const std::string& finish_reason, const usage_info& usage,
+               const x_cache_info& x_cache) {
   json message = {{"role", "assistant"}};
   const bool null_content = output.content.empty() && !output.tool_calls.empty();
   message["content"] = null_content ? json(nullptr) : json(output.content);
@@ -116,8 +114,7 @@ json chat_body(const std::string& id, std::int64_t created, const std::string& m
 }
 
 json chat_chunk_role(const std::string& id, std::int64_t created, const std::string& model) {
-  return chat_chunk(id, created, model,
-                    chat_choice_delta({{"role", "assistant"}, {"content", ""}}, nullptr));
+  return chat_chunk(id, created, model, chat_choice_delta({{"role", "assistant"}, {"content", ""}}, nullptr));
 }
 
 json chat_chunk_delta(const std::string& id, std::int64_t created, const std::string& model,

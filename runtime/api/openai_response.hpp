@@ -29,10 +29,9 @@ std::string chat_finish_reason(const assistant_output& output, const std::string
 
 // {"id","object":"text_completion","created","model",
 //  "choices":[{"index":0,"text","logprobs":null,"finish_reason"}],"usage","x_cache"}
-nlohmann::json completion_body(const std::string& id, std::int64_t created,
-                               const std::string& model, const std::string& text,
-                               const std::string& finish_reason, const usage_info& usage,
-                               const x_cache_info& x_cache);
+nlohmann::json completion_body(const std::string& id, std::int64_t created, const std::string& model,
+                               const std::string& text, const std::string& finish_reason,
+                               const usage_info& usage, const x_cache_info& x_cache);
 
 // {"id","object":"chat.completion","created","model","choices":[{"index":0,"message":
 //  {"role":"assistant","content","reasoning_content"?,"tool_calls"?},"logprobs":null,
@@ -46,31 +45,28 @@ nlohmann::json chat_body(const std::string& id, std::int64_t created, const std:
 // Chat streaming: {"id","object":"chat.completion.chunk","created","model",
 //  "choices":[{"index":0,"delta":{...},"logprobs":null,"finish_reason"}]}.
 // First chunk: delta {"role":"assistant","content":""}, finish_reason null.
-nlohmann::json chat_chunk_role(const std::string& id, std::int64_t created,
-                               const std::string& model);
+nlohmann::json chat_chunk_role(const std::string& id, std::int64_t created, const std::string& model);
 // delta {"reasoning_content"}, {"content"} or {"tool_calls":[{"index","id","type":"function",
 // "function":{"name","arguments"}}]}; finish_reason null.
-nlohmann::json chat_chunk_delta(const std::string& id, std::int64_t created,
-                                const std::string& model, const output_delta& delta);
+nlohmann::json chat_chunk_delta(const std::string& id, std::int64_t created, const std::string& model,
+                                const output_delta& delta);
 // delta {} with the finish_reason (pass chat_finish_reason's answer).
-nlohmann::json chat_chunk_finish(const std::string& id, std::int64_t created,
-                                 const std::string& model, const std::string& finish_reason);
+nlohmann::json chat_chunk_finish(const std::string& id, std::int64_t created, const std::string& model,
+                                 const std::string& finish_reason);
 // "choices":[] with "usage" and "x_cache": the last chunk when include_usage was asked for.
-nlohmann::json chat_chunk_usage(const std::string& id, std::int64_t created,
-                                const std::string& model, const usage_info& usage,
-                                const x_cache_info& x_cache);
+nlohmann::json chat_chunk_usage(const std::string& id, std::int64_t created, const std::string& model,
+                                const usage_info& usage, const x_cache_info& x_cache);
 
 // Completion streaming: {"id","object":"text_completion","created","model",
 //  "choices":[{"index":0,"text","logprobs":null,"finish_reason"}]}.
-nlohmann::json completion_chunk(const std::string& id, std::int64_t created,
-                                const std::string& model, const std::string& text);
+nlohmann::json completion_chunk(const std::string& id, std::int64_t created, const std::string& model,
+                                const std::string& text);
 // text "" with the finish_reason.
-nlohmann::json completion_chunk_finish(const std::string& id, std::int64_t created,
-                                       const std::string& model, const std::string& finish_reason);
+nlohmann::json completion_chunk_finish(const std::string& id, std::int64_t created, const std::string& model,
+                                       const std::string& finish_reason);
 // "choices":[] with "usage" and "x_cache".
-nlohmann::json completion_chunk_usage(const std::string& id, std::int64_t created,
-                                      const std::string& model, const usage_info& usage,
-                                      const x_cache_info& x_cache);
+nlohmann::json completion_chunk_usage(const std::string& id, std::int64_t created, const std::string& model,
+                                      const usage_info& usage, const x_cache_info& x_cache);
 
 // "data: <compact json>\n\n"
 std::string sse_data(const nlohmann::json& value);

@@ -8,7 +8,10 @@ namespace anchorage {
 
 sse_encoder::sse_encoder(request_kind kind, std::string id, std::int64_t created, std::string model,
                          bool include_usage)
-    : kind_(kind), id_(std::move(id)), created_(created), model_(std::move(model)),
+    : kind_(kind),
+      id_(std::move(id)),
+      created_(created),
+      model_(std::move(model)),
       include_usage_(include_usage) {}
 
 std::vector<std::string> sse_encoder::open() {
@@ -53,9 +56,15 @@ void sse_encoder::add_deltas(const std::vector<output_delta>& deltas, std::vecto
     else
       out.push_back(sse_data(completion_chunk(id_, created_, model_, d.text)));
     switch (d.what) {
-      case output_delta::kind::reasoning: streamed_.reasoning += d.text; break;
-      case output_delta::kind::content: streamed_.content += d.text; break;
-      case output_delta::kind::tool_call: streamed_.tool_calls.push_back(d.call); break;
+      case output_delta::kind::reasoning:
+        streamed_.reasoning += d.text;
+        break;
+      case output_delta::kind::content:
+        streamed_.content += d.text;
+        break;
+      case output_delta::kind::tool_call:
+        streamed_.tool_calls.push_back(d.call);
+        break;
     }
   }
 }
@@ -64,11 +73,13 @@ void sse_encoder::add_deltas(const std::vector<output_delta>& deltas, std::vecto
 // finished event's own output (the whole turn), not from what was streamed.
 void sse_encoder::add_finish(const stream_event& ev, std::vector<std::string>& out) const {
   if (kind_ == request_kind::chat) {
-    out.push_back(sse_data(chat_chunk_finish(id_, created_, model_, chat_finish_reason(ev.output, ev.finish_reason))));
+    out.push_back(
+        sse_data(chat_chunk_finish(id_, created_, model_, chat_finish_reason(ev.output, ev.finish_reason))));
     if (include_usage_) out.push_back(sse_data(chat_chunk_usage(id_, created_, model_, ev.usage, ev.cache)));
   } else {
     out.push_back(sse_data(completion_chunk_finish(id_, created_, model_, ev.finish_reason)));
-    if (include_usage_) out.push_back(sse_data(completion_chunk_usage(id_, created_, model_, ev.usage, ev.cache)));
+    if (include_usage_)
+      out.push_back(sse_data(completion_chunk_usage(id_, created_, model_, ev.usage, ev.cache)));
   }
 }
 

@@ -30,8 +30,7 @@ namespace anchorage {
 
 class sse_encoder {
  public:
-  sse_encoder(request_kind kind, std::string id, std::int64_t created, std::string model,
-              bool include_usage);
+  sse_encoder(request_kind kind, std::string id, std::int64_t created, std::string model, bool include_usage);
 
   // The chunks that open the stream (chat: the role chunk; completions: none). A second call,
   // or one after feed(), answers nothing.

@@ -18,7 +18,8 @@ namespace anchorage {
 // Not thread-safe: one owner (the board).
 class anchor_set {
  public:
-  explicit anchor_set(memory_budget& budget, budget_pool pool = budget_pool::resident, std::size_t keep_newest = 4);
+  explicit anchor_set(memory_budget& budget, budget_pool pool = budget_pool::resident,
+                      std::size_t keep_newest = 4);
   ~anchor_set();
   anchor_set(const anchor_set&) = delete;
   anchor_set& operator=(const anchor_set&) = delete;

@@ -10,8 +10,8 @@ namespace anchorage {
 enum class budget_pool : std::uint8_t { resident, store, stash, pin, park };
 inline constexpr std::size_t budget_pool_count = 5;
 
-// The device tiers' budget (docs/CACHES.md, "Budgets"): every device copy a cache keeps (anchors, snapshots, and later the
-// stash, the pinned head and the parked session) is held to the limit of its pool. A cache asks
+// The device tiers' budget (docs/CACHES.md, "Budgets"): every device copy a cache keeps (anchors, snapshots,
+// and later the stash, the pinned head and the parked session) is held to the limit of its pool. A cache asks
 // before it allocates or copies anything; a refusal decides only where a later prefill starts
 // (a colder start), never a token.
 //

@@ -114,13 +114,15 @@ void resident_prefix::after_prefill_step(const state_adapter& state, kernels::ba
 
 void resident_prefix::end_generation(const state_adapter& state, kernels::backend where, end_record record) {
   const std::size_t e = state.valid_length();
-  if (record.rows.size() != e) throw std::logic_error("resident_prefix: the end record does not match the rows");
+  if (record.rows.size() != e)
+    throw std::logic_error("resident_prefix: the end record does not match the rows");
   tokens_ = record.rows;
   taint_ = std::min(taint_, record.prompt_len);
   // The earlier answers' spans lie below the prompt's end; the record's are the output's.
   auto merged = [](std::vector<token_span> earlier, const std::vector<token_span>& output, std::size_t p) {
-    earlier.erase(std::remove_if(earlier.begin(), earlier.end(), [p](const token_span& s) { return s.second > p; }),
-                  earlier.end());
+    earlier.erase(
+        std::remove_if(earlier.begin(), earlier.end(), [p](const token_span& s) { return s.second > p; }),
+        earlier.end());
     earlier.insert(earlier.end(), output.begin(), output.end());
     return earlier;
   };

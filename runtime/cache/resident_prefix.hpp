@@ -15,10 +15,10 @@
 
 namespace anchorage {
 
-// A conversation's rows set aside before another request overwrites them (docs/CACHES.md, "Interruptions"): the
-// pinned head (kind pin: the same session's head, e.g. before a compaction request) or the
-// parked session (kind park: another session's request replaced it). Rows [from, end) of
-// `tokens`, grid anchors over them, and for a parked session its end anchor.
+// A conversation's rows set aside before another request overwrites them (docs/CACHES.md, "Interruptions"):
+// the pinned head (kind pin: the same session's head, e.g. before a compaction request) or the parked session
+// (kind park: another session's request replaced it). Rows [from, end) of `tokens`, grid anchors over them,
+// and for a parked session its end anchor.
 struct saved_prompt {
   cache_via kind = cache_via::pin;            // pin or park
   std::vector<token_id> tokens;               // what rows [0, rows.last()) held
@@ -28,16 +28,18 @@ struct saved_prompt {
   state_copy end_copy;
   std::vector<token_span> reasoning, hidden;  // the earlier answers' spans
   std::size_t taint = 0;
-  std::size_t bytes = 0;                      // reserved in the pool of `kind` (pool_of)
+  std::size_t bytes = 0;  // reserved in the pool of `kind` (pool_of)
 };
 
 // The budget pool a set-aside prompt of `kind` (pin or park) is held in.
-constexpr budget_pool pool_of(cache_via kind) { return kind == cache_via::park ? budget_pool::park : budget_pool::pin; }
+constexpr budget_pool pool_of(cache_via kind) {
+  return kind == cache_via::park ? budget_pool::park : budget_pool::pin;
+}
 
 struct resident_options {
-  bool end_anchor = true;         // --end-anchor
-  bool end_align = true;          // --end-align
-  std::size_t keep_newest = 4;    // anchors never evicted
+  bool end_anchor = true;       // --end-anchor
+  bool end_align = true;        // --end-align
+  std::size_t keep_newest = 4;  // anchors never evicted
 };
 
 // The resident prefix (docs/CACHES.md): the rows the last request left in the engine's own
@@ -117,11 +119,11 @@ class resident_prefix {
   memory_budget& budget_;
   resident_options opts_;
   budget_pool pool_;
-  std::vector<token_id> tokens_;   // what rows [0, tokens_.size()) hold
-  std::size_t taint_ = 0;          // rows [0, taint_) are a cold grid prefill's
-  std::vector<token_id> served_;   // the running request's prompt
+  std::vector<token_id> tokens_;                // what rows [0, tokens_.size()) hold
+  std::size_t taint_ = 0;                       // rows [0, taint_) are a cold grid prefill's
+  std::vector<token_id> served_;                // the running request's prompt
   std::vector<token_span> reasoning_, hidden_;  // spans of earlier answers in tokens_
-  bool exact_run_ = false;         // the running prefill started from an exact state
+  bool exact_run_ = false;                      // the running prefill started from an exact state
   anchor_set anchors_;
   std::optional<end_record> end_;
   state_copy end_copy_;

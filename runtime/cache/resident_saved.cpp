@@ -1,4 +1,5 @@
-// The resident prefix's set-aside prompts: the pinned head and the parked session (docs/CACHES.md, "Interruptions").
+// The resident prefix's set-aside prompts: the pinned head and the parked session (docs/CACHES.md,
+// "Interruptions").
 #include <algorithm>
 #include <stdexcept>
 
@@ -18,7 +19,8 @@ std::vector<std::size_t> spread(const std::vector<std::size_t>& positions, std::
 
 }  // namespace
 
-bool resident_prefix::set_aside(const state_adapter& state, kernels::backend where, cache_via kind, std::size_t from) {
+bool resident_prefix::set_aside(const state_adapter& state, kernels::backend where, cache_via kind,
+                                std::size_t from) {
   if (auto it = saved_.find(kind); it != saved_.end()) {
     release_saved(it->second);
     saved_.erase(it);
@@ -45,13 +47,15 @@ bool resident_prefix::set_aside(const state_adapter& state, kernels::backend whe
   } else {
     chosen = spread(above, 8);
   }
-  const bool with_end = kind == cache_via::park && end_ && end_->rows.size() <= rows_held && end_->rows.size() > from;
+  const bool with_end =
+      kind == cache_via::park && end_ && end_->rows.size() <= rows_held && end_->rows.size() > from;
 
   // As many rows from `from` as the pool holds beside the anchors that stand on them.
   const std::size_t avail = budget_.free(pool_of(kind));
   const std::size_t extras = chosen.size() * section_b + (with_end ? section_b : 0);
   std::size_t end = avail > extras ? std::min(rows_held, from + (avail - extras) / row_b) : from;
-  chosen.erase(std::remove_if(chosen.begin(), chosen.end(), [end](std::size_t p) { return p > end; }), chosen.end());
+  chosen.erase(std::remove_if(chosen.begin(), chosen.end(), [end](std::size_t p) { return p > end; }),
+               chosen.end());
   const bool keep_end = with_end && end_->rows.size() <= end;
   // The anchors that did not fit leave room for more rows.
   const std::size_t kept_extras = chosen.size() * section_b + (keep_end ? section_b : 0);
@@ -141,7 +145,8 @@ std::optional<resume_offer> resident_prefix::offer_saved(const saved_prompt& s,
 
 void resident_prefix::bring_back(state_adapter& into, kernels::backend where, const resume_offer& o) {
   auto it = saved_.find(o.via);
-  if (it == saved_.end()) throw std::logic_error(std::string("resident_prefix: no ") + to_string(o.via) + " to bring back");
+  if (it == saved_.end())
+    throw std::logic_error(std::string("resident_prefix: no ") + to_string(o.via) + " to bring back");
   saved_prompt s = std::move(it->second);
   saved_.erase(it);
   // Its bytes leave the pool as it comes back. For a moment the copy and the parked rows in
@@ -164,12 +169,15 @@ void resident_prefix::bring_back(state_adapter& into, kernels::backend where, co
   }
   ++saved_hits;
   if (o.source == cache_source::end) {
-    if (!end_ || end_->rows.size() != o.at) throw std::logic_error("resident_prefix: the parked end anchor did not fit");
+    if (!end_ || end_->rows.size() != o.at)
+      throw std::logic_error("resident_prefix: the parked end anchor did not fit");
     end_copy_.restore(into, o.at);
     return;
   }
   const state_copy* c = anchors_.at(o.at);
-  if (!c) throw std::logic_error(std::string("resident_prefix: the ") + to_string(o.via) + " anchor at " + std::to_string(o.at) + " did not fit");
+  if (!c)
+    throw std::logic_error(std::string("resident_prefix: the ") + to_string(o.via) + " anchor at " +
+                           std::to_string(o.at) + " did not fit");
   c->restore(into, o.at);
 }
 

@@ -13,13 +13,13 @@ namespace anchorage {
 // coordinator turns into one), and the board restores what the coordinator chose.
 struct resume_offer {
   cache_source source = cache_source::cold;  // cold | resident | end | store | disk | checkpoint
-  std::size_t at = 0;             // the restored state covers served[0, at)
-  std::vector<token_id> served;   // the prompt to run: the client's, or the end alignment's
-  bool exact = true;              // a grid state (a cold prefill's bits), not a session resume
-  std::size_t exact_to = 0;       // rows [0, exact_to) of the restored state are a cold prefill's
-  bool rows_replaced = false;     // the restore wrote rows (a snapshot), not only sections
-  bool aligned = false;           // the end alignment changed the prompt (reasoning, hidden spans)
-  cache_via via = cache_via::none;  // what else served it: stash | side | pin | park
+  std::size_t at = 0;                        // the restored state covers served[0, at)
+  std::vector<token_id> served;              // the prompt to run: the client's, or the end alignment's
+  bool exact = true;                         // a grid state (a cold prefill's bits), not a session resume
+  std::size_t exact_to = 0;                  // rows [0, exact_to) of the restored state are a cold prefill's
+  bool rows_replaced = false;                // the restore wrote rows (a snapshot), not only sections
+  bool aligned = false;                      // the end alignment changed the prompt (reasoning, hidden spans)
+  cache_via via = cache_via::none;           // what else served it: stash | side | pin | park
 };
 
 }  // namespace anchorage

@@ -13,8 +13,7 @@ std::uint64_t state_store::default_hash(const token_id* ids, std::size_t n) {
   return XXH3_64bits(ids, n * sizeof(token_id));
 }
 
-state_store::state_store(memory_budget& budget, budget_pool pool, std::size_t entry_cap_bytes,
-                         hash_fn hash)
+state_store::state_store(memory_budget& budget, budget_pool pool, std::size_t entry_cap_bytes, hash_fn hash)
     : budget_(budget), pool_(pool), entry_cap_(entry_cap_bytes), hash_(std::move(hash)) {
   if (!hash_) throw std::invalid_argument("state_store: an empty hash function");
 }

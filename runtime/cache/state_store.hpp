@@ -65,8 +65,8 @@ class state_store {
   // again); false, with a refusal counted, when it is over the per-entry cap or cannot fit in
   // the pool even empty. Throws std::invalid_argument when tokens is empty or longer than
   // from.valid_length(), or kind is neither "session" nor "prefix"; nothing changes then.
-  bool insert(const std::vector<token_id>& tokens, const state_adapter& from,
-              kernels::backend where, std::string kind);
+  bool insert(const std::vector<token_id>& tokens, const state_adapter& from, kernels::backend where,
+              std::string kind);
 
   // The longest entry whose tokens are a prefix of `prompt` and whose length is <= max_len (a
   // caller that must forward at least one token passes prompt.size() - 1). A hit is touched as
@@ -92,7 +92,7 @@ class state_store {
   long hits() const { return hits_; }
   long misses() const { return misses_; }
   long evictions() const { return evictions_; }
-  long refusals() const { return refusals_; }    // inserts refused (cap or pool)
+  long refusals() const { return refusals_; }      // inserts refused (cap or pool)
   long collisions() const { return collisions_; }  // lookup candidates refused by the token check
   long superseded() const { return superseded_; }
   std::size_t tokens_saved() const { return tokens_saved_; }

@@ -39,10 +39,9 @@ std::uint32_t crc32_extend(std::uint32_t crc, const void* data, std::size_t n) {
                         e = load_le32(p + 12);
     c = tables[15][a & 0xFF] ^ tables[14][(a >> 8) & 0xFF] ^ tables[13][(a >> 16) & 0xFF] ^
         tables[12][a >> 24] ^ tables[11][b & 0xFF] ^ tables[10][(b >> 8) & 0xFF] ^
-        tables[9][(b >> 16) & 0xFF] ^ tables[8][b >> 24] ^ tables[7][d & 0xFF] ^
-        tables[6][(d >> 8) & 0xFF] ^ tables[5][(d >> 16) & 0xFF] ^ tables[4][d >> 24] ^
-        tables[3][e & 0xFF] ^ tables[2][(e >> 8) & 0xFF] ^ tables[1][(e >> 16) & 0xFF] ^
-        tables[0][e >> 24];
+        tables[9][(b >> 16) & 0xFF] ^ tables[8][b >> 24] ^ tables[7][d & 0xFF] ^ tables[6][(d >> 8) & 0xFF] ^
+        tables[5][(d >> 16) & 0xFF] ^ tables[4][d >> 24] ^ tables[3][e & 0xFF] ^ tables[2][(e >> 8) & 0xFF] ^
+        tables[1][(e >> 16) & 0xFF] ^ tables[0][e >> 24];
   }
   for (; n > 0; --n, ++p) c = (c >> 8) ^ tables[0][(c ^ *p) & 0xFF];
   return ~c;

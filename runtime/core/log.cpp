@@ -35,9 +35,12 @@ log_sink& sink() {
 
 const char* prefix(log_level level) {
   switch (level) {
-    case log_level::warn: return "anchorage: warning: ";
-    case log_level::error: return "anchorage: error: ";
-    default: return "anchorage: ";
+    case log_level::warn:
+      return "anchorage: warning: ";
+    case log_level::error:
+      return "anchorage: error: ";
+    default:
+      return "anchorage: ";
   }
 }
 
@@ -53,8 +56,7 @@ log_sink set_log_sink(log_sink s) {
   return s;
 }
 
-log_line::log_line(log_level level)
-    : level_(level), on_(static_cast<int>(level) >= threshold().load()) {}
+log_line::log_line(log_level level) : level_(level), on_(static_cast<int>(level) >= threshold().load()) {}
 
 log_line::~log_line() {
   if (!on_) return;

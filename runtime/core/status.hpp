@@ -32,7 +32,7 @@ class status {
 template <class T>
 class expected {
  public:
-  expected(T value) : value_(std::move(value)) {}  // NOLINT: implicit, as a return value
+  expected(T value) : value_(std::move(value)) {}             // NOLINT: implicit, as a return value
   expected(status failure) : failure_(std::move(failure)) {}  // NOLINT
   bool has_value() const { return value_.has_value(); }
   explicit operator bool() const { return has_value(); }

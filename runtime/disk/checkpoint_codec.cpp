@@ -18,19 +18,16 @@ decode_result<std::vector<token_id>> tokens_block(const unsigned char* d, std::s
                                                   const df::checkpoint_header& h) {
   using R = decode_result<std::vector<token_id>>;
   if (h.token_count > (size - h.header_bytes) / df::token_bytes)
-    return R::failure(fault::truncated,
-                      num(size) + " bytes, the tokens block needs " +
-                          num(h.header_bytes + h.token_count * df::token_bytes));
+    return R::failure(fault::truncated, num(size) + " bytes, the tokens block needs " +
+                                            num(h.header_bytes + h.token_count * df::token_bytes));
   const unsigned char* tok = d + h.header_bytes;
   const std::size_t n = static_cast<std::size_t>(h.token_count);
   const std::uint32_t c = crc32(tok, n * df::token_bytes);
   if (c != h.tokens_crc)
-    return R::failure(fault::bad_crc,
-                      "tokens block: crc32 " + hex(c) + ", stored " + hex(h.tokens_crc));
+    return R::failure(fault::bad_crc, "tokens block: crc32 " + hex(c) + ", stored " + hex(h.tokens_crc));
   R r;
   r.value.resize(n);
-  for (std::size_t i = 0; i < n; ++i)
-    r.value[i] = static_cast<token_id>(get_u32(tok + df::token_bytes * i));
+  for (std::size_t i = 0; i < n; ++i) r.value[i] = static_cast<token_id>(get_u32(tok + df::token_bytes * i));
   return r;
 }
 
@@ -40,8 +37,8 @@ std::size_t checkpoint_file_bytes(const state_layout& l, std::size_t token_count
   if (token_count < 2)
     throw std::invalid_argument("checkpoint_file_bytes: " + num(token_count) +
                                 " ids (a checkpoint holds a prompt id and a pending one at least)");
-  return checkpoint_header_bytes(l.sections.size(), l.views.size()) +
-         token_count * df::token_bytes + l.section_bytes() + (token_count - 1) * l.row_bytes();
+  return checkpoint_header_bytes(l.sections.size(), l.views.size()) + token_count * df::token_bytes +
+         l.section_bytes() + (token_count - 1) * l.row_bytes();
 }
 
 std::vector<unsigned char> encode_checkpoint(const state_adapter& from, const checkpoint_meta& m) {
@@ -49,14 +46,12 @@ std::vector<unsigned char> encode_checkpoint(const state_adapter& from, const ch
   const state_layout& l = from.layout();
   const std::vector<token_id>& t = m.tokens;
   if (m.prompt_tokens == 0 || m.prompt_tokens >= t.size())
-    throw std::invalid_argument("encode_checkpoint: prompt_tokens " + num(m.prompt_tokens) +
-                                " of " + num(t.size()) +
-                                " ids (needs a prompt id and a pending output id after it)");
+    throw std::invalid_argument("encode_checkpoint: prompt_tokens " + num(m.prompt_tokens) + " of " +
+                                num(t.size()) + " ids (needs a prompt id and a pending output id after it)");
   const std::size_t rows = t.size() - 1;
   if (from.valid_length() != rows)
-    throw std::invalid_argument("encode_checkpoint: the state holds " +
-                                num(from.valid_length()) + " rows, the " + num(t.size()) +
-                                " ids make " + num(rows));
+    throw std::invalid_argument("encode_checkpoint: the state holds " + num(from.valid_length()) +
+                                " rows, the " + num(t.size()) + " ids make " + num(rows));
   const std::size_t hb = checkpoint_header_bytes(l.sections.size(), l.views.size());
   bytes out(checkpoint_file_bytes(l, t.size()), 0);
   put_u64(out, o::magic, df::checkpoint_magic);
@@ -94,8 +89,7 @@ std::vector<unsigned char> encode_checkpoint(const state_adapter& from, const ch
   return out;
 }
 
-decode_result<df::checkpoint_header> read_checkpoint_header(const unsigned char* d,
-                                                            std::size_t size) {
+decode_result<df::checkpoint_header> read_checkpoint_header(const unsigned char* d, std::size_t size) {
   namespace o = df::checkpoint_offset;
   using R = decode_result<df::checkpoint_header>;
   if (size < df::checkpoint_fixed_bytes)
@@ -103,8 +97,7 @@ decode_result<df::checkpoint_header> read_checkpoint_header(const unsigned char*
                                             num(df::checkpoint_fixed_bytes));
   const std::uint64_t m = get_u64(d);
   if (m == df::chunk_magic) return R::failure(fault::bad_magic, "not a checkpoint file (a chunk)");
-  if (m == df::anchor_magic)
-    return R::failure(fault::bad_magic, "not a checkpoint file (an anchor)");
+  if (m == df::anchor_magic) return R::failure(fault::bad_magic, "not a checkpoint file (an anchor)");
   if (m != df::checkpoint_magic)
     return R::failure(fault::bad_magic, "not a checkpoint file (magic " + hex(m) + ")");
   const std::uint32_t version = get_u32(d + o::version);
@@ -118,7 +111,8 @@ decode_result<df::checkpoint_header> read_checkpoint_header(const unsigned char*
   if (!r.ok()) return r;
   auto& h = r.value;
   static_assert(o::header_bytes == df::chunk_offset::header_bytes && o::grid == df::chunk_offset::grid &&
-                    o::fingerprint == df::chunk_offset::fingerprint && o::file_bytes == df::chunk_offset::file_bytes,
+                    o::fingerprint == df::chunk_offset::fingerprint &&
+                    o::file_bytes == df::chunk_offset::file_bytes,
                 "get_common_fields reads the chunk format's offsets");
   get_common_fields(d, version, h);
   h.key_hash = get_u64(d + o::key_hash);
@@ -144,16 +138,14 @@ decode_result<df::checkpoint_header> read_checkpoint_header(const unsigned char*
   return r;
 }
 
-decode_result<std::vector<token_id>> read_checkpoint_tokens(const unsigned char* d,
-                                                            std::size_t size) {
+decode_result<std::vector<token_id>> read_checkpoint_tokens(const unsigned char* d, std::size_t size) {
   const auto hr = read_checkpoint_header(d, size);
   if (!hr.ok()) return forward<std::vector<token_id>>(hr);
   return tokens_block(d, size, hr.value);
 }
 
 decode_result<checkpoint_read> decode_checkpoint(const unsigned char* d, std::size_t size,
-                                                 const state_layout& l,
-                                                 const std::vector<token_id>& prompt,
+                                                 const state_layout& l, const std::vector<token_id>& prompt,
                                                  std::uint64_t expected_key_hash) {
   using R = decode_result<checkpoint_read>;
   const auto hr = read_checkpoint_header(d, size);
@@ -171,16 +163,13 @@ decode_result<checkpoint_read> decode_checkpoint(const unsigned char* d, std::si
   // The fingerprint does not cover capacities: an engine with a shorter context cannot hold it.
   for (const auto& v : l.views)
     if (h.rows > v.capacity)
-      return R::failure(fault::layout_mismatch, "rows [0, " + num(h.rows) +
-                                                    ") past the capacity of view " + v.name +
-                                                    " (" + num(v.capacity) + " rows)");
+      return R::failure(fault::layout_mismatch, "rows [0, " + num(h.rows) + ") past the capacity of view " +
+                                                    v.name + " (" + num(v.capacity) + " rows)");
   // Bounds token_count before the length is computed from it.
   if (h.token_count > size / df::token_bytes)
-    return R::failure(fault::truncated,
-                      num(size) + " bytes, " + num(h.token_count) + " ids need more");
+    return R::failure(fault::truncated, num(size) + " bytes, " + num(h.token_count) + " ids need more");
   const auto rows = static_cast<std::size_t>(h.rows);
-  if (!check_length(r, h.file_bytes,
-                    checkpoint_file_bytes(l, static_cast<std::size_t>(h.token_count)), size))
+  if (!check_length(r, h.file_bytes, checkpoint_file_bytes(l, static_cast<std::size_t>(h.token_count)), size))
     return r;
 
   // The ids: their crc first (a flipped bit is damage, not another request), then the key,
@@ -196,9 +185,9 @@ decode_result<checkpoint_read> decode_checkpoint(const unsigned char* d, std::si
                                                " tokens, the request's " + num(prompt.size()));
   for (std::size_t i = 0; i < prompt.size(); ++i)
     if (ids[i] != prompt[i])
-      return R::failure(fault::wrong_prefix, "token at position " + num(i) + " is " +
-                                                 std::to_string(ids[i]) + " in the file, " +
-                                                 std::to_string(prompt[i]) + " in the prompt");
+      return R::failure(fault::wrong_prefix, "token at position " + num(i) + " is " + std::to_string(ids[i]) +
+                                                 " in the file, " + std::to_string(prompt[i]) +
+                                                 " in the prompt");
 
   const unsigned char* at = d + h.header_bytes + ids.size() * df::token_bytes;
   r.value.sections.resize(l.sections.size());
@@ -209,9 +198,8 @@ decode_result<checkpoint_read> decode_checkpoint(const unsigned char* d, std::si
     const std::size_t n = rows * h.views[i].size;
     const std::uint32_t c = crc32(at, n);
     if (c != h.views[i].crc)
-      return R::failure(fault::bad_crc, "view " + h.views[i].name + " rows [0, " + num(rows) +
-                                            "): crc32 " + hex(c) + ", stored " +
-                                            hex(h.views[i].crc));
+      return R::failure(fault::bad_crc, "view " + h.views[i].name + " rows [0, " + num(rows) + "): crc32 " +
+                                            hex(c) + ", stored " + hex(h.views[i].crc));
     r.value.rows[view_to[i]].assign(at, at + n);
     at += n;
   }
@@ -226,8 +214,7 @@ decode_result<checkpoint_read> decode_checkpoint(const unsigned char* d, std::si
 }
 
 decode_result<checkpoint_read> decode_checkpoint(const std::vector<unsigned char>& bytes,
-                                                 const state_layout& l,
-                                                 const std::vector<token_id>& prompt,
+                                                 const state_layout& l, const std::vector<token_id>& prompt,
                                                  std::uint64_t expected_key_hash) {
   return decode_checkpoint(bytes.data(), bytes.size(), l, prompt, expected_key_hash);
 }
@@ -236,28 +223,24 @@ void apply_checkpoint(state_adapter& into, const checkpoint_read& read) {
   const state_layout& l = into.layout();
   if (read.fingerprint != l.fingerprint || read.sections.size() != l.sections.size() ||
       read.rows.size() != l.views.size())
-    throw std::invalid_argument(
-        "apply_checkpoint: the checkpoint was decoded against another layout");
+    throw std::invalid_argument("apply_checkpoint: the checkpoint was decoded against another layout");
   if (read.meta.tokens.size() < 2)
     throw std::invalid_argument("apply_checkpoint: " + num(read.meta.tokens.size()) +
                                 " ids, no pending token");
   const std::size_t rows = read.meta.tokens.size() - 1;
   for (std::size_t s = 0; s < l.sections.size(); ++s)
     if (read.sections[s].size() != l.sections[s].bytes)
-      throw std::invalid_argument("apply_checkpoint: section " + l.sections[s].name +
-                                  " has the wrong size");
+      throw std::invalid_argument("apply_checkpoint: section " + l.sections[s].name + " has the wrong size");
   for (std::size_t v = 0; v < l.views.size(); ++v) {
     if (read.rows[v].size() != rows * l.views[v].bytes_per_token)
       throw std::invalid_argument("apply_checkpoint: rows of view " + l.views[v].name +
                                   " have the wrong size");
     if (rows > l.views[v].capacity)
-      throw std::out_of_range("apply_checkpoint: rows [0, " + num(rows) +
-                              ") past the capacity of view " + l.views[v].name);
+      throw std::out_of_range("apply_checkpoint: rows [0, " + num(rows) + ") past the capacity of view " +
+                              l.views[v].name);
   }
-  for (std::size_t s = 0; s < l.sections.size(); ++s)
-    into.copy_section_in(s, read.sections[s].data());
-  for (std::size_t v = 0; v < l.views.size(); ++v)
-    into.copy_rows_in(v, 0, rows, read.rows[v].data());
+  for (std::size_t s = 0; s < l.sections.size(); ++s) into.copy_section_in(s, read.sections[s].data());
+  for (std::size_t v = 0; v < l.views.size(); ++v) into.copy_rows_in(v, 0, rows, read.rows[v].data());
   into.set_valid_length(rows);
 }
 

@@ -34,8 +34,7 @@ std::size_t checkpoint_file_bytes(const state_layout& layout, std::size_t token_
 // Every section, rows [0, rows) of every view and the ids. Throws std::invalid_argument unless
 // from.valid_length() == meta.tokens.size() - 1 and 1 <= meta.prompt_tokens < tokens.size()
 // (at least the pending output id), or when a name does not fit an entry.
-std::vector<unsigned char> encode_checkpoint(const state_adapter& from,
-                                             const checkpoint_meta& meta);
+std::vector<unsigned char> encode_checkpoint(const state_adapter& from, const checkpoint_meta& meta);
 
 // Checks the header alone (magic, version, sizes, header crc, the fields' consistency): what a
 // scan needs to index a file. Does not check the file's length against the header.
@@ -44,8 +43,7 @@ decode_result<disk_format::checkpoint_header> read_checkpoint_header(const unsig
 
 // The header, then the tokens block and its crc: the ids of a checkpoint for a listing, from
 // the file's first header_bytes + 4 * token_count bytes (the rest may be absent).
-decode_result<std::vector<token_id>> read_checkpoint_tokens(const unsigned char* data,
-                                                            std::size_t size);
+decode_result<std::vector<token_id>> read_checkpoint_tokens(const unsigned char* data, std::size_t size);
 
 // A verified checkpoint: sections[s] holds layout section s, rows[v] rows [0, rows) of layout
 // view v, with rows = meta.tokens.size() - 1.

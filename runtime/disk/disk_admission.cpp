@@ -11,8 +11,7 @@ disk_admission::disk_admission(disk_admission_options options) : options_(option
   if (options_.capacity == 0) throw std::invalid_argument("disk_admission: capacity must be >= 1");
 }
 
-admission_plan disk_admission::plan(const std::vector<token_id>& tokens,
-                                    const admission_request& req) {
+admission_plan disk_admission::plan(const std::vector<token_id>& tokens, const admission_request& req) {
   if (req.grid == 0) throw std::invalid_argument("disk_admission: grid must be > 0");
   admission_plan out;
   const std::size_t g = req.grid;

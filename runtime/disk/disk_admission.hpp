@@ -1,6 +1,7 @@
 #pragma once
 // What the disk tier writes for one request, decided before its prefill
-// (docs/DISK_TIER.md, "What is written"). A pure policy: token ids and line numbers in, a plan out; no file, no engine, no clock.
+// (docs/DISK_TIER.md, "What is written"). A pure policy: token ids and line numbers in, a plan out; no file,
+// no engine, no clock.
 //
 // Lines are multiples of the grid. Line b's chunk file holds rows [b - grid, b); an anchor file
 // at b holds the sections at b and is usable only with every chunk below it on disk. A line's key
@@ -41,18 +42,18 @@
 namespace anchorage {
 
 struct disk_admission_options {
-  std::size_t min_tokens = 4096;           // prompts shorter than this write nothing
-  std::size_t capacity = 65536;            // keys the counting map holds at most (>= 1)
-  std::size_t first_request_anchors = 4;   // rule 2's line count
+  std::size_t min_tokens = 4096;          // prompts shorter than this write nothing
+  std::size_t capacity = 65536;           // keys the counting map holds at most (>= 1)
+  std::size_t first_request_anchors = 4;  // rule 2's line count
 };
 
 // One request, as the caller knows it before the prefill.
 struct admission_request {
-  std::size_t grid = 1024;                  // the prefill's grid (> 0)
-  std::size_t resume = 0;                   // the prefill starts here; lines <= it are cached
-  std::optional<std::size_t> taint;         // no row at or above it may be written; none: no limit
-  bool first_request = false;               // the session's first request
-  std::optional<std::size_t> user_start;    // token index where the last user message starts
+  std::size_t grid = 1024;                // the prefill's grid (> 0)
+  std::size_t resume = 0;                 // the prefill starts here; lines <= it are cached
+  std::optional<std::size_t> taint;       // no row at or above it may be written; none: no limit
+  bool first_request = false;             // the session's first request
+  std::optional<std::size_t> user_start;  // token index where the last user message starts
 };
 
 // Lines, ascending, without repeats.

@@ -44,8 +44,8 @@ std::uint64_t prefix_hash(const token_id* tokens, std::size_t n) {
 std::vector<std::uint64_t> chunk_hashes(const std::vector<token_id>& tokens, std::size_t line_b,
                                         std::size_t grid) {
   if (grid == 0 || line_b == 0 || line_b % grid != 0 || tokens.size() < line_b)
-    throw std::invalid_argument("chunk_hashes: line " + num(line_b) + " on grid " + num(grid) +
-                                " over " + num(tokens.size()) + " tokens");
+    throw std::invalid_argument("chunk_hashes: line " + num(line_b) + " on grid " + num(grid) + " over " +
+                                num(tokens.size()) + " tokens");
   // XXH3's streaming digest is the one-shot hash of everything fed so far.
   XXH3_state_t* st = XXH3_createState();
   XXH3_64bits_reset(st);
@@ -60,14 +60,12 @@ std::vector<std::uint64_t> chunk_hashes(const std::vector<token_id>& tokens, std
 
 std::size_t chunk_file_bytes(const state_layout& l) {
   const auto g = static_cast<std::size_t>(l.grid);
-  return df::chunk_fixed_bytes + l.views.size() * df::entry_bytes + g * df::token_bytes +
-         g * l.row_bytes();
+  return df::chunk_fixed_bytes + l.views.size() * df::entry_bytes + g * df::token_bytes + g * l.row_bytes();
 }
 
 std::size_t anchor_file_bytes(const state_layout& l, std::size_t line_b) {
   const std::size_t chunks = l.grid > 0 ? line_b / static_cast<std::size_t>(l.grid) : 0;
-  return df::anchor_fixed_bytes + 8 * chunks + l.sections.size() * df::entry_bytes +
-         l.section_bytes();
+  return df::anchor_fixed_bytes + 8 * chunks + l.sections.size() * df::entry_bytes + l.section_bytes();
 }
 
 std::vector<unsigned char> encode_chunk_head(const state_layout& l, std::size_t b,
@@ -95,8 +93,8 @@ std::vector<unsigned char> encode_chunk_head(const state_layout& l, std::size_t 
     put_u32(out, hb + df::token_bytes * i, static_cast<std::uint32_t>(tokens[b - g + i]));
   put_u32(out, o::tokens_crc, crc32(out.data() + hb, g * df::token_bytes));
   for (std::size_t v = 0; v < l.views.size(); ++v)
-    put_entry(out, df::chunk_fixed_bytes + v * df::entry_bytes, l.views[v].name,
-              l.views[v].bytes_per_token, crc32(rows[v], g * l.views[v].bytes_per_token));
+    put_entry(out, df::chunk_fixed_bytes + v * df::entry_bytes, l.views[v].name, l.views[v].bytes_per_token,
+              crc32(rows[v], g * l.views[v].bytes_per_token));
   put_u32(out, o::header_crc, crc32(out.data() + header_crc_from, hb - header_crc_from));
   return out;
 }
@@ -107,8 +105,7 @@ std::vector<unsigned char> encode_chunk(const state_adapter& from, std::size_t b
   const std::size_t g = checked_line(l, b);
   if (b > from.valid_length() || tokens.size() < b)
     throw std::invalid_argument("encode_chunk: line " + num(b) + " past the valid length " +
-                                num(from.valid_length()) + " or the " + num(tokens.size()) +
-                                " tokens");
+                                num(from.valid_length()) + " or the " + num(tokens.size()) + " tokens");
   // The rows first, in file order after the head; then the head over them.
   const std::size_t hb = df::chunk_fixed_bytes + l.views.size() * df::entry_bytes;
   const std::size_t head_bytes = hb + g * df::token_bytes;
@@ -128,13 +125,12 @@ std::vector<unsigned char> encode_chunk(const state_adapter& from, std::size_t b
 decode_result<df::chunk_header> read_chunk_header(const unsigned char* d, std::size_t size) {
   namespace o = df::chunk_offset;
   using R = decode_result<df::chunk_header>;
-  R r = check_start<df::chunk_header>(d, size, df::chunk_fixed_bytes, df::chunk_magic,
-                                      df::anchor_magic, "a chunk");
+  R r = check_start<df::chunk_header>(d, size, df::chunk_fixed_bytes, df::chunk_magic, df::anchor_magic,
+                                      "a chunk");
   if (!r.ok()) return r;
   const std::uint32_t version = get_u32(d + o::version);
   if (version != df::version)
-    return R::failure(fault::bad_version,
-                      "chunk file version " + num(version) + ", this reader knows 2");
+    return R::failure(fault::bad_version, "chunk file version " + num(version) + ", this reader knows 2");
   const std::uint64_t count = get_u32(d + o::view_count);
   r = check_header<df::chunk_header>(d, size, df::chunk_fixed_bytes + count * df::entry_bytes,
                                      o::header_bytes, o::header_crc, o::reserved);
@@ -153,9 +149,8 @@ decode_result<df::chunk_header> read_chunk_header(const unsigned char* d, std::s
   return r;
 }
 
-decode_result<chunk_view> verify_chunk(const unsigned char* d, std::size_t size,
-                                       const state_layout& l, const std::vector<token_id>& prompt,
-                                       std::size_t b) {
+decode_result<chunk_view> verify_chunk(const unsigned char* d, std::size_t size, const state_layout& l,
+                                       const std::vector<token_id>& prompt, std::size_t b) {
   using R = decode_result<chunk_view>;
   const auto hr = read_chunk_header(d, size);
   if (!hr.ok()) return forward<chunk_view>(hr);
@@ -164,8 +159,7 @@ decode_result<chunk_view> verify_chunk(const unsigned char* d, std::size_t size,
   if (!check_engine(r, h.fingerprint, h.grid, l)) return r;
   const std::size_t g = h.grid;
   if (h.line != b)
-    return R::failure(fault::wrong_line,
-                      "the file holds line " + num(h.line) + ", asked for line " + num(b));
+    return R::failure(fault::wrong_line, "the file holds line " + num(h.line) + ", asked for line " + num(b));
   if (prompt.size() < b)
     return R::failure(fault::wrong_prefix,
                       "line " + num(b) + " is past the prompt's " + num(prompt.size()) + " tokens");
@@ -180,19 +174,16 @@ decode_result<chunk_view> verify_chunk(const unsigned char* d, std::size_t size,
   const unsigned char* tok = d + h.header_bytes;
   const std::uint32_t tcrc = crc32(tok, g * df::token_bytes);
   if (tcrc != h.tokens_crc)
-    return R::failure(fault::bad_crc,
-                      "tokens block: crc32 " + hex(tcrc) + ", stored " + hex(h.tokens_crc));
+    return R::failure(fault::bad_crc, "tokens block: crc32 " + hex(tcrc) + ", stored " + hex(h.tokens_crc));
   for (std::size_t i = 0; i < g; ++i) {
     const auto t = static_cast<token_id>(get_u32(tok + df::token_bytes * i));
     if (t != prompt[b - g + i])
       return R::failure(fault::wrong_prefix, "token at position " + num(b - g + i) + " is " +
                                                  std::to_string(t) + " in the file, " +
-                                                 std::to_string(prompt[b - g + i]) +
-                                                 " in the prompt");
+                                                 std::to_string(prompt[b - g + i]) + " in the prompt");
   }
   if (prefix_hash(prompt.data(), b) != h.prefix_hash)
-    return R::failure(fault::wrong_prefix,
-                      "prefix hash of [0, " + num(b) + ") differs from the prompt's");
+    return R::failure(fault::wrong_prefix, "prefix hash of [0, " + num(b) + ") differs from the prompt's");
   if (prefix_hash(prompt.data(), b - g) != h.parent_hash)
     return R::failure(fault::wrong_prefix,
                       "parent hash of [0, " + num(b - g) + ") differs from the prompt's");
@@ -203,9 +194,8 @@ decode_result<chunk_view> verify_chunk(const unsigned char* d, std::size_t size,
     const std::size_t n = g * h.views[i].size;
     const std::uint32_t c = crc32(at, n);
     if (c != h.views[i].crc)
-      return R::failure(fault::bad_crc, "view " + h.views[i].name + " rows [" + num(b - g) + ", " +
-                                            num(b) + "): crc32 " + hex(c) + ", stored " +
-                                            hex(h.views[i].crc));
+      return R::failure(fault::bad_crc, "view " + h.views[i].name + " rows [" + num(b - g) + ", " + num(b) +
+                                            "): crc32 " + hex(c) + ", stored " + hex(h.views[i].crc));
     r.value.rows[to_layout[i]] = at;
     at += n;
   }
@@ -216,9 +206,8 @@ decode_result<chunk_view> verify_chunk(const unsigned char* d, std::size_t size,
   return r;
 }
 
-decode_result<chunk_read> decode_chunk(const unsigned char* d, std::size_t size,
-                                       const state_layout& l, const std::vector<token_id>& prompt,
-                                       std::size_t b) {
+decode_result<chunk_read> decode_chunk(const unsigned char* d, std::size_t size, const state_layout& l,
+                                       const std::vector<token_id>& prompt, std::size_t b) {
   const auto vr = verify_chunk(d, size, l, prompt, b);
   if (!vr.ok()) return forward<chunk_read>(vr);
   const chunk_view& view = vr.value;
@@ -235,9 +224,8 @@ decode_result<chunk_read> decode_chunk(const unsigned char* d, std::size_t size,
   return r;
 }
 
-decode_result<chunk_read> decode_chunk(const std::vector<unsigned char>& bytes,
-                                       const state_layout& l, const std::vector<token_id>& prompt,
-                                       std::size_t b) {
+decode_result<chunk_read> decode_chunk(const std::vector<unsigned char>& bytes, const state_layout& l,
+                                       const std::vector<token_id>& prompt, std::size_t b) {
   return decode_chunk(bytes.data(), bytes.size(), l, prompt, b);
 }
 
@@ -260,11 +248,10 @@ void apply_chunk(state_adapter& into, const chunk_read& read) {
     throw std::invalid_argument("apply_chunk: the chunk was decoded against another layout");
   for (std::size_t v = 0; v < l.views.size(); ++v) {
     if (read.rows[v].size() != read.grid * l.views[v].bytes_per_token)
-      throw std::invalid_argument("apply_chunk: rows of view " + l.views[v].name +
-                                  " have the wrong size");
+      throw std::invalid_argument("apply_chunk: rows of view " + l.views[v].name + " have the wrong size");
     if (read.line > l.views[v].capacity)
-      throw std::out_of_range("apply_chunk: line " + num(read.line) +
-                              " past the capacity of view " + l.views[v].name);
+      throw std::out_of_range("apply_chunk: line " + num(read.line) + " past the capacity of view " +
+                              l.views[v].name);
   }
   for (std::size_t v = 0; v < l.views.size(); ++v)
     into.copy_rows_in(v, read.line - read.grid, read.line, read.rows[v].data());

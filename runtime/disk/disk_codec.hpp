@@ -75,18 +75,16 @@ struct chunk_read {
 
 // Checks the header alone (magic, version, sizes, header crc): what a scan needs to index a
 // file without reading its rows. Does not check the file's length against the header.
-decode_result<disk_format::chunk_header> read_chunk_header(const unsigned char* data,
-                                                           std::size_t size);
+decode_result<disk_format::chunk_header> read_chunk_header(const unsigned char* data, std::size_t size);
 
 // Verifies magic, version, header crc, length, the fingerprint and grid against the layout's,
 // the line against line_b, the views' names and sizes against the layout's, the tokens' crc,
 // every stored id against prompt[line_b - grid, line_b), the prefix and parent hashes against
 // the prompt's, and every view's crc; then copies the rows out.
 decode_result<chunk_read> decode_chunk(const unsigned char* data, std::size_t size,
-                                       const state_layout& layout,
-                                       const std::vector<token_id>& prompt, std::size_t line_b);
-decode_result<chunk_read> decode_chunk(const std::vector<unsigned char>& bytes,
-                                       const state_layout& layout,
+                                       const state_layout& layout, const std::vector<token_id>& prompt,
+                                       std::size_t line_b);
+decode_result<chunk_read> decode_chunk(const std::vector<unsigned char>& bytes, const state_layout& layout,
                                        const std::vector<token_id>& prompt, std::size_t line_b);
 
 // The same checks as decode_chunk without copying anything: rows[v] points into `data` at rows
@@ -99,8 +97,8 @@ struct chunk_view {
   std::vector<const unsigned char*> rows;
 };
 decode_result<chunk_view> verify_chunk(const unsigned char* data, std::size_t size,
-                                       const state_layout& layout,
-                                       const std::vector<token_id>& prompt, std::size_t line_b);
+                                       const state_layout& layout, const std::vector<token_id>& prompt,
+                                       std::size_t line_b);
 void apply_chunk(state_adapter& into, const chunk_view& view);
 
 // Writes the rows into rows [line - grid, line) of every view; the valid length is unchanged
@@ -132,8 +130,7 @@ struct anchor_read {
 };
 
 // Header alone, as read_chunk_header. Format 1's sections come back named gdn.S and gdn.conv.
-decode_result<disk_format::anchor_header> read_anchor_header(const unsigned char* data,
-                                                             std::size_t size);
+decode_result<disk_format::anchor_header> read_anchor_header(const unsigned char* data, std::size_t size);
 
 // Verifies magic, version (2, or 1 read as gdn.S + gdn.conv), header crc, length, fingerprint
 // and grid, the line (expected.size() * grid), every chunk hash against `expected`, the
@@ -142,8 +139,7 @@ decode_result<disk_format::anchor_header> read_anchor_header(const unsigned char
 decode_result<anchor_read> decode_anchor(const unsigned char* data, std::size_t size,
                                          const state_layout& layout,
                                          const std::vector<std::uint64_t>& expected);
-decode_result<anchor_read> decode_anchor(const std::vector<unsigned char>& bytes,
-                                         const state_layout& layout,
+decode_result<anchor_read> decode_anchor(const std::vector<unsigned char>& bytes, const state_layout& layout,
                                          const std::vector<std::uint64_t>& expected);
 
 // The same checks as decode_anchor without copying: sections[s] points into `data`.

@@ -11,8 +11,8 @@ std::vector<unsigned char> encode_anchor_head(const state_layout& l, std::size_t
   namespace o = df::anchor_offset;
   const std::size_t g = checked_line(l, b);
   if (hashes.size() != b / g)
-    throw std::invalid_argument("encode_anchor: " + num(hashes.size()) + " chunk hashes for line " +
-                                num(b) + " (needs " + num(b / g) + ")");
+    throw std::invalid_argument("encode_anchor: " + num(hashes.size()) + " chunk hashes for line " + num(b) +
+                                " (needs " + num(b / g) + ")");
   if (sections.size() != l.sections.size())
     throw std::invalid_argument("encode_anchor: " + num(sections.size()) + " sections for " +
                                 num(l.sections.size()));
@@ -28,8 +28,7 @@ std::vector<unsigned char> encode_anchor_head(const state_layout& l, std::size_t
   put_u64(out, o::line, b);
   put_u32(out, o::chunk_count, static_cast<std::uint32_t>(hashes.size()));
   put_u32(out, o::section_count, static_cast<std::uint32_t>(l.sections.size()));
-  for (std::size_t i = 0; i < hashes.size(); ++i)
-    put_u64(out, df::anchor_fixed_bytes + 8 * i, hashes[i]);
+  for (std::size_t i = 0; i < hashes.size(); ++i) put_u64(out, df::anchor_fixed_bytes + 8 * i, hashes[i]);
   for (std::size_t s = 0; s < l.sections.size(); ++s)
     put_entry(out, table + s * df::entry_bytes, l.sections[s].name, l.sections[s].bytes,
               crc32(sections[s], l.sections[s].bytes));
@@ -58,8 +57,8 @@ std::vector<unsigned char> encode_anchor(const state_adapter& from, std::size_t 
 decode_result<df::anchor_header> read_anchor_header(const unsigned char* d, std::size_t size) {
   namespace o = df::anchor_offset;
   using R = decode_result<df::anchor_header>;
-  R r = check_start<df::anchor_header>(d, size, df::anchor_fixed_bytes, df::anchor_magic,
-                                       df::chunk_magic, "an anchor");
+  R r = check_start<df::anchor_header>(d, size, df::anchor_fixed_bytes, df::anchor_magic, df::chunk_magic,
+                                       "an anchor");
   if (!r.ok()) return r;
   const std::uint32_t version = get_u32(d + o::version);
   if (version != df::version && version != df::anchor_version_1)
@@ -69,8 +68,8 @@ decode_result<df::anchor_header> read_anchor_header(const unsigned char* d, std:
   const std::uint64_t count = get_u32(d + o::section_count);
   const std::size_t esize = version == df::version ? df::entry_bytes : df::entry_v1_bytes;
   const std::uint64_t table = df::anchor_fixed_bytes + 8 * chunks;
-  r = check_header<df::anchor_header>(d, size, table + count * esize, o::header_bytes,
-                                      o::header_crc, o::reserved);
+  r = check_header<df::anchor_header>(d, size, table + count * esize, o::header_bytes, o::header_crc,
+                                      o::reserved);
   if (!r.ok()) return r;
   auto& h = r.value;
   get_common_fields(d, version, h);
@@ -79,8 +78,7 @@ decode_result<df::anchor_header> read_anchor_header(const unsigned char* d, std:
     return R::failure(fault::bad_header, "line " + num(h.line) + " is not its " + num(chunks) +
                                              " chunks of grid " + num(h.grid));
   if (version == df::anchor_version_1 && count != 2)
-    return R::failure(fault::bad_header,
-                      "a format 1 anchor has 2 sections, this one " + num(count));
+    return R::failure(fault::bad_header, "a format 1 anchor has 2 sections, this one " + num(count));
   for (std::uint64_t i = 0; i < chunks; ++i)
     h.chunk_hashes.push_back(get_u64(d + df::anchor_fixed_bytes + 8 * i));
   for (std::uint64_t i = 0; i < count; ++i) {
@@ -93,8 +91,7 @@ decode_result<df::anchor_header> read_anchor_header(const unsigned char* d, std:
   return r;
 }
 
-decode_result<anchor_view> verify_anchor(const unsigned char* d, std::size_t size,
-                                         const state_layout& l,
+decode_result<anchor_view> verify_anchor(const unsigned char* d, std::size_t size, const state_layout& l,
                                          const std::vector<std::uint64_t>& expected) {
   using R = decode_result<anchor_view>;
   const auto hr = read_anchor_header(d, size);
@@ -103,13 +100,12 @@ decode_result<anchor_view> verify_anchor(const unsigned char* d, std::size_t siz
   R r;
   if (!check_engine(r, h.fingerprint, h.grid, l)) return r;
   if (h.chunk_hashes.size() != expected.size())
-    return R::failure(fault::wrong_line, "the anchor is at line " + num(h.line) +
-                                             ", asked for line " + num(expected.size() * h.grid));
+    return R::failure(fault::wrong_line, "the anchor is at line " + num(h.line) + ", asked for line " +
+                                             num(expected.size() * h.grid));
   for (std::size_t i = 0; i < expected.size(); ++i)
     if (h.chunk_hashes[i] != expected[i])
-      return R::failure(fault::wrong_chunks, "chunk hash " + num(i) + " (line " +
-                                                 num((i + 1) * h.grid) + ") is " +
-                                                 hex(h.chunk_hashes[i]) + " in the file, " +
+      return R::failure(fault::wrong_chunks, "chunk hash " + num(i) + " (line " + num((i + 1) * h.grid) +
+                                                 ") is " + hex(h.chunk_hashes[i]) + " in the file, " +
                                                  hex(expected[i]) + " expected");
   std::vector<std::size_t> to_layout;
   const std::string bad = match_entries(
@@ -123,8 +119,8 @@ decode_result<anchor_view> verify_anchor(const unsigned char* d, std::size_t siz
     const std::size_t n = h.sections[i].size;
     const std::uint32_t c = crc32(at, n);
     if (c != h.sections[i].crc)
-      return R::failure(fault::bad_crc, "section " + h.sections[i].name + ": crc32 " + hex(c) +
-                                            ", stored " + hex(h.sections[i].crc));
+      return R::failure(fault::bad_crc, "section " + h.sections[i].name + ": crc32 " + hex(c) + ", stored " +
+                                            hex(h.sections[i].crc));
     r.value.sections[to_layout[i]] = at;
     at += n;
   }
@@ -133,8 +129,7 @@ decode_result<anchor_view> verify_anchor(const unsigned char* d, std::size_t siz
   return r;
 }
 
-decode_result<anchor_read> decode_anchor(const unsigned char* d, std::size_t size,
-                                         const state_layout& l,
+decode_result<anchor_read> decode_anchor(const unsigned char* d, std::size_t size, const state_layout& l,
                                          const std::vector<std::uint64_t>& expected) {
   const auto vr = verify_anchor(d, size, l, expected);
   if (!vr.ok()) return forward<anchor_read>(vr);
@@ -150,8 +145,7 @@ decode_result<anchor_read> decode_anchor(const unsigned char* d, std::size_t siz
   return r;
 }
 
-decode_result<anchor_read> decode_anchor(const std::vector<unsigned char>& bytes,
-                                         const state_layout& l,
+decode_result<anchor_read> decode_anchor(const std::vector<unsigned char>& bytes, const state_layout& l,
                                          const std::vector<std::uint64_t>& expected) {
   return decode_anchor(bytes.data(), bytes.size(), l, expected);
 }
@@ -172,20 +166,16 @@ void apply_anchor(state_adapter& into, const anchor_view& view, std::size_t b) {
 void apply_anchor(state_adapter& into, const anchor_read& read, std::size_t b) {
   const state_layout& l = into.layout();
   if (b != read.line)
-    throw std::invalid_argument("apply_anchor: line " + num(b) + ", the anchor is at " +
-                                num(read.line));
+    throw std::invalid_argument("apply_anchor: line " + num(b) + ", the anchor is at " + num(read.line));
   if (read.fingerprint != l.fingerprint || read.sections.size() != l.sections.size())
     throw std::invalid_argument("apply_anchor: the anchor was decoded against another layout");
   for (std::size_t s = 0; s < l.sections.size(); ++s)
     if (read.sections[s].size() != l.sections[s].bytes)
-      throw std::invalid_argument("apply_anchor: section " + l.sections[s].name +
-                                  " has the wrong size");
+      throw std::invalid_argument("apply_anchor: section " + l.sections[s].name + " has the wrong size");
   for (const auto& v : l.views)
     if (b > v.capacity)
-      throw std::out_of_range("apply_anchor: line " + num(b) + " past the capacity of view " +
-                              v.name);
-  for (std::size_t s = 0; s < l.sections.size(); ++s)
-    into.copy_section_in(s, read.sections[s].data());
+      throw std::out_of_range("apply_anchor: line " + num(b) + " past the capacity of view " + v.name);
+  for (std::size_t s = 0; s < l.sections.size(); ++s) into.copy_section_in(s, read.sections[s].data());
   into.set_valid_length(b);
 }
 

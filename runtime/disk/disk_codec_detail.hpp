@@ -66,8 +66,7 @@ inline df::entry get_entry(const unsigned char* p) {
 inline std::size_t checked_line(const state_layout& l, std::size_t line_b) {
   const auto g = static_cast<std::size_t>(l.grid);
   if (g == 0 || line_b == 0 || line_b % g != 0)
-    throw std::invalid_argument("line " + num(line_b) + " is not a positive multiple of the grid " +
-                                num(g));
+    throw std::invalid_argument("line " + num(line_b) + " is not a positive multiple of the grid " + num(g));
   return g;
 }
 
@@ -75,11 +74,9 @@ inline std::size_t checked_line(const state_layout& l, std::size_t line_b) {
 // Returns what differs, or an empty string.
 template <class Info, class Size>
 std::string match_entries(const std::vector<df::entry>& file, const std::vector<Info>& layout,
-                          const std::string& what, Size size_of,
-                          std::vector<std::size_t>& to_layout) {
+                          const std::string& what, Size size_of, std::vector<std::size_t>& to_layout) {
   if (file.size() != layout.size())
-    return "the file has " + num(file.size()) + " " + what + "s, this engine's layout " +
-           num(layout.size());
+    return "the file has " + num(file.size()) + " " + what + "s, this engine's layout " + num(layout.size());
   std::vector<bool> seen(layout.size(), false);
   to_layout.clear();
   for (const auto& e : file) {
@@ -88,8 +85,8 @@ std::string match_entries(const std::vector<df::entry>& file, const std::vector<
     if (i == layout.size()) return what + " '" + e.name + "' is not in this engine's layout";
     if (seen[i]) return what + " '" + e.name + "' appears twice";
     if (e.size != size_of(layout[i]))
-      return what + " '" + e.name + "': size " + num(e.size) + " in the file, " +
-             num(size_of(layout[i])) + " in the layout";
+      return what + " '" + e.name + "': size " + num(e.size) + " in the file, " + num(size_of(layout[i])) +
+             " in the layout";
     seen[i] = true;
     to_layout.push_back(i);
   }
@@ -98,18 +95,14 @@ std::string match_entries(const std::vector<df::entry>& file, const std::vector<
 
 // Length and magic: `kind` is "a chunk" or "an anchor".
 template <class H>
-decode_result<H> check_start(const unsigned char* d, std::size_t size, std::size_t fixed,
-                             std::uint64_t magic, std::uint64_t other_magic,
-                             const std::string& kind) {
+decode_result<H> check_start(const unsigned char* d, std::size_t size, std::size_t fixed, std::uint64_t magic,
+                             std::uint64_t other_magic, const std::string& kind) {
   using R = decode_result<H>;
   if (size < fixed)
-    return R::failure(fault::truncated,
-                      num(size) + " bytes, " + kind + " file's header needs " + num(fixed));
+    return R::failure(fault::truncated, num(size) + " bytes, " + kind + " file's header needs " + num(fixed));
   const std::uint64_t m = get_u64(d);
-  if (m == other_magic)
-    return R::failure(fault::bad_magic, "not " + kind + " file (the other kind)");
-  if (m != magic)
-    return R::failure(fault::bad_magic, "not " + kind + " file (magic " + hex(m) + ")");
+  if (m == other_magic) return R::failure(fault::bad_magic, "not " + kind + " file (the other kind)");
+  if (m != magic) return R::failure(fault::bad_magic, "not " + kind + " file (magic " + hex(m) + ")");
   return {};
 }
 
@@ -120,14 +113,11 @@ decode_result<H> check_header(const unsigned char* d, std::size_t size, std::uin
   using R = decode_result<H>;
   const std::uint32_t hb = get_u32(d + hb_at);
   if (hb != expect_hb)
-    return R::failure(fault::bad_header,
-                      "header_bytes " + num(hb) + ", its counts make " + num(expect_hb));
-  if (size < hb)
-    return R::failure(fault::truncated, num(size) + " bytes, the header needs " + num(hb));
+    return R::failure(fault::bad_header, "header_bytes " + num(hb) + ", its counts make " + num(expect_hb));
+  if (size < hb) return R::failure(fault::truncated, num(size) + " bytes, the header needs " + num(hb));
   const std::uint32_t crc = crc32(d + header_crc_from, hb - header_crc_from);
   if (crc != get_u32(d + crc_at))
-    return R::failure(fault::bad_header,
-                      "header crc32 " + hex(crc) + ", stored " + hex(get_u32(d + crc_at)));
+    return R::failure(fault::bad_header, "header crc32 " + hex(crc) + ", stored " + hex(get_u32(d + crc_at)));
   if (get_u64(d + reserved_at) != 0) return R::failure(fault::bad_header, "reserved field not 0");
   return {};
 }
@@ -139,8 +129,7 @@ bool check_engine(R& r, std::uint64_t fingerprint, std::uint32_t grid, const sta
     r = R::failure(fault::foreign_engine,
                    "fingerprint " + hex(fingerprint) + ", this engine's is " + hex(l.fingerprint));
   else if (grid != static_cast<std::uint32_t>(l.grid))
-    r = R::failure(fault::foreign_engine,
-                   "grid " + num(grid) + ", this engine's is " + num(l.grid));
+    r = R::failure(fault::foreign_engine, "grid " + num(grid) + ", this engine's is " + num(l.grid));
   return r.ok();
 }
 
@@ -148,8 +137,7 @@ bool check_engine(R& r, std::uint64_t fingerprint, std::uint32_t grid, const sta
 template <class R>
 bool check_length(R& r, std::uint64_t file_bytes, std::uint64_t expect, std::size_t size) {
   if (file_bytes != expect)
-    r = R::failure(fault::bad_header,
-                   "file_bytes " + num(file_bytes) + ", the layout makes " + num(expect));
+    r = R::failure(fault::bad_header, "file_bytes " + num(file_bytes) + ", the layout makes " + num(expect));
   else if (size < expect)
     r = R::failure(fault::truncated, num(size) + " of " + num(expect) + " bytes");
   else if (size > expect)

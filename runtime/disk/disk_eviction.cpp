@@ -13,8 +13,7 @@ constexpr std::int64_t seconds_per_day = 24 * 3600;
 }  // namespace
 
 std::int64_t system_eviction_clock::now_s() const {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -69,20 +68,17 @@ const eviction_entry* disk_eviction::find(std::uint64_t id) const {
   return it == nodes_.end() ? nullptr : &it->second.entry;
 }
 
-double disk_eviction::value(std::uint64_t id) const {
-  return value_at(nodes_.at(id).entry, clock_.now_s());
-}
+double disk_eviction::value(std::uint64_t id) const { return value_at(nodes_.at(id).entry, clock_.now_s()); }
 
 double disk_eviction::value_at(const eviction_entry& e, std::int64_t now) const {
-  const double base = static_cast<double>(e.hits + 1) * static_cast<double>(e.tokens_saved) /
-                      static_cast<double>(e.bytes);
+  const double base =
+      static_cast<double>(e.hits + 1) * static_cast<double>(e.tokens_saved) / static_cast<double>(e.bytes);
   // A clock that went backwards counts as no time unused.
   const std::int64_t days = std::max<std::int64_t>(0, (now - e.last_use_s) / seconds_per_day);
   return std::ldexp(base, -static_cast<int>(std::min<std::int64_t>(days, 4096)));
 }
 
-std::uint64_t disk_eviction::append_subtree(std::uint64_t id,
-                                            std::unordered_set<std::uint64_t>& taken,
+std::uint64_t disk_eviction::append_subtree(std::uint64_t id, std::unordered_set<std::uint64_t>& taken,
                                             std::vector<std::uint64_t>& out) const {
   if (taken.count(id) != 0) return 0;
   std::uint64_t bytes = 0;
@@ -93,9 +89,9 @@ std::uint64_t disk_eviction::append_subtree(std::uint64_t id,
   return bytes + n.entry.bytes;
 }
 
-std::vector<std::uint64_t> disk_eviction::plan_evictions(std::uint64_t free_bytes,
-                                                         std::uint64_t incoming_bytes,
-                                                         const std::unordered_set<std::uint64_t>& keep) const {
+std::vector<std::uint64_t> disk_eviction::plan_evictions(
+    std::uint64_t free_bytes, std::uint64_t incoming_bytes,
+    const std::unordered_set<std::uint64_t>& keep) const {
   const std::int64_t now = clock_.now_s();
 
   struct ranked {

@@ -45,9 +45,9 @@ struct eviction_entry {
 };
 
 struct disk_eviction_options {
-  std::uint64_t budget_bytes = 50ULL << 30;        // --disk-cache-gb (50)
-  std::int64_t lifetime_s = 7 * 24 * 3600;         // an entry unused longer than this goes
-  std::uint64_t min_free_bytes = 4ULL << 30;       // free space always left to the file system
+  std::uint64_t budget_bytes = 50ULL << 30;   // --disk-cache-gb (50)
+  std::int64_t lifetime_s = 7 * 24 * 3600;    // an entry unused longer than this goes
+  std::uint64_t min_free_bytes = 4ULL << 30;  // free space always left to the file system
 };
 
 // --disk-cache-gb in bytes (GiB, as the memory pools count).
@@ -88,8 +88,7 @@ class disk_eviction {
   // them too and the floor must still be left once they are written.
   // Ids in `keep` (closed under parents: an entry's parent is kept when it is) are never chosen:
   // the entries a write stands on.
-  std::vector<std::uint64_t> plan_evictions(std::uint64_t free_bytes,
-                                            std::uint64_t incoming_bytes = 0,
+  std::vector<std::uint64_t> plan_evictions(std::uint64_t free_bytes, std::uint64_t incoming_bytes = 0,
                                             const std::unordered_set<std::uint64_t>& keep = {}) const;
 
   // The value the policy ranks by, at the clock's current time. The entry must exist.

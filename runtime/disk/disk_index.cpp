@@ -9,7 +9,10 @@
 namespace anchorage {
 
 disk_index::disk_index(std::size_t grid, const eviction_clock& clock, disk_eviction_options options)
-    : grid_(grid), clock_(clock), options_(options), eviction_(std::make_unique<disk_eviction>(clock, options)) {
+    : grid_(grid),
+      clock_(clock),
+      options_(options),
+      eviction_(std::make_unique<disk_eviction>(clock, options)) {
   if (grid_ == 0) throw std::invalid_argument("disk_index: a grid of 0");
 }
 
@@ -111,7 +114,8 @@ std::optional<disk_hit> disk_index::find(const std::vector<token_id>& prompt, co
   return std::nullopt;
 }
 
-std::optional<disk_hit> disk_index::find_exact(const std::vector<token_id>& tokens, const std::string& ns) const {
+std::optional<disk_hit> disk_index::find_exact(const std::vector<token_id>& tokens,
+                                               const std::string& ns) const {
   const std::size_t n = tokens.size();
   if (n == 0 || n % grid_ != 0 || !disk_names::valid_ns(ns)) return std::nullopt;
   auto it = anchors_.find(disk_names::anchor_id(ns, prefix_hash(tokens.data(), n)));
@@ -137,7 +141,8 @@ std::vector<const disk_anchor_entry*> disk_index::usable_anchors() const {
 std::optional<disk_checkpoint_hit> disk_index::find_checkpoint(std::uint64_t key_hash) const {
   std::optional<disk_checkpoint_hit> best;
   for (const auto& [id, c] : checkpoints_)
-    if (c.key_hash == key_hash && (!best || c.rows > best->rows)) best = disk_checkpoint_hit{c.key_hash, c.rows, c.bytes};
+    if (c.key_hash == key_hash && (!best || c.rows > best->rows))
+      best = disk_checkpoint_hit{c.key_hash, c.rows, c.bytes};
   return best;
 }
 

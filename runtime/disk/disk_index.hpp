@@ -160,10 +160,10 @@ class disk_index {
   const eviction_clock& clock_;
   disk_eviction_options options_;
   std::unique_ptr<disk_eviction> eviction_;
-  std::unordered_map<std::uint64_t, disk_chunk_entry> chunks_;       // by prefix hash
-  std::unordered_map<std::uint64_t, disk_anchor_entry> anchors_;     // by anchor id
+  std::unordered_map<std::uint64_t, disk_chunk_entry> chunks_;            // by prefix hash
+  std::unordered_map<std::uint64_t, disk_anchor_entry> anchors_;          // by anchor id
   std::unordered_map<std::uint64_t, disk_checkpoint_entry> checkpoints_;  // by checkpoint id
-  std::unordered_map<std::uint64_t, std::string> paths_;             // id -> file path
+  std::unordered_map<std::uint64_t, std::string> paths_;                  // id -> file path
   std::unordered_map<std::uint64_t, int> in_flight_;
   std::uint64_t pending_bytes_ = 0;
   std::uint64_t epoch_ = 0;

@@ -38,7 +38,8 @@ bool ends_with(const std::string& s, const std::string& q) {
 // The hash in "<prefix><16 hex><suffix>", or nullopt.
 std::optional<std::uint64_t> name_hash(const std::string& name, const std::string& prefix,
                                        const std::string& suffix) {
-  if (!starts_with(name, prefix) || !ends_with(name, suffix) || name.size() != prefix.size() + 16 + suffix.size())
+  if (!starts_with(name, prefix) || !ends_with(name, suffix) ||
+      name.size() != prefix.size() + 16 + suffix.size())
     return std::nullopt;
   return parse_hex16(name.substr(prefix.size(), 16));
 }
@@ -54,13 +55,17 @@ std::string disk_names::hex16(std::uint64_t v) {
   return buf;
 }
 
-std::string disk_names::chunk_name(std::uint64_t hash) const { return chunk_prefix + hex16(hash) + chunk_suffix; }
+std::string disk_names::chunk_name(std::uint64_t hash) const {
+  return chunk_prefix + hex16(hash) + chunk_suffix;
+}
 std::string disk_names::chunk_path(std::uint64_t hash) const { return join_path(folder_, chunk_name(hash)); }
 
 std::string disk_names::anchor_dir(const std::string& ns) const {
   return join_path(folder_, ns_prefix + (ns.empty() ? std::string(default_ns_dir) : ns));
 }
-std::string disk_names::anchor_name(std::uint64_t key) const { return anchor_prefix + hex16(key) + anchor_suffix; }
+std::string disk_names::anchor_name(std::uint64_t key) const {
+  return anchor_prefix + hex16(key) + anchor_suffix;
+}
 std::string disk_names::anchor_path(const std::string& ns, std::uint64_t key) const {
   return join_path(anchor_dir(ns), anchor_name(key));
 }
@@ -107,10 +112,11 @@ std::optional<std::string> disk_names::namespace_of_dir(const std::string& name)
 bool disk_names::valid_ns(const std::string& ns) {
   if (ns.empty()) return true;
   if (ns.size() > 64 || ns == default_ns_dir) return false;
-  return std::all_of(ns.begin(), ns.end(), [](char c) {
-           return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-                  c == '-' || c == '.';
-         }) &&
+  return std::all_of(ns.begin(), ns.end(),
+                     [](char c) {
+                       return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                              c == '_' || c == '-' || c == '.';
+                     }) &&
          ns != "." && ns != "..";
 }
 

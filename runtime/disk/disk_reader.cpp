@@ -56,11 +56,13 @@ expected<verified_anchor> disk_reader::read_anchor(const std::vector<disk_read_f
   return out;
 }
 
-expected<checkpoint_read> disk_reader::read_checkpoint(const disk_read_file& file, const std::vector<token_id>& prompt,
+expected<checkpoint_read> disk_reader::read_checkpoint(const disk_read_file& file,
+                                                       const std::vector<token_id>& prompt,
                                                        std::uint64_t key_hash) {
   file_buffer buf;
   const file_result fr = env_.wait_read(env_.submit_read(file.path, file.bytes), buf);
-  if (!fr) return status::failure(file.path + ": " + df::fault_name(df::fault::truncated) + ": " + fr.message);
+  if (!fr)
+    return status::failure(file.path + ": " + df::fault_name(df::fault::truncated) + ": " + fr.message);
   auto d = decode_checkpoint(buf.data(), buf.size(), layout_, prompt, key_hash);
   if (!d.ok()) return status::failure(file.path + ": " + d.error);
   return std::move(d.value);
@@ -72,7 +74,8 @@ expected<std::vector<token_id>> disk_reader::read_chain_tokens(const std::vector
   std::vector<token_id> tokens;
   tokens.reserve(chunk_paths.size() * grid_);
   for (const std::string& path : chunk_paths) {
-    if (const file_result r = env_.read(path, hb, block.data(), block.size()); !r) return status::failure(r.message);
+    if (const file_result r = env_.read(path, hb, block.data(), block.size()); !r)
+      return status::failure(r.message);
     for (std::size_t i = 0; i < grid_; ++i)
       tokens.push_back(static_cast<token_id>(disk_codec_detail::get_u32(block.data() + i * df::token_bytes)));
   }

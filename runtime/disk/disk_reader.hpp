@@ -60,7 +60,8 @@ class disk_reader {
   // against `prompt` (at least chain.size() * grid ids) and `chain` (the chunks' hashes). The
   // first failure stops the read (the file in flight is waited for and discarded) and names
   // the file (`failure`); the status then is the failure's.
-  expected<verified_anchor> read_anchor(const std::vector<disk_read_file>& files, const std::vector<token_id>& prompt,
+  expected<verified_anchor> read_anchor(const std::vector<disk_read_file>& files,
+                                        const std::vector<token_id>& prompt,
                                         const std::vector<std::uint64_t>& chain, disk_read_failure& failure);
 
   // Reads and verifies one checkpoint file against `prompt` and the key.

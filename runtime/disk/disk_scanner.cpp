@@ -117,7 +117,8 @@ disk_scan_report disk_scanner::scan(disk_index& index, std::int64_t now) {
       if (h.ok() && foreign(h.value.fingerprint, h.value.grid)) {
         sweep(apath, r.foreign_swept);
       } else if (!h.ok() || h.value.chunk_hashes.empty() || h.value.chunk_hashes.back() != *key ||
-                 env_.size(apath) != h.value.file_bytes || h.value.line != h.value.chunk_hashes.size() * grid_) {
+                 env_.size(apath) != h.value.file_bytes ||
+                 h.value.line != h.value.chunk_hashes.size() * grid_) {
         sweep(apath, r.damaged_removed);
       } else {
         anchors.push_back({*ns, std::move(h.value), apath});
@@ -131,15 +132,16 @@ disk_scan_report disk_scanner::scan(disk_index& index, std::int64_t now) {
     return a.h.line < b.h.line || (a.h.line == b.h.line && a.hash < b.hash);
   });
   for (auto& c : chunks) {
-    if (!index.add_chunk(c.hash, c.h.line, c.h.parent_hash, c.h.file_bytes, env_.modified_s(c.path).value_or(now),
-                         c.path)) {
+    if (!index.add_chunk(c.hash, c.h.line, c.h.parent_hash, c.h.file_bytes,
+                         env_.modified_s(c.path).value_or(now), c.path)) {
       sweep(c.path, r.damaged_removed);
       continue;
     }
     ++r.indexed;
   }
   for (auto& a : anchors) {
-    if (!index.add_anchor(a.ns, a.h.chunk_hashes, a.h.file_bytes, env_.modified_s(a.path).value_or(now), a.path)) {
+    if (!index.add_anchor(a.ns, a.h.chunk_hashes, a.h.file_bytes, env_.modified_s(a.path).value_or(now),
+                          a.path)) {
       sweep(a.path, r.damaged_removed);
       continue;
     }

@@ -22,10 +22,10 @@ namespace anchorage {
 
 // What a scan found.
 struct disk_scan_report {
-  std::size_t indexed = 0;         // files indexed
-  std::size_t tmp_reaped = 0;      // .tmp orphans removed
-  std::size_t foreign_swept = 0;   // files of another fingerprint or grid removed
-  std::size_t damaged_removed = 0; // bad headers, wrong lengths, missing parents
+  std::size_t indexed = 0;          // files indexed
+  std::size_t tmp_reaped = 0;       // .tmp orphans removed
+  std::size_t foreign_swept = 0;    // files of another fingerprint or grid removed
+  std::size_t damaged_removed = 0;  // bad headers, wrong lengths, missing parents
 };
 
 class disk_scanner {

@@ -97,7 +97,9 @@ expected<verified_read> disk_service::read(const disk_offer& o, const std::vecto
   return r;
 }
 
-void disk_service::apply(const verified_read& read, state_adapter& into) { disk_store::apply_verified(read, into); }
+void disk_service::apply(const verified_read& read, state_adapter& into) {
+  disk_store::apply_verified(read, into);
+}
 
 expected<verified_checkpoint> disk_service::read_checkpoint(std::uint64_t key_hash,
                                                             const std::vector<token_id>& prompt) {
@@ -183,7 +185,8 @@ std::shared_ptr<disk_job> disk_service::prepare(disk_submission&& s, disk_write_
   auto job = std::make_shared<disk_job>();
   job->staged_bytes = s.staged_bytes;
   job->write = std::move(s.write);
-  job->plan = s.checkpoint ? store_.prepare_checkpoint(job->write, *s.checkpoint) : store_.prepare(job->write);
+  job->plan =
+      s.checkpoint ? store_.prepare_checkpoint(job->write, *s.checkpoint) : store_.prepare(job->write);
   ++jobs_;
   if (s.checkpoint) finished_keys_.erase(s.checkpoint->key_hash);
   if (job->plan.files.empty()) {

@@ -54,8 +54,7 @@ class disk_service {
   // The offer for `prompt` when the disk starts later than `floor` and reading it is faster than
   // prefilling the tokens it saves at `prefill_tokens_per_s` (0: unmeasured, read). Counts a miss
   // (no anchor) or a decline (slower). Index only, no I/O.
-  disk_offer_reply offer(const std::vector<token_id>& prompt, std::size_t floor,
-                         double prefill_tokens_per_s);
+  disk_offer_reply offer(const std::vector<token_id>& prompt, std::size_t floor, double prefill_tokens_per_s);
   // Reads and verifies every file of the offer's chain and anchor against `prompt`. Fails,
   // touching nothing but the broken chain (deleted), when the offer is of another generation,
   // its anchor is gone, the prompt is not the one offered for, or any file fails a check.

@@ -14,7 +14,7 @@ namespace anchorage {
 
 // `min_tokens` (--disk-min-tokens) and `checkpoint_tokens` (--generation-checkpoint-tokens) are
 // the server's options, reported as they were.
-nlohmann::json disk_stats_json(const disk_stats& disk, const disk_staging_stats& staging, std::size_t min_tokens,
-                               std::size_t checkpoint_tokens);
+nlohmann::json disk_stats_json(const disk_stats& disk, const disk_staging_stats& staging,
+                               std::size_t min_tokens, std::size_t checkpoint_tokens);
 
 }  // namespace anchorage

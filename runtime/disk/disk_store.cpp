@@ -88,7 +88,8 @@ expected<verified_read> disk_store::read_verified(const disk_hit& hit, const std
   std::vector<std::uint64_t> ids = chain;
   ids.push_back(aid);
   std::vector<disk_read_file> files;
-  for (std::uint64_t c : chain) files.push_back({*index_.path(c), static_cast<std::size_t>(index_.chunk(c)->bytes)});
+  for (std::uint64_t c : chain)
+    files.push_back({*index_.path(c), static_cast<std::size_t>(index_.chunk(c)->bytes)});
   files.push_back({*index_.path(aid), static_cast<std::size_t>(a->bytes)});
 
   disk_read_failure failure;

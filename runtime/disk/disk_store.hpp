@@ -20,9 +20,9 @@
 //
 // The index is in memory, rebuilt by scan() from headers alone: .tmp orphans reaped, files of
 // another fingerprint or grid, with a bad header, of the wrong length or whose chain parent is
-// missing deleted. Other names are left alone. Lookups (find, find_exact, has_durable_prefix, longest_durable_prefix_tokens)
-// are pure index work, no I/O: the hashes name the files, the read's token check catches a
-// 64-bit collision.
+// missing deleted. Other names are left alone. Lookups (find, find_exact, has_durable_prefix,
+// longest_durable_prefix_tokens) are pure index work, no I/O: the hashes name the files, the read's token
+// check catches a 64-bit collision.
 //
 // Budget: disk_eviction (runtime/disk/disk_eviction.hpp) over every file, an anchor's parent being
 // the chunk at its line and a chunk's the chunk below it. Room is made before a write (the
@@ -62,8 +62,8 @@
 namespace anchorage {
 
 struct disk_store_options {
-  std::string dir;                  // the tier's root; the store works in dir/<fingerprint hex>
-  disk_eviction_options eviction;   // budget (--disk-cache-gb), lifetime, free-space floor
+  std::string dir;                    // the tier's root; the store works in dir/<fingerprint hex>
+  disk_eviction_options eviction;     // budget (--disk-cache-gb), lifetime, free-space floor
   std::uint64_t entry_max_bytes = 0;  // one write's largest size; 0: the budget
 };
 
@@ -74,9 +74,9 @@ struct disk_write_report {
   std::size_t anchors_written = 0;
   std::size_t superseded = 0;
   std::uint64_t bytes_written = 0;
-  bool refused = false;            // over the entry cap or no room: nothing written
-  bool failed = false;             // a file failed to write (the rest of the write was dropped)
-  std::string error;               // what failed, when refused or failed
+  bool refused = false;  // over the entry cap or no room: nothing written
+  bool failed = false;   // a file failed to write (the rest of the write was dropped)
+  std::string error;     // what failed, when refused or failed
 };
 
 // One file's outcome in execute_disk_write: the bytes written, or why it failed.
@@ -171,7 +171,8 @@ class disk_store {
   // section into `into` and sets its valid length to hit.line. Counts a hit (eviction: hits + 1,
   // last use now). On any failure: the failing file and everything above it in its chain are
   // deleted, `into` is untouched, and the status names what failed.
-  expected<disk_restore> restore(const disk_hit& hit, const std::vector<token_id>& prompt, state_adapter& into);
+  expected<disk_restore> restore(const disk_hit& hit, const std::vector<token_id>& prompt,
+                                 state_adapter& into);
   // restore() in two steps, so the reading and checking can happen off the engine's owner:
   // read_verified() reads and verifies every file as restore() does and counts the hit (or, on
   // failure, deletes the broken chain and names what failed) without touching any engine;
@@ -247,8 +248,8 @@ class disk_store {
   disk_reader reader_;
   disk_scanner scanner_;
   bool warned_ = false;
-  long hits_ = 0, restore_failures_ = 0, write_failures_ = 0, refusals_ = 0, evictions_ = 0,
-       superseded_ = 0, files_written_ = 0;
+  long hits_ = 0, restore_failures_ = 0, write_failures_ = 0, refusals_ = 0, evictions_ = 0, superseded_ = 0,
+       files_written_ = 0;
   std::uint64_t bytes_written_ = 0, bytes_read_ = 0;
 };
 

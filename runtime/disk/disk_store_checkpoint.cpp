@@ -11,7 +11,8 @@ void disk_store::commit_checkpoint(const disk_file_job& f, const checkpoint_meta
     discard_failed(f.id, path, result, r);
     return;
   }
-  if (epoch != index_.epoch() || !index_.add_checkpoint(meta.key_hash, f.line, *result, clock_.now_s(), path)) {
+  if (epoch != index_.epoch() ||
+      !index_.add_checkpoint(meta.key_hash, f.line, *result, clock_.now_s(), path)) {
     env_.remove(path);
     return;
   }
@@ -27,12 +28,14 @@ void disk_store::commit_checkpoint(const disk_file_job& f, const checkpoint_meta
 }
 
 disk_write_plan disk_store::prepare_checkpoint(const staged_write& w, const checkpoint_meta& meta) {
-  disk_write_plan p = planner_.plan_checkpoint(w, meta, env_.free_bytes(folder()).value_or(~std::uint64_t{0} / 4));
+  disk_write_plan p =
+      planner_.plan_checkpoint(w, meta, env_.free_bytes(folder()).value_or(~std::uint64_t{0} / 4));
   make_room(p);
   return p;
 }
 
-expected<checkpoint_meta> disk_store::restore_checkpoint(const checkpoint_hit& hit, const std::vector<token_id>& prompt,
+expected<checkpoint_meta> disk_store::restore_checkpoint(const checkpoint_hit& hit,
+                                                         const std::vector<token_id>& prompt,
                                                          state_adapter& into) {
   auto read = read_checkpoint_verified(hit, prompt);
   if (!read) return read.error();

@@ -36,8 +36,9 @@ namespace {
 
 // A file of the plan as pieces: a head (header, ids) encoded over the staged bytes, then the
 // staged rows or sections themselves. Throws std::out_of_range when what it needs is not staged.
-std::vector<file_piece> encode_file(const state_layout& layout, const staged_write& w, const disk_write_plan& plan,
-                                    const disk_file_job& f, std::vector<unsigned char>& head) {
+std::vector<file_piece> encode_file(const state_layout& layout, const staged_write& w,
+                                    const disk_write_plan& plan, const disk_file_job& f,
+                                    std::vector<unsigned char>& head) {
   const std::size_t grid = static_cast<std::size_t>(layout.grid);
   std::vector<file_piece> pieces;
   if (f.checkpoint) {
@@ -51,15 +52,18 @@ std::vector<file_piece> encode_file(const state_layout& layout, const staged_wri
       sections.push_back(a.sections[i].data());
     }
     head = encode_anchor_head(layout, f.line, chunk_hashes(w.tokens, f.line, grid), sections);
-    for (std::size_t i = 0; i < sections.size(); ++i) pieces.push_back({sections[i], layout.sections[i].bytes});
+    for (std::size_t i = 0; i < sections.size(); ++i)
+      pieces.push_back({sections[i], layout.sections[i].bytes});
   } else {
-    if (f.line < grid || f.line - grid < w.row_lo || f.line > w.row_hi || w.rows.size() != layout.views.size())
+    if (f.line < grid || f.line - grid < w.row_lo || f.line > w.row_hi ||
+        w.rows.size() != layout.views.size())
       throw std::out_of_range("rows below line " + std::to_string(f.line) + " are not staged");
     std::vector<const unsigned char*> rows;
     for (std::size_t v = 0; v < layout.views.size(); ++v)
       rows.push_back(w.rows[v].data() + (f.line - grid - w.row_lo) * layout.views[v].bytes_per_token);
     head = encode_chunk_head(layout, f.line, w.tokens, rows);
-    for (std::size_t v = 0; v < rows.size(); ++v) pieces.push_back({rows[v], grid * layout.views[v].bytes_per_token});
+    for (std::size_t v = 0; v < rows.size(); ++v)
+      pieces.push_back({rows[v], grid * layout.views[v].bytes_per_token});
   }
   pieces.insert(pieces.begin(), {head.data(), head.size()});
   return pieces;
@@ -146,9 +150,12 @@ disk_write_report disk_store::commit(const staged_write& w, const disk_write_pla
     // clear may have taken a part meanwhile); otherwise it could never be used.
     const bool usable =
         plan.epoch == index_.epoch() &&
-        (f.anchor ? index_.add_anchor(w.ns, std::vector<std::uint64_t>(hashes.begin(), hashes.begin() + static_cast<long>(f.line / grid_)),
+        (f.anchor ? index_.add_anchor(w.ns,
+                                      std::vector<std::uint64_t>(
+                                          hashes.begin(), hashes.begin() + static_cast<long>(f.line / grid_)),
                                       bytes, now, path)
-                  : index_.add_chunk(f.id, f.line, f.line > grid_ ? hashes[f.line / grid_ - 2] : 0, bytes, now, path));
+                  : index_.add_chunk(f.id, f.line, f.line > grid_ ? hashes[f.line / grid_ - 2] : 0, bytes,
+                                     now, path));
     if (!usable) {
       env_.remove(path);
       continue;
@@ -177,7 +184,8 @@ disk_write_report disk_store::write(const staged_write& w) {
   return commit(w, plan, execute_disk_write(env_, layout_, w, plan));
 }
 
-bool disk_store::store(const std::vector<token_id>& tokens, const state_adapter& from, const std::string& ns) {
+bool disk_store::store(const std::vector<token_id>& tokens, const state_adapter& from,
+                       const std::string& ns) {
   const std::size_t line = from.valid_length();
   if (line == 0 || line % grid_ != 0 || tokens.size() < line)
     throw std::invalid_argument("disk_store::store: the state is at " + std::to_string(line) +

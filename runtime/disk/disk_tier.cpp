@@ -91,7 +91,8 @@ void disk_tier::begin(const disk_request& req) {
   if (plan_.writes_nothing()) return;
   anchors_planned_ += static_cast<long>(plan_.anchors.size());
   staging_ = std::make_unique<disk_job>();
-  staging_->write.tokens.assign(req.served.begin(), req.served.begin() + static_cast<long>(plan_.chunks.back()));
+  staging_->write.tokens.assign(req.served.begin(),
+                                req.served.begin() + static_cast<long>(plan_.chunks.back()));
   staging_->write.chunks = plan_.chunks;
 }
 

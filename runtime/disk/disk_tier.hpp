@@ -29,8 +29,8 @@
 namespace anchorage {
 
 struct disk_tier_options {
-  disk_store_options store;              // folder, budget, lifetime, floor, entry cap
-  disk_admission_options admission;      // --disk-min-tokens, counting capacity
+  disk_store_options store;                // folder, budget, lifetime, floor, entry cap
+  disk_admission_options admission;        // --disk-min-tokens, counting capacity
   std::uint64_t stage_bytes = 1ULL << 30;  // host bytes staged and not yet written, at most
   double assumed_read_bytes_per_s = 1e9;   // the read bandwidth until one is measured
   std::size_t checkpoint_tokens = 0;       // --generation-checkpoint-tokens: 0 off
@@ -54,9 +54,9 @@ struct disk_tier_offer {
 
 // What the tier needs of a request when its prefill begins.
 struct disk_request {
-  std::vector<token_id> served;           // the prompt the prefill runs
-  std::size_t at = 0;                     // where the prefill starts (the restored state's end)
-  bool exact = true;                      // the state at `at` is a cold grid prefill's
+  std::vector<token_id> served;  // the prompt the prefill runs
+  std::size_t at = 0;            // where the prefill starts (the restored state's end)
+  bool exact = true;             // the state at `at` is a cold grid prefill's
   std::string session_key;
   std::optional<std::size_t> user_start;  // where the last user message starts, when known
 };
@@ -64,7 +64,8 @@ struct disk_request {
 class disk_tier {
  public:
   // `env` (the board's: reads, removals, the scan) and `clock` must outlive the tier.
-  disk_tier(file_env& env, const state_layout& layout, const eviction_clock& clock, disk_tier_options options);
+  disk_tier(file_env& env, const state_layout& layout, const eviction_clock& clock,
+            disk_tier_options options);
 
   // Startup recovery: the store's scan.
   disk_scan_report start();
@@ -77,7 +78,8 @@ class disk_tier {
   // Reads and verifies the offer's files (for `prompt`, the one offer() saw) and writes them
   // into `into`. False, with `error` naming what failed, when anything failed: `into`
   // untouched, the broken chain deleted.
-  bool restore(const disk_tier_offer& o, const std::vector<token_id>& prompt, state_adapter& into, std::string& error);
+  bool restore(const disk_tier_offer& o, const std::vector<token_id>& prompt, state_adapter& into,
+               std::string& error);
 
   // The request's prefill begins: plans what it will write (admission) and starts its
   // staging. Lines above the taint (an inexact start) are never written.
@@ -138,7 +140,7 @@ class disk_tier {
   // The running request.
   admission_plan plan_;
   std::unique_ptr<disk_job> staging_;
-  std::size_t passed_ = 0;           // the highest line this prefill passed
+  std::size_t passed_ = 0;  // the highest line this prefill passed
   std::int64_t last_step_ns_ = 0;
   std::size_t last_step_len_ = 0;
 
@@ -148,8 +150,8 @@ class disk_tier {
   std::unordered_set<std::uint64_t> finished_keys_;
   long checkpoints_staged_ = 0;
   double read_bps_ = 0, prefill_tps_ = 0;
-  long hits_ = 0, misses_ = 0, declined_ = 0, restore_failures_ = 0, stage_refusals_ = 0,
-       jobs_ = 0, anchors_planned_ = 0;
+  long hits_ = 0, misses_ = 0, declined_ = 0, restore_failures_ = 0, stage_refusals_ = 0, jobs_ = 0,
+       anchors_planned_ = 0;
   long long tokens_saved_ = 0;
 };
 

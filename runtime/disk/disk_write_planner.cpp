@@ -121,7 +121,8 @@ void disk_write_planner::plan_room(disk_write_plan& p, std::uint64_t free_bytes,
 void disk_write_planner::confirm_room(disk_write_plan& p, std::uint64_t free_bytes_after) const {
   if (p.refused || p.bytes == 0) return;
   const std::uint64_t incoming = p.bytes + index_.pending_bytes();
-  if (index_.held_bytes() + incoming > limits_.budget_bytes || free_bytes_after < limits_.min_free_bytes + incoming) {
+  if (index_.held_bytes() + incoming > limits_.budget_bytes ||
+      free_bytes_after < limits_.min_free_bytes + incoming) {
     p.refused = true;
     p.error = "no room for " + std::to_string(p.bytes) + " bytes";
     p.files.clear();

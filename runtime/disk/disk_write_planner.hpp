@@ -30,12 +30,12 @@ namespace anchorage {
 
 // One file of a write, as the planner decided it.
 struct disk_file_job {
-  bool anchor = false;          // an anchor file; otherwise a chunk file (or the checkpoint)
-  bool checkpoint = false;      // the plan's generation checkpoint
+  bool anchor = false;      // an anchor file; otherwise a chunk file (or the checkpoint)
+  bool checkpoint = false;  // the plan's generation checkpoint
   std::size_t line = 0;
-  std::size_t anchor_index = 0; // which of the staged anchors (anchor files)
+  std::size_t anchor_index = 0;  // which of the staged anchors (anchor files)
   std::string dir, name;
-  std::uint64_t id = 0;         // the index id the file will have
+  std::uint64_t id = 0;  // the index id the file will have
 };
 // What a plan decided: the files to write, in order.
 struct disk_write_plan {
@@ -45,8 +45,8 @@ struct disk_write_plan {
   std::size_t chunks_present = 0;
   std::uint64_t bytes = 0;
   std::vector<std::uint64_t> evictions;  // the ids to delete first, in order (room)
-  std::uint64_t epoch = 0;      // the index's epoch when planned
-  std::uint64_t pending = 0;    // bytes counted as in flight until commit()
+  std::uint64_t epoch = 0;               // the index's epoch when planned
+  std::uint64_t pending = 0;             // bytes counted as in flight until commit()
   bool refused = false;
   std::string error;
 };
@@ -83,7 +83,8 @@ class disk_write_planner {
   std::vector<std::uint64_t> line_hashes(const staged_write& w) const;
 
  private:
-  void plan_room(disk_write_plan& p, std::uint64_t free_bytes, const std::unordered_set<std::uint64_t>& keep) const;
+  void plan_room(disk_write_plan& p, std::uint64_t free_bytes,
+                 const std::unordered_set<std::uint64_t>& keep) const;
 
   const state_layout& layout_;
   const disk_names& names_;

@@ -1,8 +1,8 @@
 #pragma once
 // What the board copies out of the engine for the disk tier's write-behind
-// (docs/DISK_TIER.md, "Write-behind"): the sections at each anchor line as the prefill passes it, the rows after the
-// prefill. Host bytes the engine no longer owns, so the disk writer can encode and write them
-// while the next request runs.
+// (docs/DISK_TIER.md, "Write-behind"): the sections at each anchor line as the prefill passes it, the rows
+// after the prefill. Host bytes the engine no longer owns, so the disk writer can encode and write them while
+// the next request runs.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -21,13 +21,13 @@ struct staged_anchor {
 // One write of the disk tier: host copies of rows [row_lo, row_hi) of every view, the sections
 // at each anchor line, and which chunk files to write.
 struct staged_write {
-  std::vector<token_id> tokens;        // at least up to the highest line written
-  std::string ns;                      // the anchors' namespace
-  std::vector<std::size_t> chunks;     // lines whose chunk file to write (skipped when on disk)
-  std::vector<staged_anchor> anchors;  // ascending lines
-  std::size_t row_lo = 0, row_hi = 0;  // the rows staged
+  std::vector<token_id> tokens;                  // at least up to the highest line written
+  std::string ns;                                // the anchors' namespace
+  std::vector<std::size_t> chunks;               // lines whose chunk file to write (skipped when on disk)
+  std::vector<staged_anchor> anchors;            // ascending lines
+  std::size_t row_lo = 0, row_hi = 0;            // the rows staged
   std::vector<std::vector<unsigned char>> rows;  // per view: (row_hi - row_lo) * bytes_per_token
-  bool supersede = false;              // drop the namespace's anchors each new anchor extends
+  bool supersede = false;                        // drop the namespace's anchors each new anchor extends
 
   // Host bytes held: what the staging pool is charged.
   std::size_t bytes() const;

@@ -92,8 +92,8 @@ engine::impl::impl(const model_config& c, const tensor_map& w, kernels::backend 
 
   const std::size_t m = static_cast<std::size_t>(cfg.grid);
   const std::size_t wide = static_cast<std::size_t>(std::max({ch, 2 * cfg.mlp_hidden}));
-  const std::size_t mixw = static_cast<std::size_t>(
-      std::max({cfg.gdn_hv * cfg.gdn_dv, cfg.n_q * cfg.head_dim, cfg.mlp_hidden}));
+  const std::size_t mixw =
+      static_cast<std::size_t>(std::max({cfg.gdn_hv * cfg.gdn_dv, cfg.n_q * cfg.head_dim, cfg.mlp_hidden}));
   ids = device_buffer(b, m);
   x = device_buffer(b, m * d);
   xn = device_buffer(b, m * d);
@@ -107,7 +107,8 @@ engine::impl::impl(const model_config& c, const tensor_map& w, kernels::backend 
   mix = device_buffer(b, m * mixw);
   attn_q = device_buffer(b, m * cfg.n_q * cfg.head_dim);
   attn_o = device_buffer(b, m * cfg.n_q * cfg.head_dim);
-  const kernels::gdn_shape gs{cfg.grid, cfg.gdn_hk, cfg.gdn_hv, cfg.gdn_dk, cfg.gdn_dv, ch, 1.0f, cfg.gdn_chunk};
+  const kernels::gdn_shape gs{cfg.grid,   cfg.gdn_hk, cfg.gdn_hv, cfg.gdn_dk,
+                              cfg.gdn_dv, ch,         1.0f,       cfg.gdn_chunk};
   gdn_scratch = device_buffer(b, static_cast<std::size_t>(kernels::gdn_chunk_scratch(gs)));
   logits_dev = device_buffer(b, static_cast<std::size_t>(cfg.vocab));
   if (cfg.mtp) {
@@ -138,8 +139,7 @@ void engine::reset() {
 }
 
 void engine::begin_prefill(const std::vector<token_id>& tokens) {
-  if (prefill_remaining() > 0)
-    throw std::logic_error("begin_prefill while another prefill is queued");
+  if (prefill_remaining() > 0) throw std::logic_error("begin_prefill while another prefill is queued");
   for (token_id t : tokens)
     if (t < 0 || t >= p_->cfg.vocab)
       throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary [0, " +

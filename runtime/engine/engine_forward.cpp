@@ -46,20 +46,18 @@ void engine::impl::gdn_layer(int layer, int lg, int m, bool chunked) {
   k.causal_conv1d(proj.data(), weight(p + "gdn.conv"), tail, qkv.data(), m, ch, cfg.conv_kernel);
   k.l2norm(qkv.data(), ch, m, hk, dk, 1e-6f);
   k.l2norm(qkv.data() + hk * dk, ch, m, hk, dk, 1e-6f);
-  k.gdn_gates(gate_a.data(), gate_b.data(), weight(p + "gdn.a_log"), weight(p + "gdn.dt_bias"),
-              g.data(), beta.data(), m, hv);
+  k.gdn_gates(gate_a.data(), gate_b.data(), weight(p + "gdn.a_log"), weight(p + "gdn.dt_bias"), g.data(),
+              beta.data(), m, hv);
 
   float* s = gdn_s.data() + static_cast<long>(lg) * hv * dk * dv;
-  const kernels::gdn_shape sh{m, hk, hv, dk, dv, ch, 1.0f / std::sqrt(static_cast<float>(dk)),
-                              cfg.gdn_chunk};
+  const kernels::gdn_shape sh{m, hk, hv, dk, dv, ch, 1.0f / std::sqrt(static_cast<float>(dk)), cfg.gdn_chunk};
   if (chunked)
     k.gdn_chunk(qkv.data(), g.data(), beta.data(), s, mix.data(), sh, gdn_scratch.data());
   else
     k.gdn_step(qkv.data(), g.data(), beta.data(), s, mix.data(), sh);
   k.gated_rmsnorm(mix.data(), z.data(), weight(p + "gdn.norm"), mix.data(), m, hv, dv, cfg.norm_eps);
   // x += o W_out^T
-  k.gemm(true, m, d, hv * dv, 1.0f, mix.data(), hv * dv, weight(p + "gdn.out"), hv * dv, 1.0f,
-         x.data(), d);
+  k.gemm(true, m, d, hv * dv, 1.0f, mix.data(), hv * dv, weight(p + "gdn.out"), hv * dv, 1.0f, x.data(), d);
 }
 
 void engine::impl::attention_block(const std::string& p, float* xs, float* k_rows, float* v_rows,
@@ -73,8 +71,8 @@ void engine::impl::attention_block(const std::string& p, float* xs, float* k_row
   k.rope(attn_q.data(), nq * hd, m, nq, hd, pos0, cfg.rope_base);
   k.rope(k_rows, kv_stride, m, nkv, hd, pos0, cfg.rope_base);
 
-  const kernels::attention_shape sh{m, pos0, nq, nkv, hd, nq * hd, kv_stride, nq * hd,
-                                    1.0f / std::sqrt(static_cast<float>(hd))};
+  const kernels::attention_shape sh{
+      m, pos0, nq, nkv, hd, nq * hd, kv_stride, nq * hd, 1.0f / std::sqrt(static_cast<float>(hd))};
   attn_scratch.grow_to(static_cast<std::size_t>(kernels::attention_scratch(sh)));
   // K and V of the layer start at row 0: step back from this chunk's rows.
   const long back = static_cast<long>(pos0) * kv_stride;
@@ -109,8 +107,7 @@ void engine::impl::mtp_layer(int m) {
   head(xm.data() + static_cast<long>(m - 1) * d, "mtp.final_norm", draft_dev.data(), draft_logits);
 }
 
-void engine::impl::head(const float* row, const std::string& norm, float* out_dev,
-                        std::vector<float>& out) {
+void engine::impl::head(const float* row, const std::string& norm, float* out_dev, std::vector<float>& out) {
   const int d = cfg.d_model;
   k.rmsnorm(row, d, weight(norm), xn.data(), d, 1, d, cfg.norm_eps);
   k.gemm(true, 1, cfg.vocab, d, 1.0f, xn.data(), d, weight("lm_head"), d, 0.0f, out_dev, cfg.vocab);

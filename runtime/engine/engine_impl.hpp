@@ -72,8 +72,8 @@ struct engine::impl {
 
  private:
   void gdn_layer(int layer, int lg, int m, bool chunked);
-  void attention_block(const std::string& prefix, float* xs, float* k_rows, float* v_rows,
-                       int kv_stride, int m);
+  void attention_block(const std::string& prefix, float* xs, float* k_rows, float* v_rows, int kv_stride,
+                       int m);
   void mlp_block(const std::string& prefix, float* xs, int m);
   void mtp_layer(int m);
   void head(const float* row, const std::string& norm, float* out_dev, std::vector<float>& out);

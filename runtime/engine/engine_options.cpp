@@ -21,11 +21,16 @@ long long parse_int(const std::string& flag, const std::string& v, long long lo)
 }  // namespace
 
 bool engine_options::parse(const std::string& flag, const std::string& v) {
-  if (flag == "--preset") preset = v;
-  else if (flag == "--weights") weights_path = v;
-  else if (flag == "--weights-seed") weights_seed = static_cast<std::uint64_t>(parse_int(flag, v, 0));
-  else if (flag == "--prefix-chunk") prefix_chunk = static_cast<int>(parse_int(flag, v, 1));
-  else if (flag == "--ctx-size") ctx_size = static_cast<int>(parse_int(flag, v, 1));
+  if (flag == "--preset")
+    preset = v;
+  else if (flag == "--weights")
+    weights_path = v;
+  else if (flag == "--weights-seed")
+    weights_seed = static_cast<std::uint64_t>(parse_int(flag, v, 0));
+  else if (flag == "--prefix-chunk")
+    prefix_chunk = static_cast<int>(parse_int(flag, v, 1));
+  else if (flag == "--ctx-size")
+    ctx_size = static_cast<int>(parse_int(flag, v, 1));
   else if (flag == "--device") {
     if (v != "cpu" && v != "cuda" && v != "auto")
       throw std::invalid_argument("--device is cpu, cuda or auto, got '" + v + "'");

@@ -19,7 +19,7 @@ struct engine_options {
 
   // Consumes `flag value` if it is one of the above; throws std::invalid_argument for a bad value.
   bool parse(const std::string& flag, const std::string& value);
-  model_config config() const;  // validated
+  model_config config() const;       // validated
   kernels::backend backend() const;  // auto: cuda when available
 };
 

@@ -5,10 +5,9 @@
 
 namespace anchorage {
 
-engine_state::engine_state(kernels::backend where, state_layout layout,
-                           std::vector<region> sections, std::vector<region> views)
-    : where_(where), layout_(std::move(layout)), sections_(std::move(sections)),
-      views_(std::move(views)) {}
+engine_state::engine_state(kernels::backend where, state_layout layout, std::vector<region> sections,
+                           std::vector<region> views)
+    : where_(where), layout_(std::move(layout)), sections_(std::move(sections)), views_(std::move(views)) {}
 
 void engine_state::copy_section_out(std::size_t i, void* dst) const {
   if (i >= sections_.size()) throw std::out_of_range("no section " + std::to_string(i));
@@ -47,8 +46,8 @@ void engine_state::copy_rows_in(std::size_t v, std::size_t a, std::size_t b, con
 void engine_state::set_valid_length(std::size_t n) {
   for (const auto& v : layout_.views)
     if (n > v.capacity)
-      throw std::out_of_range("valid length " + std::to_string(n) + " past the capacity of view " +
-                              v.name + " (" + std::to_string(v.capacity) + ")");
+      throw std::out_of_range("valid length " + std::to_string(n) + " past the capacity of view " + v.name +
+                              " (" + std::to_string(v.capacity) + ")");
   length_ = n;
 }
 

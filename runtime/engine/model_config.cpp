@@ -25,8 +25,9 @@ void model_config::validate() const {
   if (grid <= 0 || grid % gdn_chunk != 0)
     fail("the grid (--prefix-chunk) is " + std::to_string(grid) + ", it must be a positive multiple of " +
          std::to_string(gdn_chunk));
-  if (ctx_size < grid) fail("--ctx-size " + std::to_string(ctx_size) + " is below one grid chunk (" +
-                            std::to_string(grid) + ")");
+  if (ctx_size < grid)
+    fail("--ctx-size " + std::to_string(ctx_size) + " is below one grid chunk (" + std::to_string(grid) +
+         ")");
 }
 
 model_config preset_config(const std::string& name) {

@@ -16,12 +16,12 @@ struct model_config {
   int mlp_hidden = 128;
   float norm_eps = 1e-6f;
   // Gated DeltaNet
-  int gdn_hk = 2;          // query/key heads
-  int gdn_hv = 4;          // value heads (a multiple of gdn_hk)
+  int gdn_hk = 2;  // query/key heads
+  int gdn_hv = 4;  // value heads (a multiple of gdn_hk)
   int gdn_dk = 16;
   int gdn_dv = 16;
   int conv_kernel = 4;
-  int gdn_chunk = 16;      // sub-chunk of the chunked form; the grid is a multiple of it
+  int gdn_chunk = 16;  // sub-chunk of the chunked form; the grid is a multiple of it
   // attention
   int n_q = 4;
   int n_kv = 2;

@@ -32,7 +32,9 @@ struct stream {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
   }
-  float uniform() { return static_cast<float>(static_cast<double>(next() >> 40) * (1.0 / 16777216.0)); }  // [0, 1)
+  float uniform() {
+    return static_cast<float>(static_cast<double>(next() >> 40) * (1.0 / 16777216.0));
+  }  // [0, 1)
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {

@@ -84,9 +84,8 @@ std::string build_header(const std::string& path, const tensor_map& tensors,
                                   std::to_string(t.data.size()) + " values, but its shape " +
                                   shape_string(t.shape) + " needs " + std::to_string(n));
     const std::uint64_t bytes = static_cast<std::uint64_t>(n) * 4;
-    header[name] = json{{"dtype", "F32"},
-                        {"shape", t.shape},
-                        {"data_offsets", json::array({offset, offset + bytes})}};
+    header[name] =
+        json{{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", json::array({offset, offset + bytes})}};
     offset += bytes;
   }
   if (!metadata.empty()) header["__metadata__"] = metadata;
@@ -95,8 +94,7 @@ std::string build_header(const std::string& path, const tensor_map& tensors,
     text = header.dump();
   } catch (const json::exception& e) {
     throw std::invalid_argument("save_safetensors '" + path +
-                                "': tensor names and metadata must be valid UTF-8 (" + e.what() +
-                                ")");
+                                "': tensor names and metadata must be valid UTF-8 (" + e.what() + ")");
   }
   text.append((8 - text.size() % 8) % 8, ' ');
   return text;
@@ -161,8 +159,8 @@ std::int64_t element_size(const std::string& dtype) {
 void decode(const std::string& dtype, const unsigned char* in, std::size_t count, float* out) {
   if (dtype == "F32") {
     for (std::size_t i = 0; i < count; ++i, in += 4)
-      out[i] = float_from_bits(std::uint32_t(in[0]) | std::uint32_t(in[1]) << 8 |
-                               std::uint32_t(in[2]) << 16 | std::uint32_t(in[3]) << 24);
+      out[i] = float_from_bits(std::uint32_t(in[0]) | std::uint32_t(in[1]) << 8 | std::uint32_t(in[2]) << 16 |
+                               std::uint32_t(in[3]) << 24);
   } else {
     const bool half = dtype == "F16";
     for (std::size_t i = 0; i < count; ++i, in += 2) {
@@ -319,8 +317,7 @@ safetensors_file load_safetensors(const std::string& path) {
     const std::string range = "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
     if (end < begin) bad("data_offsets " + range + " end before they begin");
     if (end > data_size)
-      bad("data_offsets " + range + " go beyond the data buffer (" + std::to_string(data_size) +
-          " bytes)");
+      bad("data_offsets " + range + " go beyond the data buffer (" + std::to_string(data_size) + " bytes)");
     const std::uint64_t need = static_cast<std::uint64_t>(numel * elem);
     if (end - begin != need)
       bad("data_offsets " + range + " span " + std::to_string(end - begin) + " bytes, but shape " +
@@ -351,9 +348,9 @@ void check_tensors(const tensor_map& got, const std::vector<tensor_spec>& expect
     } else {
       std::int64_t n = 0;
       if (!checked_numel(spec.shape, &n) || static_cast<std::uint64_t>(n) != it->second.data.size())
-        problems.push_back("tensor '" + spec.name + "' holds " +
-                           std::to_string(it->second.data.size()) + " values, but its shape " +
-                           shape_string(spec.shape) + " needs " + std::to_string(n));
+        problems.push_back("tensor '" + spec.name + "' holds " + std::to_string(it->second.data.size()) +
+                           " values, but its shape " + shape_string(spec.shape) + " needs " +
+                           std::to_string(n));
     }
   }
   for (const auto& [name, t] : got)

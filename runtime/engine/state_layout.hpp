@@ -25,11 +25,11 @@ struct view_info {
 struct state_layout {
   std::vector<section_info> sections;
   std::vector<view_info> views;
-  int grid = 0;                  // prefill chunk; resumes on multiples of it are exact
-  std::uint64_t fingerprint = 0; // weights, engine code version, arithmetic, grid, layout
+  int grid = 0;                   // prefill chunk; resumes on multiples of it are exact
+  std::uint64_t fingerprint = 0;  // weights, engine code version, arithmetic, grid, layout
 
-  std::size_t section_bytes() const;                   // all sections together
-  std::size_t row_bytes() const;                       // one row of every view together
+  std::size_t section_bytes() const;  // all sections together
+  std::size_t row_bytes() const;      // one row of every view together
   std::optional<std::size_t> section_index(const std::string& name) const;
   std::optional<std::size_t> view_index(const std::string& name) const;
   // A stable text of names and sizes (not capacities): what the fingerprint hashes.

@@ -19,8 +19,8 @@ const close_phrase& reasoning_close() {
   static const close_phrase p = [] {
     close_phrase c;
     c.ids = tokenizer{}.encode(reasoning_close_phrase, /*parse_special=*/true);
-    c.hidden = static_cast<std::size_t>(
-        std::find(c.ids.begin(), c.ids.end(), special_tokens::think_close) - c.ids.begin());
+    c.hidden = static_cast<std::size_t>(std::find(c.ids.begin(), c.ids.end(), special_tokens::think_close) -
+                                        c.ids.begin());
     return c;
   }();
   return p;
@@ -46,7 +46,8 @@ std::size_t utf8_cut(const std::string& s, std::size_t n) {
 std::size_t reasoning_close_length() { return reasoning_close().ids.size(); }
 
 generation_session::generation_session(engine& e, generation_job job)
-    : engine_(e), job_(std::move(job)),
+    : engine_(e),
+      job_(std::move(job)),
       parser_(job_.parse_reasoning, job_.parse_tool_calls, job_.starts_in_reasoning) {
   if (job_.parse_reasoning) think_ = job_.starts_in_reasoning ? think_state::open : think_state::before;
   for (const auto& s : job_.stop_strings) longest_stop_ = std::max(longest_stop_, s.size());

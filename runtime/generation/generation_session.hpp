@@ -142,7 +142,7 @@ class generation_session {
   std::optional<generator> gen_;
   replay_state replay_;
   std::vector<output_delta> replayed_;  // the replay's deltas, for the first step()
-  std::string held_;  // content text that may begin a stop string
+  std::string held_;                    // content text that may begin a stop string
   std::size_t longest_stop_ = 0;
   assistant_output out_;
   std::vector<token_id> ids_;
@@ -152,7 +152,7 @@ class generation_session {
   long reasoning_tokens_ = 0;
   std::size_t hidden_left_ = 0;  // forced tokens still to come that are hidden
   bool closing_ = false;         // the close phrase has been queued
-  std::size_t start_ = 0;  // the engine's length when the session began
+  std::size_t start_ = 0;        // the engine's length when the session began
   long prefilled_ = 0;
   long output_tokens_ = 0;
   bool cancelled_ = false;

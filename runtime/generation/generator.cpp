@@ -6,7 +6,10 @@
 namespace anchorage {
 
 generator::generator(engine& e, generation_request r)
-    : engine_(e), req_(std::move(r)), step_(req_.first_step), pending_(req_.pending),
+    : engine_(e),
+      req_(std::move(r)),
+      step_(req_.first_step),
+      pending_(req_.pending),
       forced_(req_.forced.begin(), req_.forced.end()) {
   if (req_.max_tokens <= 0) reason_ = finish_reason::length;
 }

@@ -31,7 +31,8 @@ token_id sample_token(const std::vector<float>& raw, const sampling_params& p, s
   if (!p.logit_bias.empty()) {
     biased = raw;
     for (const auto& [id, bias] : p.logit_bias) {
-      if (id < 0 || id >= n) throw std::invalid_argument("logit_bias names id " + std::to_string(id) + " outside the logits");
+      if (id < 0 || id >= n)
+        throw std::invalid_argument("logit_bias names id " + std::to_string(id) + " outside the logits");
       biased[static_cast<std::size_t>(id)] += bias;
     }
   }

@@ -19,9 +19,7 @@ struct file_result {
   std::string message;
 
   static file_result success() { return {}; }
-  static file_result failure(int error, std::string message) {
-    return {false, error, std::move(message)};
-  }
+  static file_result failure(int error, std::string message) { return {false, error, std::move(message)}; }
   explicit operator bool() const { return ok; }
 };
 
@@ -54,7 +52,10 @@ class file_buffer {
   // Makes the buffer `n` bytes long, n <= capacity() (a buffer reused for another file).
   void set_size(std::size_t n) { size_ = n <= capacity_ ? n : capacity_; }
   // Gives the memory up without freeing it (an env whose ring may still write into it).
-  void leak() { (void)data_.release(); size_ = capacity_ = 0; }
+  void leak() {
+    (void)data_.release();
+    size_ = capacity_ = 0;
+  }
 
  private:
   struct free_deleter {
@@ -109,8 +110,7 @@ class file_env {
   // Success: all n bytes are in dst. Failure: a missing file, an I/O error, or a range reaching
   // past the end of the file (ERANGE: a short file is an error, never a partial answer); dst's
   // contents are then unspecified. n == 0 succeeds when the file exists and offset <= its size.
-  virtual file_result read(const std::string& path, std::uint64_t offset, void* dst,
-                           std::size_t n) = 0;
+  virtual file_result read(const std::string& path, std::uint64_t offset, void* dst, std::size_t n) = 0;
 
   // The size in bytes of the regular file at `path`; nullopt when it does not exist or cannot be
   // inspected.

@@ -40,7 +40,9 @@ inline int open_file(const std::string& path, int flags, bool& direct) {
 // Closes on scope exit; close() closes now and returns 0 or the errno of close(2).
 struct fd_guard {
   int fd = -1;
-  ~fd_guard() { if (fd >= 0) ::close(fd); }
+  ~fd_guard() {
+    if (fd >= 0) ::close(fd);
+  }
   int close() { return ::close(std::exchange(fd, -1)) == 0 ? 0 : errno; }
 };
 
@@ -54,7 +56,8 @@ inline int submit_one(io_uring* ring) {
 inline int wait_one(io_uring* ring, std::uintptr_t& data, int& res) {
   io_uring_cqe* cqe = nullptr;
   int r;
-  do r = io_uring_wait_cqe(ring, &cqe); while (r == -EINTR);
+  do r = io_uring_wait_cqe(ring, &cqe);
+  while (r == -EINTR);
   if (r < 0) return -r;
   data = reinterpret_cast<std::uintptr_t>(io_uring_cqe_get_data(cqe));
   res = cqe->res;

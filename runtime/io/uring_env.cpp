@@ -79,8 +79,10 @@ file_result uring_env::pump(const transfer& t, const std::string& path) {
     io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());  // null only if the ring is broken
     if (!sqe) return EBUSY;
     // len <= a buffer's size, which the ring's unsigned lengths hold
-    if (t.write) io_uring_prep_write(sqe, t.fd, buf, static_cast<unsigned>(len), off);
-    else io_uring_prep_read(sqe, t.fd, buf, static_cast<unsigned>(len), off);
+    if (t.write)
+      io_uring_prep_write(sqe, t.fd, buf, static_cast<unsigned>(len), off);
+    else
+      io_uring_prep_read(sqe, t.fd, buf, static_cast<unsigned>(len), off);
     io_uring_sqe_set_data(sqe, reinterpret_cast<void*>(static_cast<std::uintptr_t>(i)));
     return submit_one(ring_.get());
   };
@@ -166,8 +168,8 @@ file_result uring_env::sync_file(int fd, const std::string& path) {
 }
 
 // Writes the pieces to `tmp` (created or truncated) and fsyncs it; does not remove it on failure.
-file_result uring_env::write_tmp(const std::string& tmp, bool direct,
-                                 const std::vector<file_piece>& pieces, std::uint64_t total) {
+file_result uring_env::write_tmp(const std::string& tmp, bool direct, const std::vector<file_piece>& pieces,
+                                 std::uint64_t total) {
   fd_guard f{open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC, direct)};
   if (f.fd < 0) return os_failure(errno, "open", tmp);
   std::size_t piece = 0, piece_offset = 0;  // the next byte to copy into a block
@@ -222,16 +224,15 @@ file_result uring_env::write_atomic(const std::string& dir, const std::string& n
 }
 
 // One attempt at read(): `direct` says whether to try O_DIRECT.
-file_result uring_env::read_once(const std::string& path, bool direct, std::uint64_t offset,
-                                 void* dst, std::size_t n) {
+file_result uring_env::read_once(const std::string& path, bool direct, std::uint64_t offset, void* dst,
+                                 std::size_t n) {
   fd_guard f{open_file(path, O_RDONLY, direct)};
   if (f.fd < 0) return os_failure(errno, "open", path);
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) return os_failure(errno, "fstat", path);
   const auto file_size = static_cast<std::uint64_t>(st.st_size);
   if (offset > file_size || n > file_size - offset) {
-    return os_failure(ERANGE, "read past the end (" + std::to_string(file_size) + " bytes) of",
-                      path);
+    return os_failure(ERANGE, "read past the end (" + std::to_string(file_size) + " bytes) of", path);
   }
   transfer t;
   t.fd = f.fd;
@@ -243,15 +244,13 @@ file_result uring_env::read_once(const std::string& path, bool direct, std::uint
     const std::uint64_t from = std::max(block_start, offset);
     const std::uint64_t to = std::min(block_start + len, offset + n);
     if (to > from) {
-      std::memcpy(static_cast<char*>(dst) + (from - offset), buf + (from - block_start),
-                  to - from);
+      std::memcpy(static_cast<char*>(dst) + (from - offset), buf + (from - block_start), to - from);
     }
   };
   return pump(t, path);
 }
 
-file_result uring_env::read(const std::string& path, std::uint64_t offset, void* dst,
-                            std::size_t n) {
+file_result uring_env::read(const std::string& path, std::uint64_t offset, void* dst, std::size_t n) {
   assert(dst != nullptr || n == 0);
   if (auto r = ensure_buffers(); !r) return r;
   file_result r = read_once(path, options_.direct, offset, dst, n);

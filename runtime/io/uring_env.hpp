@@ -15,9 +15,9 @@ struct io_uring;  // liburing's ring; kept out of this header
 namespace anchorage {
 
 struct uring_env_options {
-  unsigned queue_depth = 8;             // ring entries, and blocks in flight at once
-  std::size_t block_bytes = 4u << 20;   // the largest single read or write; a multiple of 4096
-  bool direct = true;                   // try O_DIRECT first (see uring_env)
+  unsigned queue_depth = 8;            // ring entries, and blocks in flight at once
+  std::size_t block_bytes = 4u << 20;  // the largest single read or write; a multiple of 4096
+  bool direct = true;                  // try O_DIRECT first (see uring_env)
 };
 
 // The real file_env (io_uring works on Debian 12 with liburing 2.3; 4 MiB blocks at queue depth 8 reach
@@ -39,10 +39,10 @@ struct uring_env_options {
 // its pieces into one at submission, so a write in flight holds one extra copy of its file), cut
 // into up to queue_depth transfers of at least block_bytes (one finished write's buffer of up to
 // 256 MiB is kept for the next write, so a run of writes maps its pages once), submitted at
-// once with no bounce buffer. At most queue_depth such transfers are in flight over all operations; the rest are
-// submitted as earlier ones complete, inside the env's calls. The fsync, rename and directory
-// sync of a write happen in wait_write. O_DIRECT's EINVAL falls back to buffered I/O there too.
-// Without a ring, submit does the whole operation at once and wait returns its result.
+// once with no bounce buffer. At most queue_depth such transfers are in flight over all operations; the rest
+// are submitted as earlier ones complete, inside the env's calls. The fsync, rename and directory sync of a
+// write happen in wait_write. O_DIRECT's EINVAL falls back to buffered I/O there too. Without a ring, submit
+// does the whole operation at once and wait returns its result.
 //
 // Every system call's result is checked and mapped to a file_result; nothing here throws.
 // Not thread-safe (see file_env): the ring and the bounce buffers belong to the one thread that
@@ -59,8 +59,7 @@ class uring_env final : public file_env {
 
   file_result write_atomic(const std::string& dir, const std::string& name,
                            const std::vector<file_piece>& pieces) override;
-  file_result read(const std::string& path, std::uint64_t offset, void* dst,
-                   std::size_t n) override;
+  file_result read(const std::string& path, std::uint64_t offset, void* dst, std::size_t n) override;
   std::optional<std::uint64_t> size(const std::string& path) override;
   std::vector<std::string> list(const std::string& dir) override;
   bool remove(const std::string& path) override;
@@ -86,14 +85,14 @@ class uring_env final : public file_env {
     bool write = false;
     bool direct = false;
     int fd = -1;
-    std::string path;            // the file read, or the tmp written
-    std::string dir, name;       // a write's final place
-    file_buffer buf;             // the whole file (aligned extent), the kernel's while in flight
-    std::uint64_t total = 0;     // the bytes the caller asked for or gave
+    std::string path;         // the file read, or the tmp written
+    std::string dir, name;    // a write's final place
+    file_buffer buf;          // the whole file (aligned extent), the kernel's while in flight
+    std::uint64_t total = 0;  // the bytes the caller asked for or gave
     std::vector<async_piece> pieces;
-    std::size_t next = 0;        // the first piece not submitted yet
+    std::size_t next = 0;  // the first piece not submitted yet
     unsigned in_flight = 0;
-    file_result result;          // the first failure
+    file_result result;  // the first failure
   };
 
   // Block k of a transfer covers file bytes [start + k * block_bytes, + length); `fill` prepares
@@ -112,10 +111,9 @@ class uring_env final : public file_env {
   file_result abandon_ring(int err, const std::string& step, const std::string& path);
   file_result pump(const transfer& t, const std::string& path);
   file_result sync_file(int fd, const std::string& path);
-  file_result write_tmp(const std::string& tmp, bool direct,
-                        const std::vector<file_piece>& pieces, std::uint64_t total);
-  file_result read_once(const std::string& path, bool direct, std::uint64_t offset, void* dst,
-                        std::size_t n);
+  file_result write_tmp(const std::string& tmp, bool direct, const std::vector<file_piece>& pieces,
+                        std::uint64_t total);
+  file_result read_once(const std::string& path, bool direct, std::uint64_t offset, void* dst, std::size_t n);
   // Waits for one completion, handling every completion of an async piece on the way; returns 0
   // with a synchronous transfer's user data and result, or the wait's errno.
   int reap(std::uintptr_t& data, int& res);
@@ -138,8 +136,8 @@ class uring_env final : public file_env {
   std::vector<char*> buffers_;      // queue_depth bounce buffers of block_bytes each
   std::unordered_map<std::uint64_t, std::unique_ptr<async_op>> ops_;  // by ticket id
   std::uint64_t next_ticket_ = 1;
-  unsigned async_in_flight_ = 0;    // async pieces submitted and not completed
-  file_buffer write_spare_;         // the largest finished write's buffer, reused by the next
+  unsigned async_in_flight_ = 0;  // async pieces submitted and not completed
+  file_buffer write_spare_;       // the largest finished write's buffer, reused by the next
   static constexpr std::size_t spare_max_bytes = 256u << 20;
 };
 

@@ -36,7 +36,7 @@ void uring_env::on_async(async_piece& p, int res) {
   --async_in_flight_;
   if (res < 0 || (res == 0 && p.done < p.needed)) {
     if (op.result.ok) {
-      op.result = res < 0   ? os_failure(-res, op.write ? "write" : "read", op.path)
+      op.result = res < 0    ? os_failure(-res, op.write ? "write" : "read", op.path)
                   : op.write ? os_failure(EIO, "write (no progress)", op.path)
                              : os_failure(ERANGE, "read (the file ended early)", op.path);
     }
@@ -49,8 +49,10 @@ void uring_env::on_async(async_piece& p, int res) {
   if (sqe) {
     char* buf = reinterpret_cast<char*>(op.buf.data()) + p.offset + p.done;
     const std::size_t len = p.length - p.done;
-    if (op.write) io_uring_prep_write(sqe, op.fd, buf, static_cast<unsigned>(len), p.offset + p.done);
-    else io_uring_prep_read(sqe, op.fd, buf, static_cast<unsigned>(len), p.offset + p.done);
+    if (op.write)
+      io_uring_prep_write(sqe, op.fd, buf, static_cast<unsigned>(len), p.offset + p.done);
+    else
+      io_uring_prep_read(sqe, op.fd, buf, static_cast<unsigned>(len), p.offset + p.done);
     io_uring_sqe_set_data(sqe, &p);
     err = submit_one(ring_.get());
   }
@@ -71,8 +73,10 @@ bool uring_env::submit_async(async_op& op) {
       return false;
     }
     char* buf = reinterpret_cast<char*>(op.buf.data()) + p.offset;
-    if (op.write) io_uring_prep_write(sqe, op.fd, buf, static_cast<unsigned>(p.length), p.offset);
-    else io_uring_prep_read(sqe, op.fd, buf, static_cast<unsigned>(p.length), p.offset);
+    if (op.write)
+      io_uring_prep_write(sqe, op.fd, buf, static_cast<unsigned>(p.length), p.offset);
+    else
+      io_uring_prep_read(sqe, op.fd, buf, static_cast<unsigned>(p.length), p.offset);
     io_uring_sqe_set_data(sqe, &p);
     if (const int err = submit_one(ring_.get())) {
       abandon_ring(err, "io_uring_submit", op.path);
@@ -111,8 +115,8 @@ io_ticket uring_env::start(std::unique_ptr<async_op> op) {
       p.op = op.get();
       p.offset = off;
       p.length = static_cast<std::size_t>(std::min(piece, extent - off));
-      p.needed = op->write ? p.length
-                           : static_cast<std::size_t>(std::min<std::uint64_t>(p.length, op->total - off));
+      p.needed =
+          op->write ? p.length : static_cast<std::size_t>(std::min<std::uint64_t>(p.length, op->total - off));
       op->pieces.push_back(p);
     }
   }
@@ -160,7 +164,8 @@ file_result uring_env::wait_read(io_ticket ticket, file_buffer& out) {
   op.fd = -1;
   file_result r = op.result;
   // A file system refusing O_DIRECT on the first transfer: the same read, buffered.
-  if (!r && op.direct && r.error == EINVAL && op.buf.data()) r = read_once(op.path, false, 0, op.buf.data(), op.total);
+  if (!r && op.direct && r.error == EINVAL && op.buf.data())
+    r = read_once(op.path, false, 0, op.buf.data(), op.total);
   out = r ? std::move(op.buf) : file_buffer();
   ops_.erase(it);
   return r;
@@ -211,7 +216,8 @@ io_ticket uring_env::submit_write_atomic(const std::string& dir, const std::stri
 file_result uring_env::finish_write(async_op& op) {
   file_result r = op.result;
   const bool direct_refused = !r && op.direct && r.error == EINVAL && op.buf.data();
-  if (r && op.direct && round_up(op.total) != op.total && ::ftruncate(op.fd, static_cast<off_t>(op.total)) != 0)
+  if (r && op.direct && round_up(op.total) != op.total &&
+      ::ftruncate(op.fd, static_cast<off_t>(op.total)) != 0)
     r = os_failure(errno, "ftruncate", op.path);
   if (r) r = sync_file(op.fd, op.path);
   if (op.fd >= 0) {

@@ -24,7 +24,8 @@ namespace {
 
 template <class E>
 E from_text(std::optional<E> e, const char* field) {
-  if (!e) throw std::invalid_argument(std::string("a ledger entry's ") + field + " is none the server writes");
+  if (!e)
+    throw std::invalid_argument(std::string("a ledger entry's ") + field + " is none the server writes");
   return *e;
 }
 

@@ -23,23 +23,29 @@ std::string metrics::text(long queue_depth, bool running) const {
     << "# TYPE anchorage_requests_total counter\n";
   for (const auto& [key, n] : requests_) {
     const auto a = key.find('|'), b = key.rfind('|');
-    o << "anchorage_requests_total{route=\"" << key.substr(0, a) << "\",source=\"" << key.substr(a + 1, b - a - 1)
-      << "\",finish_reason=\"" << key.substr(b + 1) << "\"} " << n << "\n";
+    o << "anchorage_requests_total{route=\"" << key.substr(0, a) << "\",source=\""
+      << key.substr(a + 1, b - a - 1) << "\",finish_reason=\"" << key.substr(b + 1) << "\"} " << n << "\n";
   }
   o << "# HELP anchorage_rejected_total Requests refused before running, by HTTP status.\n"
     << "# TYPE anchorage_rejected_total counter\n";
-  for (const auto& [status, n] : rejected_) o << "anchorage_rejected_total{status=\"" << status << "\"} " << n << "\n";
+  for (const auto& [status, n] : rejected_)
+    o << "anchorage_rejected_total{status=\"" << status << "\"} " << n << "\n";
   auto counter = [&](const char* name, const char* help, double v) {
     o << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n" << name << " " << v << "\n";
   };
-  counter("anchorage_prompt_tokens_total", "Prompt tokens of finished requests.", static_cast<double>(prompt_tokens_));
-  counter("anchorage_prefilled_tokens_total", "Prompt tokens forwarded by prefills.", static_cast<double>(prefilled_));
-  counter("anchorage_cached_tokens_total", "Prompt tokens restored from a cache tier.", static_cast<double>(cached_));
+  counter("anchorage_prompt_tokens_total", "Prompt tokens of finished requests.",
+          static_cast<double>(prompt_tokens_));
+  counter("anchorage_prefilled_tokens_total", "Prompt tokens forwarded by prefills.",
+          static_cast<double>(prefilled_));
+  counter("anchorage_cached_tokens_total", "Prompt tokens restored from a cache tier.",
+          static_cast<double>(cached_));
   counter("anchorage_completion_tokens_total", "Tokens generated.", static_cast<double>(output_tokens_));
   o << "# HELP anchorage_ttft_seconds Time to first token.\n# TYPE anchorage_ttft_seconds summary\n"
     << "anchorage_ttft_seconds_sum " << ttft_sum_s_ << "\nanchorage_ttft_seconds_count " << finished_ << "\n";
-  o << "# HELP anchorage_request_seconds Time from arrival to the last token.\n# TYPE anchorage_request_seconds summary\n"
-    << "anchorage_request_seconds_sum " << total_sum_s_ << "\nanchorage_request_seconds_count " << finished_ << "\n";
+  o << "# HELP anchorage_request_seconds Time from arrival to the last token.\n# TYPE "
+       "anchorage_request_seconds summary\n"
+    << "anchorage_request_seconds_sum " << total_sum_s_ << "\nanchorage_request_seconds_count " << finished_
+    << "\n";
   struct tier_series {
     const char* key;
     const char* name;
@@ -48,13 +54,16 @@ std::string metrics::text(long queue_depth, bool running) const {
   };
   static const tier_series series[] = {
       {"entries", "anchorage_cache_entries", "gauge", "Entries a cache tier holds (anchors, snapshots)."},
-      {"bytes", "anchorage_cache_bytes", "gauge", "Bytes a cache tier holds (device memory, or disk for the disk tier)."},
+      {"bytes", "anchorage_cache_bytes", "gauge",
+       "Bytes a cache tier holds (device memory, or disk for the disk tier)."},
       {"limit_bytes", "anchorage_cache_limit_bytes", "gauge", "A cache tier's budget."},
       {"hits", "anchorage_cache_hits_total", "counter", "Requests a cache tier answered."},
       {"misses", "anchorage_cache_misses_total", "counter", "Lookups a cache tier had nothing for."},
       {"evictions", "anchorage_cache_evictions_total", "counter", "Entries dropped to make room."},
-      {"tokens_saved", "anchorage_cache_tokens_saved_total", "counter", "Prompt tokens restored instead of prefilled."},
-      {"restore_failures", "anchorage_cache_restore_failures_total", "counter", "Restores refused by a verification or an I/O error."},
+      {"tokens_saved", "anchorage_cache_tokens_saved_total", "counter",
+       "Prompt tokens restored instead of prefilled."},
+      {"restore_failures", "anchorage_cache_restore_failures_total", "counter",
+       "Restores refused by a verification or an I/O error."},
       {"write_failures", "anchorage_cache_write_failures_total", "counter", "Files a tier failed to write."},
       {"bytes_written", "anchorage_cache_bytes_written_total", "counter", "Bytes a tier wrote to disk."},
       {"bytes_read", "anchorage_cache_bytes_read_total", "counter", "Bytes a tier read back from disk."},

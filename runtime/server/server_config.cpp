@@ -11,8 +11,8 @@ namespace anchorage {
 namespace {
 
 struct option {
-  const char* name;  // without dashes
-  const char* value; // placeholder, nullptr for a switch
+  const char* name;   // without dashes
+  const char* value;  // placeholder, nullptr for a switch
   const char* help;
   std::function<void(server_config&, const std::string&)> set;
 };
@@ -55,9 +55,12 @@ void set_engine(server_config& c, const std::string& flag, const std::string& v)
 
 const std::vector<option>& options() {
   static const std::vector<option> all = {
-      {"host", "ADDR", "address to listen on (127.0.0.1)", [](server_config& c, const std::string& v) { c.host = v; }},
+      {"host", "ADDR", "address to listen on (127.0.0.1)",
+       [](server_config& c, const std::string& v) { c.host = v; }},
       {"port", "N", "port to listen on (8080)",
-       [](server_config& c, const std::string& v) { c.port = static_cast<int>(parse_long("port", v, 0, 65535)); }},
+       [](server_config& c, const std::string& v) {
+         c.port = static_cast<int>(parse_long("port", v, 0, 65535));
+       }},
       {"preset", "NAME", "built-in model: tiny, tiny-mtp, small, small-mtp (small)",
        [](server_config& c, const std::string& v) { set_engine(c, "--preset", v); }},
       {"weights", "FILE", "safetensors weights of the preset's layout (random weights otherwise)",
@@ -92,7 +95,8 @@ const std::vector<option>& options() {
        "write a decoding generation's whole state to the disk tier every N output tokens, so an identical "
        "request after a restart resumes it (0: off)",
        [](server_config& c, const std::string& v) {
-         c.disk.checkpoint_tokens = static_cast<std::size_t>(parse_long("generation-checkpoint-tokens", v, 0, 1L << 30));
+         c.disk.checkpoint_tokens =
+             static_cast<std::size_t>(parse_long("generation-checkpoint-tokens", v, 0, 1L << 30));
        }},
       {"disk-stage-gb", "GB", "host memory holding staged disk writes not yet written (1)",
        [](server_config& c, const std::string& v) { c.disk.stage_bytes = parse_gib("disk-stage-gb", v); }},
@@ -107,25 +111,38 @@ const std::vector<option>& options() {
       {"cache-budget-gb", "GB", "budget of the state store's snapshots (2)",
        [](server_config& c, const std::string& v) { c.cache.store_bytes = parse_gib("cache-budget-gb", v); }},
       {"store-entry-gb", "GB", "largest single snapshot in the state store (1)",
-       [](server_config& c, const std::string& v) { c.cache.store_entry_bytes = parse_gib("store-entry-gb", v); }},
-      {"resident-guest-max", "N", "longest prompt served as a guest beside the resident one (8192; 0: no guests)",
+       [](server_config& c, const std::string& v) {
+         c.cache.store_entry_bytes = parse_gib("store-entry-gb", v);
+       }},
+      {"resident-guest-max", "N",
+       "longest prompt served as a guest beside the resident one (8192; 0: no guests)",
        [](server_config& c, const std::string& v) {
          c.cache.guest_max = static_cast<std::size_t>(parse_long("resident-guest-max", v, 0, 1L << 30));
        }},
       {"resident-stash-gb", "GB", "budget of a guest's stash of the rows it overwrites (1)",
-       [](server_config& c, const std::string& v) { c.cache.stash_bytes = parse_gib("resident-stash-gb", v); }},
+       [](server_config& c, const std::string& v) {
+         c.cache.stash_bytes = parse_gib("resident-stash-gb", v);
+       }},
       {"resident-pin-gb", "GB", "budget of the pinned head of a replaced prompt (4)",
        [](server_config& c, const std::string& v) { c.cache.pin_bytes = parse_gib("resident-pin-gb", v); }},
       {"resident-park-gb", "GB", "budget of the parked session another session replaced (4)",
        [](server_config& c, const std::string& v) { c.cache.park_bytes = parse_gib("resident-park-gb", v); }},
       {"parallel", "N", "slots: the resident one and N-1 side slots for guests (1)",
-       [](server_config& c, const std::string& v) { c.cache.parallel = static_cast<int>(parse_long("parallel", v, 1, 64)); }},
+       [](server_config& c, const std::string& v) {
+         c.cache.parallel = static_cast<int>(parse_long("parallel", v, 1, 64));
+       }},
       {"max-queue", "N", "requests that may wait behind the running one (16); beyond: 429",
-       [](server_config& c, const std::string& v) { c.max_queue = static_cast<int>(parse_long("max-queue", v, 0, 100000)); }},
+       [](server_config& c, const std::string& v) {
+         c.max_queue = static_cast<int>(parse_long("max-queue", v, 0, 100000));
+       }},
       {"max-body-mb", "N", "largest request body in MiB (32); beyond: 413",
-       [](server_config& c, const std::string& v) { c.max_body_bytes = parse_long("max-body-mb", v, 1, 4096) << 20; }},
+       [](server_config& c, const std::string& v) {
+         c.max_body_bytes = parse_long("max-body-mb", v, 1, 4096) << 20;
+       }},
       {"decode-block", "N", "tokens decoded per board step (4)",
-       [](server_config& c, const std::string& v) { c.decode_block = static_cast<int>(parse_long("decode-block", v, 1, 1024)); }},
+       [](server_config& c, const std::string& v) {
+         c.decode_block = static_cast<int>(parse_long("decode-block", v, 1, 1024));
+       }},
       {"reasoning-budget", "N",
        "reasoning tokens a thinking chat may generate before the server closes the block (-1: unlimited)",
        [](server_config& c, const std::string& v) {
@@ -136,7 +153,9 @@ const std::vector<option>& options() {
       {"trace", "FILE", "record the client requests received, as JSON lines, to FILE",
        [](server_config& c, const std::string& v) { c.trace_path = v; }},
       {"http-threads", "N", "HTTP worker threads (8)",
-       [](server_config& c, const std::string& v) { c.http_threads = static_cast<int>(parse_long("http-threads", v, 1, 1024)); }},
+       [](server_config& c, const std::string& v) {
+         c.http_threads = static_cast<int>(parse_long("http-threads", v, 1, 1024));
+       }},
   };
   return all;
 }
@@ -161,11 +180,17 @@ void apply_file(server_config& c, const std::string& path) {
     const option* o = find(key);
     if (o == nullptr) throw std::invalid_argument("--config '" + path + "': unknown key '" + key + "'");
     std::string v;
-    if (value.is_string()) v = value.get<std::string>();
-    else if (value.is_boolean()) v = value.get<bool>() ? "true" : "false";
-    else if (value.is_number_integer()) v = std::to_string(value.get<long>());
-    else if (value.is_number_float()) v = value.dump();
-    else throw std::invalid_argument("--config '" + path + "': key '" + key + "' must be a string, number or boolean");
+    if (value.is_string())
+      v = value.get<std::string>();
+    else if (value.is_boolean())
+      v = value.get<bool>() ? "true" : "false";
+    else if (value.is_number_integer())
+      v = std::to_string(value.get<long>());
+    else if (value.is_number_float())
+      v = value.dump();
+    else
+      throw std::invalid_argument("--config '" + path + "': key '" + key +
+                                  "' must be a string, number or boolean");
     o->set(c, v);
   }
 }
@@ -222,8 +247,10 @@ std::string server_help() {
   s += "  --help               this text\n";
   for (const auto& o : options()) {
     std::string left = std::string("  --") + o.name + (o.value ? std::string(" ") + o.value : "");
-    if (left.size() < 23) left.resize(23, ' ');
-    else left += "  ";
+    if (left.size() < 23)
+      left.resize(23, ' ');
+    else
+      left += "  ";
     s += left + o.help + "\n";
   }
   return s;

@@ -16,25 +16,25 @@ struct server_config {
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string served_model_name = "anchorage";
-  std::string admin_token;      // --admin-token, or ANCHORAGE_ADMIN_TOKEN
-  std::string cache_dir;        // --cache-dir: the NVMe tiers' directory; empty: no disk tier
+  std::string admin_token;  // --admin-token, or ANCHORAGE_ADMIN_TOKEN
+  std::string cache_dir;    // --cache-dir: the NVMe tiers' directory; empty: no disk tier
   struct disk_knobs {
-    std::uint64_t budget_bytes = 50ULL << 30;     // --disk-cache-gb 50 (0: off)
-    std::int64_t lifetime_s = 7 * 24 * 3600;      // --disk-lifetime-days 7
-    std::uint64_t min_free_bytes = 4ULL << 30;    // --disk-free-gb 4
-    std::size_t min_tokens = 4096;                // --disk-min-tokens
-    std::uint64_t stage_bytes = 1ULL << 30;       // --disk-stage-gb 1
-    std::size_t checkpoint_tokens = 0;            // --generation-checkpoint-tokens (0: off)
+    std::uint64_t budget_bytes = 50ULL << 30;   // --disk-cache-gb 50 (0: off)
+    std::int64_t lifetime_s = 7 * 24 * 3600;    // --disk-lifetime-days 7
+    std::uint64_t min_free_bytes = 4ULL << 30;  // --disk-free-gb 4
+    std::size_t min_tokens = 4096;              // --disk-min-tokens
+    std::uint64_t stage_bytes = 1ULL << 30;     // --disk-stage-gb 1
+    std::size_t checkpoint_tokens = 0;          // --generation-checkpoint-tokens (0: off)
   } disk;
-  bool no_cache = false;        // --no-cache: every tier off, the cold path only
-  cache_options cache;          // --resident-gb, --end-anchor, --end-align, --cache-budget-gb, --store-entry-gb
-  int max_queue = 16;           // requests waiting beyond the running one; past it: 429
+  bool no_cache = false;  // --no-cache: every tier off, the cold path only
+  cache_options cache;    // --resident-gb, --end-anchor, --end-align, --cache-budget-gb, --store-entry-gb
+  int max_queue = 16;     // requests waiting beyond the running one; past it: 429
   long max_body_bytes = 32L << 20;
-  int decode_block = 4;         // tokens per decode message on the board
-  long reasoning_budget = -1;   // --reasoning-budget: reasoning tokens before the server closes
-                                // the block with a hidden phrase; -1 unlimited
-  std::string ledger_path;      // --ledger FILE: one JSON line per request
-  std::string trace_path;       // --trace FILE: record client requests as JSON lines
+  int decode_block = 4;        // tokens per decode message on the board
+  long reasoning_budget = -1;  // --reasoning-budget: reasoning tokens before the server closes
+                               // the block with a hidden phrase; -1 unlimited
+  std::string ledger_path;     // --ledger FILE: one JSON line per request
+  std::string trace_path;      // --trace FILE: record client requests as JSON lines
   int http_threads = 8;
   bool help = false;
 };

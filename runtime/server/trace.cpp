@@ -11,8 +11,8 @@ trace_writer::trace_writer(const std::string& path, const nlohmann::json& header
   out_.flush();
 }
 
-void trace_writer::record(const std::string& route, const std::string& body,
-                          const nlohmann::json& outcome, const nlohmann::json& ledger) {
+void trace_writer::record(const std::string& route, const std::string& body, const nlohmann::json& outcome,
+                          const nlohmann::json& ledger) {
   nlohmann::json line;
   line["t_ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
   line["route"] = route;
@@ -26,8 +26,8 @@ void trace_writer::record(const std::string& route, const std::string& body,
   out_.flush();
 }
 
-nlohmann::json trace_outcome(request_kind kind, const std::string& finish_reason,
-                             const assistant_output& out, const usage_info& usage) {
+nlohmann::json trace_outcome(request_kind kind, const std::string& finish_reason, const assistant_output& out,
+                             const usage_info& usage) {
   nlohmann::json j;
   j["status"] = 200;
   j["finish_reason"] = finish_reason;
@@ -51,9 +51,14 @@ nlohmann::json trace_error(const api_error& e) {
 }
 
 nlohmann::json trace_ledger(const ledger_entry& e) {
-  return {{"session_key", e.session_key}, {"route", e.route},         {"prompt_tokens", e.prompt_tokens},
-          {"source", e.source},           {"resumed_at", e.resumed_at}, {"prefilled", e.prefilled},
-          {"output_tokens", e.output_tokens}, {"finish_reason", e.finish_reason},
+  return {{"session_key", e.session_key},
+          {"route", e.route},
+          {"prompt_tokens", e.prompt_tokens},
+          {"source", e.source},
+          {"resumed_at", e.resumed_at},
+          {"prefilled", e.prefilled},
+          {"output_tokens", e.output_tokens},
+          {"finish_reason", e.finish_reason},
           {"seed", e.seed}};
 }
 

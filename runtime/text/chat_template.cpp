@@ -18,9 +18,7 @@ std::string dump_json(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -76,8 +74,7 @@ std::string render_arguments(const std::string& arguments) {
   return dump_json(nlohmann::json(arguments));
 }
 
-void render_system(std::string& out, const std::vector<chat_message>& messages,
-                   const nlohmann::json& tools) {
+void render_system(std::string& out, const std::vector<chat_message>& messages, const nlohmann::json& tools) {
   const bool has_system = messages.front().role == "system";
   if (tools.empty()) {
     if (has_system) out += "<|im_start|>system\n" + messages.front().content + "<|im_end|>\n";
@@ -126,8 +123,7 @@ std::size_t reasoning_kept_from(const std::vector<chat_message>& messages) {
   return messages.empty() ? 0 : messages.size() - 1;
 }
 
-std::string render_chat(const std::vector<chat_message>& messages,
-                        const template_options& options) {
+std::string render_chat(const std::vector<chat_message>& messages, const template_options& options) {
   if (messages.empty()) throw std::invalid_argument("render_chat: the message list is empty");
   if (!options.tools.is_null() && !options.tools.is_array()) {
     throw std::invalid_argument("render_chat: tools must be a JSON array of tool definitions");
@@ -136,12 +132,13 @@ std::string render_chat(const std::vector<chat_message>& messages,
     const std::string& role = messages[i].role;
     if (role == "system") {
       if (i != 0) {
-        throw std::invalid_argument("render_chat: a system message is only allowed first (found at "
-                                    "index " + std::to_string(i) + ")");
+        throw std::invalid_argument(
+            "render_chat: a system message is only allowed first (found at "
+            "index " +
+            std::to_string(i) + ")");
       }
     } else if (role != "user" && role != "assistant" && role != "tool") {
-      throw std::invalid_argument("render_chat: unknown role '" + role + "' at index " +
-                                  std::to_string(i));
+      throw std::invalid_argument("render_chat: unknown role '" + role + "' at index " + std::to_string(i));
     }
   }
 

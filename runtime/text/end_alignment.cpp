@@ -14,7 +14,11 @@ namespace {
 class end_walk {
  public:
   end_walk(const end_record& r, const std::vector<token_id>& client, bool end_align)
-      : r_(r), rows_(r.rows), client_(client), end_align_(end_align), i_(r.rules_from()),
+      : r_(r),
+        rows_(r.rows),
+        client_(client),
+        end_align_(end_align),
+        i_(r.rules_from()),
         j_(r.rules_from()) {}
 
   // True when every token of R was matched or skipped; matched() is then C's position.
@@ -22,8 +26,8 @@ class end_walk {
     const std::size_t e = rows_.size();
     while (i_ < e) {
       if (skip_reasoning() || skip_hidden()) continue;
-      if (end_align_ && (is_whitespace_token(rows_[i_]) ||
-                         (j_ < client_.size() && is_whitespace_token(client_[j_])))) {
+      if (end_align_ &&
+          (is_whitespace_token(rows_[i_]) || (j_ < client_.size() && is_whitespace_token(client_[j_])))) {
         if (!align_whitespace()) return false;
         continue;
       }
@@ -77,8 +81,7 @@ class end_walk {
     std::size_t k = j_;
     while (k < client_.size() && is_whitespace_token(client_[k])) ++k;
     if (k == client_.size() || client_[k] != special_tokens::think_close) return false;
-    if (k - j_ == end - i_ &&
-        std::equal(client_.begin() + j_, client_.begin() + k, rows_.begin() + i_)) {
+    if (k - j_ == end - i_ && std::equal(client_.begin() + j_, client_.begin() + k, rows_.begin() + i_)) {
       return false;  // R's reasoning is that same whitespace: plain matching takes it
     }
     i_ = end;
@@ -96,8 +99,8 @@ class end_walk {
     while (b < e && is_whitespace_token(rows_[b]) && (b == i_ || !is_boundary(b))) ++b;
     std::size_t d = j_;
     while (d < n && is_whitespace_token(client_[d])) ++d;
-    const bool equal = b - i_ == d - j_ &&
-                       std::equal(rows_.begin() + i_, rows_.begin() + b, client_.begin() + j_);
+    const bool equal =
+        b - i_ == d - j_ && std::equal(rows_.begin() + i_, rows_.begin() + b, client_.begin() + j_);
     if (!equal && b == e) {
       // R ends in this run: C's run may go on past what the rows hold (the pending token, the
       // new message's whitespace). C's run inside R's: all of it stands for R's. R's inside
@@ -105,8 +108,10 @@ class end_walk {
       const std::size_t r_len = b - i_, c_len = d - j_;
       const std::size_t common = std::min(r_len, c_len);
       const bool nested = std::equal(rows_.begin() + i_, rows_.begin() + i_ + common, client_.begin() + j_);
-      if (!nested) d = j_;
-      else if (c_len > r_len) d = j_ + r_len;
+      if (!nested)
+        d = j_;
+      else if (c_len > r_len)
+        d = j_ + r_len;
       used_whitespace = true;
     } else if (!equal) {
       if (!runs_next_to_boundary(b, d)) return false;
@@ -151,9 +156,7 @@ alignment make_alignment(const std::vector<token_id>& rows, const std::vector<to
 
 }  // namespace
 
-bool is_whitespace_token(token_id id) {
-  return id == ' ' || id == '\n' || id == '\t' || id == '\r';
-}
+bool is_whitespace_token(token_id id) { return id == ' ' || id == '\n' || id == '\t' || id == '\r'; }
 
 std::size_t end_record::rules_from() const {
   std::size_t from = prompt_len;
@@ -192,7 +195,8 @@ std::optional<alignment> align_to_end(const end_record& r, const std::vector<tok
     return out;
   }
   const std::size_t head = r.rules_from();
-  if (client.size() < head || !std::equal(rows.begin(), rows.begin() + static_cast<long>(head), client.begin())) {
+  if (client.size() < head ||
+      !std::equal(rows.begin(), rows.begin() + static_cast<long>(head), client.begin())) {
     return std::nullopt;
   }
   end_walk walk(r, client, end_align);

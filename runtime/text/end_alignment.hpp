@@ -1,7 +1,7 @@
 #pragma once
-// End alignment (docs/CACHES.md, "The end anchor and the client's copy"): matches the next turn's prompt, as the client rendered it from its
-// copy of the answer, against the rows the engine holds up to the end anchor, so the prompt can
-// resume there. Pure functions on token vectors; no engine.
+// End alignment (docs/CACHES.md, "The end anchor and the client's copy"): matches the next turn's prompt, as
+// the client rendered it from its copy of the answer, against the rows the engine holds up to the end anchor,
+// so the prompt can resume there. Pure functions on token vectors; no engine.
 //
 // R = end_record::rows (length e, the end anchor), C = the client's prompt. Rules, as applied:
 //  * Exact head: R[0, rules_from()) must equal C token for token, where rules_from() is the
@@ -60,11 +60,11 @@ struct end_record {
 };
 
 struct alignment {
-  std::vector<token_id> served;     // R[0, e) then C[client_matched, C.size()); size() > e
-  std::size_t client_matched = 0;   // tokens of C that stand for R[0, e)
-  bool used_hidden = false;         // a hidden span was put back
-  bool used_reasoning = false;      // R's reasoning stood for the client's empty block
-  bool used_whitespace = false;     // unequal whitespace runs were aligned (end_align)
+  std::vector<token_id> served;    // R[0, e) then C[client_matched, C.size()); size() > e
+  std::size_t client_matched = 0;  // tokens of C that stand for R[0, e)
+  bool used_hidden = false;        // a hidden span was put back
+  bool used_reasoning = false;     // R's reasoning stood for the client's empty block
+  bool used_whitespace = false;    // unequal whitespace runs were aligned (end_align)
 };
 
 // True for the whitespace bytes ' ', '\n', '\t' and '\r'.

@@ -14,7 +14,7 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::string_view replacement = "\xEF\xBF\xBD";  // U+FFFD
-constexpr int max_call_depth = 128;  // deeper tool-call JSON is treated as unparsable
+constexpr int max_call_depth = 128;                       // deeper tool-call JSON is treated as unparsable
 
 // Length of the UTF-8 sequence `lead` starts, or 0 when it cannot start one.
 int sequence_length(unsigned char lead) {
@@ -119,8 +119,7 @@ bool parse_call(const std::string& text, tool_call& call) {
 
 }  // namespace
 
-output_parser::output_parser(bool parse_reasoning, bool parse_tool_calls,
-                             bool starts_in_reasoning)
+output_parser::output_parser(bool parse_reasoning, bool parse_tool_calls, bool starts_in_reasoning)
     : parse_reasoning_(parse_reasoning), parse_tool_calls_(parse_tool_calls) {
   if (parse_reasoning_ && starts_in_reasoning) section_ = section::reasoning;
 }
@@ -222,8 +221,7 @@ void output_parser::close_tool_call(std::vector<output_delta>& out) {
   section_ = section::content;
   tool_call call;
   if (!parse_call(call_bytes_, call)) {
-    route_content(std::move(call_ws_) + "<tool_call>" + sanitize(call_bytes_) + "</tool_call>",
-                  out);
+    route_content(std::move(call_ws_) + "<tool_call>" + sanitize(call_bytes_) + "</tool_call>", out);
   } else {
     const int index = static_cast<int>(result_.tool_calls.size());
     call.id = "call_" + std::to_string(index);
@@ -279,8 +277,7 @@ void output_parser::route_content(std::string text, std::vector<output_delta>& o
   ws_held_ = std::move(tail);
 }
 
-void output_parser::emit_text(output_delta::kind what, std::string text,
-                              std::vector<output_delta>& out) {
+void output_parser::emit_text(output_delta::kind what, std::string text, std::vector<output_delta>& out) {
   if (text.empty()) return;
   (what == output_delta::kind::reasoning ? result_.reasoning : result_.content) += text;
   if (!out.empty() && out.back().what == what) {

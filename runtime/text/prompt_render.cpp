@@ -94,9 +94,12 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
   j.stop_tokens = {special_tokens::im_end, special_tokens::endoftext};
   j.stop_strings = r.stop;
   j.logit_bias = r.logit_bias;
-  if (r.prompt_cache_key) j.session_key = *r.prompt_cache_key;
-  else if (r.kind == request_kind::chat) j.session_key = chat_session_digest(r.messages);
-  else j.session_key = head_digest(j.prompt);
+  if (r.prompt_cache_key)
+    j.session_key = *r.prompt_cache_key;
+  else if (r.kind == request_kind::chat)
+    j.session_key = chat_session_digest(r.messages);
+  else
+    j.session_key = head_digest(j.prompt);
   return j;
 }
 

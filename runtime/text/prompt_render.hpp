@@ -9,7 +9,7 @@
 namespace anchorage {
 
 struct render_limits {
-  long ctx_size = 0;        // context capacity in tokens
+  long ctx_size = 0;                        // context capacity in tokens
   long default_completion_max_tokens = 16;  // OpenAI's default for /v1/completions
   long reasoning_budget = -1;  // --reasoning-budget: reasoning tokens before a hidden close; -1 none
 };
@@ -20,9 +20,10 @@ struct render_limits {
 // is clamped, not refused). A prompt that leaves no room for one token is a 400 with code
 // context_length_exceeded. The session key is prompt_cache_key, or else a digest of a chat's
 // messages up to its first user message (a completion's: of the prompt's first 512 tokens).
-// Without a seed, `fallback_seed` is used (the conductor passes the request's sequence number, so a trace replayed in order samples the same tokens). logit_bias is passed
-// through. A chat with thinking opens the reasoning block in its prompt (starts_in_reasoning)
-// and gets lim.reasoning_budget; every other request gets -1 (no budget).
+// Without a seed, `fallback_seed` is used (the conductor passes the request's sequence number, so a trace
+// replayed in order samples the same tokens). logit_bias is passed through. A chat with thinking opens the
+// reasoning block in its prompt (starts_in_reasoning) and gets lim.reasoning_budget; every other request gets
+// -1 (no budget).
 std::variant<board_job, api_error> render_request(const completion_request& r, const render_limits& lim,
                                                   const tokenizer& tok, std::uint64_t fallback_seed);
 

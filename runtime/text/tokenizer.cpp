@@ -11,9 +11,8 @@ namespace {
 
 // Indexed by id - special_tokens::first.
 constexpr std::array<std::string_view, special_tokens::count> special_texts = {
-    "<|im_start|>",  "<|im_end|>",     "<think>",         "</think>",
-    "<|image_pad|>", "<|endoftext|>",  "<tool_call>",     "</tool_call>",
-    "<tool_response>", "</tool_response>",
+    "<|im_start|>",  "<|im_end|>",  "<think>",      "</think>",        "<|image_pad|>",
+    "<|endoftext|>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>",
 };
 
 static_assert(special_tokens::first + special_tokens::count == special_tokens::first_reserved);
@@ -23,8 +22,7 @@ static_assert(special_tokens::tool_response_close == special_tokens::first_reser
 void check_range(token_id id, const std::string& where) {
   if (id < 0 || id >= vocab_size()) {
     throw std::out_of_range("tokenizer: token id " + std::to_string(id) + where +
-                            " is outside the vocabulary [0, " + std::to_string(vocab_size()) +
-                            ")");
+                            " is outside the vocabulary [0, " + std::to_string(vocab_size()) + ")");
   }
 }
 
@@ -56,9 +54,7 @@ std::optional<token_id> match_special(std::string_view text, std::size_t pos) {
 
 }  // namespace
 
-bool is_special(token_id id) {
-  return id >= special_tokens::first && id < special_tokens::first_reserved;
-}
+bool is_special(token_id id) { return id >= special_tokens::first && id < special_tokens::first_reserved; }
 
 std::optional<token_id> special_id(std::string_view text) {
   for (std::size_t i = 0; i < special_texts.size(); ++i) {

@@ -63,9 +63,7 @@ class tokenizer {
 
   // Conveniences that forward to the free functions above.
   bool is_special(token_id id) const { return anchorage::is_special(id); }
-  std::optional<token_id> special_id(std::string_view text) const {
-    return anchorage::special_id(text);
-  }
+  std::optional<token_id> special_id(std::string_view text) const { return anchorage::special_id(text); }
   std::string token_text(token_id id) const { return anchorage::token_text(id); }
   int vocab_size() const { return anchorage::vocab_size(); }
 };

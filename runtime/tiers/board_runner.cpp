@@ -314,7 +314,8 @@ void board_runner::finish(board_events& out) {
   const auto& s = *session_;
   engine& e = *active_;
   // A generation that ended (not one cut short) needs its checkpoints no more.
-  if (checkpoint_every() > 0 && s.finish_reason() != "cancelled") tiers_->disk()->generation_finished(job_key_);
+  if (checkpoint_every() > 0 && s.finish_reason() != "cancelled")
+    tiers_->disk()->generation_finished(job_key_);
   // The tiers keep what this request leaves: the end anchor and the session snapshot, once the
   // whole prompt was forwarded (a request cancelled inside its prefill leaves its anchors only).
   if (e.length() >= job_.prompt.size()) {

@@ -16,8 +16,8 @@
 namespace anchorage {
 
 struct board_runner_options {
-  int decode_block = 4;   // tokens per step of a decode
-  cache_options cache;    // the device tiers
+  int decode_block = 4;  // tokens per step of a decode
+  cache_options cache;   // the device tiers
   // --parallel N: N - 1 side slots, engines of the same model with their own buffers. A guest
   // runs on one and leaves slot 0 (the resident prompt) untouched.
   std::vector<std::shared_ptr<engine>> side_slots;
@@ -105,9 +105,9 @@ class board_runner {
   std::unique_ptr<generation_session> session_;
   std::int64_t first_token_ns_ = 0;
   long steps_ = 0;
-  std::uint64_t job_key_ = 0;         // the running generation's checkpoint key (generation_key)
-  bool served_as_asked_ = true;        // the served prompt is the client's (no end alignment)
-  std::size_t next_checkpoint_ = 0;   // output ids at which the next checkpoint is staged
+  std::uint64_t job_key_ = 0;              // the running generation's checkpoint key (generation_key)
+  bool served_as_asked_ = true;            // the served prompt is the client's (no end alignment)
+  std::size_t next_checkpoint_ = 0;        // output ids at which the next checkpoint is staged
   std::deque<std::string> early_cancels_;  // the last few cancels that found no request running
 };
 

@@ -73,7 +73,8 @@ void cache_tiers::restore(state_adapter& into, resume_offer& o) {
     if (t->restore(into, o)) return;
     // The read failed with the engine untouched: what the tiers above offered, else cold. A
     // guest stays the guest it was planned as (on its side slot, or stashed).
-    const cache_via guest_via = o.via == cache_via::side || o.via == cache_via::stash ? o.via : cache_via::none;
+    const cache_via guest_via =
+        o.via == cache_via::side || o.via == cache_via::stash ? o.via : cache_via::none;
     if (!taken_.empty()) taken_.pop_back();
     o = taken_.empty() ? resume_offer{} : taken_.back();
     if (o.source == cache_source::cold) o.served = prompt_;

@@ -99,9 +99,9 @@ class cache_tiers {
   std::vector<token_id> prompt_;              // what lookup_.prompt points at
   // The offers plan() took, best last: a restore that fails falls back to the one before.
   std::vector<resume_offer> taken_;
-  cache_via via_ = cache_via::none;           // the running request's via
-  bool guest_ = false;                        // the running request is a guest (stash or side slot)
-  std::size_t stash_need_ = 0;                // rows the running guest can write past its start
+  cache_via via_ = cache_via::none;  // the running request's via
+  bool guest_ = false;               // the running request is a guest (stash or side slot)
+  std::size_t stash_need_ = 0;       // rows the running guest can write past its start
 };
 
 }  // namespace anchorage

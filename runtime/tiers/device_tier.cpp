@@ -82,7 +82,8 @@ void device_tier::begin(const resume_offer& o, const state_adapter& state, const
     // another session's parks the resident one, the same session's (a compaction) pins its head.
     const auto& rows = resident_.tokens();
     const std::size_t shared = common_prefix(rows, o.served);
-    if (o.source != cache_source::store && o.via == cache_via::none && shared < rows.size() && o.at < rows.size()) {
+    if (o.source != cache_source::store && o.via == cache_via::none && shared < rows.size() &&
+        o.at < rows.size()) {
       const bool other = !resident_session_.empty() && l.info.session_key != resident_session_;
       resident_.set_aside(state, where_, other ? cache_via::park : cache_via::pin, o.at);
     }
@@ -94,7 +95,8 @@ void device_tier::begin(const resume_offer& o, const state_adapter& state, const
   // The prefix cache: a request the resident prefix could not answer leaves a snapshot at the
   // longest line of its prompt that fits one entry, so the next request with this head (another
   // session with the same system prompt) starts there.
-  if (!opts_.prefix_cache || !o.exact || o.source == cache_source::resident || o.source == cache_source::end) return;
+  if (!opts_.prefix_cache || !o.exact || o.source == cache_source::resident || o.source == cache_source::end)
+    return;
   const state_layout& layout = state.layout();
   const std::size_t grid = static_cast<std::size_t>(layout.grid);
   std::size_t line = o.served.size() / grid * grid;

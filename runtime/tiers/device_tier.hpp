@@ -28,7 +28,8 @@ class device_tier final : public tier {
   std::vector<cache_tier> names() const override { return {cache_tier::resident, cache_tier::store}; }
   std::optional<resume_offer> offer(tier_lookup& l, std::size_t floor) override;
   bool restore(state_adapter& into, const resume_offer& offer) override;
-  void begin(const resume_offer& offer, const state_adapter& state, const tier_lookup& l, bool guest) override;
+  void begin(const resume_offer& offer, const state_adapter& state, const tier_lookup& l,
+             bool guest) override;
   void after_prefill_step(const state_adapter& state, kernels::backend where) override;
   void end_generation(const state_adapter& state, kernels::backend where, end_record record) override;
   void finish(state_adapter&) override {}
@@ -47,11 +48,11 @@ class device_tier final : public tier {
   tier_counters resident_counts_, end_counts_, store_counts_;
   long pin_hits_ = 0, park_hits_ = 0;
   const state_copy* planned_copy_ = nullptr;  // the store hit offer() made, until begin()
-  std::size_t prefix_target_ = 0;  // the line where this prefill leaves a prefix snapshot; 0: none
+  std::size_t prefix_target_ = 0;             // the line where this prefill leaves a prefix snapshot; 0: none
   std::vector<token_id> served_;
-  bool guest_ = false;             // the running request is a guest
-  bool run_exact_ = false;         // the running request started from a cold prefill's state
-  std::string resident_session_;   // the session key of the resident prompt
+  bool guest_ = false;            // the running request is a guest
+  bool run_exact_ = false;        // the running request started from a cold prefill's state
+  std::string resident_session_;  // the session key of the resident prompt
 };
 
 }  // namespace anchorage

@@ -20,7 +20,8 @@ class disk_tier_adapter final : public tier {
   std::vector<cache_tier> names() const override { return {cache_tier::disk}; }
   std::optional<resume_offer> offer(tier_lookup& l, std::size_t floor) override;
   bool restore(state_adapter& into, const resume_offer& offer) override;
-  void begin(const resume_offer& offer, const state_adapter& state, const tier_lookup& l, bool guest) override;
+  void begin(const resume_offer& offer, const state_adapter& state, const tier_lookup& l,
+             bool guest) override;
   void after_prefill_step(const state_adapter& state, kernels::backend) override {
     if (!guest_) disk_->after_prefill_step(state);
   }

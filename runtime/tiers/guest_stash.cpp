@@ -4,7 +4,8 @@
 
 namespace anchorage {
 
-bool guest_stash::take(const state_adapter& state, std::size_t at, std::size_t resident_rows, std::size_t need) {
+bool guest_stash::take(const state_adapter& state, std::size_t at, std::size_t resident_rows,
+                       std::size_t need) {
   const std::size_t a = at, b = std::min(resident_rows, at + need);
   const std::size_t bytes = row_copy::bytes_for(state.layout(), a, b);
   if (b > a && !budget_.reserve(budget_pool::stash, bytes)) {

@@ -24,7 +24,8 @@ class guest_stash {
   }
   // The rows a guest resuming at `at` of `served` tokens can write past its start: the rest of
   // its prompt, its output, the rows the server may add unseen, and two margins of 512.
-  static std::size_t need(std::size_t served, std::size_t at, std::size_t max_tokens, std::size_t hidden_reserve) {
+  static std::size_t need(std::size_t served, std::size_t at, std::size_t max_tokens,
+                          std::size_t hidden_reserve) {
     return (served - (at < served ? at : served)) + max_tokens + hidden_reserve + 2 * 512;
   }
 

@@ -17,10 +17,10 @@ namespace anchorage {
 
 // What the lookup needs to know of a request besides its prompt.
 struct request_info {
-  std::string session_key;       // a request of another session parks the resident one
-  std::size_t max_tokens = 0;    // a guest's stash holds its output too
-  std::size_t hidden_reserve = 0;  // rows the server may add unseen (the reasoning budget's phrase)
-  bool side_slot_free = false;   // --parallel: a guest can run on a side slot instead
+  std::string session_key;                // a request of another session parks the resident one
+  std::size_t max_tokens = 0;             // a guest's stash holds its output too
+  std::size_t hidden_reserve = 0;         // rows the server may add unseen (the reasoning budget's phrase)
+  bool side_slot_free = false;            // --parallel: a guest can run on a side slot instead
   std::optional<std::size_t> user_start;  // where the last user message starts (disk admission)
 };
 
@@ -60,7 +60,8 @@ class tier {
 
   // The engine holds offer.served's first offer.at rows; the prefill of the rest begins.
   // `guest`: the request is a guest (stash or side slot) and must leave the tier's rows alone.
-  virtual void begin(const resume_offer& offer, const state_adapter& state, const tier_lookup& l, bool guest) = 0;
+  virtual void begin(const resume_offer& offer, const state_adapter& state, const tier_lookup& l,
+                     bool guest) = 0;
   virtual void after_prefill_step(const state_adapter& state, kernels::backend where) = 0;
   virtual void end_generation(const state_adapter& state, kernels::backend where, end_record record) = 0;
   virtual void finish(state_adapter& state) = 0;

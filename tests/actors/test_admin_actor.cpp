@@ -37,17 +37,20 @@ TEST_CASE("clear answers a tier that does not exist here with unknown_tier, and 
   conductor_options opts;
   opts.limits.ctx_size = c.ctx_size;
   auto& sys = *f.sys;
-  auto cond = f.spawn(conductor, opts,
-                      [&sys, eng](done_receiver self) { return sys.spawn(board, eng, board_options{}, self); });
+  auto cond = f.spawn(conductor, opts, [&sys, eng](done_receiver self) {
+    return sys.spawn(board, eng, board_options{}, self);
+  });
   auto adm = f.spawn(admin, std::string("T"), cond);
 
   auto clear = [&](const std::string& tier) {
     auto out = std::make_shared<clear_answer>();
-    f.spawn([adm, tier, out](caf::event_based_actor* self, int) -> caf::behavior {
-      self->request(adm, caf::infinite, clear_atom::value, std::string("T"), tier)
-          .then([out](std::string& s) { out->json = s; }, [out](caf::error& e) { out->error = e; });
-      return {[](int) {}};
-    }, 0);
+    f.spawn(
+        [adm, tier, out](caf::event_based_actor* self, int) -> caf::behavior {
+          self->request(adm, caf::infinite, clear_atom::value, std::string("T"), tier)
+              .then([out](std::string& s) { out->json = s; }, [out](caf::error& e) { out->error = e; });
+          return {[](int) {}};
+        },
+        0);
     f.sched->run();
     return out;
   };
@@ -80,18 +83,21 @@ TEST_CASE("the conductor answers a clear with a typed clear_reply", "[actors][co
   conductor_options opts;
   opts.limits.ctx_size = c.ctx_size;
   auto& sys = *f.sys;
-  auto cond = f.spawn(conductor, opts,
-                      [&sys, eng](done_receiver self) { return sys.spawn(board, eng, board_options{}, self); });
+  auto cond = f.spawn(conductor, opts, [&sys, eng](done_receiver self) {
+    return sys.spawn(board, eng, board_options{}, self);
+  });
   auto reply = std::make_shared<std::optional<clear_reply>>();
   auto error = std::make_shared<std::optional<caf::error>>();
   auto ask = [&](cache_tier t) {
     reply->reset();
     error->reset();
-    f.spawn([cond, t, reply, error](caf::event_based_actor* self, int) -> caf::behavior {
-      self->request(cond, caf::infinite, clear_atom::value, t)
-          .then([reply](const clear_reply& r) { *reply = r; }, [error](caf::error& e) { *error = e; });
-      return {[](int) {}};
-    }, 0);
+    f.spawn(
+        [cond, t, reply, error](caf::event_based_actor* self, int) -> caf::behavior {
+          self->request(cond, caf::infinite, clear_atom::value, t)
+              .then([reply](const clear_reply& r) { *reply = r; }, [error](caf::error& e) { *error = e; });
+          return {[](int) {}};
+        },
+        0);
     f.sched->run();
   };
   ask(cache_tier::all);

@@ -41,7 +41,8 @@ TEST_CASE("a high-priority message sent during a long prefill is handled before 
   std::shared_ptr<engine> eng = make_engine(c);
   auto seen = std::make_shared<recorded>();
   auto sink = f.spawn(recorder, seen);
-  auto b = f.spawn(board, eng, decode_block_of(1), caf::actor_cast<done_receiver>(sink));  // the recorder stands in for the conductor too
+  auto b = f.spawn(board, eng, decode_block_of(1),
+                   caf::actor_cast<done_receiver>(sink));  // the recorder stands in for the conductor too
   caf::anon_send(b, run_atom::value, long_prefill_job(sink, 10, c.grid));
   auto& st = caf_fixture::state_of<board_state>(b);
   while (st.steps < 3) REQUIRE(f.sched->try_run_once());
@@ -107,7 +108,9 @@ TEST_CASE("the conductor runs one request at a time in arrival order and bounds 
   opts.limits.ctx_size = c.ctx_size;
   opts.max_queue = 1;
   auto& sys = *f.sys;
-  auto cond = f.spawn(conductor, opts, [&sys, eng](done_receiver self) { return sys.spawn(board, eng, decode_block_of(4), self); });
+  auto cond = f.spawn(conductor, opts, [&sys, eng](done_receiver self) {
+    return sys.spawn(board, eng, decode_block_of(4), self);
+  });
   auto seen = std::make_shared<recorded>();
   auto sink = f.spawn(recorder, seen);
 
@@ -120,7 +123,9 @@ TEST_CASE("the conductor runs one request at a time in arrival order and bounds 
     return std::make_shared<const completion_request>(r);
   };
   for (const char* id : {"a", "b", "c"})
-    caf::anon_send(cond, generate_atom::value, request_envelope{id, req(std::string(70, 'x') + id), 0, caf::actor_cast<sink_actor>(sink)});
+    caf::anon_send(
+        cond, generate_atom::value,
+        request_envelope{id, req(std::string(70, 'x') + id), 0, caf::actor_cast<sink_actor>(sink)});
   f.sched->run();
 
   std::vector<std::string> order;
@@ -149,7 +154,9 @@ TEST_CASE("a request cancelled while it waits never reaches the board", "[actors
   conductor_options opts;
   opts.limits.ctx_size = c.ctx_size;
   auto& sys = *f.sys;
-  auto cond = f.spawn(conductor, opts, [&sys, eng](done_receiver self) { return sys.spawn(board, eng, decode_block_of(4), self); });
+  auto cond = f.spawn(conductor, opts, [&sys, eng](done_receiver self) {
+    return sys.spawn(board, eng, decode_block_of(4), self);
+  });
   auto seen = std::make_shared<recorded>();
   auto sink = f.spawn(recorder, seen);
   completion_request r;
@@ -157,8 +164,10 @@ TEST_CASE("a request cancelled while it waits never reaches the board", "[actors
   r.temperature = 0;
   r.max_tokens = 2;
   auto p = std::make_shared<const completion_request>(r);
-  caf::anon_send(cond, generate_atom::value, request_envelope{"first", p, 0, caf::actor_cast<sink_actor>(sink)});
-  caf::anon_send(cond, generate_atom::value, request_envelope{"second", p, 0, caf::actor_cast<sink_actor>(sink)});
+  caf::anon_send(cond, generate_atom::value,
+                 request_envelope{"first", p, 0, caf::actor_cast<sink_actor>(sink)});
+  caf::anon_send(cond, generate_atom::value,
+                 request_envelope{"second", p, 0, caf::actor_cast<sink_actor>(sink)});
   // The edge cancels only after the conductor accepted the request; step until it waits.
   auto& cst = caf_fixture::state_of<conductor_state>(cond);
   while (cst.queue.empty()) REQUIRE(f.sched->try_run_once());
@@ -191,7 +200,8 @@ TEST_CASE("a cancel that passes its run in the mailbox still cancels it", "[acto
   CHECK(eng->length() == 0);
 }
 
-TEST_CASE("the board reports its tiers' stats typed, before the first request and after each", "[actors][board]") {
+TEST_CASE("the board reports its tiers' stats typed, before the first request and after each",
+          "[actors][board]") {
   caf_fixture f;
   const model_config c = test_config("tiny", 1024);
   std::shared_ptr<engine> eng = make_engine(c);

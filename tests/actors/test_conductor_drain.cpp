@@ -19,7 +19,9 @@ board_actor::behavior_type held_board(board_actor::pointer, std::shared_ptr<std:
       [runs](run_atom, const board_job& j) { runs->push_back(j.id); },
       [](step_atom) {},
       [](cancel_atom, const std::string&) {},
-      [](clear_atom, cache_tier tier) -> clear_reply { return clear_reply{tier, {}}; },
+      [](clear_atom, cache_tier tier) -> clear_reply {
+        return clear_reply{tier, {}};
+      },
   };
 }
 
@@ -62,10 +64,12 @@ TEST_CASE("a drain is answered once nothing runs or waits and the staged disk wr
   // Asks for a drain; the answer lands in the returned optional when it comes.
   auto drain = [&] {
     auto answer = std::make_shared<std::optional<bool>>();
-    f.spawn([cond, answer](caf::event_based_actor* self, int) -> caf::behavior {
-      self->request(cond, caf::infinite, drain_atom::value).then([answer](bool idle) { *answer = idle; });
-      return {[](int) {}};
-    }, 0);
+    f.spawn(
+        [cond, answer](caf::event_based_actor* self, int) -> caf::behavior {
+          self->request(cond, caf::infinite, drain_atom::value).then([answer](bool idle) { *answer = idle; });
+          return {[](int) {}};
+        },
+        0);
     f.sched->run();
     return answer;
   };
@@ -77,8 +81,10 @@ TEST_CASE("a drain is answered once nothing runs or waits and the staged disk wr
   }
 
   SECTION("running, then staged writes out: answered only when both are over") {
-    caf::anon_send(cond, generate_atom::value, request_envelope{"r1", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
-    caf::anon_send(cond, generate_atom::value, request_envelope{"r2", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
+    caf::anon_send(cond, generate_atom::value,
+                   request_envelope{"r1", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
+    caf::anon_send(cond, generate_atom::value,
+                   request_envelope{"r2", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
     f.sched->run();
     REQUIRE(*runs == std::vector<std::string>{"r1"});  // r2 waits in the queue
 

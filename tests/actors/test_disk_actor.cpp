@@ -238,8 +238,8 @@ TEST_CASE("a disk writer that goes away releases its jobs and another takes over
   const disk_writer_actor old = st.writer;
   caf::anon_send(p, drain_atom::value);
   // It dies with the job still in its mailbox: the exit sent at high priority passes the job.
-  caf::anon_send<caf::message_priority::high>(caf::actor_cast<caf::actor>(old),
-                                              caf::exit_msg{caf::actor_addr{}, caf::exit_reason::user_shutdown});
+  caf::anon_send<caf::message_priority::high>(
+      caf::actor_cast<caf::actor>(old), caf::exit_msg{caf::actor_addr{}, caf::exit_reason::user_shutdown});
   b.f.sched->run();
 
   REQUIRE(b.log->writes.size() == 1);

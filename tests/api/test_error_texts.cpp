@@ -28,7 +28,8 @@ TEST_CASE("error codes: each has its status, OpenAI type and a message saying wh
   CHECK(std::string(tier.param) == "tier");
 
   CHECK(describe(error_code::none).status == 500);
-  for (error_code c : {error_code::none, error_code::admin_disabled, error_code::unauthorized, error_code::unknown_tier})
+  for (error_code c :
+       {error_code::none, error_code::admin_disabled, error_code::unauthorized, error_code::unknown_tier})
     CHECK(http_status(c) == describe(c).status);
 }
 
@@ -40,5 +41,6 @@ TEST_CASE("error codes: the unknown tier message lists the tiers the admin accep
   }
   CHECK(std::string(describe(error_code::unknown_tier).message) == "unknown tier (" + listed + ")");
   // Tiers that do not exist are not accepted (nor named).
-  for (const char* phantom : {"spill", "suffix", "response", "Resident", ""}) CHECK_FALSE(cache_tier_from_string(phantom));
+  for (const char* phantom : {"spill", "suffix", "response", "Resident", ""})
+    CHECK_FALSE(cache_tier_from_string(phantom));
 }

@@ -142,8 +142,7 @@ TEST_CASE("completion prompts", "[openai]") {
   check_rejects(with(completion_base(), "prompt", json::array()), k, "prompt", "must not be empty");
   check_rejects(with(completion_base(), "prompt", {""}), k, "prompt", "must not be empty");
   check_rejects(with(completion_base(), "prompt", {"a", "b"}), k, "prompt", "one prompt per request");
-  check_rejects(with(completion_base(), "prompt", {{1, 2}, {3}}), k, "prompt",
-                "one prompt per request");
+  check_rejects(with(completion_base(), "prompt", {{1, 2}, {3}}), k, "prompt", "one prompt per request");
   check_rejects(with(completion_base(), "prompt", {1, 272}), k, "prompt", "prompt[1] = 272");
   check_rejects(with(completion_base(), "prompt", {-1}), k, "prompt", "not a token id");
   check_rejects(with(completion_base(), "prompt", {1, "a"}), k, "prompt", "a string, an array");
@@ -159,12 +158,12 @@ TEST_CASE("completion prompts", "[openai]") {
 }
 
 TEST_CASE("full completion request with text", "[openai]") {
-  const completion_request r = accept(
-      std::string(R"({"model":"anchorage-small","prompt":"Once upon a time","max_tokens":64,
+  const completion_request r =
+      accept(std::string(R"({"model":"anchorage-small","prompt":"Once upon a time","max_tokens":64,
         "temperature":0.7,"top_p":0.9,"seed":42,"stop":["\n\n","THE END"],"stream":true,
         "stream_options":{"include_usage":true},"prompt_cache_key":"story","user":"u1",
         "echo":false,"logprobs":null})"),
-      request_kind::completion);
+             request_kind::completion);
   CHECK(r.kind == request_kind::completion);
   CHECK(r.model == "anchorage-small");
   REQUIRE(r.prompt_text);
@@ -207,33 +206,33 @@ TEST_CASE("chat messages are validated", "[openai]") {
   check_rejects(json{{"messages", {{{"content", "hi"}}}}}, k, "messages[0].role", "is required");
   check_rejects(json{{"messages", {{{"role", 1}, {"content", "hi"}}}}}, k, "messages[0].role",
                 "must be a string");
-  check_rejects(json{{"messages", {message("user", "a"), message("wizard", "b")}}}, k,
-                "messages[1].role", "'wizard' is unknown");
-  check_rejects(json{{"messages", {message("user", "a"), message("system", "b")}}}, k,
-                "messages[1].role", "only allowed as the first message");
+  check_rejects(json{{"messages", {message("user", "a"), message("wizard", "b")}}}, k, "messages[1].role",
+                "'wizard' is unknown");
+  check_rejects(json{{"messages", {message("user", "a"), message("system", "b")}}}, k, "messages[1].role",
+                "only allowed as the first message");
   check_rejects(json{{"messages", {message("user", 5)}}}, k, "messages[0].content",
                 "a string, null or an array");
-  check_rejects(json{{"messages", {message("user", {{{"type", "image_url"},
-                                                     {"image_url", {{"url", "http://x"}}}}})}}},
-                k, "messages[0].content[0]", "image input is not supported by this model");
+  check_rejects(
+      json{{"messages", {message("user", {{{"type", "image_url"}, {"image_url", {{"url", "http://x"}}}}})}}},
+      k, "messages[0].content[0]", "image input is not supported by this model");
   check_rejects(json{{"messages", {message("user", {{{"type", "input_audio"}}})}}}, k,
                 "messages[0].content[0].type", "'input_audio' is not supported");
   check_rejects(json{{"messages", {message("user", {{{"type", "text"}, {"text", 3}}})}}}, k,
                 "messages[0].content[0].text", "must be a string");
   check_rejects(json{{"messages", {message("user", {"plain"})}}}, k, "messages[0].content[0]",
                 "must be an object");
-  check_rejects(json{{"messages", {message("user", {{{"text", "x"}}})}}}, k,
-                "messages[0].content[0].type", "must be a string");
+  check_rejects(json{{"messages", {message("user", {{{"text", "x"}}})}}}, k, "messages[0].content[0].type",
+                "must be a string");
   json m = message("assistant", nullptr);
   m["reasoning_content"] = 5;
   check_rejects(json{{"messages", {message("user", "q"), m}}}, k, "messages[1].reasoning_content",
                 "a string");
   m = message("assistant", nullptr);
   m["tool_calls"] = {{{"id", "c1"}, {"type", "function"}, {"function", {{"arguments", "{}"}}}}};
-  check_rejects(json{{"messages", {message("user", "q"), m}}}, k,
-                "messages[1].tool_calls[0].function.name", "non-empty string");
-  m["tool_calls"] = {{{"id", "c1"}, {"type", "function"},
-                      {"function", {{"name", "f"}, {"arguments", {1, 2}}}}}};
+  check_rejects(json{{"messages", {message("user", "q"), m}}}, k, "messages[1].tool_calls[0].function.name",
+                "non-empty string");
+  m["tool_calls"] = {
+      {{"id", "c1"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", {1, 2}}}}}};
   check_rejects(json{{"messages", {message("user", "q"), m}}}, k,
                 "messages[1].tool_calls[0].function.arguments", "a JSON string or an object");
   m["tool_calls"] = {{{"id", "c1"}, {"type", "retrieval"}, {"function", {{"name", "f"}}}}};
@@ -241,8 +240,7 @@ TEST_CASE("chat messages are validated", "[openai]") {
                 "\"function\"");
   m = message("tool", "out");
   m["tool_call_id"] = 4;
-  check_rejects(json{{"messages", {message("user", "q"), m}}}, k, "messages[1].tool_call_id",
-                "a string");
+  check_rejects(json{{"messages", {message("user", "q"), m}}}, k, "messages[1].tool_call_id", "a string");
 }
 
 TEST_CASE("chat content forms", "[openai]") {
@@ -268,18 +266,18 @@ TEST_CASE("tools and tool_choice are validated", "[openai]") {
                 "\"function\"");
   check_rejects(with(chat_base(), "tools", {{{"type", "function"}}}), k, "tools[0].function",
                 "must be an object");
-  check_rejects(with(chat_base(), "tools", {{{"type", "function"}, {"function", {{"name", ""}}}}}),
-                k, "tools[0].function.name", "non-empty string");
-  check_rejects(with(chat_base(), "tools",
-                     {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", 1}}}}}),
-                k, "tools[0].function.parameters", "an object");
+  check_rejects(with(chat_base(), "tools", {{{"type", "function"}, {"function", {{"name", ""}}}}}), k,
+                "tools[0].function.name", "non-empty string");
+  check_rejects(
+      with(chat_base(), "tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", 1}}}}}),
+      k, "tools[0].function.parameters", "an object");
   json body = with(chat_base(), "tools", {tool});
   check_rejects(with(body, "tool_choice", "always"), k, "tool_choice", "tool_choice must be");
   check_rejects(with(body, "tool_choice", 1), k, "tool_choice", "tool_choice must be");
   check_rejects(with(body, "tool_choice", {{"type", "function"}}), k, "tool_choice",
                 "{\"type\":\"function\"");
-  check_rejects(with(body, "tool_choice", {{"type", "function"}, {"function", {{"name", "write"}}}}),
-                k, "tool_choice", "'write', which is not in tools");
+  check_rejects(with(body, "tool_choice", {{"type", "function"}, {"function", {{"name", "write"}}}}), k,
+                "tool_choice", "'write', which is not in tools");
   check_rejects(with(chat_base(), "tool_choice", "required"), k, "tool_choice", "needs at least one");
 
   CHECK(accept(body, k).tool_choice == "auto");
@@ -292,8 +290,8 @@ TEST_CASE("tools and tool_choice are validated", "[openai]") {
 
 TEST_CASE("opencode-shaped chat request and its follow-up", "[openai]") {
   json tools = json::array();
-  for (const char* name : {"bash", "read", "write", "edit", "glob", "grep", "list", "task",
-                           "webfetch", "todowrite"}) {
+  for (const char* name :
+       {"bash", "read", "write", "edit", "glob", "grep", "list", "task", "webfetch", "todowrite"}) {
     tools.push_back({{"type", "function"},
                      {"function",
                       {{"name", name},
@@ -305,13 +303,11 @@ TEST_CASE("opencode-shaped chat request and its follow-up", "[openai]") {
                          {"additionalProperties", false},
                          {"$schema", "http://json-schema.org/draft-07/schema#"}}}}}});
   }
-  const std::string system_prompt = "You are opencode, an interactive CLI agent.\n" +
-                                    std::string(12000, 'x');
+  const std::string system_prompt = "You are opencode, an interactive CLI agent.\n" + std::string(12000, 'x');
   json body = {{"model", "anchorage/qwen3"},
                {"messages",
                 {{{"role", "system"}, {"content", system_prompt}},
-                 {{"role", "user"},
-                  {"content", {{{"type", "text"}, {"text", "list the files"}}}}}}},
+                 {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "list the files"}}}}}}},
                {"tools", tools},
                {"tool_choice", "auto"},
                {"stream", true},
@@ -345,8 +341,7 @@ TEST_CASE("opencode-shaped chat request and its follow-up", "[openai]") {
          {{"id", "call_1"},
           {"type", "function"},
           {"function", {{"name", "read"}, {"arguments", {{"path", "README.md"}}}}}}}}});
-  body["messages"].push_back(
-      {{"role", "tool"}, {"tool_call_id", "call_0"}, {"content", "README.md\nsrc/"}});
+  body["messages"].push_back({{"role", "tool"}, {"tool_call_id", "call_0"}, {"content", "README.md\nsrc/"}});
   body["messages"].push_back({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "# Hi"}});
   r = accept(body, request_kind::chat);
   REQUIRE(r.messages.size() == 5);
@@ -374,11 +369,10 @@ TEST_CASE("opencode-shaped chat request and its follow-up", "[openai]") {
 }
 
 TEST_CASE("enable_thinking comes from chat_template_kwargs", "[openai]") {
-  CHECK(!accept(with(chat_base(), "chat_template_kwargs", {{"enable_thinking", false}}),
-                request_kind::chat)
+  CHECK(!accept(with(chat_base(), "chat_template_kwargs", {{"enable_thinking", false}}), request_kind::chat)
              .enable_thinking);
-  CHECK(accept(with(chat_base(), "chat_template_kwargs", {{"other", 1}}), request_kind::chat)
-            .enable_thinking);
+  CHECK(
+      accept(with(chat_base(), "chat_template_kwargs", {{"other", 1}}), request_kind::chat).enable_thinking);
 }
 
 TEST_CASE("logit_bias is validated on both routes", "[openai]") {
@@ -386,16 +380,21 @@ TEST_CASE("logit_bias is validated on both routes", "[openai]") {
     const json base = k == request_kind::chat ? chat_base() : completion_base();
     check_rejects(with(base, "logit_bias", {1, 2}), k, "logit_bias", "must be an object");
     check_rejects(with(base, "logit_bias", "50256:-100"), k, "logit_bias", "must be an object");
-    check_rejects(with(base, "logit_bias", {{"272", 1}}), k, "logit_bias", "\"272\" is not a token id in [0, 272)");
+    check_rejects(with(base, "logit_bias", {{"272", 1}}), k, "logit_bias",
+                  "\"272\" is not a token id in [0, 272)");
     check_rejects(with(base, "logit_bias", {{"-1", 1}}), k, "logit_bias", "\"-1\" is not a token id");
     check_rejects(with(base, "logit_bias", {{"a", 1}}), k, "logit_bias", "\"a\" is not a token id");
     check_rejects(with(base, "logit_bias", {{"", 1}}), k, "logit_bias", "is not a token id");
     check_rejects(with(base, "logit_bias", {{"1.5", 1}}), k, "logit_bias", "is not a token id");
     check_rejects(with(base, "logit_bias", {{" 7", 1}}), k, "logit_bias", "is not a token id");
-    check_rejects(with(base, "logit_bias", {{"99999999999999999999", 1}}), k, "logit_bias", "is not a token id");
-    check_rejects(with(base, "logit_bias", {{"7", 100.5}}), k, "logit_bias", "logit_bias[\"7\"] must be in [-100, 100]");
-    check_rejects(with(base, "logit_bias", {{"7", -101}}), k, "logit_bias", "must be in [-100, 100], got -101");
-    check_rejects(with(base, "logit_bias", {{"7", "5"}}), k, "logit_bias", "logit_bias[\"7\"] must be a number");
+    check_rejects(with(base, "logit_bias", {{"99999999999999999999", 1}}), k, "logit_bias",
+                  "is not a token id");
+    check_rejects(with(base, "logit_bias", {{"7", 100.5}}), k, "logit_bias",
+                  "logit_bias[\"7\"] must be in [-100, 100]");
+    check_rejects(with(base, "logit_bias", {{"7", -101}}), k, "logit_bias",
+                  "must be in [-100, 100], got -101");
+    check_rejects(with(base, "logit_bias", {{"7", "5"}}), k, "logit_bias",
+                  "logit_bias[\"7\"] must be a number");
     check_rejects(with(base, "logit_bias", {{"7", true}}), k, "logit_bias", "must be a number");
     check_rejects(with(base, "logit_bias", {{"7", 1}, {"07", 2}}), k, "logit_bias", "names token 7 twice");
     json many = json::object();

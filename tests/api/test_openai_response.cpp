@@ -52,8 +52,7 @@ TEST_CASE("completion body", "[openai]") {
     "model":"m","choices":[{"index":0,"text":"Hello","logprobs":null,"finish_reason":"length"}]})");
   expected["usage"] = usage_expected;
   expected["x_cache"] = x_cache_expected;
-  CHECK(completion_body("cmpl-1", 1700000000, "m", "Hello", "length", usage, warm_cache()) ==
-        expected);
+  CHECK(completion_body("cmpl-1", 1700000000, "m", "Hello", "length", usage, warm_cache()) == expected);
 }
 
 TEST_CASE("chat body with content and reasoning", "[openai]") {
@@ -86,8 +85,8 @@ TEST_CASE("chat body with tool calls", "[openai]") {
   CHECK(chat_body("c", 5, "m", out, "length", usage, warm_cache())["choices"][0]["finish_reason"] ==
         "length");
   out.content = "Reading.";
-  CHECK(chat_body("c", 5, "m", out, "stop", usage, warm_cache())["choices"][0]["message"]
-            ["content"] == "Reading.");
+  CHECK(chat_body("c", 5, "m", out, "stop", usage, warm_cache())["choices"][0]["message"]["content"] ==
+        "Reading.");
   CHECK(chat_finish_reason(out, "stop") == "tool_calls");
   CHECK(chat_finish_reason(assistant_output{}, "stop") == "stop");
 }

@@ -49,7 +49,8 @@ output_delta text_delta(output_delta::kind what, const std::string& text) {
   return d;
 }
 
-output_delta call_delta(int index, const std::string& id, const std::string& name, const std::string& arguments) {
+output_delta call_delta(int index, const std::string& id, const std::string& name,
+                        const std::string& arguments) {
   output_delta d;
   d.what = output_delta::kind::tool_call;
   d.index = index;
@@ -96,12 +97,15 @@ TEST_CASE("sse: a chat stream with reasoning, then content, then a tool call", "
 
   CHECK(sse.feed(event(stream_event::kind::accepted)).empty());
   CHECK(sse.feed(progress(3, 10)) == chunks{": prefill 3/10\n\n"});
-  CHECK(sse.feed(deltas({text_delta(output_delta::kind::reasoning, "h"), text_delta(output_delta::kind::reasoning, "m")})) ==
+  CHECK(sse.feed(deltas({text_delta(output_delta::kind::reasoning, "h"),
+                         text_delta(output_delta::kind::reasoning, "m")})) ==
         chunks{chat_chunk(R"({"reasoning_content":"h"})"), chat_chunk(R"({"reasoning_content":"m"})")});
-  CHECK(sse.feed(deltas({text_delta(output_delta::kind::content, "Hi")})) == chunks{chat_chunk(R"({"content":"Hi"})")});
-  CHECK(sse.feed(deltas({call_delta(0, "call_0", "read", R"({"path":"a"})")})) ==
-        chunks{chat_chunk(
-            R"({"tool_calls":[{"function":{"arguments":"{\"path\":\"a\"}","name":"read"},"id":"call_0","index":0,"type":"function"}]})")});
+  CHECK(sse.feed(deltas({text_delta(output_delta::kind::content, "Hi")})) ==
+        chunks{chat_chunk(R"({"content":"Hi"})")});
+  CHECK(
+      sse.feed(deltas({call_delta(0, "call_0", "read", R"({"path":"a"})")})) ==
+      chunks{chat_chunk(
+          R"({"tool_calls":[{"function":{"arguments":"{\"path\":\"a\"}","name":"read"},"id":"call_0","index":0,"type":"function"}]})")});
   CHECK(sse.streamed().reasoning == "hm");
   CHECK(sse.streamed().content == "Hi");
   REQUIRE(sse.streamed().tool_calls.size() == 1);
@@ -109,11 +113,13 @@ TEST_CASE("sse: a chat stream with reasoning, then content, then a tool call", "
   CHECK_FALSE(sse.closed());
 
   // a turn that called a tool and stopped finishes with "tool_calls", then usage, then [DONE]
-  CHECK(sse.feed(finished()) ==
-        chunks{chat_chunk("{}", R"("tool_calls")"),
-               R"(data: {"choices":[],"created":1700000000,"id":"chatcmpl-1","model":"m","object":"chat.completion.chunk",)" +
-                   usage_fields + "\n\n",
-               done});
+  CHECK(
+      sse.feed(finished()) ==
+      chunks{
+          chat_chunk("{}", R"("tool_calls")"),
+          R"(data: {"choices":[],"created":1700000000,"id":"chatcmpl-1","model":"m","object":"chat.completion.chunk",)" +
+              usage_fields + "\n\n",
+          done});
   CHECK(sse.closed());
   CHECK(sse.feed(deltas({text_delta(output_delta::kind::content, "late")})).empty());
   CHECK(sse.feed(finished()).empty());
@@ -135,24 +141,29 @@ TEST_CASE("sse: a completions stream has no role chunk and sends every delta as 
   sse_encoder sse(request_kind::completion, "cmpl-1", 1700000000, "m", /*include_usage=*/true);
   CHECK(sse.open().empty());
   CHECK(sse.opened());
-  CHECK(sse.feed(deltas({text_delta(output_delta::kind::content, "a"), text_delta(output_delta::kind::reasoning, "b")})) ==
+  CHECK(sse.feed(deltas({text_delta(output_delta::kind::content, "a"),
+                         text_delta(output_delta::kind::reasoning, "b")})) ==
         chunks{text_chunk("a"), text_chunk("b")});
   // the finish reason is the event's as given: a completion makes no tool calls
-  CHECK(sse.feed(finished()) ==
-        chunks{text_chunk("", R"("stop")"),
-               R"(data: {"choices":[],"created":1700000000,"id":"cmpl-1","model":"m","object":"text_completion",)" +
-                   usage_fields + "\n\n",
-               done});
+  CHECK(
+      sse.feed(finished()) ==
+      chunks{
+          text_chunk("", R"("stop")"),
+          R"(data: {"choices":[],"created":1700000000,"id":"cmpl-1","model":"m","object":"text_completion",)" +
+              usage_fields + "\n\n",
+          done});
 }
 
 TEST_CASE("sse: a failure mid-stream sends the error body, then [DONE], then nothing", "[api][sse]") {
   sse_encoder sse(request_kind::chat, "chatcmpl-1", 1700000000, "m", /*include_usage=*/true);
   sse.open();
   CHECK(sse.feed(deltas({text_delta(output_delta::kind::content, "Hel")})).size() == 1);
-  CHECK(sse.feed(failed(504, "no answer from the engine in time")) ==
-        chunks{R"(data: {"error":{"code":null,"message":"no answer from the engine in time","param":null,"type":"server_error"}})"
-               "\n\n",
-               done});
+  CHECK(
+      sse.feed(failed(504, "no answer from the engine in time")) ==
+      chunks{
+          R"(data: {"error":{"code":null,"message":"no answer from the engine in time","param":null,"type":"server_error"}})"
+          "\n\n",
+          done});
   CHECK(sse.closed());
   CHECK(sse.streamed().content == "Hel");
   CHECK(sse.feed(finished()).empty());
@@ -160,12 +171,14 @@ TEST_CASE("sse: a failure mid-stream sends the error body, then [DONE], then not
 
 TEST_CASE("sse: a chat stream fed before it was opened starts with the role chunk", "[api][sse]") {
   sse_encoder sse(request_kind::chat, "chatcmpl-1", 1700000000, "m", /*include_usage=*/false);
-  CHECK(sse.feed(progress(0, 5)) == chunks{chat_chunk(R"({"content":"","role":"assistant"})"), ": prefill 0/5\n\n"});
+  CHECK(sse.feed(progress(0, 5)) ==
+        chunks{chat_chunk(R"({"content":"","role":"assistant"})"), ": prefill 0/5\n\n"});
   CHECK(sse.open().empty());
 }
 
 TEST_CASE("sse: invalid UTF-8 in a delta goes out as U+FFFD, never throws", "[api][sse]") {
   sse_encoder sse(request_kind::completion, "cmpl-1", 1700000000, "m", /*include_usage=*/false);
   sse.open();
-  CHECK(sse.feed(deltas({text_delta(output_delta::kind::content, "a\xff")})) == chunks{text_chunk("a\xef\xbf\xbd")});
+  CHECK(sse.feed(deltas({text_delta(output_delta::kind::content, "a\xff")})) ==
+        chunks{text_chunk("a\xef\xbf\xbd")});
 }

@@ -34,10 +34,10 @@ void require_same_as(engine& e, engine& ref) {
   CHECK(same_bytes(e.last_logits(), ref.last_logits()));
 }
 
-
 }  // namespace
 
-TEST_CASE("a guest between two turns is stashed and the conversation resumes at its end", "[resident][guest]") {
+TEST_CASE("a guest between two turns is stashed and the conversation resumes at its end",
+          "[resident][guest]") {
   const model_config c = test_config("tiny");
   cache_tiers tiers(small_cache(true));
   auto e = make_engine(c);
@@ -125,7 +125,7 @@ TEST_CASE("sessions used in turn swap through the park bit for bit", "[resident]
     if (round > 0) {
       CHECK(ra.via == cache_via::park);
       CHECK(ra.offer.source == cache_source::end);  // A's end anchor came back with its rows
-      CHECK(ra.prefilled <= g);         // at most one grid chunk re-read
+      CHECK(ra.prefilled <= g);                     // at most one grid chunk re-read
     }
     pa = next_prompt(pa, ra.output, 11 + static_cast<std::size_t>(round), 230 + round);
     const auto rb = serve_turn(tiers, *e, pb, 6, "b");
@@ -179,8 +179,10 @@ TEST_CASE("a guest on a side slot leaves slot 0 untouched byte for byte", "[resi
   const auto guest = test_tokens(300, 261);
   auto o = tiers.plan(guest, info);
   REQUIRE(o.via == cache_via::side);
-  if (o.source == cache_source::cold) side->reset();
-  else tiers.restore(side->cache_state(), o);
+  if (o.source == cache_source::cold)
+    side->reset();
+  else
+    tiers.restore(side->cache_state(), o);
   tiers.begin(o, side->cache_state());
   side->prefill(slice(o.served, side->length(), o.served.size()));
   generation_request g;

@@ -53,7 +53,8 @@ TEST_CASE("grid anchors resume every turn of a growing conversation bit for bit"
   }
 }
 
-TEST_CASE("a request that parts off the grid resumes at the line below, never at the part", "[resident][exact]") {
+TEST_CASE("a request that parts off the grid resumes at the line below, never at the part",
+          "[resident][exact]") {
   const model_config c = test_config("tiny");
   const std::size_t g = static_cast<std::size_t>(c.grid);
   cache_tiers tiers(small_cache(false));
@@ -119,10 +120,12 @@ TEST_CASE("the end anchor resumes the next turn where the answer ended", "[resid
     prompt = next;
   }
   // The last turn's prefill started off the grid: still no anchor above the taint.
-  for (const auto& [pos, stamp] : tiers.resident().anchors().positions()) CHECK(pos <= tiers.resident().taint());
+  for (const auto& [pos, stamp] : tiers.resident().anchors().positions())
+    CHECK(pos <= tiers.resident().taint());
 }
 
-TEST_CASE("an end anchor restored into a fresh engine equals the engine that kept its rows", "[resident][end]") {
+TEST_CASE("an end anchor restored into a fresh engine equals the engine that kept its rows",
+          "[resident][end]") {
   const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
@@ -250,7 +253,8 @@ TEST_CASE("anchors stay within their budget and the newest four survive", "[resi
   tiers.end_generation(e->cache_state(), e->where(), build_end_record(go));
   CHECK(tiers.budget().used(budget_pool::resident) <= o.resident_bytes);
   CHECK(tiers.resident().has_end_anchor() == o.end_anchor);
-  for (std::size_t line = 17; line <= 20; ++line) CHECK(tiers.resident().anchors().positions().count(line * g) == 1);
+  for (std::size_t line = 17; line <= 20; ++line)
+    CHECK(tiers.resident().anchors().positions().count(line * g) == 1);
 }
 
 TEST_CASE("with the cache off every request is cold and nothing is kept", "[resident]") {
@@ -268,7 +272,8 @@ TEST_CASE("with the cache off every request is cold and nothing is kept", "[resi
   CHECK(tiers.store().entries() == 0);
 }
 
-TEST_CASE("store snapshots resume every turn of a growing conversation bit for bit", "[resident][store][exact]") {
+TEST_CASE("store snapshots resume every turn of a growing conversation bit for bit",
+          "[resident][store][exact]") {
   const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
@@ -296,11 +301,12 @@ TEST_CASE("store snapshots resume every turn of a growing conversation bit for b
   CHECK(tiers.budget().used(budget_pool::store) <= o.store_bytes);
 }
 
-TEST_CASE("an unrelated request between two turns takes the end anchor with its rows", "[resident][end][exact]") {
+TEST_CASE("an unrelated request between two turns takes the end anchor with its rows",
+          "[resident][end][exact]") {
   const model_config c = test_config("tiny");
   const std::size_t g = static_cast<std::size_t>(c.grid);
   cache_options o = small_cache(true);
-  o.session_cache = false;  // A's session snapshot would answer (a session resume, not exact)
+  o.session_cache = false;         // A's session snapshot would answer (a session resume, not exact)
   o.pin_bytes = o.park_bytes = 0;  // nothing set aside: the store answers
   cache_tiers tiers(o);
   auto e = make_engine(c);
@@ -315,7 +321,8 @@ TEST_CASE("an unrelated request between two turns takes the end anchor with its 
   require_equals_cold(c, *e, a2);
 }
 
-TEST_CASE("a store restore over another session's rows keeps none of its anchors", "[resident][store][exact]") {
+TEST_CASE("a store restore over another session's rows keeps none of its anchors",
+          "[resident][store][exact]") {
   const model_config c = test_config("tiny");
   const std::size_t g = static_cast<std::size_t>(c.grid);
   cache_options o = small_cache(true);

@@ -226,7 +226,9 @@ TEST_CASE("a newer session snapshot supersedes the conversation's earlier ones",
   state_store store(budget);
   const auto tokens = test_tokens(100, 9);
   e->prefill(tokens);
-  const auto head = [&](std::size_t n) { return std::vector<token_id>(tokens.begin(), tokens.begin() + static_cast<long>(n)); };
+  const auto head = [&](std::size_t n) {
+    return std::vector<token_id>(tokens.begin(), tokens.begin() + static_cast<long>(n));
+  };
   REQUIRE(store.insert(head(40), e->cache_state(), e->where(), "session"));
   REQUIRE(store.insert(head(60), e->cache_state(), e->where(), "prefix"));
   auto other = head(50);

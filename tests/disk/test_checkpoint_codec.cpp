@@ -20,7 +20,7 @@ namespace {
 namespace co = df::checkpoint_offset;
 
 constexpr std::uint64_t test_key_hash = 0x6b65792d68617368ULL;  // what the caller hashes
-constexpr std::size_t output_steps = 3;                       // ids decoded before the cut
+constexpr std::size_t output_steps = 3;                         // ids decoded before the cut
 
 token_id greedy(const engine& e) {
   const auto& l = e.last_logits();
@@ -42,8 +42,10 @@ struct cut_generation {
   bytes file;
 
   explicit cut_generation(const std::string& preset)
-      : c(test_config(preset)), g(static_cast<std::size_t>(c.grid)),
-        prompt(test_tokens(2 * g + 5, 11)), source(make_engine(c)) {
+      : c(test_config(preset)),
+        g(static_cast<std::size_t>(c.grid)),
+        prompt(test_tokens(2 * g + 5, 11)),
+        source(make_engine(c)) {
     source->prefill(prompt);
     meta.key_hash = test_key_hash;
     meta.seed = 0x5eed;
@@ -64,8 +66,7 @@ struct cut_generation {
   // Decodes `f` for a fresh engine and applies it only when it passed: the refusal must carry
   // `expect`, start with its name, name `word`, and leave the engine at length 0 and unchanged.
   void refused(const bytes& f, df::fault expect, const std::string& word,
-               const std::vector<token_id>* other_prompt = nullptr,
-               std::uint64_t key = test_key_hash) const {
+               const std::vector<token_id>* other_prompt = nullptr, std::uint64_t key = test_key_hash) const {
     auto fresh = make_engine(c);
     const snapshot before = state_bytes(fresh->cache_state(), rows());
     const auto r = decode_checkpoint(f, fresh->layout(), other_prompt ? *other_prompt : prompt, key);
@@ -80,8 +81,7 @@ struct cut_generation {
 };
 
 // A header field rewritten under a valid header crc: the reader must check the value itself.
-bytes patched(const bytes& f, const state_layout& l, std::size_t at, std::uint64_t value,
-              int width) {
+bytes patched(const bytes& f, const state_layout& l, std::size_t at, std::uint64_t value, int width) {
   bytes out = f;
   if (width == 4)
     put32(out, at, static_cast<std::uint32_t>(value));
@@ -118,8 +118,7 @@ std::vector<block> checkpoint_blocks(const state_layout& l, std::size_t token_co
 
 }  // namespace
 
-TEST_CASE("a generation checkpoint resumes with the same state, tokens and logits",
-          "[checkpoint][exact]") {
+TEST_CASE("a generation checkpoint resumes with the same state, tokens and logits", "[checkpoint][exact]") {
   const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp");
   INFO("preset " << preset);
   const cut_generation cut(preset);
@@ -166,8 +165,7 @@ TEST_CASE("a generation checkpoint resumes with the same state, tokens and logit
   CHECK(r.value.meta.tokens == cut.meta.tokens);
   apply_checkpoint(resumed->cache_state(), r.value);
   REQUIRE(resumed->length() == cut.rows());
-  require_same_state(take_snapshot(resumed->cache_state()),
-                     take_snapshot(cut.source->cache_state()), l);
+  require_same_state(take_snapshot(resumed->cache_state()), take_snapshot(cut.source->cache_state()), l);
 
   // Both go on from the pending token: the same logits, bit for bit, and the same ids.
   token_id a = r.value.meta.tokens.back(), b = cut.meta.tokens.back();
@@ -176,14 +174,12 @@ TEST_CASE("a generation checkpoint resumes with the same state, tokens and logit
     resumed->decode(a);
     cut.source->decode(b);
     CHECK(same_bytes(resumed->last_logits(), cut.source->last_logits()));
-    if (cut.c.mtp)
-      CHECK(same_bytes(resumed->last_draft_logits(), cut.source->last_draft_logits()));
+    if (cut.c.mtp) CHECK(same_bytes(resumed->last_draft_logits(), cut.source->last_draft_logits()));
     a = greedy(*resumed);
     b = greedy(*cut.source);
     REQUIRE(a == b);
   }
-  require_same_state(take_snapshot(resumed->cache_state()),
-                     take_snapshot(cut.source->cache_state()), l);
+  require_same_state(take_snapshot(resumed->cache_state()), take_snapshot(cut.source->cache_state()), l);
 }
 
 TEST_CASE("a checkpoint keeps the seed and whether the client sent it", "[checkpoint]") {
@@ -239,8 +235,7 @@ TEST_CASE("a checkpoint of another request is refused", "[checkpoint]") {
   SECTION("one prompt id changed") {
     auto other = cut.prompt;
     other[cut.g + 3] ^= 1;
-    cut.refused(cut.file, df::fault::wrong_prefix,
-                "token at position " + std::to_string(cut.g + 3), &other);
+    cut.refused(cut.file, df::fault::wrong_prefix, "token at position " + std::to_string(cut.g + 3), &other);
   }
   SECTION("a shorter prompt") {
     const auto other = slice(cut.prompt, 0, cut.prompt.size() - 1);
@@ -265,8 +260,8 @@ TEST_CASE("a checkpoint of another engine, shape or length is refused", "[checkp
   const state_layout& l = cut.layout();
   const std::size_t hb = header_bytes_of(l);
   SECTION("another fingerprint or grid") {
-    cut.refused(patched(cut.file, l, co::fingerprint, l.fingerprint ^ 0x5a5a, 8),
-                df::fault::foreign_engine, "fingerprint");
+    cut.refused(patched(cut.file, l, co::fingerprint, l.fingerprint ^ 0x5a5a, 8), df::fault::foreign_engine,
+                "fingerprint");
     cut.refused(patched(cut.file, l, co::grid, 2 * cut.g, 4), df::fault::foreign_engine, "grid");
   }
   SECTION("another engine's file: a draft layer's checkpoint") {
@@ -278,10 +273,8 @@ TEST_CASE("a checkpoint of another engine, shape or length is refused", "[checkp
     f[df::checkpoint_fixed_bytes] ^= 0x20;  // the first section's name
     reseal_header(f, hb);
     cut.refused(f, df::fault::layout_mismatch, "not in this engine's layout");
-    const std::size_t view_entry =
-        df::checkpoint_fixed_bytes + l.sections.size() * df::entry_bytes;
-    cut.refused(patched(cut.file, l, view_entry + df::entry_size_offset,
-                        l.views[0].bytes_per_token + 4, 8),
+    const std::size_t view_entry = df::checkpoint_fixed_bytes + l.sections.size() * df::entry_bytes;
+    cut.refused(patched(cut.file, l, view_entry + df::entry_size_offset, l.views[0].bytes_per_token + 4, 8),
                 df::fault::layout_mismatch, "view '" + l.views[0].name + "'");
   }
   SECTION("an engine whose context is shorter than the generation") {
@@ -295,20 +288,18 @@ TEST_CASE("a checkpoint of another engine, shape or length is refused", "[checkp
     const std::size_t n = cut.meta.tokens.size();
     cut.refused(patched(cut.file, l, co::rows, n, 8), df::fault::bad_header, "rows");
     cut.refused(patched(cut.file, l, co::token_count, n + 1, 8), df::fault::bad_header, "rows");
-    cut.refused(patched(cut.file, l, co::prompt_tokens, n, 8), df::fault::bad_header,
-                "prompt_tokens");
-    cut.refused(patched(cut.file, l, co::prompt_tokens, 0, 8), df::fault::bad_header,
-                "prompt_tokens");
+    cut.refused(patched(cut.file, l, co::prompt_tokens, n, 8), df::fault::bad_header, "prompt_tokens");
+    cut.refused(patched(cut.file, l, co::prompt_tokens, 0, 8), df::fault::bad_header, "prompt_tokens");
     cut.refused(patched(cut.file, l, co::flags, 2, 4), df::fault::bad_header, "flags");
     cut.refused(patched(cut.file, l, co::reserved, 1, 8), df::fault::bad_header, "reserved");
-    cut.refused(patched(cut.file, l, co::file_bytes, cut.file.size() + 1, 8),
-                df::fault::bad_header, "file_bytes");
-    cut.refused(patched(cut.file, l, co::header_bytes, hb + df::entry_bytes, 4),
-                df::fault::bad_header, "header_bytes");
+    cut.refused(patched(cut.file, l, co::file_bytes, cut.file.size() + 1, 8), df::fault::bad_header,
+                "file_bytes");
+    cut.refused(patched(cut.file, l, co::header_bytes, hb + df::entry_bytes, 4), df::fault::bad_header,
+                "header_bytes");
   }
   SECTION("truncated files, and one byte too many") {
-    for (const std::size_t keep : {std::size_t{0}, std::size_t{40}, df::checkpoint_fixed_bytes - 1,
-                                   hb - 1, hb + 10, cut.file.size() / 2, cut.file.size() - 1}) {
+    for (const std::size_t keep : {std::size_t{0}, std::size_t{40}, df::checkpoint_fixed_bytes - 1, hb - 1,
+                                   hb + 10, cut.file.size() / 2, cut.file.size() - 1}) {
       INFO("kept " << keep);
       bytes f = cut.file;
       f.resize(keep);
@@ -319,8 +310,7 @@ TEST_CASE("a checkpoint of another engine, shape or length is refused", "[checkp
     cut.refused(f, df::fault::bad_header, "bytes");
   }
   SECTION("another kind of file or another version") {
-    cut.refused(encode_chunk(cut.source->cache_state(), cut.g, cut.prompt), df::fault::bad_magic,
-                "a chunk");
+    cut.refused(encode_chunk(cut.source->cache_state(), cut.g, cut.prompt), df::fault::bad_magic, "a chunk");
     bytes f = cut.file;
     put32(f, co::version, 2);
     cut.refused(f, df::fault::bad_version, "version 2");

@@ -76,8 +76,7 @@ TEST_CASE("a prompt seen twice gets an anchor at its longest line", "[admission]
   }
 }
 
-TEST_CASE("a session's first long request anchors the last 4 lines below its user message",
-          "[admission]") {
+TEST_CASE("a session's first long request anchors the last 4 lines below its user message", "[admission]") {
   disk_admission a = small_policy();
   admission_request r = cold();
   r.first_request = true;

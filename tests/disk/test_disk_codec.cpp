@@ -135,8 +135,7 @@ TEST_CASE("a format 1 anchor is read as gdn.S and gdn.conv", "[format][exact]") 
 
   SECTION("a flipped bit in either unnamed section is refused") {
     const std::size_t hb = df::anchor_fixed_bytes + 8 * file_lines + 2 * df::entry_v1_bytes;
-    const std::size_t s_bytes =
-        writer->layout().sections[*writer->layout().section_index("gdn.S")].bytes;
+    const std::size_t s_bytes = writer->layout().sections[*writer->layout().section_index("gdn.S")].bytes;
     for (const auto& [at, name] :
          {std::pair<std::size_t, std::string>{hb + 3, "gdn.S"}, {hb + s_bytes + 1, "gdn.conv"}}) {
       bytes bad = f.anchor;

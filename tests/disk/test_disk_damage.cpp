@@ -36,8 +36,7 @@ std::vector<block> chunk_blocks(const state_layout& l) {
 }
 
 std::vector<block> anchor_blocks(const state_layout& l) {
-  const std::size_t hb =
-      df::anchor_fixed_bytes + 8 * file_lines + l.sections.size() * df::entry_bytes;
+  const std::size_t hb = df::anchor_fixed_bytes + 8 * file_lines + l.sections.size() * df::entry_bytes;
   std::vector<block> out{{"magic", df::anchor_offset::magic, 8, df::fault::bad_magic},
                          {"version", df::anchor_offset::version, 4, df::fault::bad_version},
                          {"header", df::anchor_offset::header_crc, hb - 12, df::fault::bad_header}};
@@ -57,9 +56,7 @@ class foreign_adapter : public state_adapter {
     layout_.fingerprint ^= 0x5a5a;
   }
   const state_layout& layout() const override { return layout_; }
-  void copy_section_out(std::size_t s, void* dst) const override {
-    inner_.copy_section_out(s, dst);
-  }
+  void copy_section_out(std::size_t s, void* dst) const override { inner_.copy_section_out(s, dst); }
   void copy_section_in(std::size_t, const void*) override {}
   void copy_rows_out(std::size_t v, std::size_t a, std::size_t b, void* dst) const override {
     inner_.copy_rows_out(v, a, b, dst);
@@ -84,8 +81,7 @@ TEST_CASE("one flipped bit anywhere in a chunk or anchor file is refused", "[for
     for (const block& b : anchor ? anchor_blocks(d.layout) : chunk_blocks(d.layout)) {
       for (const std::size_t at : {b.at, b.at + b.size / 2, b.at + b.size - 1}) {
         for (const int bit : {0, 5, 7}) {
-          INFO((anchor ? "anchor" : "chunk " + std::to_string(file))
-               << ", " << b.name << ", byte " << at);
+          INFO((anchor ? "anchor" : "chunk " + std::to_string(file)) << ", " << b.name << ", byte " << at);
           disk_files f = d.files;
           (anchor ? f.anchor : f.chunks[file])[at] ^= static_cast<unsigned char>(1u << bit);
           d.refused(f, b.expect, b.name == "magic" ? "not a" : b.name);
@@ -101,8 +97,8 @@ TEST_CASE("a chunk of another prompt is refused token by token", "[format]") {
     auto other = d.prompt;
     other[d.g + 8] ^= 1;  // inside chunk 2's rows
     const auto other_hashes = chunk_hashes(other, file_lines * d.g, d.g);
-    d.refused(d.files, df::fault::wrong_prefix, "token at position " + std::to_string(d.g + 8),
-              &other, &other_hashes);
+    d.refused(d.files, df::fault::wrong_prefix, "token at position " + std::to_string(d.g + 8), &other,
+              &other_hashes);
   }
   SECTION("a wrong token id below a chunk: its prefix hash") {
     auto other = d.prompt;

@@ -15,8 +15,8 @@ namespace {
 
 constexpr std::int64_t day = 24 * 3600;
 
-eviction_entry entry(std::uint64_t bytes, std::uint64_t tokens, std::uint64_t hits,
-                     std::int64_t last_use_s, std::optional<std::uint64_t> parent = {}) {
+eviction_entry entry(std::uint64_t bytes, std::uint64_t tokens, std::uint64_t hits, std::int64_t last_use_s,
+                     std::optional<std::uint64_t> parent = {}) {
   eviction_entry e;
   e.bytes = bytes;
   e.tokens_saved = tokens;
@@ -147,7 +147,7 @@ TEST_CASE("disk eviction takes an entry's descendants with it", "[eviction]") {
   REQUIRE(policy.add(2, entry(200, 1000, 9, now, 1)));
   REQUIRE(policy.add(3, entry(200, 1000, 9, now, 2)));
   REQUIRE(policy.add(10, entry(300, 1000, 9, now, 2)));
-  REQUIRE(policy.add(20, entry(200, 100, 0, now)));  // 0.5
+  REQUIRE(policy.add(20, entry(200, 100, 0, now)));           // 0.5
   CHECK(policy.add(11, entry(100, 1, 0, now, 99)) == false);  // unknown parent
   CHECK(policy.add(20, entry(100, 1, 0, now)) == false);      // id taken
   CHECK(policy.add(12, entry(0, 1, 0, now)) == false);        // no bytes

@@ -39,7 +39,8 @@ disk_write_reply write_job(disk_service& s, file_env& env, disk_submission sub) 
 }
 
 // An anchor at e.length() for prompt[0, e.length()), its chunks included.
-disk_write_reply write_anchor(disk_service& s, file_env& env, const engine& e, const std::vector<token_id>& prompt) {
+disk_write_reply write_anchor(disk_service& s, file_env& env, const engine& e,
+                              const std::vector<token_id>& prompt) {
   disk_submission sub;
   sub.write = stage(e, prompt, "", false);
   sub.staged_bytes = sub.write.bytes();

@@ -27,7 +27,8 @@ std::string bytes_of(const std::string& path) {
 // Every file under `dir` with its bytes.
 std::vector<std::pair<std::string, std::string>> contents(const std::string& dir) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& f : files_under(dir)) out.emplace_back(f, bytes_of((std::filesystem::path(dir) / f).string()));
+  for (const auto& f : files_under(dir))
+    out.emplace_back(f, bytes_of((std::filesystem::path(dir) / f).string()));
   return out;
 }
 
@@ -48,7 +49,8 @@ void prefill_steps(engine& e, const std::vector<token_id>& prompt, std::size_t s
 }
 
 // The old way: disk_tier stages and writes its jobs itself.
-nlohmann::json write_with_tier(bench& b, const std::string& dir, const std::vector<token_id>& prompt, std::size_t stop) {
+nlohmann::json write_with_tier(bench& b, const std::string& dir, const std::vector<token_id>& prompt,
+                               std::size_t stop) {
   disk_tier t(b.env, b.layout, b.clock, tier_options(dir));
   t.start();
   auto e = make_engine(b.c);
@@ -92,7 +94,8 @@ staged_outcome write_with_staging(bench& b, const std::string& dir, const std::v
     staging.released(now.released_bytes);
   }
   const disk_tier_options o = tier_options(dir, stage_bytes);
-  return {staging.stats(), disk_stats_json(s.stats(), staging.stats(), o.admission.min_tokens, o.checkpoint_tokens)};
+  return {staging.stats(),
+          disk_stats_json(s.stats(), staging.stats(), o.admission.min_tokens, o.checkpoint_tokens)};
 }
 
 // The wire's field names, sorted.
@@ -123,10 +126,28 @@ TEST_CASE("disk staging + disk service write the same files as the disk tier did
     // The wire's JSON has the fields disk_tier::stats() had, with the same values where they
     // do not depend on timing or the folder's name.
     CHECK(keys_of(out.wire) == keys_of(old_wire));
-    for (const char* k : {"entries", "chunks", "checkpoints", "bytes", "limit_bytes", "longest_prefix", "hits",
-                          "misses", "declined", "refusals", "evictions", "files_written", "bytes_written", "jobs",
-                          "anchors_planned", "stage_refusals", "staged_bytes", "stage_limit_bytes", "min_tokens",
-                          "checkpoints_staged", "checkpoint_tokens", "tokens_saved"}) {
+    for (const char* k : {"entries",
+                          "chunks",
+                          "checkpoints",
+                          "bytes",
+                          "limit_bytes",
+                          "longest_prefix",
+                          "hits",
+                          "misses",
+                          "declined",
+                          "refusals",
+                          "evictions",
+                          "files_written",
+                          "bytes_written",
+                          "jobs",
+                          "anchors_planned",
+                          "stage_refusals",
+                          "staged_bytes",
+                          "stage_limit_bytes",
+                          "min_tokens",
+                          "checkpoints_staged",
+                          "checkpoint_tokens",
+                          "tokens_saved"}) {
       INFO("field " << k);
       CHECK(out.wire[k] == old_wire[k]);
     }
@@ -137,7 +158,8 @@ TEST_CASE("disk staging refuses what its pool cannot take and writes nothing for
   bench b;
   const auto prompt = test_tokens(5 * b.g + 7);
   temp_dir dir("anchorage-staging-small");
-  const disk_staging_stats st = write_with_staging(b, dir.str(), prompt, prompt.size(), /*stage_bytes=*/16).staging;
+  const disk_staging_stats st =
+      write_with_staging(b, dir.str(), prompt, prompt.size(), /*stage_bytes=*/16).staging;
   CHECK(st.stage_refusals > 0);
   CHECK(st.submissions == 0);
   CHECK(st.staged_bytes == 0);

@@ -246,8 +246,8 @@ TEST_CASE("clear removes every file of our folder, and stats count what happened
 
   const nlohmann::json s0 = store->stats();
   REQUIRE(s0.is_object());
-  for (const char* k : {"hits", "restore_failures", "write_failures", "refusals", "evictions",
-                        "superseded", "files_written", "bytes_written", "bytes_read"})
+  for (const char* k : {"hits", "restore_failures", "write_failures", "refusals", "evictions", "superseded",
+                        "files_written", "bytes_written", "bytes_read"})
     CHECK(counter(s0, k) >= 0);
   CHECK(counter(s0, "entries") == 2);
   CHECK(counter(s0, "chunks") == 8);
@@ -322,8 +322,7 @@ TEST_CASE("token_prefixes lists the ids of every usable anchor", "[disk]") {
 
 // ---- A write in three steps (prepare, execute elsewhere, commit) ---------------------------
 
-TEST_CASE("a write in three steps indexes what it wrote, unless its chain went meanwhile",
-          "[disk]") {
+TEST_CASE("a write in three steps indexes what it wrote, unless its chain went meanwhile", "[disk]") {
   bench b;
   const std::size_t line = 4 * b.g;
   const auto t = test_tokens(line + 1), u = test_tokens(line + 1, 70);

@@ -205,8 +205,7 @@ TEST_CASE("evicting a chunk takes the longer chunks and the anchors on them", "[
   CHECK(store->total_bytes() == bytes_under(b.folder()));
 }
 
-TEST_CASE("an entry over the entry cap or the budget is refused without writing or evicting",
-          "[disk]") {
+TEST_CASE("an entry over the entry cap or the budget is refused without writing or evicting", "[disk]") {
   bench b;
   const auto a = test_tokens(4 * b.g + 1, 40), u = test_tokens(4 * b.g + 1, 41);
   auto ea = prefilled(b.c, a, 2 * b.g);

@@ -71,8 +71,7 @@ TEST_CASE("a full disk mid-store fails softly and leaves only whole, indexed fil
   require_same_as_cold(*fresh, *cold, line);
 }
 
-TEST_CASE("a read error fails the restore, leaves the engine untouched and drops the chain",
-          "[disk]") {
+TEST_CASE("a read error fails the restore, leaves the engine untouched and drops the chain", "[disk]") {
   bench b;
   const std::size_t line = 4 * b.g;
   const auto tokens = test_tokens(line + 1);
@@ -198,8 +197,7 @@ TEST_CASE("a flipped bit in an anchor or a chunk is refused and its chain delete
   SECTION("a chunk's rows, damaged on disk") {
     // Chunk 2: a byte in the middle of its first view's rows.
     const std::string path = chunk_file(*store, tokens, 2 * b.g);
-    const std::size_t at =
-        chunk_hb + b.g * df::token_bytes + b.g * b.layout.views[0].bytes_per_token / 2;
+    const std::size_t at = chunk_hb + b.g * df::token_bytes + b.g * b.layout.views[0].bytes_per_token / 2;
     {
       std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
       REQUIRE(f);
@@ -263,8 +261,7 @@ TEST_CASE("a chunk whose ids differ under valid crcs is refused by the token che
   reseal_header(f, hb);
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    REQUIRE(
-        out.write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size())));
+    REQUIRE(out.write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size())));
   }
   // A fresh scan takes it: its header is sound.
   auto restarted = b.open();

@@ -28,7 +28,8 @@ struct index_bench {
   disk_index index{g, clock, disk_eviction_options{}};
 
   // Indexes the chunks of `t` up to `line` (those not there yet), each of `bytes`.
-  std::vector<std::uint64_t> add_chunks(const std::vector<token_id>& t, std::size_t line, std::uint64_t bytes = 100) {
+  std::vector<std::uint64_t> add_chunks(const std::vector<token_id>& t, std::size_t line,
+                                        std::uint64_t bytes = 100) {
     const std::vector<std::uint64_t> chain = chunk_hashes(t, line, g);
     for (std::size_t i = 0; i < chain.size(); ++i)
       if (!index.has_chunk(chain[i]))
@@ -73,7 +74,8 @@ TEST_CASE("disk_index: find takes the longest usable anchor below the prompt's l
   CHECK_FALSE(b.index.find(u));
 }
 
-TEST_CASE("disk_index: a second file claiming an indexed hash is refused, the first one kept", "[disk][index]") {
+TEST_CASE("disk_index: a second file claiming an indexed hash is refused, the first one kept",
+          "[disk][index]") {
   // What a 64-bit collision looks like to the index: two files under one key. The index keeps
   // the first; telling their prompts apart is the read's token check (test_disk_store_faults).
   index_bench b;
@@ -96,7 +98,8 @@ TEST_CASE("disk_index: a second file claiming an indexed hash is refused, the fi
   CHECK_FALSE(b.index.add_anchor("", uc, 50, b.clock.now_s(), "orphan"));
 }
 
-TEST_CASE("disk_index: a longer anchor supersedes the shorter ones of its namespace on its chain", "[disk][index]") {
+TEST_CASE("disk_index: a longer anchor supersedes the shorter ones of its namespace on its chain",
+          "[disk][index]") {
   index_bench b;
   const auto t = tokens(3 * g, 3);
   auto u = t;

@@ -60,8 +60,8 @@ struct planner_bench {
     eviction.budget_bytes = budget;
     eviction.min_free_bytes = 0;
     index = std::make_unique<disk_index>(g, clock, eviction);
-    planner = std::make_unique<disk_write_planner>(layout, names, *index,
-                                                   disk_write_limits{budget, entry_max, 0});
+    planner =
+        std::make_unique<disk_write_planner>(layout, names, *index, disk_write_limits{budget, entry_max, 0});
   }
   std::uint64_t afb(std::size_t line) const { return anchor_file_bytes(layout, line); }
   // Indexes every chunk of t up to line and the anchor there, as a committed write would.
@@ -69,7 +69,8 @@ struct planner_bench {
     const auto chain = chunk_hashes(t, line, g);
     for (std::size_t i = 0; i < chain.size(); ++i)
       if (!index->has_chunk(chain[i]))
-        REQUIRE(index->add_chunk(chain[i], (i + 1) * g, i ? chain[i - 1] : 0, cfb, last_use, names.chunk_path(chain[i])));
+        REQUIRE(index->add_chunk(chain[i], (i + 1) * g, i ? chain[i - 1] : 0, cfb, last_use,
+                                 names.chunk_path(chain[i])));
     REQUIRE(index->add_anchor("", chain, afb(line), last_use, names.anchor_path("", chain.back())));
   }
 };
@@ -98,7 +99,8 @@ TEST_CASE("planner: the missing chunks in line order, then the anchor, and their
   CHECK(p.epoch == b.index->epoch());
 }
 
-TEST_CASE("planner: a hole below ends the chunks and an anchor without its chain is skipped", "[disk][planner]") {
+TEST_CASE("planner: a hole below ends the chunks and an anchor without its chain is skipped",
+          "[disk][planner]") {
   planner_bench b;
   const auto t = tokens(3 * g, 1);
   staged_write w = write_of(t, 3 * g);
@@ -121,16 +123,17 @@ TEST_CASE("planner: files in flight are not planned twice", "[disk][planner]") {
   CHECK(second.bytes == 0);
 }
 
-TEST_CASE("planner: a write whose room needs an eviction plans it, never the chain it stands on", "[disk][planner]") {
+TEST_CASE("planner: a write whose room needs an eviction plans it, never the chain it stands on",
+          "[disk][planner]") {
   const auto t = tokens(3 * g, 1);  // the new write: an anchor at 3 g, sharing line g with old_a
   auto old_a = t;
-  old_a[g] = 777;                   // parts from t after the first line
+  old_a[g] = 777;  // parts from t after the first line
   const auto old_b = tokens(2 * g, 900);
   planner_bench probe;
   const std::uint64_t one = probe.cfb;
   // Room for what is on disk and the new write's bytes, minus a little: something must go.
   const std::uint64_t on_disk = 2 * one + probe.afb(2 * g) + one + probe.afb(2 * g);  // old_a, old_b
-  const std::uint64_t incoming = 2 * one + probe.afb(3 * g);                           // t's lines 2, 3 and anchor
+  const std::uint64_t incoming = 2 * one + probe.afb(3 * g);  // t's lines 2, 3 and anchor
   planner_bench b(on_disk + incoming - 1);
   b.index_entry(old_a, 2 * g, b.clock.now_s() - 3 * 24 * 3600);  // unused for three days
   b.index_entry(old_b, 2 * g, b.clock.now_s());
@@ -144,7 +147,8 @@ TEST_CASE("planner: a write whose room needs an eviction plans it, never the cha
   const std::uint64_t shared = prefix_hash(t.data(), g);
   CHECK(std::find(p.evictions.begin(), p.evictions.end(), shared) == p.evictions.end());
   CHECK(std::find(p.evictions.begin(), p.evictions.end(), prefix_hash(old_b.data(), g)) == p.evictions.end());
-  CHECK(std::find(p.evictions.begin(), p.evictions.end(), prefix_hash(old_a.data(), 2 * g)) != p.evictions.end());
+  CHECK(std::find(p.evictions.begin(), p.evictions.end(), prefix_hash(old_a.data(), 2 * g)) !=
+        p.evictions.end());
 
   SECTION("room is confirmed once the evictions are gone") {
     for (std::uint64_t id : p.evictions) b.index->remove(id);
@@ -166,7 +170,8 @@ TEST_CASE("planner: a write whose room needs an eviction plans it, never the cha
   }
 }
 
-TEST_CASE("planner: over the entry cap, or a namespace that is not a plain name, is refused", "[disk][planner]") {
+TEST_CASE("planner: over the entry cap, or a namespace that is not a plain name, is refused",
+          "[disk][planner]") {
   const auto t = tokens(2 * g, 1);
   planner_bench capped(1ULL << 30, 100);
   const disk_write_plan p = capped.planner->plan(write_of(t, 2 * g), 1ULL << 40);

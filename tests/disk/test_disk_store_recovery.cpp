@@ -145,8 +145,7 @@ TEST_CASE("a version 1 anchor over version 2 chunks is indexed and restores exac
   put64(f, df::anchor_offset::line, line);
   put32(f, df::anchor_offset::chunk_count, static_cast<std::uint32_t>(hashes.size()));
   put32(f, df::anchor_offset::section_count, 2);
-  for (std::size_t i = 0; i < hashes.size(); ++i)
-    put64(f, df::anchor_fixed_bytes + 8 * i, hashes[i]);
+  for (std::size_t i = 0; i < hashes.size(); ++i) put64(f, df::anchor_fixed_bytes + 8 * i, hashes[i]);
   std::size_t at = hb;
   for (std::size_t k : {s, c}) {
     cold->cache_state().copy_section_out(k, f.data() + at);
@@ -164,8 +163,7 @@ TEST_CASE("a version 1 anchor over version 2 chunks is indexed and restores exac
   }
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    REQUIRE(
-        out.write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size())));
+    REQUIRE(out.write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size())));
   }
   uring_env env2;
   disk_store store(env2, b.layout, b.clock, options_in(b.dir.str()));
@@ -213,8 +211,7 @@ TEST_CASE("a kill -9 during stores leaves only whole files that restore exactly"
       store.scan();
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
       for (std::size_t i = 0; std::chrono::steady_clock::now() < deadline; ++i)
-        if (!store.store(tokens[i % sets], cold[i % sets]->cache_state(),
-                         "k" + std::to_string(i / sets)))
+        if (!store.store(tokens[i % sets], cold[i % sets]->cache_state(), "k" + std::to_string(i / sets)))
           rc = 3;
     } catch (...) {
       rc = 2;

@@ -44,7 +44,8 @@ struct process {
   }
   disk_tier& disk() { return *tiers.disk(); }
   // A request; its staged writes are written before it returns (no writer actor here).
-  turn_result serve(const std::vector<token_id>& prompt, int max_tokens = 4, const std::string& session = "s") {
+  turn_result serve(const std::vector<token_id>& prompt, int max_tokens = 4,
+                    const std::string& session = "s") {
     auto r = serve_turn(tiers, *e, prompt, max_tokens, session);
     disk().run_jobs();
     return r;
@@ -63,7 +64,8 @@ void write_head_twice(const std::string& dir, const std::vector<token_id>& head)
 }
 
 // What a cold engine emits after `prompt`, greedily.
-std::vector<token_id> cold_output(const model_config& c, const std::vector<token_id>& prompt, int max_tokens) {
+std::vector<token_id> cold_output(const model_config& c, const std::vector<token_id>& prompt,
+                                  int max_tokens) {
   auto cold = make_engine(c);
   cold->prefill(prompt);
   generation_request gr;
@@ -80,7 +82,8 @@ std::size_t files_with(const std::string& dir, const std::string& ext) {
 
 }  // namespace
 
-TEST_CASE("a prompt seen once writes chunks and no anchor; seen twice, an anchor at its longest line", "[disk][admission]") {
+TEST_CASE("a prompt seen once writes chunks and no anchor; seen twice, an anchor at its longest line",
+          "[disk][admission]") {
   temp_dir dir("anchorage-disk-tier");
   process p(dir.str());
   const std::size_t g = static_cast<std::size_t>(p.c.grid);
@@ -101,7 +104,8 @@ TEST_CASE("a prompt seen once writes chunks and no anchor; seen twice, an anchor
   CHECK(files_with(dir.str(), ".chk") == 5);  // shared, not written again
 }
 
-TEST_CASE("after a restart a prompt resumes from disk and equals a cold prefill bit for bit", "[disk][exact]") {
+TEST_CASE("after a restart a prompt resumes from disk and equals a cold prefill bit for bit",
+          "[disk][exact]") {
   temp_dir dir("anchorage-disk-tier");
   const model_config c = test_config("tiny");
   const std::size_t g = static_cast<std::size_t>(c.grid);
@@ -127,8 +131,8 @@ TEST_CASE("after a restart a prompt resumes from disk and equals a cold prefill 
   gr.max_tokens = 8;
   CHECK(generator(*cold, gr).run() == r.output);
   // The rows and sections after the same tokens (the decoded ones included) are the same bits.
-  require_same_state(state_bytes(q.e->cache_state(), q.e->length()), state_bytes(cold->cache_state(), cold->length()),
-                     cold->layout());
+  require_same_state(state_bytes(q.e->cache_state(), q.e->length()),
+                     state_bytes(cold->cache_state(), cold->length()), cold->layout());
 }
 
 TEST_CASE("a damaged disk file is never restored: the request falls back and the chain is gone", "[disk]") {
@@ -165,8 +169,8 @@ TEST_CASE("a damaged disk file is never restored: the request falls back and the
   CHECK(r.offer.source == cache_source::cold);  // the read failed its crc; nothing above the disk: cold
   CHECK(nlohmann::json(q.tiers.stats())["disk"]["restore_failures"] == 1);
   CHECK_FALSE(std::filesystem::exists(path));
-  CHECK(q.disk().store().entries() == 0);           // the anchor on the chain went with it
-  CHECK(q.disk().store().chunk_count() >= 1);       // the first chunk is intact and stays
+  CHECK(q.disk().store().entries() == 0);      // the anchor on the chain went with it
+  CHECK(q.disk().store().chunk_count() >= 1);  // the first chunk is intact and stays
   CHECK(cold_output(c, prompt, 4) == r.output);
 }
 
@@ -277,8 +281,8 @@ TEST_CASE("a guest on a side slot restores its head from disk into the side slot
   // The side slot's state is a cold prefill's; slot 0's rows and the disk are as they were.
   auto cold = make_engine(c);
   cold->prefill(guest);
-  require_same_state(state_bytes(side->cache_state(), guest.size()), state_bytes(cold->cache_state(), guest.size()),
-                     cold->layout());
+  require_same_state(state_bytes(side->cache_state(), guest.size()),
+                     state_bytes(cold->cache_state(), guest.size()), cold->layout());
   CHECK(q.tiers.resident().tokens() == rows_before);
   CHECK(q.disk().store().chunk_count() == chunks_before);
   CHECK(nlohmann::json(q.tiers.stats())["disk"]["hits"] == 1);

@@ -10,7 +10,6 @@
 using namespace anchorage;
 using namespace anchorage::testing;
 
-
 TEST_CASE("a resume from a grid line through the adapter equals a cold prefill", "[exact][engine]") {
   const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp");
   const std::size_t line_index = GENERATE(1, 3, 5);

@@ -134,8 +134,8 @@ TEST_CASE("invalid grids and presets are refused with a message", "[engine]") {
 
 TEST_CASE("weights saved to safetensors load into an identical engine", "[engine][weights]") {
   const model_config c = test_config("tiny-mtp", 256);
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("anchorage-w-" + std::to_string(std::random_device{}()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("anchorage-w-" + std::to_string(std::random_device{}()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "w.safetensors").string();
   save_weights(path, test_weights(c), c);

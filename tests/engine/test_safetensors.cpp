@@ -106,12 +106,11 @@ TEST_CASE("tensors and metadata round trip bit for bit", "[safetensors]") {
   for (int i = 0; i < 12; ++i) w.data.push_back(0.5f * static_cast<float>(i) - 1.25f);
   tensors["scalar"] = tensor{{}, {3.25f}};
   tensors["empty"] = tensor{{0, 5}, {}};
-  tensors["special"] = tensor{{6},
-                              {-0.0f, std::numeric_limits<float>::infinity(),
-                               -std::numeric_limits<float>::infinity(),
-                               std::numeric_limits<float>::denorm_min(),
-                               std::numeric_limits<float>::quiet_NaN(),
-                               std::numeric_limits<float>::max()}};
+  tensors["special"] =
+      tensor{{6},
+             {-0.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+              std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::quiet_NaN(),
+              std::numeric_limits<float>::max()}};
   const std::map<std::string, std::string> metadata = {{"format", "pt"}, {"step", "1200"}};
 
   save_safetensors(path, tensors, metadata);
@@ -148,8 +147,8 @@ TEST_CASE("saved bytes follow the format exactly", "[safetensors]") {
   std::string header = R"({"a":{"data_offsets":[0,8],"dtype":"F32","shape":[2]}})";
   REQUIRE(header.size() == 54);
   header += "  ";  // padded to 56, a multiple of 8
-  const std::string expected = std::string("\x38\0\0\0\0\0\0\0", 8) + header +
-                               std::string("\x00\x00\x80\x3f\x00\x00\x00\xc0", 8);
+  const std::string expected =
+      std::string("\x38\0\0\0\0\0\0\0", 8) + header + std::string("\x00\x00\x80\x3f\x00\x00\x00\xc0", 8);
   CHECK(read_bytes(path) == expected);
 }
 
@@ -187,9 +186,8 @@ TEST_CASE("F16 and BF16 tensors decode exactly", "[safetensors]") {
   const std::vector<std::uint16_t> f16 = {0x3C00, 0xC000, 0x7BFF, 0x0001, 0x03FF, 0x0400,
                                           0x7C00, 0xFC00, 0x8000, 0x3555, 0x7E00};
   const std::vector<std::uint16_t> bf16 = {0x3F80, 0xC000, 0x477F, 0x0001, 0x7F80, 0x7F7F};
-  const std::string header =
-      R"({"h": {"dtype": "F16", "shape": [11], "data_offsets": [0, 22]},)"
-      R"( "b": {"shape": [2, 3], "data_offsets": [22, 34], "dtype": "BF16"}})";
+  const std::string header = R"({"h": {"dtype": "F16", "shape": [11], "data_offsets": [0, 22]},)"
+                             R"( "b": {"shape": [2, 3], "data_offsets": [22, 34], "dtype": "BF16"}})";
   write_bytes(path, make_file(header, le16s(f16) + le16s(bf16)));
 
   const safetensors_file file = load_safetensors(path);
@@ -203,7 +201,7 @@ TEST_CASE("F16 and BF16 tensors decode exactly", "[safetensors]") {
   CHECK(h[5] == std::ldexp(1.0f, -14));     // smallest normal
   CHECK(h[6] == std::numeric_limits<float>::infinity());
   CHECK(h[7] == -std::numeric_limits<float>::infinity());
-  CHECK(bits_of(h[8]) == 0x80000000u);      // -0.0
+  CHECK(bits_of(h[8]) == 0x80000000u);  // -0.0
   CHECK(h[9] == 0.333251953125f);
   CHECK(std::isnan(h[10]));
 
@@ -246,8 +244,7 @@ TEST_CASE("malformed files throw safetensors_error naming the problem", "[safete
       {"non-integer dim",
        make_file(R"({"w": {"dtype": "F32", "shape": [1.5], "data_offsets": [0, 4]}})", four),
        "tensor 'w': 'shape' holds a non-integer"},
-      {"offsets not a pair",
-       make_file(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0]}})", four),
+      {"offsets not a pair", make_file(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0]}})", four),
        "tensor 'w': 'data_offsets' is not a pair"},
       {"negative offset",
        make_file(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [-4, 0]}})", four),
@@ -258,13 +255,11 @@ TEST_CASE("malformed files throw safetensors_error naming the problem", "[safete
       {"end before begin",
        make_file(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 0]}})", four),
        "tensor 'w': data_offsets [4, 0] end before they begin"},
-      {"length mismatch",
-       make_file(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}})", four),
+      {"length mismatch", make_file(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}})", four),
        "tensor 'w': data_offsets [0, 4] span 4 bytes, but shape [2] of dtype F32 needs 8"},
       {"metadata not strings", make_file(R"({"__metadata__": {"k": 1}})"),
        "__metadata__ value for 'k' is not a string"},
-      {"metadata not an object", make_file(R"({"__metadata__": [1]})"),
-       "__metadata__ is not a JSON object"},
+      {"metadata not an object", make_file(R"({"__metadata__": [1]})"), "__metadata__ is not a JSON object"},
   };
   for (const bad_case& c : cases) {
     INFO(c.label);
@@ -314,8 +309,7 @@ TEST_CASE("failed saves throw and leave no tmp file", "[safetensors]") {
     const fs::path missing_dir = dir.path / "no_such_dir";
     const std::string path = (missing_dir / "model.safetensors").string();
     CHECK_THROWS_WITH(save_safetensors(path, tensors),
-                      Catch::Matchers::Contains(path) &&
-                          Catch::Matchers::Contains(std::strerror(ENOENT)));
+                      Catch::Matchers::Contains(path) && Catch::Matchers::Contains(std::strerror(ENOENT)));
     CHECK_FALSE(fs::exists(missing_dir));
     CHECK_FALSE(fs::exists(path + ".tmp"));
   }
@@ -331,8 +325,7 @@ TEST_CASE("failed saves throw and leave no tmp file", "[safetensors]") {
   SECTION("inconsistent tensors are rejected before anything is written") {
     const std::string path = dir.file("model.safetensors");
     CHECK_THROWS_AS(save_safetensors(path, {{"w", tensor{{3}, {1.0f}}}}), std::invalid_argument);
-    CHECK_THROWS_AS(save_safetensors(path, {{"__metadata__", tensor{{}, {1.0f}}}}),
-                    std::invalid_argument);
+    CHECK_THROWS_AS(save_safetensors(path, {{"__metadata__", tensor{{}, {1.0f}}}}), std::invalid_argument);
     CHECK_FALSE(fs::exists(path));
     CHECK_FALSE(fs::exists(path + ".tmp"));
   }

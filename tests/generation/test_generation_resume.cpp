@@ -20,7 +20,6 @@
 using namespace anchorage;
 using namespace anchorage::testing;
 
-
 // ---- resuming an interrupted generation -------------------------------------------------------
 
 namespace {
@@ -157,7 +156,8 @@ generation_job sampled(generation_job j, std::uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("a sampled generation resumed from any checkpoint ends as the uninterrupted one", "[session][resume]") {
+TEST_CASE("a sampled generation resumed from any checkpoint ends as the uninterrupted one",
+          "[session][resume]") {
   const model_config c = test_config("tiny", 1024);
   const auto prompt = test_tokens(50, 31);
   const auto job = sampled(greedy_job(prompt, 40), 11);
@@ -179,7 +179,8 @@ TEST_CASE("a sampled generation resumed from any checkpoint ends as the uninterr
   SECTION("with tool call tags, the parser holding a call across the checkpoints") {
     auto tools = job;
     tools.parse_tool_calls = true;
-    tools.gen.sampling.logit_bias = {{special_tokens::tool_call_open, 4.0f}, {special_tokens::tool_call_close, 4.0f}};
+    tools.gen.sampling.logit_bias = {{special_tokens::tool_call_open, 4.0f},
+                                     {special_tokens::tool_call_close, 4.0f}};
     const recorded r = check_every_resume(c, tools, 3);
     const auto& ids = r.end.ids;
     // an open tag before a close one: a call held, then emitted verbatim (not valid JSON)
@@ -238,7 +239,8 @@ TEST_CASE("a resumed generation re-derives the forced close phrase", "[session][
     }
   }
   SECTION("budget 0: the phrase comes first") {
-    const recorded r = check_every_resume(c, sampled(thinking_job(prompt, static_cast<int>(phrase.size()) + 20, 0), 80), 4);
+    const recorded r =
+        check_every_resume(c, sampled(thinking_job(prompt, static_cast<int>(phrase.size()) + 20, 0), 80), 4);
     CHECK(slice(r.end.ids, 0, phrase.size()) == phrase);
     CHECK(r.end.hidden == std::vector<span>{{0, hidden}});
     CHECK(r.steps.at(phrase.size() - 1) == 0u);

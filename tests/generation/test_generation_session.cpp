@@ -20,8 +20,6 @@
 using namespace anchorage;
 using namespace anchorage::testing;
 
-
-
 TEST_CASE("a session prefills a chunk per step, then decodes in blocks", "[session]") {
   const model_config c = test_config("tiny", 1024);
   auto e = make_engine(c);
@@ -203,7 +201,7 @@ TEST_CASE("a reasoning budget closes the block with a hidden phrase", "[session]
   const auto& ids = s.output_ids();
   REQUIRE(ids.size() == static_cast<std::size_t>(max_tokens));
   CHECK(s.finish_reason() == "length");
-  CHECK(s.output_tokens() == max_tokens);  // the forced phrase counts
+  CHECK(s.output_tokens() == max_tokens);                // the forced phrase counts
   CHECK(e->length() == prompt.size() + ids.size() - 1);  // every token but the pending last one
   // the first 5 tokens are the free run's; the phrase follows them, token for token
   CHECK(slice(ids, 0, 5) == slice(free_ids, 0, 5));
@@ -260,7 +258,8 @@ TEST_CASE("a generation whose max_tokens ends inside the close phrase stops clea
   const auto prompt = test_tokens(60, 21);
   const std::size_t hidden = close_phrase_hidden();
   auto full_engine = make_engine(c);
-  generation_session full(*full_engine, thinking_job(prompt, static_cast<int>(5 + close_phrase_ids().size()) + 10, 5));
+  generation_session full(*full_engine,
+                          thinking_job(prompt, static_cast<int>(5 + close_phrase_ids().size()) + 10, 5));
   run_all(full, 4);
 
   SECTION("in the hidden text") {

@@ -57,7 +57,8 @@ TEST_CASE("a -100 bias bans a token, greedy and sampled", "[sampler]") {
   greedy.logit_bias = {{65, -100.0f}};
   std::vector<float> without = logits;
   without[65] = -1e30f;
-  const token_id second = static_cast<token_id>(std::max_element(without.begin(), without.end()) - without.begin());
+  const token_id second =
+      static_cast<token_id>(std::max_element(without.begin(), without.end()) - without.begin());
   CHECK(sample_token(logits, greedy, 0) == second);
 
   sampling_params p = sampled(1.0f, 1.0f);
@@ -74,7 +75,8 @@ TEST_CASE("biases add up and shift the distribution, not the draws", "[sampler]"
   sampling_params p = sampled(0.9f, 0.95f);
   sampling_params q = p;
   q.logit_bias = {{65, 0.0f}, {3, 0.0f}};
-  for (std::uint64_t step = 0; step < 200; ++step) CHECK(sample_token(logits, p, step) == sample_token(logits, q, step));
+  for (std::uint64_t step = 0; step < 200; ++step)
+    CHECK(sample_token(logits, p, step) == sample_token(logits, q, step));
   // two entries for one id add up: +60 and +60 beat the favourite's lead, -60 and +60 cancel
   sampling_params g;
   g.logit_bias = {{9, 60.0f}, {9, -60.0f}};

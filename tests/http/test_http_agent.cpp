@@ -7,7 +7,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-
 // A system prompt of `system_chars` characters and ten tool definitions whose JSON totals about
 // `tools_chars` characters (long descriptions, real parameter schemas), as opencode sends them.
 struct opencode_shape {
@@ -18,46 +17,70 @@ opencode_shape make_opencode_shape(std::size_t system_chars, std::size_t tools_c
   opencode_shape out;
   out.system = filler(
       "You are opencode, an interactive CLI tool that helps users with software engineering tasks. "
-      "Use the instructions below and the tools available to you to assist the user. IMPORTANT: Refuse to write "
+      "Use the instructions below and the tools available to you to assist the user. IMPORTANT: Refuse to "
+      "write "
       "code or explain code that may be used maliciously. When the user asks about a file, read it first. "
       "Keep your responses short: fewer than four lines unless the user asks for detail. Follow the existing "
       "conventions of the codebase, mimic its style, use its libraries and utilities.\n\n",
       system_chars);
   auto prop = [](const char* type, const char* desc) { return json{{"type", type}, {"description", desc}}; };
   const std::vector<std::pair<const char*, json>> specs = {
-      {"bash", {{"command", prop("string", "The command to execute")},
-                {"timeout", prop("number", "Optional timeout in milliseconds (max 600000)")},
-                {"description", prop("string", "Clear, concise description of what this command does in 5-10 words")}}},
-      {"read", {{"filePath", prop("string", "The absolute path to the file to read")},
-                {"offset", prop("number", "The line number to start reading from (0-based)")},
-                {"limit", prop("number", "The number of lines to read (defaults to 2000)")}}},
-      {"write", {{"filePath", prop("string", "The absolute path to the file to write (must be absolute, not relative)")},
-                 {"content", prop("string", "The content to write to the file")}}},
-      {"edit", {{"filePath", prop("string", "The absolute path to the file to modify")},
-                {"oldString", prop("string", "The text to replace")},
-                {"newString", prop("string", "The text to replace it with (must be different from oldString)")},
-                {"replaceAll", prop("boolean", "Replace all occurrences of oldString (default false)")}}},
-      {"glob", {{"pattern", prop("string", "The glob pattern to match files against")},
-                {"path", prop("string", "The directory to search in. Defaults to the current working directory.")}}},
-      {"grep", {{"pattern", prop("string", "The regex pattern to search for in file contents")},
-                {"path", prop("string", "The directory to search in. Defaults to the current working directory.")},
-                {"include", prop("string", "File pattern to include in the search (e.g. \"*.js\", \"*.{ts,tsx}\")")}}},
-      {"list", {{"path", prop("string", "The absolute path to the directory to list (must be absolute, not relative)")},
-                {"ignore", {{"type", "array"}, {"items", {{"type", "string"}}}, {"description", "List of glob patterns to ignore"}}}}},
-      {"webfetch", {{"url", prop("string", "The URL to fetch content from")},
-                    {"format", {{"type", "string"}, {"enum", {"text", "markdown", "html"}}, {"description", "The format to return"}}},
-                    {"timeout", prop("number", "Optional timeout in seconds (max 120)")}}},
-      {"todowrite", {{"todos", {{"type", "array"},
-                                {"items", {{"type", "object"},
-                                           {"properties", {{"content", prop("string", "Brief description of the task")},
-                                                           {"status", prop("string", "pending, in_progress, completed, cancelled")},
-                                                           {"priority", prop("string", "high, medium, low")},
-                                                           {"id", prop("string", "Unique identifier for the todo item")}}},
-                                           {"required", {"content", "status", "priority", "id"}}}},
-                                {"description", "The updated todo list"}}}}},
-      {"task", {{"description", prop("string", "A short (3-5 words) description of the task")},
-                {"prompt", prop("string", "The task for the agent to perform")},
-                {"subagent_type", prop("string", "The type of specialized agent to use for this task")}}},
+      {"bash",
+       {{"command", prop("string", "The command to execute")},
+        {"timeout", prop("number", "Optional timeout in milliseconds (max 600000)")},
+        {"description",
+         prop("string", "Clear, concise description of what this command does in 5-10 words")}}},
+      {"read",
+       {{"filePath", prop("string", "The absolute path to the file to read")},
+        {"offset", prop("number", "The line number to start reading from (0-based)")},
+        {"limit", prop("number", "The number of lines to read (defaults to 2000)")}}},
+      {"write",
+       {{"filePath",
+         prop("string", "The absolute path to the file to write (must be absolute, not relative)")},
+        {"content", prop("string", "The content to write to the file")}}},
+      {"edit",
+       {{"filePath", prop("string", "The absolute path to the file to modify")},
+        {"oldString", prop("string", "The text to replace")},
+        {"newString", prop("string", "The text to replace it with (must be different from oldString)")},
+        {"replaceAll", prop("boolean", "Replace all occurrences of oldString (default false)")}}},
+      {"glob",
+       {{"pattern", prop("string", "The glob pattern to match files against")},
+        {"path", prop("string", "The directory to search in. Defaults to the current working directory.")}}},
+      {"grep",
+       {{"pattern", prop("string", "The regex pattern to search for in file contents")},
+        {"path", prop("string", "The directory to search in. Defaults to the current working directory.")},
+        {"include",
+         prop("string", "File pattern to include in the search (e.g. \"*.js\", \"*.{ts,tsx}\")")}}},
+      {"list",
+       {{"path",
+         prop("string", "The absolute path to the directory to list (must be absolute, not relative)")},
+        {"ignore",
+         {{"type", "array"},
+          {"items", {{"type", "string"}}},
+          {"description", "List of glob patterns to ignore"}}}}},
+      {"webfetch",
+       {{"url", prop("string", "The URL to fetch content from")},
+        {"format",
+         {{"type", "string"},
+          {"enum", {"text", "markdown", "html"}},
+          {"description", "The format to return"}}},
+        {"timeout", prop("number", "Optional timeout in seconds (max 120)")}}},
+      {"todowrite",
+       {{"todos",
+         {{"type", "array"},
+          {"items",
+           {{"type", "object"},
+            {"properties",
+             {{"content", prop("string", "Brief description of the task")},
+              {"status", prop("string", "pending, in_progress, completed, cancelled")},
+              {"priority", prop("string", "high, medium, low")},
+              {"id", prop("string", "Unique identifier for the todo item")}}},
+            {"required", {"content", "status", "priority", "id"}}}},
+          {"description", "The updated todo list"}}}}},
+      {"task",
+       {{"description", prop("string", "A short (3-5 words) description of the task")},
+        {"prompt", prop("string", "The task for the agent to perform")},
+        {"subagent_type", prop("string", "The type of specialized agent to use for this task")}}},
   };
   std::vector<json> tools;
   std::size_t bare = 0;
@@ -65,13 +88,15 @@ opencode_shape make_opencode_shape(std::size_t system_chars, std::size_t tools_c
     json required = json::array();
     for (const auto& [k, v] : props.items()) required.push_back(k);
     json t = {{"type", "function"},
-              {"function", {{"name", name},
-                            {"description", ""},
-                            {"parameters", {{"type", "object"},
-                                            {"properties", props},
-                                            {"required", required},
-                                            {"additionalProperties", false},
-                                            {"$schema", "http://json-schema.org/draft-07/schema#"}}}}}};
+              {"function",
+               {{"name", name},
+                {"description", ""},
+                {"parameters",
+                 {{"type", "object"},
+                  {"properties", props},
+                  {"required", required},
+                  {"additionalProperties", false},
+                  {"$schema", "http://json-schema.org/draft-07/schema#"}}}}}};
     bare += t.dump().size();
     tools.push_back(std::move(t));
   }
@@ -80,7 +105,8 @@ opencode_shape make_opencode_shape(std::size_t system_chars, std::size_t tools_c
     t["function"]["description"] = filler(
         "Use the " + t["function"]["name"].get<std::string>() +
             " tool when the task needs it. Usage notes: always prefer specialized tools over shell commands; "
-            "batch independent calls together; never guess paths, list or glob first; report failures verbatim. ",
+            "batch independent calls together; never guess paths, list or glob first; report failures "
+            "verbatim. ",
         each);
     out.tools.push_back(std::move(t));
   }
@@ -107,29 +133,41 @@ void run_opencode_conversation(std::size_t system_chars, std::size_t tools_chars
   CHECK(tools_json > tools_chars * 95 / 100);
   CHECK(tools_json < tools_chars * 105 / 100);
 
-  const json first_messages = json::array(
-      {{{"role", "system"}, {"content", shape.system}},
-       {{"role", "user"}, {"content", "List the files in src and show me main.cpp, then tell me what it does."}}});
+  const json first_messages =
+      json::array({{{"role", "system"}, {"content", shape.system}},
+                   {{"role", "user"},
+                    {"content", "List the files in src and show me main.cpp, then tell me what it does."}}});
   // The assistant's reply as opencode sends it back: reasoning_content, null content, two calls.
   const json assistant = {
       {"role", "assistant"},
       {"content", nullptr},
-      {"reasoning_content", "The user wants the files in src and the contents of main.cpp.\nI will list the directory "
-                            "and read the file in one batch, then summarise."},
-      {"tool_calls", json::array({{{"id", "call_0"}, {"type", "function"},
-                                   {"function", {{"name", "list"}, {"arguments", "{\"path\": \"/work/src\"}"}}}},
-                                  {{"id", "call_1"}, {"type", "function"},
-                                   {"function", {{"name", "read"}, {"arguments", "{\"filePath\":\"/work/src/main.cpp\",\"limit\":200}"}}}}})}};
-  const json list_result = {{"role", "tool"}, {"tool_call_id", "call_0"}, {"content", "main.cpp\nutil.cpp\nutil.hpp\nCMakeLists.txt"}};
-  const json read_result = {{"role", "tool"},
-                            {"tool_call_id", "call_1"},
-                            {"content", "#include \"util.hpp\"\n\nint main(int argc, char** argv) {\n  return run(argc, argv);\n}\n"}};
+      {"reasoning_content",
+       "The user wants the files in src and the contents of main.cpp.\nI will list the directory "
+       "and read the file in one batch, then summarise."},
+      {"tool_calls",
+       json::array(
+           {{{"id", "call_0"},
+             {"type", "function"},
+             {"function", {{"name", "list"}, {"arguments", "{\"path\": \"/work/src\"}"}}}},
+            {{"id", "call_1"},
+             {"type", "function"},
+             {"function",
+              {{"name", "read"}, {"arguments", "{\"filePath\":\"/work/src/main.cpp\",\"limit\":200}"}}}}})}};
+  const json list_result = {{"role", "tool"},
+                            {"tool_call_id", "call_0"},
+                            {"content", "main.cpp\nutil.cpp\nutil.hpp\nCMakeLists.txt"}};
+  const json read_result = {
+      {"role", "tool"},
+      {"tool_call_id", "call_1"},
+      {"content",
+       "#include \"util.hpp\"\n\nint main(int argc, char** argv) {\n  return run(argc, argv);\n}\n"}};
   json continuation = first_messages;  // the agent loop: the tool results go straight back
   continuation.push_back(assistant);
   continuation.push_back(list_result);
   continuation.push_back(read_result);
   json follow_up = continuation;  // and then the user says something new
-  follow_up.push_back({{"role", "user"}, {"content", "Now add a --verbose flag to main and wire it through run()."}});
+  follow_up.push_back(
+      {{"role", "user"}, {"content", "Now add a --verbose flag to main and wire it through run()."}});
 
   const long first_tokens = rendered_tokens(first_messages, shape.tools);
   const long continuation_tokens = rendered_tokens(continuation, shape.tools);
@@ -147,16 +185,14 @@ void run_opencode_conversation(std::size_t system_chars, std::size_t tools_chars
   const long longest = std::max(continuation_tokens, follow_up_tokens);
   const long ctx = room ? longest + *room : preset_config("tiny").ctx_size;
   REQUIRE(longest < ctx);
-  INFO("prompts " << first_tokens << ", " << continuation_tokens << ", " << follow_up_tokens << " tokens; ctx " << ctx);
+  INFO("prompts " << first_tokens << ", " << continuation_tokens << ", " << follow_up_tokens
+                  << " tokens; ctx " << ctx);
   http_server s({"--ctx-size", std::to_string(ctx)});
 
   auto request = [&](const json& messages) {
-    return json{{"model", "anchorage"},
-                {"messages", messages},
-                {"tools", shape.tools},
-                {"tool_choice", "auto"},
-                {"stream", true},
-                {"stream_options", {{"include_usage", true}}},
+    return json{{"model", "anchorage"}, {"messages", messages},
+                {"tools", shape.tools}, {"tool_choice", "auto"},
+                {"stream", true},       {"stream_options", {{"include_usage", true}}},
                 {"max_tokens", 32000}};
   };
   // max_tokens 32000 is more than the context has left: it is clamped, not refused.
@@ -167,7 +203,8 @@ void run_opencode_conversation(std::size_t system_chars, std::size_t tools_chars
     CHECK(usage["prompt_tokens"] == expected_prompt);
     const long completion = usage["completion_tokens"].get<long>();
     CHECK(completion <= ctx - expected_prompt);
-    CHECK((sum.finish_reason == "stop" || sum.finish_reason == "length" || sum.finish_reason == "tool_calls"));
+    CHECK(
+        (sum.finish_reason == "stop" || sum.finish_reason == "length" || sum.finish_reason == "tool_calls"));
     if (sum.finish_reason == "length") CHECK(completion == ctx - expected_prompt);
     // Each turn shares its head with the one before: a resume, then the rest prefilled.
     const json& x = sum.usage_chunk["x_cache"];

@@ -6,8 +6,8 @@
 using namespace anchorage;
 using namespace anchorage::testing;
 
-
-TEST_CASE("an agent's six turns resume from the end anchor and prefill only what is new", "[http][cache][end]") {
+TEST_CASE("an agent's six turns resume from the end anchor and prefill only what is new",
+          "[http][cache][end]") {
   http_server s({"--reasoning-budget", "6"});
   json messages = json::array({{{"role", "system"}, {"content", system_prompt}},
                                {{"role", "user"}, {"content", "List the files in src and read main.cpp."}}});
@@ -33,8 +33,10 @@ TEST_CASE("an agent's six turns resume from the end anchor and prefill only what
     messages.push_back({{"role", "assistant"},
                         {"content", t.message["content"]},
                         {"reasoning_content", t.message["reasoning_content"]}});
-    const std::string result = "file " + std::to_string(turn) + ": int main() { return " + std::to_string(turn) + "; }";
-    messages.push_back({{"role", "tool"}, {"tool_call_id", "call_" + std::to_string(turn)}, {"content", result}});
+    const std::string result =
+        "file " + std::to_string(turn) + ": int main() { return " + std::to_string(turn) + "; }";
+    messages.push_back(
+        {{"role", "tool"}, {"tool_call_id", "call_" + std::to_string(turn)}, {"content", result}});
     // The pending token, then the glue and the tool result.
     expected_prefill = 1 + count_tokens(tool_glue(result));
   }
@@ -43,7 +45,8 @@ TEST_CASE("an agent's six turns resume from the end anchor and prefill only what
   CHECK(stats["tiers"]["resident"]["tokens_saved"].get<long>() > 0);
 }
 
-TEST_CASE("a client that drops its answers' reasoning still resumes from the end anchor", "[http][cache][end]") {
+TEST_CASE("a client that drops its answers' reasoning still resumes from the end anchor",
+          "[http][cache][end]") {
   http_server s({"--reasoning-budget", "6"});
   json messages = json::array({{{"role", "system"}, {"content", system_prompt}},
                                {{"role", "user"}, {"content", "What is a hybrid model?"}}});
@@ -126,7 +129,8 @@ TEST_CASE("with --no-cache every turn is cold", "[http][cache]") {
     CHECK(t.x_cache["source"] == "cold");
     CHECK(t.x_cache["prefilled_tokens"] == t.usage["prompt_tokens"]);
     CHECK(t.usage["prompt_tokens_details"]["cached_tokens"] == 0);
-    messages.push_back({{"role", "assistant"}, {"content", t.message["content"]},
+    messages.push_back({{"role", "assistant"},
+                        {"content", t.message["content"]},
                         {"reasoning_content", t.message["reasoning_content"]}});
     messages.push_back({{"role", "tool"}, {"tool_call_id", "c"}, {"content", "ok " + std::to_string(turn)}});
   }
@@ -140,7 +144,8 @@ TEST_CASE("with --end-anchor=off the next turn resumes at a grid anchor", "[http
   json messages = json::array({{{"role", "system"}, {"content", filler(system_prompt, 150)}},
                                {{"role", "user"}, {"content", "Run the tests."}}});
   const turn_reply first = post_turn(s, chat_body(messages, 5));
-  messages.push_back({{"role", "assistant"}, {"content", first.message["content"]},
+  messages.push_back({{"role", "assistant"},
+                      {"content", first.message["content"]},
                       {"reasoning_content", first.message["reasoning_content"]}});
   messages.push_back({{"role", "tool"}, {"tool_call_id", "c"}, {"content", "all passed"}});
   const turn_reply second = post_turn(s, chat_body(messages, 6));
@@ -153,8 +158,8 @@ TEST_CASE("answers that never left their reasoning still resume from the end anc
   // No reasoning budget and a short max_tokens: every answer is unclosed reasoning and empty
   // content; the client sends the empty answers back with a new question each turn.
   http_server s;
-  json messages = json::array({{{"role", "system"}, {"content", system_prompt}},
-                               {{"role", "user"}, {"content", "Think about it."}}});
+  json messages = json::array(
+      {{{"role", "system"}, {"content", system_prompt}}, {{"role", "user"}, {"content", "Think about it."}}});
   std::size_t expected_prefill = 0;
   for (int turn = 0; turn < 4; ++turn) {
     INFO("turn " << turn);

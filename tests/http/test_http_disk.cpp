@@ -30,7 +30,8 @@ std::size_t files_under(const std::string& dir, const std::string& ext) {
 }
 
 json agent_messages(const std::string& user) {
-  return json::array({{{"role", "system"}, {"content", filler(system_prompt, 1700)}}, {{"role", "user"}, {"content", user}}});
+  return json::array({{{"role", "system"}, {"content", filler(system_prompt, 1700)}},
+                      {{"role", "user"}, {"content", user}}});
 }
 
 }  // namespace
@@ -44,7 +45,8 @@ TEST_CASE("after a restart a new session's head comes back from disk with the co
     const turn_reply t = post_turn(a, chat_body(agent_messages("List the files in src."), 11, 8));
     CHECK(t.x_cache["source"] == "cold");
     // A session's first long request: anchors at the last 4 lines below its user message.
-    const json d = wait_disk(a, [](const json& stats) { return stats["entries"] >= 4 && stats["staged_bytes"] == 0; });
+    const json d =
+        wait_disk(a, [](const json& stats) { return stats["entries"] >= 4 && stats["staged_bytes"] == 0; });
     REQUIRE(d["entries"] == 4);
     user_start_line = d["longest_prefix"];
     CHECK(d["files_written"].get<long>() > 4);
@@ -91,10 +93,11 @@ TEST_CASE("clear with tier=disk deletes the tier's files; tier=all too", "[http]
   CHECK(files_under(dir.str(), "") == 0);
 }
 
-TEST_CASE("a generation cut short resumes after a restart from its checkpoint with identical tokens", "[http][disk][checkpoint]") {
+TEST_CASE("a generation cut short resumes after a restart from its checkpoint with identical tokens",
+          "[http][disk][checkpoint]") {
   temp_dir dir("anchorage-http-disk");
-  const std::vector<std::string> flags = {"--cache-dir", dir.str(), "--generation-checkpoint-tokens", "16",
-                                          "--decode-block", "1"};
+  const std::vector<std::string> flags = {"--cache-dir", dir.str(),        "--generation-checkpoint-tokens",
+                                          "16",          "--decode-block", "1"};
   json body = chat_body(json::array({{{"role", "user"}, {"content", "Write a long story."}}}), 77, 1200);
   body["chat_template_kwargs"] = {{"enable_thinking", false}};
   {
@@ -102,7 +105,8 @@ TEST_CASE("a generation cut short resumes after a restart from its checkpoint wi
     json streamed = body;
     streamed["stream"] = true;
     // The client goes away after 40 chunks, well before the 1200 tokens.
-    const sse_stream st = a.stream("/v1/chat/completions", streamed, [](const sse_stream& s) { return s.events.size() < 40; });
+    const sse_stream st =
+        a.stream("/v1/chat/completions", streamed, [](const sse_stream& s) { return s.events.size() < 40; });
     REQUIRE(st.aborted);
     // The board ends the request at its next step; until then it may stage more checkpoints.
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -110,7 +114,8 @@ TEST_CASE("a generation cut short resumes after a restart from its checkpoint wi
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     REQUIRE(a.ledger().size() == 1);
     CHECK(a.ledger()[0]["finish_reason"] == "cancelled");
-    const json d = wait_disk(a, [](const json& stats) { return stats["checkpoints"] >= 1 && stats["staged_bytes"] == 0; });
+    const json d = wait_disk(
+        a, [](const json& stats) { return stats["checkpoints"] >= 1 && stats["staged_bytes"] == 0; });
     REQUIRE(d["checkpoints"] == 1);  // each newer one superseded the last
   }
   REQUIRE(files_under(dir.str(), ".gen") == 1);
@@ -125,7 +130,8 @@ TEST_CASE("a generation cut short resumes after a restart from its checkpoint wi
   CHECK(t.message == r.message);
   CHECK(t.usage["completion_tokens"] == r.usage["completion_tokens"]);
   // The generation ended: its checkpoint is gone.
-  const json d = wait_disk(b, [](const json& stats) { return stats["checkpoints"] == 0 && stats["staged_bytes"] == 0; });
+  const json d =
+      wait_disk(b, [](const json& stats) { return stats["checkpoints"] == 0 && stats["staged_bytes"] == 0; });
   CHECK(d["checkpoints"] == 0);
 }
 

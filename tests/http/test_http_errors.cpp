@@ -27,25 +27,35 @@ TEST_CASE("http: bad input gets a 4xx JSON error and the server keeps serving", 
       {"malformed JSON (chat)", chat, "{messages: []}", 400, "invalid_request_error", std::string()},
       {"not an object", chat, "[1, 2, 3]", 400, "invalid_request_error", std::string()},
       {"empty body", completions, "", 400, "invalid_request_error", std::string()},
-      {"max_tokens a string", completions, with(small_completion(), "max_tokens", "10"), 400, "invalid_request_error", "max_tokens"},
-      {"max_tokens 0", completions, with(small_completion(), "max_tokens", 0), 400, "invalid_request_error", "max_tokens"},
+      {"max_tokens a string", completions, with(small_completion(), "max_tokens", "10"), 400,
+       "invalid_request_error", "max_tokens"},
+      {"max_tokens 0", completions, with(small_completion(), "max_tokens", 0), 400, "invalid_request_error",
+       "max_tokens"},
       {"max_tokens -1", chat, with(chat_ok, "max_tokens", -1), 400, "invalid_request_error", "max_tokens"},
-      {"max_tokens 1.5", completions, with(small_completion(), "max_tokens", 1.5), 400, "invalid_request_error", "max_tokens"},
-      {"temperature a string", chat, with(chat_ok, "temperature", "hot"), 400, "invalid_request_error", "temperature"},
-      {"temperature out of range", completions, with(small_completion(), "temperature", 3), 400, "invalid_request_error", "temperature"},
-      {"messages not an array", chat, with(chat_ok, "messages", "hello"), 400, "invalid_request_error", "messages"},
-      {"messages empty", chat, with(chat_ok, "messages", json::array()), 400, "invalid_request_error", "messages"},
+      {"max_tokens 1.5", completions, with(small_completion(), "max_tokens", 1.5), 400,
+       "invalid_request_error", "max_tokens"},
+      {"temperature a string", chat, with(chat_ok, "temperature", "hot"), 400, "invalid_request_error",
+       "temperature"},
+      {"temperature out of range", completions, with(small_completion(), "temperature", 3), 400,
+       "invalid_request_error", "temperature"},
+      {"messages not an array", chat, with(chat_ok, "messages", "hello"), 400, "invalid_request_error",
+       "messages"},
+      {"messages empty", chat, with(chat_ok, "messages", json::array()), 400, "invalid_request_error",
+       "messages"},
       {"no messages", chat, json({{"max_tokens", 2}}).dump(), 400, "invalid_request_error", "messages"},
       {"no prompt", completions, json({{"max_tokens", 2}}).dump(), 400, "invalid_request_error", "prompt"},
       {"unknown model", chat, with(chat_ok, "model", "gpt-17"), 404, "not_found_error", "model"},
-      {"unknown model (completions)", completions, with(small_completion(), "model", "nope"), 404, "not_found_error", "model"},
-      {"prompt longer than the context", completions, with(small_completion(), "prompt", std::string(600, 'a')), 400,
-       "invalid_request_error", "prompt"},
-      {"prompt of exactly the context", completions, with(small_completion(), "prompt", json(std::vector<int>(512, 97))), 400,
-       "invalid_request_error", "prompt"},
-      {"chat longer than the context", chat, user_chat(std::string(600, 'b'), 4).dump(), 400, "invalid_request_error", "messages"},
-      {"token id outside the vocabulary", completions, with(small_completion(), "prompt", json::array({1, 2, 272})), 400,
-       "invalid_request_error", "prompt"},
+      {"unknown model (completions)", completions, with(small_completion(), "model", "nope"), 404,
+       "not_found_error", "model"},
+      {"prompt longer than the context", completions,
+       with(small_completion(), "prompt", std::string(600, 'a')), 400, "invalid_request_error", "prompt"},
+      {"prompt of exactly the context", completions,
+       with(small_completion(), "prompt", json(std::vector<int>(512, 97))), 400, "invalid_request_error",
+       "prompt"},
+      {"chat longer than the context", chat, user_chat(std::string(600, 'b'), 4).dump(), 400,
+       "invalid_request_error", "messages"},
+      {"token id outside the vocabulary", completions,
+       with(small_completion(), "prompt", json::array({1, 2, 272})), 400, "invalid_request_error", "prompt"},
   };
   SECTION("each refused, each followed by a valid request") {
     for (const bad& b : cases) {
@@ -56,7 +66,8 @@ TEST_CASE("http: bad input gets a 4xx JSON error and the server keeps serving", 
   }
 
   SECTION("a prompt one token short of the context still gets its one token") {
-    const http_reply r = s.post_json(completions, {{"prompt", std::vector<int>(511, 97)}, {"max_tokens", 100}, {"temperature", 0}});
+    const http_reply r = s.post_json(
+        completions, {{"prompt", std::vector<int>(511, 97)}, {"max_tokens", 100}, {"temperature", 0}});
     REQUIRE(r.status == 200);
     const json j = r.body_json();
     check_usage_and_cache(j);
@@ -90,8 +101,10 @@ TEST_CASE("http: a POST without Content-Length", "[http]") {
     auto res = c->Post(
         completions.c_str(),
         [&body](std::size_t offset, httplib::DataSink& sink) {
-          if (offset < body.size()) sink.write(body.data() + offset, body.size() - offset);
-          else sink.done();
+          if (offset < body.size())
+            sink.write(body.data() + offset, body.size() - offset);
+          else
+            sink.done();
           return true;
         },
         "application/json");
@@ -108,10 +121,12 @@ TEST_CASE("http: a POST without Content-Length", "[http]") {
     // 5 s) and answers 400. (A client that half-closes its side after the body instead gets no
     // reply at all: httplib takes a half-closed socket for a client gone, though it still runs
     // the request.)
-    const raw_reply raw = raw_http(s.port(),
-                                   "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                                   "Connection: close\r\n\r\n" + body,
-                                   /*half_close=*/false, /*timeout_s=*/20);
+    const raw_reply raw =
+        raw_http(s.port(),
+                 "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                 "Connection: close\r\n\r\n" +
+                     body,
+                 /*half_close=*/false, /*timeout_s=*/20);
     INFO(raw.head << "\n\n" << raw.body.substr(0, 300));
     REQUIRE(raw.status == 400);
     CHECK(raw.head.find("Content-Type: application/json") != std::string::npos);

@@ -14,12 +14,14 @@ struct conversation {
   std::size_t next_prefill = 0;
 
   conversation(const std::string& system, const std::string& first_user) {
-    messages = json::array({{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", first_user}}});
+    messages =
+        json::array({{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", first_user}}});
   }
   turn_reply turn(const http_server& s, std::uint64_t seed) {
     const turn_reply t = post_turn(s, chat_body(messages, seed));
     REQUIRE(t.finish_reason == "length");
-    messages.push_back({{"role", "assistant"}, {"content", t.message["content"]},
+    messages.push_back({{"role", "assistant"},
+                        {"content", t.message["content"]},
                         {"reasoning_content", t.message["reasoning_content"]}});
     const std::string result = "exit code " + std::to_string(seed);
     messages.push_back({{"role", "tool"}, {"tool_call_id", "c"}, {"content", result}});
@@ -31,9 +33,9 @@ struct conversation {
 std::string long_system() { return filler(system_prompt, 1700); }
 
 turn_reply title_request(const http_server& s) {
-  const json messages = json::array(
-      {{{"role", "system"}, {"content", "Generate a short title for the conversation."}},
-       {{"role", "user"}, {"content", "List the files in src and read main.cpp."}}});
+  const json messages =
+      json::array({{{"role", "system"}, {"content", "Generate a short title for the conversation."}},
+                   {{"role", "user"}, {"content", "List the files in src and read main.cpp."}}});
   return post_turn(s, chat_body(messages, 9, 8));
 }
 
@@ -49,7 +51,8 @@ std::vector<json> uninterrupted(const std::string& system, const std::string& fi
   return out;
 }
 
-TEST_CASE("a title request between two turns is a guest: the next turn resumes at its end", "[http][cache][guest]") {
+TEST_CASE("a title request between two turns is a guest: the next turn resumes at its end",
+          "[http][cache][guest]") {
   http_server s({"--reasoning-budget", "6"});
   conversation a(long_system(), "List the files in src and read main.cpp.");
   a.turn(s, 1);
@@ -64,7 +67,8 @@ TEST_CASE("a title request between two turns is a guest: the next turn resumes a
   CHECK(stats["tiers"]["resident"]["guests_stashed"] == 1);
 }
 
-TEST_CASE("sessions A, B, A: A comes back from the park and re-reads only its new tokens", "[http][cache][park]") {
+TEST_CASE("sessions A, B, A: A comes back from the park and re-reads only its new tokens",
+          "[http][cache][park]") {
   http_server s({"--reasoning-budget", "6"});
   // Two sessions of one client: the same system prompt, different first messages.
   conversation a(long_system(), "Fix the failing test in parser.cpp.");

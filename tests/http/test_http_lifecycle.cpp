@@ -30,7 +30,8 @@ TEST_CASE("http: a client that disconnects mid-stream cancels its generation", "
     // was the premise still true? what the engine does with no client going away
     const auto prompt = tok.encode(render_chat(to_messages(messages), template_options{}), true);
     const engine_run natural = run_engine(s.config(), prompt, 2000);
-    INFO("uncancelled, the engine emits " << natural.tokens.size() << " tokens and finishes by " << finish_name(natural.reason));
+    INFO("uncancelled, the engine emits " << natural.tokens.size() << " tokens and finishes by "
+                                          << finish_name(natural.reason));
     CHECK(natural.reason == finish_reason::length);
   }
   CHECK((*entry)["finish_reason"] == "cancelled");
@@ -38,7 +39,8 @@ TEST_CASE("http: a client that disconnects mid-stream cancels its generation", "
   CHECK((*entry)["output_tokens"].get<long>() >= 3);
 
   const std::string metrics = s.get("/metrics").body;
-  CHECK(metrics.find("anchorage_requests_total{route=\"chat\",source=\"cold\",finish_reason=\"cancelled\"} 1") !=
+  CHECK(metrics.find(
+            "anchorage_requests_total{route=\"chat\",source=\"cold\",finish_reason=\"cancelled\"} 1") !=
         std::string::npos);
   CHECK(s.get("/v1/cache/stats").body_json()["queue"]["running"] == false);
   expect_valid_completion(s);
@@ -164,8 +166,10 @@ TEST_CASE("http: a request cancelled during its prefill reports only what was pr
   std::optional<json> entry;
   for (int i = 0; i < 200 && !entry; ++i) {
     const json ledger = s.ledger();
-    if (!ledger.empty()) entry = ledger[0];
-    else std::this_thread::sleep_for(50ms);
+    if (!ledger.empty())
+      entry = ledger[0];
+    else
+      std::this_thread::sleep_for(50ms);
   }
   REQUIRE(entry.has_value());
   INFO(entry->dump());
@@ -190,7 +194,8 @@ TEST_CASE("http: drain refuses new work with 503 and lets the running request fi
   REQUIRE(health.status == 503);
   CHECK(health.body_json() == json({{"status", "draining"}}));
   check_error_body(s.post_json("/v1/completions", small_completion()), 503, "server_error", std::string());
-  check_error_body(s.post_json("/v1/chat/completions", user_chat("hi", 2)), 503, "server_error", std::string());
+  check_error_body(s.post_json("/v1/chat/completions", user_chat("hi", 2)), 503, "server_error",
+                   std::string());
   // the server still answers everything else
   CHECK(s.get("/v1/models").status == 200);
   CHECK(s.get("/metrics").status == 200);

@@ -15,7 +15,8 @@ TEST_CASE("http: greedy output over HTTP equals the engine's own", "[http]") {
   for (int i = 0; i < 24; ++i) prompt.push_back(static_cast<token_id>((i * 37 + 11) % 256));
 
   SECTION("/v1/completions with token ids") {
-    const http_reply r = s.post_json("/v1/completions", {{"prompt", prompt}, {"max_tokens", 20}, {"temperature", 0}});
+    const http_reply r =
+        s.post_json("/v1/completions", {{"prompt", prompt}, {"max_tokens", 20}, {"temperature", 0}});
     REQUIRE(r.status == 200);
     const json j = r.body_json();
     check_usage_and_cache(j);
@@ -35,11 +36,15 @@ TEST_CASE("http: greedy output over HTTP equals the engine's own", "[http]") {
     // two printable ASCII characters from the middle of the engine's text
     std::string stop;
     for (std::size_t i = 4; i + 2 <= text.size() && stop.empty(); ++i)
-      if (text[i] >= 0x21 && text[i] < 0x7f && text[i + 1] >= 0x21 && text[i + 1] < 0x7f) stop = text.substr(i, 2);
+      if (text[i] >= 0x21 && text[i] < 0x7f && text[i + 1] >= 0x21 && text[i + 1] < 0x7f)
+        stop = text.substr(i, 2);
     INFO("engine text: " << json(text).dump() << ", stop " << json(stop).dump());
     REQUIRE_FALSE(stop.empty());
     const std::string expected = text.substr(0, text.find(stop));
-    const json body = {{"prompt", prompt}, {"max_tokens", 60}, {"temperature", 0}, {"stop", json::array({stop, "\u00ff never"})}};
+    const json body = {{"prompt", prompt},
+                       {"max_tokens", 60},
+                       {"temperature", 0},
+                       {"stop", json::array({stop, "\u00ff never"})}};
     const json j = s.post_json("/v1/completions", body).body_json();
     CHECK(j["choices"][0]["text"] == expected);
     CHECK(j["choices"][0]["finish_reason"] == "stop");
@@ -58,7 +63,8 @@ TEST_CASE("http: greedy output over HTTP equals the engine's own", "[http]") {
   SECTION("/v1/chat/completions, against the engine fed the rendered chat") {
     const json messages = json::array({{{"role", "system"}, {"content", "You are terse."}},
                                        {{"role", "user"}, {"content", "Name three colours."}}});
-    const http_reply r = s.post_json("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 20}, {"temperature", 0}});
+    const http_reply r =
+        s.post_json("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 20}, {"temperature", 0}});
     REQUIRE(r.status == 200);
     const json j = r.body_json();
     check_usage_and_cache(j);
@@ -66,7 +72,7 @@ TEST_CASE("http: greedy output over HTTP equals the engine's own", "[http]") {
     const auto rendered = tok.encode(render_chat(to_messages(messages), template_options{}), true);
     const engine_run want = run_engine(cfg, rendered, 20);
     const assistant_output out = parse_tokens(want.tokens, /*reasoning=*/true, /*tools=*/false,
-                                                /*starts_in_reasoning=*/true);
+                                              /*starts_in_reasoning=*/true);
     INFO("engine: " << want.tokens.size() << " tokens, " << finish_name(want.reason));
     const json& msg = j["choices"][0]["message"];
     CHECK(msg["content"] == out.content);

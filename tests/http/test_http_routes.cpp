@@ -12,7 +12,8 @@ TEST_CASE("http: /v1/completions with a text prompt, token ids, and streaming", 
   const std::string text = "The quick brown fox";
   const auto ids = tok.encode(text, true);
 
-  const http_reply r = s.post_json("/v1/completions", {{"prompt", text}, {"max_tokens", 8}, {"temperature", 0}});
+  const http_reply r =
+      s.post_json("/v1/completions", {{"prompt", text}, {"max_tokens", 8}, {"temperature", 0}});
   REQUIRE(r.status == 200);
   CHECK(r.header("Content-Type").find("application/json") == 0);
   const json j = r.body_json();
@@ -40,7 +41,8 @@ TEST_CASE("http: /v1/completions with a text prompt, token ids, and streaming", 
     CHECK(k["id"] != j["id"]);
     check_usage_and_cache(k);
 
-    const json l = s.post_json("/v1/completions", {{"prompt", json::array({text})}, {"max_tokens", 8}, {"temperature", 0}})
+    const json l = s.post_json("/v1/completions",
+                               {{"prompt", json::array({text})}, {"max_tokens", 8}, {"temperature", 0}})
                        .body_json();
     CHECK(l["choices"][0]["text"] == j["choices"][0]["text"]);
     check_usage_and_cache(l);
@@ -168,8 +170,8 @@ TEST_CASE("http: /v1/models, /health, /metrics, /v1/cache/stats", "[http]") {
   const std::string line = "anchorage_requests_total{route=\"completions\",source=\"cold\",finish_reason=\"" +
                            d["choices"][0]["finish_reason"].get<std::string>() + "\"} 1";
   CHECK(after.body.find(line) != std::string::npos);
-  CHECK(after.body.find("anchorage_prompt_tokens_total " + std::to_string(d["usage"]["prompt_tokens"].get<long>())) !=
-        std::string::npos);
+  CHECK(after.body.find("anchorage_prompt_tokens_total " +
+                        std::to_string(d["usage"]["prompt_tokens"].get<long>())) != std::string::npos);
   CHECK(after.body.find("anchorage_queue_depth 0") != std::string::npos);
 
   const http_reply stats = s.get("/v1/cache/stats");
@@ -214,7 +216,8 @@ TEST_CASE("http: POST /v1/cache/clear needs the admin token", "[http]") {
   {
     http_server s({"--admin-token", "T"});
     check_error_body(s.post("/v1/cache/clear", ""), 401, "authentication_error");
-    check_error_body(s.post("/v1/cache/clear", "", {{"Authorization", "Bearer wrong"}}), 401, "authentication_error");
+    check_error_body(s.post("/v1/cache/clear", "", {{"Authorization", "Bearer wrong"}}), 401,
+                     "authentication_error");
     check_error_body(s.post("/v1/cache/clear", "", {{"Authorization", "T"}}), 401, "authentication_error");
 
     const http_reply ok = s.post("/v1/cache/clear", "", {{"Authorization", "Bearer T"}});

@@ -71,10 +71,9 @@ TEST_CASE("uring_env round-trips a multi-piece file over 4 MiB with an odd size"
   uring_env env;
   if (!env.uses_uring()) WARN("io_uring unavailable: testing the pread/pwrite fallback");
   const auto header = pattern(17, 1), body = pattern(9u << 20, 2), tail = pattern(106, 3);
-  REQUIRE(env.write_atomic(dir.str(), "chunk",
-                           {{header.data(), header.size()},
-                            {body.data(), body.size()},
-                            {tail.data(), tail.size()}}));
+  REQUIRE(env.write_atomic(
+      dir.str(), "chunk",
+      {{header.data(), header.size()}, {body.data(), body.size()}, {tail.data(), tail.size()}}));
   std::vector<unsigned char> whole(header);
   whole.insert(whole.end(), body.begin(), body.end());
   whole.insert(whole.end(), tail.begin(), tail.end());
@@ -279,7 +278,8 @@ std::vector<unsigned char> bytes_of(const file_buffer& b) {
 TEST_CASE("submit_read: several whole-file reads in flight, waited for in any order", "[fs]") {
   temp_dir dir;
   for (bool direct : {true, false}) {
-    for (const uring_env_options o : {uring_env_options{8, 4u << 20, direct}, uring_env_options{2, 8192, direct}}) {
+    for (const uring_env_options o :
+         {uring_env_options{8, 4u << 20, direct}, uring_env_options{2, 8192, direct}}) {
       INFO("direct " << direct << " depth " << o.queue_depth << " block " << o.block_bytes);
       uring_env env(o);
       const auto a = pattern((9u << 20) + 123, 20), b = pattern(100003, 21), c = pattern(1, 22);
@@ -325,7 +325,8 @@ TEST_CASE("submit_write_atomic copies the pieces, then waits like write_atomic",
     uring_env env({2, 8192, direct});
     auto head = pattern(17, 30), body = pattern((5u << 20) + 7, 31);
     const auto want_head = head, want_body = body;
-    const io_ticket t1 = env.submit_write_atomic(dir.str(), "one", {{head.data(), head.size()}, {body.data(), body.size()}});
+    const io_ticket t1 =
+        env.submit_write_atomic(dir.str(), "one", {{head.data(), head.size()}, {body.data(), body.size()}});
     // The caller's bytes may change at once: the env took a copy.
     std::fill(head.begin(), head.end(), 0);
     std::fill(body.begin(), body.end(), 0);
@@ -342,7 +343,8 @@ TEST_CASE("submit_write_atomic copies the pieces, then waits like write_atomic",
     CHECK(env.size(dir.file("empty")) == 0u);
     CHECK(env.list(dir.str()) == std::vector<std::string>{"empty", "one", "two"});  // no tmp
     // A missing directory fails at the wait, leaving nothing.
-    const file_result r = env.wait_write(env.submit_write_atomic(dir.file("no/such"), "f", {{second.data(), 10}}));
+    const file_result r =
+        env.wait_write(env.submit_write_atomic(dir.file("no/such"), "f", {{second.data(), 10}}));
     CHECK(r.error == ENOENT);
     std::filesystem::remove(dir.file("one"));
     std::filesystem::remove(dir.file("two"));
@@ -380,7 +382,8 @@ TEST_CASE("fault_env injects its faults on the asynchronous paths", "[fs]") {
   CHECK(bytes_of(got) == bytes);
 
   env.no_space_after(1000);
-  const file_result r = env.wait_write(env.submit_write_atomic(dir.str(), "f", {{other.data(), other.size()}}));
+  const file_result r =
+      env.wait_write(env.submit_write_atomic(dir.str(), "f", {{other.data(), other.size()}}));
   CHECK(r.error == ENOSPC);
   CHECK(read_all(env, dir.file("f")) == bytes);  // the previous file stays
   env.heal();

@@ -57,7 +57,8 @@ TEST_CASE("the chunked delta rule computes the per-token recurrence", "[kernels]
   std::vector<float> o_chunk(static_cast<std::size_t>(tokens) * sh.hv * sh.dv);
   std::vector<float> o_step(o_chunk.size());
   std::vector<float> scratch(static_cast<std::size_t>(gdn_chunk_scratch(sh)));
-  cpu::gdn_chunk(in.qkv.data(), in.g.data(), in.beta.data(), s_chunk.data(), o_chunk.data(), sh, scratch.data());
+  cpu::gdn_chunk(in.qkv.data(), in.g.data(), in.beta.data(), s_chunk.data(), o_chunk.data(), sh,
+                 scratch.data());
   cpu::gdn_step(in.qkv.data(), in.g.data(), in.beta.data(), s_step.data(), o_step.data(), sh);
   INFO("tokens " << tokens);
   CHECK(max_abs_diff(o_chunk, o_step) < 2e-5f);
@@ -97,7 +98,8 @@ TEST_CASE("causal attention matches its definition", "[kernels]") {
   const auto k = random_vec(static_cast<std::size_t>(len) * kv_stride, 2);
   const auto v = random_vec(static_cast<std::size_t>(len) * kv_stride, 3);
   const attention_shape sh{m, pos0, nq, nkv, hd, nq * hd, kv_stride, nq * hd, 0.35f};
-  std::vector<float> o(static_cast<std::size_t>(m) * nq * hd), scratch(static_cast<std::size_t>(attention_scratch(sh)));
+  std::vector<float> o(static_cast<std::size_t>(m) * nq * hd),
+      scratch(static_cast<std::size_t>(attention_scratch(sh)));
   cpu::attention(q.data(), k.data(), v.data(), o.data(), sh, scratch.data());
 
   std::vector<float> want(o.size());

@@ -26,12 +26,12 @@ TEST_CASE("cuda kernels", "[cuda]") { WARN("CUDA kernels not built: skipped"); }
 
 namespace {
 
-#define SKIP_WITHOUT_CUDA()                   \
-  do {                                        \
-    if (!kn::cuda_available()) {              \
-      WARN("no CUDA device: skipped");        \
-      return;                                 \
-    }                                         \
+#define SKIP_WITHOUT_CUDA()            \
+  do {                                 \
+    if (!kn::cuda_available()) {       \
+      WARN("no CUDA device: skipped"); \
+      return;                          \
+    }                                  \
   } while (0)
 
 // Managed memory holding n values of T, filled from / read back into host vectors.
@@ -70,8 +70,8 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo = -
 }
 
 // |got - want| <= atol + rtol |want| everywhere; reports the count and the worst element.
-void expect_close(const std::vector<float>& want, const std::vector<float>& got, float rtol,
-                  float atol, const std::string& what) {
+void expect_close(const std::vector<float>& want, const std::vector<float>& got, float rtol, float atol,
+                  const std::string& what) {
   REQUIRE(want.size() == got.size());
   std::size_t bad = 0, worst = 0;
   double worst_excess = -1.0;
@@ -141,9 +141,9 @@ attention_problem make_attention(int m, int pos0, int n_q, int n_kv, int head_di
   const int q_stride = n_q * head_dim + 5;
   const int kv_stride = n_kv * head_dim + 7;
   const int o_stride = n_q * head_dim + 2;
-  p.sh = kn::attention_shape{m,         pos0,      n_q,      n_kv,
-                             head_dim,  q_stride,  kv_stride, o_stride,
-                             1.0f / std::sqrt(static_cast<float>(head_dim))};
+  p.sh = kn::attention_shape{m,         pos0,     n_q,
+                             n_kv,      head_dim, q_stride,
+                             kv_stride, o_stride, 1.0f / std::sqrt(static_cast<float>(head_dim))};
   const int len = pos0 + m;
   p.q = random_floats(static_cast<std::size_t>(m) * q_stride, seed, -2.0f, 2.0f);
   p.k = random_floats(static_cast<std::size_t>(len) * kv_stride, seed + 1, -2.0f, 2.0f);
@@ -324,8 +324,8 @@ TEST_CASE("cuda gdn_gates matches cpu", "[cuda]") {
   const auto a_log = random_floats(heads, 93, -2.0f, 1.0f);
   const auto dt_bias = random_floats(heads, 94, -1.0f, 1.0f);
   std::vector<float> g_cpu(n), beta_cpu(n);
-  kn::cpu::gdn_gates(a.data(), b.data(), a_log.data(), dt_bias.data(), g_cpu.data(), beta_cpu.data(),
-                     rows, heads);
+  kn::cpu::gdn_gates(a.data(), b.data(), a_log.data(), dt_bias.data(), g_cpu.data(), beta_cpu.data(), rows,
+                     heads);
 
   managed<float> da(a), db(b), dal(a_log), ddt(dt_bias), dg(n), dbeta(n);
   kn::cuda::gdn_gates(da.get(), db.get(), dal.get(), ddt.get(), dg.get(), dbeta.get(), rows, heads);
@@ -344,8 +344,7 @@ TEST_CASE("cuda gdn_chunk matches cpu", "[cuda]") {
   auto s_cpu = p.s0;
   std::vector<float> o_cpu(o_size, 0.0f);
   std::vector<float> scratch(static_cast<std::size_t>(kn::gdn_chunk_scratch(sh)));
-  kn::cpu::gdn_chunk(p.qkv.data(), p.g.data(), p.beta.data(), s_cpu.data(), o_cpu.data(), sh,
-                     scratch.data());
+  kn::cpu::gdn_chunk(p.qkv.data(), p.g.data(), p.beta.data(), s_cpu.data(), o_cpu.data(), sh, scratch.data());
 
   managed<float> qkv(p.qkv), g(p.g), beta(p.beta), s(p.s0), o(o_size);
   managed<float> dscratch(static_cast<std::size_t>(kn::gdn_chunk_scratch(sh)));
@@ -355,8 +354,7 @@ TEST_CASE("cuda gdn_chunk matches cpu", "[cuda]") {
   expect_close(s_cpu, s.download(), kRtol, kAtol, "gdn_chunk state");
 
   // The chunked form continues from a state: a second call picks up where the first left off.
-  kn::cpu::gdn_chunk(p.qkv.data(), p.g.data(), p.beta.data(), s_cpu.data(), o_cpu.data(), sh,
-                     scratch.data());
+  kn::cpu::gdn_chunk(p.qkv.data(), p.g.data(), p.beta.data(), s_cpu.data(), o_cpu.data(), sh, scratch.data());
   kn::cuda::gdn_chunk(qkv.get(), g.get(), beta.get(), s.get(), o.get(), sh, dscratch.get());
   wait_cuda();
   expect_close(o_cpu, o.download(), kRtol, kAtol, "gdn_chunk o, second call");

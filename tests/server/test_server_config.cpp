@@ -41,8 +41,8 @@ TEST_CASE("the cache flags take sizes in GiB and switches", "[config]") {
   CHECK_THROWS_WITH(parse_server_args({"--resident-gb", "-1"}), Catch::Contains("--resident-gb"));
   CHECK_THROWS_WITH(parse_server_args({"--cache-budget-gb", "lots"}), Catch::Contains("--cache-budget-gb"));
   CHECK_THROWS_WITH(parse_server_args({"--end-anchor=maybe"}), Catch::Contains("--end-anchor"));
-  const auto i = parse_server_args({"--resident-guest-max", "1000", "--resident-stash-gb", "0.5", "--resident-pin-gb=1",
-                                    "--resident-park-gb", "2", "--parallel", "3"});
+  const auto i = parse_server_args({"--resident-guest-max", "1000", "--resident-stash-gb", "0.5",
+                                    "--resident-pin-gb=1", "--resident-park-gb", "2", "--parallel", "3"});
   CHECK(i.cache.guest_max == 1000);
   CHECK(i.cache.stash_bytes == 512ULL << 20);
   CHECK(i.cache.pin_bytes == 1024ULL << 20);
@@ -58,8 +58,8 @@ TEST_CASE("the cache flags take sizes in GiB and switches", "[config]") {
 }
 
 TEST_CASE("flags keep the seed's spelling and check their values", "[config]") {
-  const auto c = parse_server_args({"--preset", "tiny", "--prefix-chunk", "64", "--ctx-size=2048", "--port", "0",
-                                    "--served-model-name", "m", "--no-cache", "--max-queue", "3"});
+  const auto c = parse_server_args({"--preset", "tiny", "--prefix-chunk", "64", "--ctx-size=2048", "--port",
+                                    "0", "--served-model-name", "m", "--no-cache", "--max-queue", "3"});
   CHECK(c.engine.config().grid == 64);
   CHECK(c.engine.config().ctx_size == 2048);
   CHECK(c.port == 0);
@@ -75,12 +75,14 @@ TEST_CASE("flags keep the seed's spelling and check their values", "[config]") {
   CHECK_THROWS_WITH(parse_server_args({"--port", "http"}), Catch::Contains("--port"));
   CHECK_THROWS_WITH(parse_server_args({"--bogus"}), Catch::Contains("unknown flag --bogus"));
   CHECK_THROWS_WITH(parse_server_args({"--port"}), Catch::Contains("needs a value"));
-  CHECK_THROWS_WITH(parse_server_args({"--preset", "tiny", "--prefix-chunk", "40"}), Catch::Contains("multiple of 16"));
+  CHECK_THROWS_WITH(parse_server_args({"--preset", "tiny", "--prefix-chunk", "40"}),
+                    Catch::Contains("multiple of 16"));
   CHECK_THROWS_WITH(parse_server_args({"--preset", "nope"}), Catch::Contains("unknown model preset"));
 }
 
 TEST_CASE("a config file sets the same keys as the flags, and flags win", "[config]") {
-  const auto path = std::filesystem::temp_directory_path() / ("anchorage-cfg-" + std::to_string(std::random_device{}()) + ".json");
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("anchorage-cfg-" + std::to_string(std::random_device{}()) + ".json");
   {
     std::ofstream out(path);
     out << R"({"port": 9000, "preset": "tiny", "served-model-name": "from-file", "no-cache": true,
@@ -110,10 +112,29 @@ TEST_CASE("a config file sets the same keys as the flags, and flags win", "[conf
 TEST_CASE("the help text lists every flag", "[config]") {
   CHECK(parse_server_args({"--help"}).help);
   const std::string h = server_help();
-  for (const char* f : {"--host", "--port", "--preset", "--prefix-chunk", "--ctx-size", "--cache-dir", "--no-cache",
-                        "--served-model-name", "--admin-token", "--config", "--max-queue", "--ledger", "--trace",
-                        "--reasoning-budget", "--resident-gb", "--end-anchor", "--end-align", "--cache-budget-gb",
-                        "--store-entry-gb", "--resident-guest-max", "--resident-stash-gb", "--resident-pin-gb",
-                        "--resident-park-gb", "--parallel"})
+  for (const char* f : {"--host",
+                        "--port",
+                        "--preset",
+                        "--prefix-chunk",
+                        "--ctx-size",
+                        "--cache-dir",
+                        "--no-cache",
+                        "--served-model-name",
+                        "--admin-token",
+                        "--config",
+                        "--max-queue",
+                        "--ledger",
+                        "--trace",
+                        "--reasoning-budget",
+                        "--resident-gb",
+                        "--end-anchor",
+                        "--end-align",
+                        "--cache-budget-gb",
+                        "--store-entry-gb",
+                        "--resident-guest-max",
+                        "--resident-stash-gb",
+                        "--resident-pin-gb",
+                        "--resident-park-gb",
+                        "--parallel"})
     CHECK_THAT(h, Catch::Contains(f));
 }

@@ -27,7 +27,8 @@ inline turn_result serve_turn(cache_tiers& tiers, engine& e, const std::vector<t
   info.session_key = session;
   info.max_tokens = static_cast<std::size_t>(std::max(max_tokens, 0));
   r.offer = tiers.plan(prompt, info);
-  if (r.offer.source != cache_source::cold) tiers.restore(e.cache_state(), r.offer);  // a failed disk read: cold
+  if (r.offer.source != cache_source::cold)
+    tiers.restore(e.cache_state(), r.offer);  // a failed disk read: cold
   if (r.offer.source == cache_source::cold) e.reset();
   tiers.begin(r.offer, e.cache_state());
   r.via = tiers.running_via();
@@ -53,8 +54,9 @@ inline turn_result serve_turn(cache_tiers& tiers, engine& e, const std::vector<t
 }
 
 // The prompt a client sends next: everything it had, the whole answer, then `extra` new tokens.
-inline std::vector<token_id> next_prompt(const std::vector<token_id>& served, const std::vector<token_id>& answer,
-                                         std::size_t extra, std::uint64_t seed) {
+inline std::vector<token_id> next_prompt(const std::vector<token_id>& served,
+                                         const std::vector<token_id>& answer, std::size_t extra,
+                                         std::uint64_t seed) {
   std::vector<token_id> p = served;
   p.insert(p.end(), answer.begin(), answer.end());
   const auto more = test_tokens(extra, seed);

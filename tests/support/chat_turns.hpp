@@ -15,8 +15,8 @@ inline json letters_only() {
 }
 
 inline json chat_body(const json& messages, std::uint64_t seed, long max_tokens = 120) {
-  return json{{"model", "anchorage"},   {"messages", messages}, {"max_tokens", max_tokens},
-              {"temperature", 0.8},     {"seed", seed},         {"logit_bias", letters_only()}};
+  return json{{"model", "anchorage"}, {"messages", messages}, {"max_tokens", max_tokens},
+              {"temperature", 0.8},   {"seed", seed},         {"logit_bias", letters_only()}};
 }
 
 inline std::size_t count_tokens(const std::string& text) { return tok.encode(text, true).size(); }
@@ -54,6 +54,5 @@ inline std::string tool_glue(const std::string& result) {
 inline std::string user_glue(const std::string& text) {
   return "<|im_end|>\n<|im_start|>user\n" + text + "<|im_end|>\n<|im_start|>assistant\n<think>\n";
 }
-
 
 }  // namespace anchorage::testing

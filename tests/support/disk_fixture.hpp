@@ -31,8 +31,7 @@ inline disk_files write_files(const engine& e, const std::vector<token_id>& prom
   disk_files f;
   for (std::size_t i = 1; i <= file_lines; ++i)
     f.chunks.push_back(encode_chunk(e.cache_state(), i * g, prompt));
-  f.anchor =
-      encode_anchor(e.cache_state(), file_lines * g, chunk_hashes(prompt, file_lines * g, g));
+  f.anchor = encode_anchor(e.cache_state(), file_lines * g, chunk_hashes(prompt, file_lines * g, g));
   return f;
 }
 
@@ -105,8 +104,8 @@ struct damage_fixture {
                const std::vector<std::uint64_t>* other_hashes = nullptr) const {
     auto fresh = make_engine(c);
     const snapshot before = state_bytes(fresh->cache_state(), file_lines * g);
-    const auto r = restore(*fresh, f, other_prompt ? *other_prompt : prompt,
-                           other_hashes ? *other_hashes : hashes);
+    const auto r =
+        restore(*fresh, f, other_prompt ? *other_prompt : prompt, other_hashes ? *other_hashes : hashes);
     INFO("error: " << r.second);
     CHECK(r.first == expect);
     CHECK_THAT(r.second, Catch::Contains(word));

@@ -47,8 +47,8 @@ inline std::vector<std::string> files_under(const std::string& dir) {
   std::vector<std::string> out;
   std::error_code ec;
   if (!fs::exists(dir, ec)) return out;
-  for (auto it = fs::recursive_directory_iterator(dir, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
     std::error_code e2;
     if (it->is_regular_file(e2)) out.push_back(it->path().lexically_relative(dir).string());
   }
@@ -83,13 +83,12 @@ inline bool exists(const std::string& path) {
   return fs::exists(path, ec);
 }
 
-inline std::string chunk_file(const disk_store& s, const std::vector<token_id>& t,
-                              std::size_t line) {
+inline std::string chunk_file(const disk_store& s, const std::vector<token_id>& t, std::size_t line) {
   return join_path(s.folder(), "c-" + hex16(prefix_hash(t.data(), line)) + ".chk");
 }
 
-inline std::string anchor_file(const disk_store& s, const std::string& ns,
-                               const std::vector<token_id>& t, std::size_t line) {
+inline std::string anchor_file(const disk_store& s, const std::string& ns, const std::vector<token_id>& t,
+                               std::size_t line) {
   return join_path(join_path(s.folder(), "n-" + (ns.empty() ? std::string("_") : ns)),
                    "a-" + hex16(prefix_hash(t.data(), line)) + ".anc");
 }
@@ -105,14 +104,13 @@ inline std::unique_ptr<engine> prefilled(const model_config& c, const std::vecto
 inline void require_same_as_cold(const engine& a, const engine& cold, std::size_t n) {
   REQUIRE(a.length() == n);
   REQUIRE(cold.length() == n);
-  require_same_state(state_bytes(a.cache_state(), n), state_bytes(cold.cache_state(), n),
-                     a.layout());
+  require_same_state(state_bytes(a.cache_state(), n), state_bytes(cold.cache_state(), n), a.layout());
 }
 
 // A write of the state `e` holds at its length `line` (sections there, rows [0, line)) as an
 // anchor of `ns` for tokens[0, line), every chunk below it listed.
-inline staged_write stage(const engine& e, const std::vector<token_id>& tokens,
-                          const std::string& ns, bool supersede) {
+inline staged_write stage(const engine& e, const std::vector<token_id>& tokens, const std::string& ns,
+                          bool supersede) {
   const state_layout& l = e.layout();
   const std::size_t g = static_cast<std::size_t>(l.grid);
   const std::size_t line = e.length();

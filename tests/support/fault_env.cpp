@@ -54,8 +54,8 @@ file_result fault_env::write_atomic(const std::string& dir, const std::string& n
     }
     base_.remove(join_path(dir, tmp_name));
     ++counters_.no_space;
-    return file_result::failure(ENOSPC, "write " + join_path(dir, tmp_name) +
-                                            ": No space left on device (injected)");
+    return file_result::failure(ENOSPC,
+                                "write " + join_path(dir, tmp_name) + ": No space left on device (injected)");
   }
 
   // A crash before the rename: the tmp holds what reached it; the final name is not touched.
@@ -67,9 +67,8 @@ file_result fault_env::write_atomic(const std::string& dir, const std::string& n
     counters_.bytes_written += keep;
     ++counters_.crashes;
     return file_result::failure(EIO, "write " + join_path(dir, name) +
-                                         ": crashed before the rename (injected), " +
-                                         std::to_string(keep) + " of " +
-                                         std::to_string(total) + " bytes in the tmp");
+                                         ": crashed before the rename (injected), " + std::to_string(keep) +
+                                         " of " + std::to_string(total) + " bytes in the tmp");
   }
 
   file_result r = base_.write_atomic(dir, name, pieces);
@@ -81,15 +80,14 @@ file_result fault_env::write_atomic(const std::string& dir, const std::string& n
     if (fail_dir_sync_) {
       fail_dir_sync_ = false;
       ++counters_.dir_sync_failures;
-      return file_result::failure(EIO, "fsync " + dir + ": Input/output error (injected, after the rename of " +
-                                           name + ")");
+      return file_result::failure(
+          EIO, "fsync " + dir + ": Input/output error (injected, after the rename of " + name + ")");
     }
   }
   return r;
 }
 
-file_result fault_env::read(const std::string& path, std::uint64_t offset, void* dst,
-                            std::size_t n) {
+file_result fault_env::read(const std::string& path, std::uint64_t offset, void* dst, std::size_t n) {
   ++counters_.reads;
   const bool faults = read_faults_apply(path);
   if (read_error_ != 0 && faults) {
@@ -100,8 +98,7 @@ file_result fault_env::read(const std::string& path, std::uint64_t offset, void*
   if (!r) return r;
   counters_.bytes_read += n;
   if (faults && flip_byte_ && *flip_byte_ >= offset && *flip_byte_ - offset < n) {
-    static_cast<unsigned char*>(dst)[*flip_byte_ - offset] ^=
-        static_cast<unsigned char>(1u << flip_bit_);
+    static_cast<unsigned char*>(dst)[*flip_byte_ - offset] ^= static_cast<unsigned char>(1u << flip_bit_);
     flip_byte_.reset();
     ++counters_.bit_flips;
   }

@@ -12,14 +12,14 @@ namespace anchorage {
 
 // What a fault_env did, for tests to assert on.
 struct fault_counters {
-  std::uint64_t writes = 0;         // write_atomic calls
-  std::uint64_t reads = 0;          // read calls
-  std::uint64_t bytes_written = 0;  // bytes that reached a file through this env, tmp files too
-  std::uint64_t bytes_read = 0;     // bytes returned by successful reads
-  std::uint64_t no_space = 0;       // writes failed with ENOSPC by no_space_after
-  std::uint64_t read_errors = 0;    // reads failed by fail_reads
-  std::uint64_t crashes = 0;        // writes "crashed" by crash_before_rename or torn_write
-  std::uint64_t bit_flips = 0;      // reads altered by flip_bit_on_read
+  std::uint64_t writes = 0;             // write_atomic calls
+  std::uint64_t reads = 0;              // read calls
+  std::uint64_t bytes_written = 0;      // bytes that reached a file through this env, tmp files too
+  std::uint64_t bytes_read = 0;         // bytes returned by successful reads
+  std::uint64_t no_space = 0;           // writes failed with ENOSPC by no_space_after
+  std::uint64_t read_errors = 0;        // reads failed by fail_reads
+  std::uint64_t crashes = 0;            // writes "crashed" by crash_before_rename or torn_write
+  std::uint64_t bit_flips = 0;          // reads altered by flip_bit_on_read
   std::uint64_t dir_sync_failures = 0;  // writes failed by fail_directory_sync
 };
 
@@ -79,18 +79,13 @@ class fault_env final : public file_env {
 
   file_result write_atomic(const std::string& dir, const std::string& name,
                            const std::vector<file_piece>& pieces) override;
-  file_result read(const std::string& path, std::uint64_t offset, void* dst,
-                   std::size_t n) override;
+  file_result read(const std::string& path, std::uint64_t offset, void* dst, std::size_t n) override;
   std::optional<std::uint64_t> size(const std::string& path) override { return base_.size(path); }
   std::vector<std::string> list(const std::string& dir) override { return base_.list(dir); }
   bool remove(const std::string& path) override { return base_.remove(path); }
   file_result make_dir(const std::string& dir) override { return base_.make_dir(dir); }
-  std::optional<std::uint64_t> free_bytes(const std::string& dir) override {
-    return base_.free_bytes(dir);
-  }
-  std::optional<std::int64_t> modified_s(const std::string& path) override {
-    return base_.modified_s(path);
-  }
+  std::optional<std::uint64_t> free_bytes(const std::string& dir) override { return base_.free_bytes(dir); }
+  std::optional<std::int64_t> modified_s(const std::string& path) override { return base_.modified_s(path); }
   bool set_modified_s(const std::string& path, std::int64_t seconds) override {
     return base_.set_modified_s(path, seconds);
   }
@@ -118,13 +113,13 @@ class fault_env final : public file_env {
 
   file_env& base_;
   fault_counters counters_;
-  std::optional<std::uint64_t> space_left_;  // no_space_after's remaining allowance
-  int read_error_ = 0;                       // fail_reads' errno; 0 when off
-  std::optional<std::uint64_t> crash_after_; // bytes the next write keeps before "crashing"
-  std::optional<std::uint64_t> flip_byte_;   // flip_bit_on_read's file offset
+  std::optional<std::uint64_t> space_left_;   // no_space_after's remaining allowance
+  int read_error_ = 0;                        // fail_reads' errno; 0 when off
+  std::optional<std::uint64_t> crash_after_;  // bytes the next write keeps before "crashing"
+  std::optional<std::uint64_t> flip_byte_;    // flip_bit_on_read's file offset
   unsigned flip_bit_ = 0;
   bool fail_dir_sync_ = false;
-  std::string read_fault_path_;              // read_faults_only_for's path; empty: every read
+  std::string read_fault_path_;               // read_faults_only_for's path; empty: every read
   std::map<std::uint64_t, pending> pending_;  // by this env's ticket id
   std::uint64_t next_ticket_ = 1;
 };

@@ -55,15 +55,16 @@ struct sse_stream {
   int status = -1;
   std::string content_type;
   httplib::Error error = httplib::Error::Success;
-  std::string raw;                   // every byte received
-  std::vector<sse_event> events;     // complete events, in order
+  std::string raw;                     // every byte received
+  std::vector<sse_event> events;       // complete events, in order
   std::vector<std::string> malformed;  // lines that are neither JSON data, [DONE] nor comments
   std::size_t events_after_done = 0;   // anything after data: [DONE] (there must be nothing)
-  bool aborted = false;              // the reader returned false and the client hung up
-  std::string pending_;              // bytes of an event not yet terminated by a blank line
+  bool aborted = false;                // the reader returned false and the client hung up
+  std::string pending_;                // bytes of an event not yet terminated by a blank line
 
   bool done() const {
-    return std::any_of(events.begin(), events.end(), [](const sse_event& e) { return e.what == sse_event::kind::done; });
+    return std::any_of(events.begin(), events.end(),
+                       [](const sse_event& e) { return e.what == sse_event::kind::done; });
   }
   std::vector<json> chunks() const {
     std::vector<json> out;
@@ -72,7 +73,8 @@ struct sse_stream {
     return out;
   }
   std::size_t comments() const {
-    return static_cast<std::size_t>(std::count_if(events.begin(), events.end(), [](const sse_event& e) { return e.what == sse_event::kind::comment; }));
+    return static_cast<std::size_t>(std::count_if(
+        events.begin(), events.end(), [](const sse_event& e) { return e.what == sse_event::kind::comment; }));
   }
 
   // Splits the bytes received so far into events (an event ends with a blank line; the server
@@ -160,7 +162,8 @@ class http_server {
     auto c = client();
     return to_reply(c->Post(path.c_str(), headers, body, content_type.c_str()));
   }
-  http_reply post_json(const std::string& path, const json& body, const httplib::Headers& headers = {}) const {
+  http_reply post_json(const std::string& path, const json& body,
+                       const httplib::Headers& headers = {}) const {
     return post(path, body.dump(), headers);
   }
 
@@ -181,7 +184,8 @@ class http_server {
       s.content_type = r.get_header_value("Content-Type");
       return true;
     };
-    req.content_receiver = [&s, &keep_reading](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
+    req.content_receiver = [&s, &keep_reading](const char* data, std::size_t n, std::uint64_t,
+                                               std::uint64_t) {
       const std::size_t before = s.events.size();
       s.feed(data, n);
       if (keep_reading && s.events.size() > before && !keep_reading(s)) {
@@ -207,7 +211,8 @@ class http_server {
   }
   // The ledger entry of request `id`, polling /v1/cache/stats (the entry is written when the
   // board reports the request done, which for a cancelled stream comes after the client left).
-  std::optional<json> ledger_entry_of(const std::string& id, std::chrono::milliseconds within = std::chrono::seconds(10)) const {
+  std::optional<json> ledger_entry_of(const std::string& id,
+                                      std::chrono::milliseconds within = std::chrono::seconds(10)) const {
     const auto until = std::chrono::steady_clock::now() + within;
     auto backoff = std::chrono::milliseconds(5);
     for (;;) {
@@ -278,8 +283,10 @@ inline void check_error_body(const http_reply& r, int status, const std::string&
   CHECK((e["code"].is_string() || e["code"].is_null()));
   if (!type.empty()) CHECK(e["type"] == type);
   if (param) {
-    if (param->empty()) CHECK(e["param"].is_null());
-    else CHECK(e["param"] == *param);
+    if (param->empty())
+      CHECK(e["param"].is_null());
+    else
+      CHECK(e["param"] == *param);
   }
 }
 
@@ -322,8 +329,10 @@ inline void check_usage_and_cache(const json& body) {
   // prefilled.
   const std::string source = x["source"];
   CHECK((source == "cold" || source == "resident" || source == "end" || source == "store"));
-  if (source == "cold") CHECK(x["resumed_at"] == 0);
-  else CHECK(x["resumed_at"].get<long>() > 0);
+  if (source == "cold")
+    CHECK(x["resumed_at"] == 0);
+  else
+    CHECK(x["resumed_at"].get<long>() > 0);
   CHECK(x["prefilled_tokens"].get<long>() == prompt - x["resumed_at"].get<long>());
   CHECK(cached == prompt - x["prefilled_tokens"].get<long>());
   CHECK(x["restore_ms"].get<double>() >= 0);

@@ -54,7 +54,7 @@ struct engine_run {
   finish_reason reason = finish_reason::none;
 };
 inline engine_run run_engine(const server_config& cfg, const std::vector<token_id>& prompt, int max_tokens,
-                      sampling_params sampling = {}) {
+                             sampling_params sampling = {}) {
   const model_config c = cfg.engine.config();
   engine e(c, random_weights(c, cfg.engine.weights_seed));
   e.prefill(prompt);

@@ -36,7 +36,8 @@ inline std::vector<token_id> close_phrase_ids() { return tokenizer{}.encode(reas
 // How many of the phrase's tokens come before </think>: the hidden part.
 inline std::size_t close_phrase_hidden() {
   const auto ids = close_phrase_ids();
-  return static_cast<std::size_t>(std::find(ids.begin(), ids.end(), special_tokens::think_close) - ids.begin());
+  return static_cast<std::size_t>(std::find(ids.begin(), ids.end(), special_tokens::think_close) -
+                                  ids.begin());
 }
 
 // What a parser makes of `ids` (from the start of the output).

@@ -96,8 +96,8 @@ TEST_CASE("reasoning given inline in content", "[template]") {
 TEST_CASE("empty reasoning after the last query renders an empty think block", "[template]") {
   template_options options;
   options.add_generation_prompt = false;
-  for (const auto& reasoning : {std::optional<std::string>(""), std::optional<std::string>("\n\n"),
-                                std::optional<std::string>()}) {
+  for (const auto& reasoning :
+       {std::optional<std::string>(""), std::optional<std::string>("\n\n"), std::optional<std::string>()}) {
     const std::vector<chat_message> messages = {msg("user", "Q"), assistant("A", reasoning)};
     CHECK(render_chat(messages, options) ==
           "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nA<|im_end|>\n");
@@ -151,9 +151,7 @@ TEST_CASE("tool definitions go in the system turn", "[template]") {
         {{"name", "get_weather"},
          {"description", "Weather"},
          {"parameters",
-          {{"type", "object"},
-           {"properties", {{"city", {{"type", "string"}}}}},
-           {"required", {"city"}}}}}}},
+          {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}, {"required", {"city"}}}}}}},
       {{"type", "function"}, {"function", {{"name", "now"}}}},
   });
   const std::string tool1 =
@@ -164,8 +162,8 @@ TEST_CASE("tool definitions go in the system turn", "[template]") {
 
   SECTION("with a system message") {
     CHECK(render_chat({msg("system", "Be brief."), msg("user", "Weather?")}, options) ==
-          "<|im_start|>system\nBe brief.\n\n" + tools_header + "\n" + tool1 + "\n" + tool2 +
-              tools_footer + "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n<think>\n");
+          "<|im_start|>system\nBe brief.\n\n" + tools_header + "\n" + tool1 + "\n" + tool2 + tools_footer +
+              "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n<think>\n");
   }
   SECTION("without a system message") {
     CHECK(render_chat({msg("user", "Weather?")}, options) ==
@@ -176,8 +174,7 @@ TEST_CASE("tool definitions go in the system turn", "[template]") {
 
 TEST_CASE("assistant tool calls and grouped tool responses", "[template]") {
   chat_message call = assistant("Let me check.");
-  call.tool_calls = {{"call_1", "get_weather", "{\"city\": \"Paris\",  \"days\": 2}"},
-                     {"call_2", "now", ""}};
+  call.tool_calls = {{"call_1", "get_weather", "{\"city\": \"Paris\",  \"days\": 2}"}, {"call_2", "now", ""}};
   chat_message call_no_content = assistant("");
   call_no_content.tool_calls = {{"call_3", "echo", "not json"}};
 
@@ -209,9 +206,8 @@ TEST_CASE("assistant tool calls and grouped tool responses", "[template]") {
 TEST_CASE("reasoning survives across a tool-calling turn after the last query", "[template]") {
   chat_message call = assistant("", std::string("need weather"));
   call.tool_calls = {{"c", "get_weather", "{\"city\":\"Oslo\"}"}};
-  const std::vector<chat_message> messages = {
-      msg("user", "Oslo?"), call, tool_result("cold"),
-      assistant("It is cold.", std::string("summarize"))};
+  const std::vector<chat_message> messages = {msg("user", "Oslo?"), call, tool_result("cold"),
+                                              assistant("It is cold.", std::string("summarize"))};
   CHECK(reasoning_kept_from(messages) == 0);
   template_options options;
   options.add_generation_prompt = false;
@@ -228,15 +224,14 @@ TEST_CASE("reasoning_kept_from", "[template]") {
   CHECK(reasoning_kept_from({}) == 0);
   CHECK(reasoning_kept_from({msg("system", "s"), assistant("a")}) == 1);
   // A user message that is wholly a tool response is not a query.
-  CHECK(reasoning_kept_from({msg("user", "q"), assistant("a"),
-                             msg("user", "<tool_response>\nr\n</tool_response>")}) == 0);
+  CHECK(reasoning_kept_from(
+            {msg("user", "q"), assistant("a"), msg("user", "<tool_response>\nr\n</tool_response>")}) == 0);
 }
 
 TEST_CASE("template errors", "[template]") {
   const template_options options;
   CHECK_THROWS_AS(render_chat({}, options), std::invalid_argument);
-  CHECK_THROWS_AS(render_chat({msg("user", "a"), msg("system", "late")}, options),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(render_chat({msg("user", "a"), msg("system", "late")}, options), std::invalid_argument);
   CHECK_THROWS_WITH(render_chat({msg("user", "a"), msg("narrator", "b")}, options),
                     Catch::Contains("narrator"));
   CHECK_THROWS_AS(render_chat({msg("developer", "b")}, options), std::invalid_argument);

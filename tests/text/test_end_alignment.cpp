@@ -53,8 +53,8 @@ std::string text(const end_record& r) { return tok.decode(r.rows); }
 
 // R: a thinking turn, "The user asks for 2+2. That is 4.\n</think>\n\nThe answer is 4."
 end_record thinking_answer() {
-  return make_rows({{P, prompt_think}, {T, "The user asks for 2+2. That is 4.\n"},
-                    {E, "\n\nThe answer is 4."}});
+  return make_rows(
+      {{P, prompt_think}, {T, "The user asks for 2+2. That is 4.\n"}, {E, "\n\nThe answer is 4."}});
 }
 
 // Checks an alignment: served is R then C's tail, and C's tail starts right after `matched`.
@@ -111,11 +111,12 @@ TEST_CASE("nothing new after the end anchor gives no alignment", "[align]") {
 
 TEST_CASE("hidden spans are put back", "[align]") {
   SECTION("in the middle of the output") {
-    const end_record r = make_rows({{P, prompt_think}, {T, "Let me count: 2 and 2."},
-                                    {H, " Time is up; answer now."}, {O, "\n"},
+    const end_record r = make_rows({{P, prompt_think},
+                                    {T, "Let me count: 2 and 2."},
+                                    {H, " Time is up; answer now."},
+                                    {O, "\n"},
                                     {E, "\n\nThe answer is 4."}});
-    const std::string visible =
-        prompt_think + "Let me count: 2 and 2.\n</think>\n\nThe answer is 4.";
+    const std::string visible = prompt_think + "Let me count: 2 and 2.\n</think>\n\nThe answer is 4.";
     const alignment a = aligned(r, visible + next_turn, true);
     CHECK((a.used_hidden && !a.used_reasoning && !a.used_whitespace));
     check_served(a, r, enc(visible + next_turn), enc(visible).size());
@@ -149,8 +150,8 @@ TEST_CASE("reasoning the client dropped is served from the rows", "[align]") {
   }
   SECTION("after a generated <think>") {
     const std::string prompt = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n";
-    const end_record g = make_rows(
-        {{P, prompt}, {O, "<think>"}, {T, "\nA greeting; greet back.\n"}, {E, "\n\nHello!"}});
+    const end_record g =
+        make_rows({{P, prompt}, {O, "<think>"}, {T, "\nA greeting; greet back.\n"}, {E, "\n\nHello!"}});
     const alignment a = aligned(g, prompt + "<think>\n\n</think>\n\nHello!" + next_turn, true);
     CHECK(a.used_reasoning);
     CHECK(tok.decode(a.served) == text(g) + next_turn);
@@ -166,12 +167,11 @@ TEST_CASE("reasoning the client dropped is served from the rows", "[align]") {
 
 TEST_CASE("reasoning of whitespace and hidden tokens", "[align]") {
   const std::string client = prompt_think + "\n</think>\n\nIt is 4." + next_turn;
-  const end_record hidden_only = make_rows({{P, prompt_think}, {T, "\n"}, {H, "Skip thinking."},
-                                            {O, "\n"}, {E, "\n\nIt is 4."}});
+  const end_record hidden_only =
+      make_rows({{P, prompt_think}, {T, "\n"}, {H, "Skip thinking."}, {O, "\n"}, {E, "\n\nIt is 4."}});
   CHECK(aligned(hidden_only, client, true).used_reasoning);
   // Equal to the client's block: plain matching, the rule is not used.
-  const end_record same =
-      make_rows({{P, prompt_think}, {T, "\n"}, {E, "\n\nIt is 4."}, {H, " [note]"}});
+  const end_record same = make_rows({{P, prompt_think}, {T, "\n"}, {E, "\n\nIt is 4."}, {H, " [note]"}});
   const alignment a = aligned(same, client, true);
   CHECK((a.used_hidden && !a.used_reasoning));
 }
@@ -188,8 +188,10 @@ TEST_CASE("the prompt part must match exactly, whitespace included", "[align]") 
 }
 
 TEST_CASE("whitespace next to a hidden span aligns only with end_align", "[align]") {
-  const end_record r = make_rows({{P, prompt_think}, {T, "Let me count: 2 and 2.\n"},
-                                  {H, "Time is up; answer now.\n"}, {O, "\n"},
+  const end_record r = make_rows({{P, prompt_think},
+                                  {T, "Let me count: 2 and 2.\n"},
+                                  {H, "Time is up; answer now.\n"},
+                                  {O, "\n"},
                                   {E, "\n\nThe answer is 4."}});
   const std::string visible = prompt_think + "Let me count: 2 and 2.\n</think>\n\nThe answer is 4.";
   const alignment a = aligned(r, visible + next_turn, false);
@@ -198,8 +200,10 @@ TEST_CASE("whitespace next to a hidden span aligns only with end_align", "[align
   // Either edge of a hidden span is a boundary, with no special token near.
   const std::string plain = prompt_plain + "First part.\nSecond part.";
   for (const auto& [before, after] : {std::pair{"\n\n", ""}, std::pair{"", "\n\n"}}) {
-    const end_record h = make_rows({{P, prompt_plain}, {O, std::string("First part.") + before},
-                                    {H, "[note]"}, {O, std::string(after) + "Second part."}});
+    const end_record h = make_rows({{P, prompt_plain},
+                                    {O, std::string("First part.") + before},
+                                    {H, "[note]"},
+                                    {O, std::string(after) + "Second part."}});
     const alignment b = aligned(h, plain + next_turn, false);
     CHECK((b.used_hidden && b.used_whitespace));
     check_served(b, h, enc(plain + next_turn), enc(plain).size());
@@ -208,17 +212,14 @@ TEST_CASE("whitespace next to a hidden span aligns only with end_align", "[align
 
 TEST_CASE("whitespace at the reasoning's ends and the rows' end aligns with end_align", "[align]") {
   // The template strips the reasoning's newlines.
-  const end_record r = make_rows(
-      {{P, prompt_think}, {T, "\nThe user asks.\n\n"}, {E, "\n\nIt is 4."}});
-  const alignment a = aligned(r, prompt_think + "The user asks.\n</think>\n\nIt is 4." + next_turn,
-                              false);
+  const end_record r = make_rows({{P, prompt_think}, {T, "\nThe user asks.\n\n"}, {E, "\n\nIt is 4."}});
+  const alignment a = aligned(r, prompt_think + "The user asks.\n</think>\n\nIt is 4." + next_turn, false);
   CHECK((a.used_whitespace && !a.used_reasoning));
   // Whitespace the rows end with, before a special token and before plain text (a stop string).
   const end_record tail = make_rows({{P, prompt_plain}, {O, "Steps:\n\n"}});
   const alignment b = aligned(tail, prompt_plain + "Steps:" + next_turn, false);
   CHECK(b.used_whitespace);
-  check_served(b, tail, enc(prompt_plain + "Steps:" + next_turn),
-               enc(prompt_plain + "Steps:").size());
+  check_served(b, tail, enc(prompt_plain + "Steps:" + next_turn), enc(prompt_plain + "Steps:").size());
   const alignment t = aligned(tail, prompt_plain + "Steps:\n1. add", false);
   CHECK(tok.decode(t.served) == prompt_plain + "Steps:\n\n1. add");
 }
@@ -253,7 +254,8 @@ TEST_CASE("earlier answers' reasoning in the prompt part is skipped too", "[alig
   // Turn 1 was served with its reasoning (an end alignment put it back); turn 2 answered. The
   // client now drops both answers' reasoning (a new user message makes the template drop it).
   const std::string q1 = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n";
-  const std::string glue = "<|im_end|>\n<|im_start|>user\nAnd 3+3?<|im_end|>\n<|im_start|>assistant\n<think>\n";
+  const std::string glue =
+      "<|im_end|>\n<|im_start|>user\nAnd 3+3?<|im_end|>\n<|im_start|>assistant\n<think>\n";
   end_record r;
   auto add = [&](const std::string& t) {
     const auto ids = enc(t);
@@ -274,14 +276,15 @@ TEST_CASE("earlier answers' reasoning in the prompt part is skipped too", "[alig
   REQUIRE(r.rules_from() == b1);
 
   const std::string empty = "\n</think>\n\n";
-  const std::string client_text = q1 + empty + "Four." + glue + empty + "Six." +
-                                  "<|im_end|>\n<|im_start|>user\nAnd 4+4?<|im_end|>\n";
+  const std::string client_text =
+      q1 + empty + "Four." + glue + empty + "Six." + "<|im_end|>\n<|im_start|>user\nAnd 4+4?<|im_end|>\n";
   const auto c = enc(client_text);
   const auto a = align_to_end(r, c, true);
   REQUIRE(a);
   CHECK(a->used_reasoning);
   CHECK(std::equal(r.rows.begin(), r.rows.end(), a->served.begin()));
-  CHECK(tok.decode(std::vector<token_id>(a->served.begin() + static_cast<long>(r.rows.size()), a->served.end())) ==
+  CHECK(tok.decode(
+            std::vector<token_id>(a->served.begin() + static_cast<long>(r.rows.size()), a->served.end())) ==
         "<|im_end|>\n<|im_start|>user\nAnd 4+4?<|im_end|>\n");
   // A change in the first answer's visible text is still refused.
   const auto changed = enc(q1 + empty + "Five." + glue + empty + "Six.<|im_end|>\n");

@@ -18,8 +18,8 @@ TEST_CASE("the end record holds the forwarded rows and the output's spans as row
   g.served = &prompt;
   g.output = &output;
   g.starts_in_reasoning = true;
-  g.hidden = {{4, 10}};                 // " HIDDEN" minus its space: "HIDDEN"
-  g.reasoning_end = 10;                 // the </think>
+  g.hidden = {{4, 10}};                        // " HIDDEN" minus its space: "HIDDEN"
+  g.reasoning_end = 10;                        // the </think>
   g.rows = prompt.size() + output.size() - 1;  // the stop token was sampled, never forwarded
   const end_record r = build_end_record(g);
   const std::size_t p = prompt.size();

@@ -107,12 +107,12 @@ TEST_CASE("unterminated reasoning stays reasoning", "[openai]") {
 }
 
 TEST_CASE("tool calls are extracted", "[openai]") {
-  const run_result r = run(
-      true, true,
-      "<think>\nNeed files.\n</think>\n\nLet me look.\n<tool_call>\n"
-      "{\"name\": \"list\", \"arguments\": {\"path\": \".\", \"depth\": 2}}\n</tool_call>\n"
-      "<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": \"caf\xC3\xA9.md\"}}\n"
-      "</tool_call><|im_end|>");
+  const run_result r =
+      run(true, true,
+          "<think>\nNeed files.\n</think>\n\nLet me look.\n<tool_call>\n"
+          "{\"name\": \"list\", \"arguments\": {\"path\": \".\", \"depth\": 2}}\n</tool_call>\n"
+          "<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": \"caf\xC3\xA9.md\"}}\n"
+          "</tool_call><|im_end|>");
   CHECK(r.result.reasoning == "Need files.");
   CHECK(r.result.content == "Let me look.");
   REQUIRE(r.result.tool_calls.size() == 2);
@@ -129,10 +129,9 @@ TEST_CASE("tool calls are extracted", "[openai]") {
 }
 
 TEST_CASE("tool-call arguments given as a string or absent", "[openai]") {
-  const run_result r = run(
-      false, true,
-      "<tool_call>{\"name\":\"a\",\"arguments\":\"{\\\"x\\\": 1}\"}</tool_call>"
-      "<tool_call>{\"name\":\"b\"}</tool_call>");
+  const run_result r = run(false, true,
+                           "<tool_call>{\"name\":\"a\",\"arguments\":\"{\\\"x\\\": 1}\"}</tool_call>"
+                           "<tool_call>{\"name\":\"b\"}</tool_call>");
   REQUIRE(r.result.tool_calls.size() == 2);
   CHECK(r.result.tool_calls[0].arguments == "{\"x\":1}");
   CHECK(r.result.tool_calls[1].arguments == "{}");
@@ -200,7 +199,12 @@ TEST_CASE("UTF-8 split across byte tokens is emitted whole", "[openai]") {
 
 TEST_CASE("invalid bytes become U+FFFD", "[openai]") {
   // a stray continuation byte, an invalid lead, an interrupted sequence, a surrogate, an overlong
-  run_result r = run(false, false, "a\x80" "b\xFF" "c\xE2\x82" "d\xED\xA0\x80" "e\xC0\xAF");
+  run_result r = run(false, false,
+                     "a\x80"
+                     "b\xFF"
+                     "c\xE2\x82"
+                     "d\xED\xA0\x80"
+                     "e\xC0\xAF");
   CHECK(r.result.content ==
         "a" + fffd + "b" + fffd + "c" + fffd + fffd + "d" + fffd + fffd + fffd + "e" + fffd + fffd);
 
@@ -216,21 +220,20 @@ TEST_CASE("invalid bytes become U+FFFD", "[openai]") {
 
 TEST_CASE("other special tokens and out-of-range ids produce nothing", "[openai]") {
   output_parser p(true, true);
-  const run_result r = run(p, {'a', special_tokens::im_start, special_tokens::image_pad, 266, 271,
-                               272, -1, special_tokens::tool_response_open, 'b',
-                               special_tokens::endoftext});
+  const run_result r = run(p, {'a', special_tokens::im_start, special_tokens::image_pad, 266, 271, 272, -1,
+                               special_tokens::tool_response_open, 'b', special_tokens::endoftext});
   CHECK(r.result.content == "ab");
 }
 
 TEST_CASE("deltas concatenate to result for a long mixed run", "[openai]") {
   // run() checks the invariant; this input exercises every path at once.
   output_parser p(true, true);
-  const run_result r = run(
-      p, tokenizer().encode("  <think>\n\n r\xC3\xA9 \n\n</think>\n\n\xF0\x9F\x98\x80 x \n"
-                            "<tool_call>{\"name\":\"f\",\"arguments\":{}}</tool_call>\n\n"
-                            "<tool_call>oops</tool_call> tail\n<tool_call>{\"name\":\"g\"}"
-                            "</tool_call>\n<|im_end|>",
-                            true));
+  const run_result r =
+      run(p, tokenizer().encode("  <think>\n\n r\xC3\xA9 \n\n</think>\n\n\xF0\x9F\x98\x80 x \n"
+                                "<tool_call>{\"name\":\"f\",\"arguments\":{}}</tool_call>\n\n"
+                                "<tool_call>oops</tool_call> tail\n<tool_call>{\"name\":\"g\"}"
+                                "</tool_call>\n<|im_end|>",
+                                true));
   CHECK(r.result.reasoning == " r\xC3\xA9 ");
   CHECK(r.result.content == "\xF0\x9F\x98\x80 x\n\n<tool_call>oops</tool_call> tail");
   REQUIRE(r.result.tool_calls.size() == 2);

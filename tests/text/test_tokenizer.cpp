@@ -23,9 +23,9 @@ TEST_CASE("vocabulary layout", "[tokenizer]") {
   CHECK(vocab_size() == 272);
   CHECK(special_tokens::im_start == 256);
   CHECK(special_tokens::tool_response_close == 265);
-  const std::vector<std::string> texts = {
-      "<|im_start|>",  "<|im_end|>",    "<think>",     "</think>",        "<|image_pad|>",
-      "<|endoftext|>", "<tool_call>",   "</tool_call>", "<tool_response>", "</tool_response>"};
+  const std::vector<std::string> texts = {"<|im_start|>",    "<|im_end|>",      "<think>",     "</think>",
+                                          "<|image_pad|>",   "<|endoftext|>",   "<tool_call>", "</tool_call>",
+                                          "<tool_response>", "</tool_response>"};
   for (std::size_t i = 0; i < texts.size(); ++i) {
     const token_id id = 256 + static_cast<token_id>(i);
     CHECK(token_text(id) == texts[i]);
@@ -61,18 +61,26 @@ TEST_CASE("random byte strings round-trip", "[tokenizer]") {
   const tokenizer tok;
   std::mt19937_64 rng(0x5eed1234abcdULL);
   // Mix uniform bytes with fragments that stress UTF-8 handling and special-token parsing.
-  const std::vector<std::string> fragments = {
-      bytes({0xff, 0xfe}),          // never valid in UTF-8
-      bytes({0x80}),                // lone continuation byte
-      bytes({0xbf, 0x80}),          // continuation bytes without a lead
-      bytes({0xe2, 0x82}),          // truncated 3-byte sequence
-      bytes({0xf0, 0x9f, 0x98}),    // truncated 4-byte sequence
-      bytes({0xc0, 0xaf}),          // overlong encoding
-      bytes({0xed, 0xa0, 0x80}),    // UTF-16 surrogate
-      std::string(3, '\0'),         // NULs
-      "\xe2\x82\xac",               // valid euro sign
-      "<think>", "</think>", "<|im_start|>", "<|im_end|>", "<|im_sta", "<tool_call>",
-      "</tool_response>", "<", "<|", "</", ">"};
+  const std::vector<std::string> fragments = {bytes({0xff, 0xfe}),        // never valid in UTF-8
+                                              bytes({0x80}),              // lone continuation byte
+                                              bytes({0xbf, 0x80}),        // continuation bytes without a lead
+                                              bytes({0xe2, 0x82}),        // truncated 3-byte sequence
+                                              bytes({0xf0, 0x9f, 0x98}),  // truncated 4-byte sequence
+                                              bytes({0xc0, 0xaf}),        // overlong encoding
+                                              bytes({0xed, 0xa0, 0x80}),  // UTF-16 surrogate
+                                              std::string(3, '\0'),       // NULs
+                                              "\xe2\x82\xac",             // valid euro sign
+                                              "<think>",
+                                              "</think>",
+                                              "<|im_start|>",
+                                              "<|im_end|>",
+                                              "<|im_sta",
+                                              "<tool_call>",
+                                              "</tool_response>",
+                                              "<",
+                                              "<|",
+                                              "</",
+                                              ">"};
   std::uniform_int_distribution<int> byte_dist(0, 255);
   std::uniform_int_distribution<int> len_dist(0, 40);
   std::uniform_int_distribution<std::size_t> frag_dist(0, fragments.size() - 1);
@@ -103,8 +111,8 @@ TEST_CASE("random byte strings round-trip", "[tokenizer]") {
 TEST_CASE("special strings become ids only with parse_special", "[tokenizer]") {
   const tokenizer tok;
   const std::string s = "<|im_start|>user\nhi<|im_end|>";
-  const std::vector<token_id> expected = {special_tokens::im_start, 'u', 's', 'e', 'r', '\n',
-                                          'h', 'i', special_tokens::im_end};
+  const std::vector<token_id> expected = {special_tokens::im_start, 'u', 's', 'e', 'r', '\n', 'h', 'i',
+                                          special_tokens::im_end};
   CHECK(tok.encode(s, true) == expected);
 
   const auto plain = tok.encode(s, false);
@@ -119,11 +127,9 @@ TEST_CASE("adjacent specials and longest match", "[tokenizer]") {
         std::vector<token_id>{special_tokens::think_open, special_tokens::think_close});
   CHECK(tok.encode("<tool_call></tool_call><tool_response></tool_response>", true) ==
         std::vector<token_id>{special_tokens::tool_call_open, special_tokens::tool_call_close,
-                              special_tokens::tool_response_open,
-                              special_tokens::tool_response_close});
+                              special_tokens::tool_response_open, special_tokens::tool_response_close});
   // A '<' that does not start a special stays a byte; the special right after it still parses.
-  CHECK(tok.encode("<<think>>", true) ==
-        std::vector<token_id>{'<', special_tokens::think_open, '>'});
+  CHECK(tok.encode("<<think>>", true) == std::vector<token_id>{'<', special_tokens::think_open, '>'});
   CHECK(tok.encode("<|endoftext|><|image_pad|>", true) ==
         std::vector<token_id>{special_tokens::endoftext, special_tokens::image_pad});
 }
@@ -144,8 +150,7 @@ TEST_CASE("partial specials stay bytes", "[tokenizer]") {
 
 TEST_CASE("decode of specials, reserved ids and out-of-range ids", "[tokenizer]") {
   const tokenizer tok;
-  CHECK(tok.decode({special_tokens::im_start, 'a', special_tokens::im_end}) ==
-        "<|im_start|>a<|im_end|>");
+  CHECK(tok.decode({special_tokens::im_start, 'a', special_tokens::im_end}) == "<|im_start|>a<|im_end|>");
   CHECK(tok.decode({'a', 266, 271, 'b'}) == "ab");
   CHECK(tok.decode(std::vector<token_id>{}).empty());
   CHECK(tok.decode(nullptr, 0).empty());

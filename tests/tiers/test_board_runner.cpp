@@ -140,7 +140,8 @@ TEST_CASE("a cancel inside the prefill ends the request at its next step", "[tie
   }
 }
 
-TEST_CASE("a disk restore that fails falls back to the cold path with the same output", "[tiers][runner][disk]") {
+TEST_CASE("a disk restore that fails falls back to the cold path with the same output",
+          "[tiers][runner][disk]") {
   temp_dir dir("anchorage-board-runner");
   const model_config c = test_config("tiny", 1024);
   const std::size_t g = static_cast<std::size_t>(c.grid);
@@ -185,7 +186,8 @@ TEST_CASE("a disk restore that fails falls back to the cold path with the same o
   CHECK(res.events.back().output.content == ref.events.back().output.content);
 }
 
-TEST_CASE("an identical request resumes a cut generation from its checkpoint", "[tiers][runner][checkpoint]") {
+TEST_CASE("an identical request resumes a cut generation from its checkpoint",
+          "[tiers][runner][checkpoint]") {
   temp_dir dir("anchorage-board-runner");
   const model_config c = test_config("tiny", 1024);
   uring_env env;  // outlives every runner below

@@ -15,7 +15,7 @@ TEST_CASE("a guest is short and under a quarter of the resident rows", "[tiers][
   memory_budget budget;
   guest_stash g(budget, 100, kernels::backend::cpu);
   CHECK(g.is_guest(100, 401));
-  CHECK_FALSE(g.is_guest(100, 400));  // not under a quarter
+  CHECK_FALSE(g.is_guest(100, 400));    // not under a quarter
   CHECK_FALSE(g.is_guest(101, 10000));  // over guest_max
   guest_stash off(budget, 0, kernels::backend::cpu);
   CHECK_FALSE(off.is_guest(1, 10000));

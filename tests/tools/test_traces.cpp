@@ -74,7 +74,8 @@ TEST_CASE("every recorded trace replays without a mismatch", "[trace]") {
   REQUIRE(has("agent.jsonl"));
   for (const auto& path : traces) {
     const replay_report r = replay_trace(path.string());
-    INFO(path.filename().string() << ": " << r.requests << " requests replayed in " << r.seconds << " s; mismatches:\n"
+    INFO(path.filename().string() << ": " << r.requests << " requests replayed in " << r.seconds
+                                  << " s; mismatches:\n"
                                   << all_of(r));
     CHECK(r.requests == read_lines(path).size() - 1);
     REQUIRE(r.requests > 0);
@@ -112,9 +113,11 @@ TEST_CASE("an altered trace replays with exactly the alteration as its mismatch"
     INFO(all_of(r));
     REQUIRE(r.mismatches.size() == 2);
     CHECK(r.mismatches[0] ==
-          "request 3 (line 5, /v1/chat/completions): outcome.content: expected \"altered\", got " + dumped(original));
-    CHECK(r.mismatches[1] == "request 3 (line 5, /v1/chat/completions): outcome.usage.prompt_tokens: expected " +
-                                 std::to_string(prompt.get<long>() + 1) + ", got " + dumped(prompt));
+          "request 3 (line 5, /v1/chat/completions): outcome.content: expected \"altered\", got " +
+              dumped(original));
+    CHECK(r.mismatches[1] ==
+          "request 3 (line 5, /v1/chat/completions): outcome.usage.prompt_tokens: expected " +
+              std::to_string(prompt.get<long>() + 1) + ", got " + dumped(prompt));
   }
   SECTION("a ledger field") {
     const json original = lines[2]["ledger"]["prefilled"];
@@ -137,14 +140,16 @@ TEST_CASE("an altered trace replays with exactly the alteration as its mismatch"
     INFO(all_of(r));
     REQUIRE(r.mismatches.size() == 1);
     CHECK(r.mismatches[0] == "request " + std::to_string(i) + " (line " + std::to_string(i + 2) +
-                                 ", /v1/completions): outcome.message: expected \"altered\", got " + dumped(original));
+                                 ", /v1/completions): outcome.message: expected \"altered\", got " +
+                                 dumped(original));
   }
 }
 
 TEST_CASE("a trace whose header is not a trace header is refused", "[trace]") {
   temp_trace t(std::vector<json>{json{{"preset", "tiny"}}});
   CHECK_THROWS_WITH(replay_trace(t.path.string()), Catch::Contains("trace header"));
-  CHECK_THROWS_WITH(replay_trace((traces_dir() / "no-such-trace.jsonl").string()), Catch::Contains("cannot read"));
+  CHECK_THROWS_WITH(replay_trace((traces_dir() / "no-such-trace.jsonl").string()),
+                    Catch::Contains("cannot read"));
 }
 
 // The random tiny model never calls a tool; the rebuilding of tool calls, the chat finish reason
@@ -159,9 +164,11 @@ TEST_CASE("outcomes rebuilt from responses are what trace_outcome records", "[tr
 
   SECTION("a chat body with tool calls") {
     const json body = chat_body("chatcmpl-1", 0, "m", out, "stop", usage, x);
-    CHECK(replay_outcome_from_body(request_kind::chat, 200, json_text(body)) == trace_outcome(request_kind::chat, "stop", out, usage));
+    CHECK(replay_outcome_from_body(request_kind::chat, 200, json_text(body)) ==
+          trace_outcome(request_kind::chat, "stop", out, usage));
     const json cut = chat_body("chatcmpl-1", 0, "m", out, "length", usage, x);
-    CHECK(replay_outcome_from_body(request_kind::chat, 200, json_text(cut)) == trace_outcome(request_kind::chat, "length", out, usage));
+    CHECK(replay_outcome_from_body(request_kind::chat, 200, json_text(cut)) ==
+          trace_outcome(request_kind::chat, "length", out, usage));
   }
   SECTION("a chat stream with tool calls, with and without its usage chunk") {
     std::string sse = sse_data(chat_chunk_role("c", 0, "m")) + ": prefill 32/40\n\n";
@@ -180,19 +187,22 @@ TEST_CASE("outcomes rebuilt from responses are what trace_outcome records", "[tr
     }
     sse += sse_data(chat_chunk_finish("c", 0, "m", chat_finish_reason(out, "stop")));
     const json expected = trace_outcome(request_kind::chat, "stop", out, usage);
-    CHECK(replay_outcome_from_sse(request_kind::chat, sse + sse_data(chat_chunk_usage("c", 0, "m", usage, x)) + sse_done(), nullptr) ==
-          expected);
+    CHECK(replay_outcome_from_sse(request_kind::chat,
+                                  sse + sse_data(chat_chunk_usage("c", 0, "m", usage, x)) + sse_done(),
+                                  nullptr) == expected);
     const json ledger = {{"prompt_tokens", 40}, {"prefilled", 32}, {"output_tokens", 12}};
     CHECK(replay_outcome_from_sse(request_kind::chat, sse + sse_done(), ledger) == expected);
     CHECK_FALSE(replay_outcome_from_sse(request_kind::chat, sse + sse_done(), nullptr).contains("usage"));
   }
   SECTION("a completion stream") {
-    const std::string sse = sse_data(completion_chunk("c", 0, "m", "ab")) + sse_data(completion_chunk("c", 0, "m", "c")) +
+    const std::string sse = sse_data(completion_chunk("c", 0, "m", "ab")) +
+                            sse_data(completion_chunk("c", 0, "m", "c")) +
                             sse_data(completion_chunk_finish("c", 0, "m", "length")) +
                             sse_data(completion_chunk_usage("c", 0, "m", usage, x)) + sse_done();
     assistant_output text;
     text.content = "abc";
-    CHECK(replay_outcome_from_sse(request_kind::completion, sse, nullptr) == trace_outcome(request_kind::completion, "length", text, usage));
+    CHECK(replay_outcome_from_sse(request_kind::completion, sse, nullptr) ==
+          trace_outcome(request_kind::completion, "length", text, usage));
     CHECK(replay_outcome_from_body(request_kind::completion, 200,
                                    json_text(completion_body("c", 0, "m", "abc", "length", usage, x))) ==
           trace_outcome(request_kind::completion, "length", text, usage));
@@ -203,7 +213,9 @@ TEST_CASE("outcomes rebuilt from responses are what trace_outcome records", "[tr
     // inside a stream the status is not visible: everything else is
     json seen = trace_error(e);
     seen.erase("status");
-    CHECK(replay_outcome_from_sse(request_kind::chat, sse_data(chat_chunk_role("c", 0, "m")) + sse_data(error_body(e)) + sse_done(),
-                                  nullptr) == seen);
+    CHECK(
+        replay_outcome_from_sse(request_kind::chat,
+                                sse_data(chat_chunk_role("c", 0, "m")) + sse_data(error_body(e)) + sse_done(),
+                                nullptr) == seen);
   }
 }

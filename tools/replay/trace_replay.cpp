@@ -44,8 +44,9 @@ std::string difference(const std::string& field, const json& expected, const jso
     if (a.size() > 120 || b.size() > 120) {
       std::size_t k = 0;
       while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
-      return field + ": differs at byte " + std::to_string(k) + " (lengths " + std::to_string(a.size()) + " and " +
-             std::to_string(b.size()) + "): expected " + shown(expected, k, true) + ", got " + shown(actual, k, true);
+      return field + ": differs at byte " + std::to_string(k) + " (lengths " + std::to_string(a.size()) +
+             " and " + std::to_string(b.size()) + "): expected " + shown(expected, k, true) + ", got " +
+             shown(actual, k, true);
     }
   }
   return field + ": expected " + shown(expected, 0, false) + ", got " + shown(actual, 0, false);
@@ -53,14 +54,16 @@ std::string difference(const std::string& field, const json& expected, const jso
 
 // Appends one line per difference between `expected` and `actual` below `field`; keys in
 // `skip` (top level only) are not compared.
-void compare(const std::string& field, const json& expected, const json& actual, std::vector<std::string>& out,
-             const std::set<std::string>& skip = {}) {
+void compare(const std::string& field, const json& expected, const json& actual,
+             std::vector<std::string>& out, const std::set<std::string>& skip = {}) {
   if (expected.is_object() && actual.is_object()) {
     for (const auto& [key, value] : expected.items()) {
       if (skip.count(key)) continue;
       const std::string sub = field + "." + key;
-      if (!actual.contains(key)) out.push_back(sub + ": expected " + shown(value, 0, false) + ", got nothing");
-      else compare(sub, value, actual.at(key), out);
+      if (!actual.contains(key))
+        out.push_back(sub + ": expected " + shown(value, 0, false) + ", got nothing");
+      else
+        compare(sub, value, actual.at(key), out);
     }
     for (const auto& [key, value] : actual.items()) {
       if (skip.count(key) || expected.contains(key)) continue;
@@ -127,8 +130,8 @@ std::string response_id(const std::string& body, bool sse) {
   std::size_t pos = 0;
   while ((pos = body.find("data: ", pos)) != std::string::npos) {
     const std::size_t end = body.find('\n', pos);
-    const json j = json::parse(body.substr(pos + 6, end == std::string::npos ? std::string::npos : end - pos - 6),
-                               nullptr, false);
+    const json j = json::parse(
+        body.substr(pos + 6, end == std::string::npos ? std::string::npos : end - pos - 6), nullptr, false);
     if (j.is_object() && j.contains("id") && j["id"].is_string()) return j["id"].get<std::string>();
     pos = end;
   }
@@ -158,9 +161,10 @@ json replay_outcome_from_body(request_kind kind, int status, const std::string& 
     if (j.is_discarded()) return {{"status", status}, {"type", nullptr}, {"message", body}};
     return error_outcome(status, j);
   }
-  const json choice = j.is_object() && j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()
-                          ? j["choices"][0]
-                          : json::object();
+  const json choice =
+      j.is_object() && j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()
+          ? j["choices"][0]
+          : json::object();
   json out;
   out["status"] = 200;
   if (kind == request_kind::completion) {
@@ -206,7 +210,8 @@ json replay_outcome_from_sse(request_kind kind, const std::string& sse, const js
     if (!chunk.contains("choices") || !chunk["choices"].is_array()) continue;
     for (const auto& choice : chunk["choices"]) {
       if (!choice.is_object()) continue;
-      if (choice.contains("finish_reason") && !choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+      if (choice.contains("finish_reason") && !choice["finish_reason"].is_null())
+        finish = choice["finish_reason"];
       if (kind == request_kind::completion) {
         text += str_or_empty(choice.value("text", json()));
         continue;
@@ -220,7 +225,8 @@ json replay_outcome_from_sse(request_kind kind, const std::string& sse, const js
           const std::size_t index = c.is_object() ? c.value("index", std::size_t{0}) : 0;
           while (calls.size() <= index) calls.push_back({{"name", ""}, {"arguments", ""}});
           const json f = c.is_object() ? c.value("function", json::object()) : json::object();
-          calls[index]["name"] = calls[index]["name"].get<std::string>() + str_or_empty(f.value("name", json()));
+          calls[index]["name"] =
+              calls[index]["name"].get<std::string>() + str_or_empty(f.value("name", json()));
           calls[index]["arguments"] =
               calls[index]["arguments"].get<std::string>() + str_or_empty(f.value("arguments", json()));
         }
@@ -237,14 +243,19 @@ json replay_outcome_from_sse(request_kind kind, const std::string& sse, const js
     out["reasoning"] = reasoning;
     out["tool_calls"] = calls;
   }
-  if (!usage.is_null()) out["usage"] = usage;
-  else if (ledger.is_object()) out["usage"] = usage_from_ledger(ledger);
+  if (!usage.is_null())
+    out["usage"] = usage;
+  else if (ledger.is_object())
+    out["usage"] = usage_from_ledger(ledger);
   // else: no usage to compare (the missing ledger entry is reported on its own)
   return out;
 }
 
 json to_json(const replay_report& r) {
-  return {{"trace", r.trace}, {"requests", r.requests}, {"ok", r.ok()}, {"mismatches", r.mismatches},
+  return {{"trace", r.trace},
+          {"requests", r.requests},
+          {"ok", r.ok()},
+          {"mismatches", r.mismatches},
           {"seconds", r.seconds}};
 }
 
@@ -258,7 +269,8 @@ replay_report replay_trace(const std::string& path, const std::vector<std::strin
   if (!std::getline(in, line)) throw std::runtime_error("the trace '" + path + "' is empty");
   const json header = json::parse(line, nullptr, false);
   if (!header.is_object() || header.value("trace", json()) != json(1))
-    throw std::runtime_error("the trace '" + path + "' does not start with a trace header ({\"trace\": 1, ...})");
+    throw std::runtime_error("the trace '" + path +
+                             "' does not start with a trace header ({\"trace\": 1, ...})");
 
   std::vector<std::string> args = {"--port", "0"};
   auto flag = [&](const char* key, const char* name) {
@@ -360,11 +372,13 @@ replay_report replay_trace(const std::string& path, const std::vector<std::strin
       }
     }
     if (!expected_ledger.is_null() || !actual_ledger.is_null()) {
-      if (expected_ledger.is_null()) diffs.push_back("ledger: expected nothing, got " + shown(actual_ledger, 0, false));
+      if (expected_ledger.is_null())
+        diffs.push_back("ledger: expected nothing, got " + shown(actual_ledger, 0, false));
       else if (actual_ledger.is_null())
         diffs.push_back("ledger: expected " + shown(expected_ledger, 0, false) + ", got nothing" +
                         (id.empty() ? " (the response carries no id)" : " (no entry with id " + id + ")"));
-      else compare("ledger", expected_ledger, actual_ledger, diffs);
+      else
+        compare("ledger", expected_ledger, actual_ledger, diffs);
     }
     for (auto& d : diffs) report.mismatches.push_back(where + d);
   }

@@ -71,6 +71,7 @@ nlohmann::json replay_outcome_from_body(request_kind kind, int status, const std
 // From a streaming response's body text (the SSE events). `ledger` is the request's ledger entry
 // (null when none was found), used for usage when the stream carries no usage chunk. An error
 // event yields {"type","message"} without "status" (see above).
-nlohmann::json replay_outcome_from_sse(request_kind kind, const std::string& sse, const nlohmann::json& ledger);
+nlohmann::json replay_outcome_from_sse(request_kind kind, const std::string& sse,
+                                       const nlohmann::json& ledger);
 
 }  // namespace anchorage
