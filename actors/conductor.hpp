@@ -24,8 +24,9 @@ struct conductor_options {
   std::string ledger_path;
 };
 
-// The conductor renders each request, looks up the tiers (none yet: every request is cold),
-// queues it, and hands the board one request at a time in arrival order.
+// The conductor renders each request, queues it, and hands the board one request at a time in
+// arrival order (the board looks the tiers up when it takes it: docs/CACHES.md, "Where the
+// lookup runs"); it keeps the ledger, the metrics and the tiers' latest stats.
 struct conductor_state {
   conductor_options opts;
   tokenizer tok;

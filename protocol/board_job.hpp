@@ -53,7 +53,7 @@ struct board_job {
   bool starts_in_reasoning = false;  // the generation prompt opened the <think> block
   long reasoning_budget = -1;        // --reasoning-budget: thinking tokens before a hidden close; -1 none
   long user_start = -1;              // where the last user message starts in the prompt; -1 unknown
-  // what the lookup decided (cold until the tiers land)
+  // what the lookup decided (the board fills it in when it takes the request)
   x_cache_info cache;
   std::int64_t received_ns = 0;  // steady clock, when the edge received the request
   sink_actor sink;               // receives the stream_events
