@@ -131,7 +131,6 @@ class resident_prefix {
   std::map<cache_via, saved_prompt> saved_;  // pin, park
  public:
   long set_aside_refusals = 0;
-  long saved_hits = 0;
 };
 
 }  // namespace anchorage

@@ -167,7 +167,6 @@ void resident_prefix::bring_back(state_adapter& into, kernels::backend where, co
     end_copy_ = std::move(s.end_copy);
     end_ = std::move(s.end);
   }
-  ++saved_hits;
   if (o.source == cache_source::end) {
     if (!end_ || end_->rows.size() != o.at)
       throw std::logic_error("resident_prefix: the parked end anchor did not fit");
