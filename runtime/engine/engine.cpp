@@ -16,7 +16,11 @@ std::string arithmetic_config(const model_config& c) {
   // Everything outside the weights and the layout that changes the arithmetic.
   return "pattern=" + c.pattern + ";gdn_chunk=" + std::to_string(c.gdn_chunk) +
          ";conv=" + std::to_string(c.conv_kernel) + ";eps=" + std::to_string(c.norm_eps) +
-         ";rope=" + std::to_string(c.rope_base) + ";mtp=" + std::to_string(c.mtp);
+         ";rope=" + std::to_string(c.rope_base) + ";mtp=" + std::to_string(c.mtp) +
+         (c.layout == model_layout::reference ? std::string()
+                                              : std::string(";layout=") + to_string(c.layout) +
+                                                    ";rope_dims=" + std::to_string(c.rotary_dims()) +
+                                                    ";tied=" + std::to_string(c.tied_embeddings));
 }
 
 }  // namespace
@@ -24,6 +28,9 @@ std::string arithmetic_config(const model_config& c) {
 engine::impl::impl(const model_config& c, const tensor_map& w, kernels::backend b)
     : cfg(c), where(b), k(kernels::ops_for(b)) {
   cfg.validate();
+  if (cfg.layout != model_layout::reference)
+    throw std::invalid_argument(std::string("the engine does not run the ") + to_string(cfg.layout) +
+                                " layout yet");
   if (b == kernels::backend::cuda && !kernels::cuda_available())
     throw std::invalid_argument("the cuda backend was asked for but no CUDA device is present");
   const auto specs = weight_specs(cfg);

@@ -4,6 +4,8 @@
 
 namespace anchorage {
 
+const char* to_string(model_layout l) { return l == model_layout::qwen35 ? "qwen35" : "reference"; }
+
 int model_config::count_gdn() const {
   int n = 0;
   for (int i = 0; i < n_layers; ++i) n += is_gdn(i) ? 1 : 0;
@@ -21,6 +23,12 @@ void model_config::validate() const {
   if (gdn_dk <= 0 || gdn_dv <= 0 || conv_kernel < 1) fail("gdn head sizes must be positive");
   if (n_kv <= 0 || n_q % n_kv != 0) fail("n_q must be a positive multiple of n_kv");
   if (head_dim <= 0 || head_dim % 2 != 0) fail("head_dim must be positive and even");
+  if (rope_dims < 0 || rope_dims > head_dim || rope_dims % 2 != 0)
+    fail("rope_dims must be even and between 0 and head_dim");
+  if (layout == model_layout::qwen35 && static_cast<int>(pattern.size()) != n_layers)
+    fail("the qwen35 layout needs one pattern letter per layer (" + std::to_string(n_layers) + "), got '" +
+         pattern + "'");
+  if (tied_embeddings && layout != model_layout::qwen35) fail("tied embeddings need the qwen35 layout");
   if (gdn_chunk <= 0) fail("gdn_chunk must be positive");
   if (grid <= 0 || grid % gdn_chunk != 0)
     fail("the grid (--prefix-chunk) is " + std::to_string(grid) + ", it must be a positive multiple of " +
@@ -56,11 +64,46 @@ model_config preset_config(const std::string& name) {
     c.validate();
     return c;
   }
+  if (name == "qwen35-tiny" || name == "qwen35-tiny-mtp") {
+    c.layout = model_layout::qwen35;
+    c.pattern = "GGGAGGGA";
+    c.head_dim = 32;
+    c.rope_dims = 8;  // a quarter of the head, as Qwen3.5's partial_rotary_factor 0.25
+    c.rope_base = 10000000.0f;
+    c.mtp = name == "qwen35-tiny-mtp";
+    c.validate();
+    return c;
+  }
+  if (name == "qwen35-small") {
+    c.layout = model_layout::qwen35;
+    c.vocab = 151936;
+    c.tied_embeddings = true;
+    c.d_model = 256;
+    c.n_layers = 8;
+    c.pattern = "GGGAGGGA";
+    c.mlp_hidden = 1024;
+    c.gdn_hk = 2;
+    c.gdn_hv = 4;
+    c.gdn_dk = 64;
+    c.gdn_dv = 64;
+    c.gdn_chunk = 64;
+    c.n_q = 4;
+    c.n_kv = 2;
+    c.head_dim = 64;
+    c.rope_dims = 16;
+    c.rope_base = 10000000.0f;
+    c.grid = 1024;
+    c.ctx_size = 131072;
+    c.validate();
+    return c;
+  }
   std::string known;
   for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown model preset '" + name + "' (known: " + known + ")");
 }
 
-std::vector<std::string> preset_names() { return {"tiny", "tiny-mtp", "small", "small-mtp"}; }
+std::vector<std::string> preset_names() {
+  return {"tiny", "tiny-mtp", "small", "small-mtp", "qwen35-tiny", "qwen35-tiny-mtp", "qwen35-small"};
+}
 
 }  // namespace anchorage

@@ -5,7 +5,19 @@
 
 namespace anchorage {
 
-// Shape of the reference hybrid model. Layer i is a Gated DeltaNet layer ('G') or an attention
+// Which model the config describes. `reference` is Anchorage's own hybrid model (its tensor
+// names in model_weights.cpp). `qwen35` is the Qwen3.5 dense text model as Hugging Face
+// transformers defines it (docs/QWEN35.md): zero-centred RMSNorm weights (1 + w) everywhere except
+// the GDN's gated norm; gated attention (q_proj gives query and gate interleaved per head, a
+// sigmoid gate before o_proj) with per-head q and k norms and half-split rotary on the first
+// rope_dims of each head; value head h reads key head h / (gdn_hv / gdn_hk); a SwiGLU MLP with
+// separate gate and up projections; one letter of `pattern` per layer; its tensors under the
+// Hugging Face text-only names (weight_specs).
+enum class model_layout { reference, qwen35 };
+
+const char* to_string(model_layout l);
+
+// Shape of a hybrid model. Layer i is a Gated DeltaNet layer ('G') or an attention
 // layer ('A') by pattern[i % pattern.size()].
 struct model_config {
   std::string preset;
@@ -29,6 +41,10 @@ struct model_config {
   float rope_base = 10000.0f;
   // draft layer (multi-token prediction): its own K/V rows and the mtp.h_last section
   bool mtp = false;
+  // the model family and its options
+  model_layout layout = model_layout::reference;
+  int rope_dims = 0;             // rotary dimensions at the start of each head; 0 means head_dim
+  bool tied_embeddings = false;  // qwen35: the output projection is the token embedding
   // serving shape
   int grid = 32;           // --prefix-chunk
   int ctx_size = 32768;    // --ctx-size
@@ -39,13 +55,17 @@ struct model_config {
   int count_attention() const;
   int conv_channels() const { return 2 * gdn_hk * gdn_dk + gdn_hv * gdn_dv; }
   int kv_row() const { return n_kv * head_dim; }  // floats of one layer's K (or V) row
+  int rotary_dims() const { return rope_dims == 0 ? head_dim : rope_dims; }
 
   // Throws std::invalid_argument naming the first inconsistent field (e.g. a grid that is
   // not a multiple of gdn_chunk, a pattern with letters other than G and A).
   void validate() const;
 };
 
-// "tiny", "tiny-mtp" (tests), "small" (served default, about 40M parameters), "small-mtp".
+// "tiny", "tiny-mtp" (tests), "small" (about 40M parameters), "small-mtp": the reference layout.
+// "qwen35-tiny", "qwen35-tiny-mtp" (tests; gdn_hv > gdn_hk, the byte tokenizer's vocabulary) and
+// "qwen35-small" (about 40M parameters with Qwen3's 151,936-id vocabulary, tied embeddings): the
+// Qwen3.5 layout.
 // Throws std::invalid_argument for an unknown name, listing the known ones.
 model_config preset_config(const std::string& name);
 std::vector<std::string> preset_names();

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "runtime/engine/qwen35_names.hpp"
+
 namespace anchorage {
 namespace {
 
@@ -44,6 +46,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }  // namespace
 
 std::vector<tensor_spec> weight_specs(const model_config& c) {
+  if (c.layout == model_layout::qwen35) return qwen35_weight_specs(c);
   std::vector<tensor_spec> s;
   s.push_back({"embed", dims({c.vocab, c.d_model})});
   const int ch = c.conv_channels(), hv = c.gdn_hv;
@@ -86,9 +89,16 @@ tensor_map random_weights(const model_config& c, std::uint64_t seed) {
     t.data.resize(static_cast<std::size_t>(t.numel()));
     stream rng{XXH3_64bits_withSeed(spec.name.data(), spec.name.size(), seed)};
     const std::string& n = spec.name;
-    if (ends_with(n, "norm") || ends_with(n, "norm_h") || ends_with(n, "norm_e")) {
+    const qwen35_norm_kind norm =
+        c.layout == model_layout::qwen35 ? qwen35_norm_of(n) : qwen35_norm_kind::none;
+    if (norm == qwen35_norm_kind::zero_centred) {
+      // stored as w, applied as 1 + w: small values off zero, so that a missed offset shows
+      for (auto& v : t.data) v = 0.2f * rng.uniform() - 0.1f;
+    } else if (norm == qwen35_norm_kind::plain) {
+      for (auto& v : t.data) v = 0.9f + 0.2f * rng.uniform();
+    } else if (ends_with(n, "norm") || ends_with(n, "norm_h") || ends_with(n, "norm_e")) {
       for (auto& v : t.data) v = 1.0f;
-    } else if (ends_with(n, "a_log")) {
+    } else if (ends_with(n, "a_log") || ends_with(n, "A_log")) {
       for (auto& v : t.data) v = std::log(1.0f + 15.0f * rng.uniform());  // A in [1, 16)
     } else if (ends_with(n, "dt_bias")) {
       // softplus(dt_bias) = dt, dt log-uniform in [1e-3, 1e-1)
@@ -98,7 +108,8 @@ tensor_map random_weights(const model_config& c, std::uint64_t seed) {
       }
     } else {
       // uniform in [-s, s) with s = 1/sqrt(fan_in); the embedding uses fan_in 1
-      const float fan_in = n == "embed" ? 1.0f : static_cast<float>(spec.shape.back());
+      const bool embedding = n == "embed" || n == "model.embed_tokens.weight";
+      const float fan_in = embedding ? 1.0f : static_cast<float>(spec.shape.back());
       const float s = 1.0f / std::sqrt(fan_in);
       for (auto& v : t.data) v = (2.0f * rng.uniform() - 1.0f) * s;
     }
