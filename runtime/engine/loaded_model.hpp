@@ -1,0 +1,30 @@
+#pragma once
+// A checkpoint read from disk (`--model PATH`): a Hugging Face directory (runtime/engine/model_dir)
+// or a GGUF file (runtime/engine/qwen35_gguf), in the one form the server starts from.
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "runtime/core/tensor.hpp"
+#include "runtime/engine/model_config.hpp"
+
+namespace anchorage {
+
+// A checkpoint that cannot be loaded. The message names the file and, where there is one, the
+// tensor or key: "model.safetensors: tensor 'model.layers.3.mlp.up_proj.weight' has dtype I8 ...".
+struct model_load_error : std::runtime_error {
+  explicit model_load_error(const std::string& message) : std::runtime_error(message) {}
+};
+
+struct loaded_model {
+  model_config config;  // layout qwen35, shapes from the checkpoint; grid and ctx_size defaults
+  tensor_map weights;   // float32, under the Hugging Face text-only names (weight_specs(config))
+  std::string source;   // the path given
+  // The tokenizer as a tokenizer.json document (for a GGUF file, built from its tokenizer.ggml.*
+  // metadata); null when the checkpoint has none.
+  nlohmann::json tokenizer;
+  nlohmann::json tokenizer_config;  // tokenizer_config.json; null when absent
+  std::string chat_template;        // chat_template.jinja, tokenizer_config's or the GGUF's; may be empty
+};
+
+}  // namespace anchorage
