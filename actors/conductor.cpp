@@ -2,8 +2,35 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
+
+#include "runtime/disk/disk_stats_json.hpp"
+
 namespace anchorage {
 namespace {
+
+using conductor_ptr = conductor_actor::stateful_pointer<conductor_state>;
+
+bool awaiting(const conductor_state& st, const std::string& id) {
+  return std::find(st.awaiting_offer.begin(), st.awaiting_offer.end(), id) != st.awaiting_offer.end();
+}
+
+void forget_offer(conductor_state& st, const std::string& id) {
+  st.awaiting_offer.erase(std::remove(st.awaiting_offer.begin(), st.awaiting_offer.end(), id),
+                          st.awaiting_offer.end());
+}
+
+// The metrics' tiers: the board's, with the wire's disk object made of the disk actor's stats
+// and the board's staging.
+void publish_tiers(conductor_ptr self) {
+  auto& st = self->state;
+  cache_stats c = st.tiers;
+  if (st.opts.disk && c.disk_staging) {
+    c.disk = disk_stats_json(st.disk, *c.disk_staging, st.opts.disk_min_tokens, st.opts.checkpoint_tokens);
+    c.disk["enabled"] = true;
+  }
+  st.counters.set_tiers(c);
+}
 
 void reject(conductor_actor::stateful_pointer<conductor_state> self, const request_envelope& env,
             api_error err) {
@@ -17,7 +44,7 @@ void reject(conductor_actor::stateful_pointer<conductor_state> self, const reque
 
 void dispatch(conductor_actor::stateful_pointer<conductor_state> self) {
   auto& st = self->state;
-  if (st.running || st.queue.empty()) return;
+  if (st.running || st.queue.empty() || awaiting(st, st.queue.front().id)) return;
   board_job j = std::move(st.queue.front());
   st.queue.pop_front();
   st.running = j.id;
@@ -27,11 +54,79 @@ void dispatch(conductor_actor::stateful_pointer<conductor_state> self) {
 // Every drain waiting is answered once the server is idle: nothing running or queued, and no
 // staged disk write left unwritten (the board reports its staging after each write comes back,
 // and its tiers before the ledger entry of the request that staged them).
+// With a disk tier, the disk actor is asked last: it answers once no write is out (committed).
 void answer_drains(conductor_actor::stateful_pointer<conductor_state> self) {
   auto& st = self->state;
   if (st.drains.empty() || st.running || !st.queue.empty() || st.disk_staged_bytes != 0) return;
-  for (auto& rp : st.drains) rp.deliver(true);
-  st.drains.clear();
+  auto deliver = [self](bool idle) {
+    for (auto& rp : self->state.drains) rp.deliver(idle);
+    self->state.drains.clear();
+  };
+  if (!st.opts.disk) return deliver(true);
+  if (st.disk_drain_out) return;
+  st.disk_drain_out = true;
+  self->request(st.opts.disk, caf::infinite, drain_atom::value)
+      .then(
+          [self, deliver](disk_stats& d) {
+            self->state.disk_drain_out = false;
+            self->state.disk = d;
+            deliver(true);
+          },
+          [self, deliver](caf::error&) {
+            self->state.disk_drain_out = false;
+            deliver(false);
+          });
+}
+
+std::string stats_text(conductor_state& st) {
+  nlohmann::json j;
+  j["tiers"] = st.counters.tiers();  // one object per cache tier, as last reported
+  j["requests"] = st.book->totals();
+  j["queue"] = {
+      {"waiting", st.queue.size()}, {"running", st.running.has_value()}, {"max_queue", st.opts.max_queue}};
+  nlohmann::json recent = nlohmann::json::array();
+  for (const auto& e : st.book->recent()) recent.push_back(to_json(e));
+  j["ledger"] = std::move(recent);
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// A stats or metrics answer made once the disk actor's own stats are fresh (at once without a
+// disk tier; with what was last known if the disk actor fails to answer).
+template <class F>
+caf::result<std::string> with_disk_stats(conductor_ptr self, F make) {
+  auto& st = self->state;
+  if (!st.opts.disk) return make();
+  auto rp = self->make_response_promise<std::string>();
+  self->request(st.opts.disk, caf::infinite, stats_atom::value)
+      .then(
+          [self, rp, make](disk_stats& d) mutable {
+            self->state.disk = std::move(d);
+            publish_tiers(self);
+            rp.deliver(make());
+          },
+          [rp, make](caf::error&) mutable { rp.deliver(make()); });
+  return rp;
+}
+
+// The disk's offer for a queued request, asked for now; the request is handed over once it came.
+void ask_disk_offer(conductor_actor::stateful_pointer<conductor_state> self, const board_job& j) {
+  auto& st = self->state;
+  if (!st.opts.disk) return;
+  disk_offer_request rq;
+  rq.prompt = j.prompt;
+  rq.prefill_tokens_per_s = st.tiers.disk_staging ? st.tiers.disk_staging->prefill_tokens_per_s : 0;
+  st.awaiting_offer.push_back(j.id);
+  auto got = [self, id = j.id](std::optional<disk_offer> offer) {
+    auto& s = self->state;
+    if (!awaiting(s, id)) return;  // cancelled meanwhile
+    forget_offer(s, id);
+    for (auto& q : s.queue)
+      if (q.id == id) q.disk = std::move(offer);
+    dispatch(self);
+  };
+  self->request(st.opts.disk, caf::infinite, disk_offer_atom::value, std::move(rq))
+      .then([got](disk_offer_reply& r) { got(std::move(r.offer)); },
+            [got](caf::error&) { got(std::nullopt); });
 }
 
 }  // namespace
@@ -60,13 +155,15 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
         j.id = env.id;
         j.sink = env.sink;
         j.received_ns = env.received_ns;
-        // The lookup runs on the board when it takes the job: the resident rows change with
-        // every request, so an offer made now would be stale by the time this one runs.
+        // The device tiers are looked up on the board when it takes the job: the resident rows
+        // change with every request, so their offer made now would be stale by then. The
+        // disk's index is its own: its offer is asked for now.
         stream_event ev;
         ev.what = stream_event::kind::accepted;
         ev.id = env.id;
         ev.prompt_tokens = static_cast<long>(j.prompt.size());
         self->send(env.sink, std::move(ev));
+        ask_disk_offer(self, j);
         st.queue.push_back(std::move(j));
         dispatch(self);
       },
@@ -80,6 +177,8 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
           ev.error = api_error{499, "cancelled", "the client went away", ""};
           self->send(it->sink, std::move(ev));
           st.queue.erase(it);
+          forget_offer(st, id);
+          dispatch(self);
           return;
         }
         if (st.running && *st.running == id)
@@ -94,26 +193,29 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
         answer_drains(self);
       },
       [=](tiers_atom, const cache_stats& tiers) {
-        self->state.disk_staged_bytes = tiers.disk_staged_bytes;
-        self->state.counters.set_tiers(tiers);
+        auto& st = self->state;
+        st.disk_staged_bytes = tiers.disk_staged_bytes;
+        st.tiers = tiers;
+        publish_tiers(self);
         answer_drains(self);
+        if (!st.opts.disk) return;
+        // The disk actor's side of the same change (a write committed, a clear).
+        self->request(st.opts.disk, caf::infinite, stats_atom::value)
+            .then(
+                [self](disk_stats& d) {
+                  self->state.disk = std::move(d);
+                  publish_tiers(self);
+                },
+                [](caf::error&) {});
       },
-      [=](stats_atom) -> std::string {
-        auto& st = self->state;
-        nlohmann::json j;
-        j["tiers"] = st.counters.tiers();  // one object per cache tier, as the board last reported
-        j["requests"] = st.book->totals();
-        j["queue"] = {{"waiting", st.queue.size()},
-                      {"running", st.running.has_value()},
-                      {"max_queue", st.opts.max_queue}};
-        nlohmann::json recent = nlohmann::json::array();
-        for (const auto& e : st.book->recent()) recent.push_back(to_json(e));
-        j["ledger"] = std::move(recent);
-        return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      [=](stats_atom) -> caf::result<std::string> {
+        return with_disk_stats(self, [self] { return stats_text(self->state); });
       },
-      [=](metrics_atom) -> std::string {
-        auto& st = self->state;
-        return st.counters.text(static_cast<long>(st.queue.size()), st.running.has_value());
+      [=](metrics_atom) -> caf::result<std::string> {
+        return with_disk_stats(self, [self] {
+          auto& st = self->state;
+          return st.counters.text(static_cast<long>(st.queue.size()), st.running.has_value());
+        });
       },
       [=](clear_atom, cache_tier tier) -> caf::result<clear_reply> {
         // The names are checked by the admin; the board owns the device tiers.

@@ -10,6 +10,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include "protocol/disk_interface.hpp"
 #include "protocol/interfaces.hpp"
 #include "runtime/server/ledger.hpp"
 #include "runtime/server/metrics.hpp"
@@ -22,11 +23,18 @@ struct conductor_options {
   render_limits limits;
   int max_queue = 16;
   std::string ledger_path;
+  // The disk tier's actor (none without --cache-dir): asked for its offer while a request
+  // waits, for its stats, and for its drain. The two options are reported in its stats.
+  disk_actor disk;
+  std::size_t disk_min_tokens = 0;
+  std::size_t checkpoint_tokens = 0;
 };
 
 // The conductor renders each request, queues it, and hands the board one request at a time in
-// arrival order (the board looks the tiers up when it takes it: docs/CACHES.md, "Where the
-// lookup runs"); it keeps the ledger, the metrics and the tiers' latest stats.
+// arrival order (the board looks the device tiers up when it takes it: docs/CACHES.md, "Where
+// the lookup runs"); while a request waits, the disk actor's offer for it is asked for and
+// rides along in its job (a request is handed over once its offer came). It keeps the ledger,
+// the metrics and the tiers' latest stats (the board's and the disk actor's).
 struct conductor_state {
   conductor_options opts;
   tokenizer tok;
@@ -34,12 +42,17 @@ struct conductor_state {
   metrics counters;
   board_actor board;
   std::deque<board_job> queue;
+  std::vector<std::string> awaiting_offer;  // queued ids whose disk offer has not come yet
   std::optional<std::string> running;
   std::uint64_t sequence = 0;
   // Drains waiting (answered true once nothing runs, nothing is queued and the disk tier's
   // staging is written), and that staging as the board last reported it.
   std::vector<caf::typed_response_promise<bool>> drains;
   std::uint64_t disk_staged_bytes = 0;
+  bool disk_drain_out = false;  // the disk actor was asked for its drain
+  // The tiers as the board last reported them, and the disk actor's stats.
+  cache_stats tiers;
+  disk_stats disk;
   static inline const char* name = "conductor";
 };
 

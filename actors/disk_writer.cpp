@@ -2,7 +2,7 @@
 
 #include <caf/all.hpp>
 
-#include "runtime/disk/disk_tier.hpp"
+#include "runtime/disk/disk_tier_options.hpp"
 
 namespace anchorage {
 

@@ -5,6 +5,7 @@
 
 #include "actors/board.hpp"
 #include "actors/conductor.hpp"
+#include "actors/disk.hpp"
 #include "actors/edge.hpp"
 #include "runtime/engine/model_weights.hpp"
 
@@ -36,6 +37,15 @@ server::server(const server_config& cfg) : cfg_(cfg) {
     d.stage_bytes = cfg_.disk.stage_bytes;
     d.checkpoint_tokens = cfg_.disk.checkpoint_tokens;
     bo.disk = d;
+    // The disk tier's own actor: it scans the folder at its start, on its own thread.
+    disk_actor_options da;
+    da.layout = eng->layout();
+    da.tier = d;
+    disk_ = system_->spawn(anchorage::disk, std::move(da));
+    bo.disk_handle = disk_;
+    opts.disk = disk_;
+    opts.disk_min_tokens = d.admission.min_tokens;
+    opts.checkpoint_tokens = d.checkpoint_tokens;
   }
   for (int i = 1; i < cfg_.cache.parallel; ++i)
     bo.side_slots.push_back(std::make_shared<engine>(mc, w, cfg_.engine.backend()));
@@ -66,6 +76,10 @@ void server::stop() {
   if (conductor_) {
     caf::anon_send_exit(conductor_, caf::exit_reason::user_shutdown);
     conductor_ = nullptr;
+  }
+  if (disk_) {
+    caf::anon_send_exit(disk_, caf::exit_reason::user_shutdown);
+    disk_ = nullptr;
   }
 }
 

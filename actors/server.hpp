@@ -5,6 +5,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 
+#include "protocol/disk_interface.hpp"
 #include "protocol/interfaces.hpp"
 #include "runtime/server/server_config.hpp"
 
@@ -13,8 +14,8 @@ namespace anchorage {
 class http_edge;
 
 // The whole server in one process: an actor system, the conductor and its board (owning the
-// engine built from cfg.engine), and the HTTP edge. Used by the `anchorage` binary and by the
-// end-to-end tests.
+// engine built from cfg.engine), the disk tier's actor (with --cache-dir), and the HTTP edge. Used by the
+// `anchorage` binary and by the end-to-end tests.
 class server {
  public:
   explicit server(const server_config& cfg);
@@ -35,6 +36,7 @@ class server {
   caf::actor_system_config sys_cfg_;
   std::unique_ptr<caf::actor_system> system_;
   conductor_actor conductor_;
+  disk_actor disk_;  // with --cache-dir
   std::unique_ptr<http_edge> edge_;
 };
 

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,6 +9,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "protocol/cache_source.hpp"
+#include "protocol/disk_types.hpp"
 #include "protocol/ledger_entry.hpp"
 #include "protocol/openai_types.hpp"
 
@@ -53,6 +55,10 @@ struct board_job {
   bool starts_in_reasoning = false;  // the generation prompt opened the <think> block
   long reasoning_budget = -1;        // --reasoning-budget: thinking tokens before a hidden close; -1 none
   long user_start = -1;              // where the last user message starts in the prompt; -1 unknown
+  // The disk tier's offer, asked for while the request waited in the queue (none: no disk tier,
+  // or nothing on it); the board re-checks it against the device tiers and the disk re-checks
+  // it at the read (a clear in between makes the read fail cleanly).
+  std::optional<disk_offer> disk;
   // what the lookup decided (the board fills it in when it takes the request)
   x_cache_info cache;
   std::int64_t received_ns = 0;  // steady clock, when the edge received the request

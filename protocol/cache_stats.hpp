@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/disk_types.hpp"
+
 namespace anchorage {
 
 // The resident prefix (its anchors, end anchor, pinned head and parked session) and the guests.
@@ -55,12 +57,14 @@ struct store_stats {
   long long tokens_saved = 0;
 };
 
-// Every tier. The disk tier's part is still the disk store's own JSON object (its counters live
-// in runtime/disk/disk_store, which has no typed stats yet); null when no disk tier is attached.
+// Every tier. The board fills the device tiers' parts and its disk staging's; the conductor adds
+// the disk actor's own (disk_stats) and makes the wire's "disk" object of both
+// (runtime/disk/disk_stats_json), null when there is no disk tier.
 struct cache_stats {
   bool enabled = true;
   resident_stats resident;
   store_stats store;
+  std::optional<disk_staging_stats> disk_staging;  // with a disk tier
   nlohmann::json disk;
   // What the disk tier's staging holds and has not written yet (0 without a disk tier): a
   // drain waits for it to come down to 0, so a planned stop loses no staged write.

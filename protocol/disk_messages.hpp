@@ -26,6 +26,7 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/type_id.hpp>
 
+#include "protocol/disk_types.hpp"
 #include "protocol/messages.hpp"
 
 namespace anchorage {
@@ -36,16 +37,6 @@ struct verified_read;        // a prefix restore's bytes, every crc and id check
 struct verified_checkpoint;  // a generation checkpoint's bytes, checked
 struct disk_submission;      // a staged write as the board hands it over
 using disk_submission_ptr = std::shared_ptr<disk_submission>;
-
-// What the disk can restore for a prompt: tokens [0, line) from its anchor at `line`.
-struct disk_offer {
-  std::string ns;                // the anchor's namespace ("" for the tier's own)
-  std::size_t line = 0;          // the length it restores (a multiple of the grid)
-  std::uint64_t key = 0;         // the prompt's prefix hash at `line` (the anchor's name)
-  std::uint64_t read_bytes = 0;  // what the read reads: its chunks and the anchor
-  std::uint64_t generation = 0;  // the tier's clear count when offered
-  double read_s = 0;             // the expected read time at the measured bandwidth
-};
 
 // Asks for the disk's offer: the prompt, where the tiers above resume (`floor`: the disk must
 // start later), and the board's measured prefill rate (0: unmeasured, the disk is read).
@@ -104,23 +95,6 @@ struct disk_write_reply {
   bool refused = false;  // over the entry cap, or no room: nothing written
   bool failed = false;   // a file failed, or the writer went away
   std::string error;
-};
-
-// The tier's counters and sizes (JSON only at the wire).
-struct disk_stats {
-  std::size_t entries = 0, chunks = 0, checkpoints = 0;
-  std::uint64_t bytes = 0, limit_bytes = 0;
-  std::size_t longest_prefix = 0;
-  long hits = 0, misses = 0, declined = 0, restore_failures = 0, write_failures = 0, refusals = 0,
-       evictions = 0, superseded = 0, files_written = 0;
-  std::uint64_t bytes_written = 0, bytes_read = 0;
-  long jobs = 0;               // jobs submitted
-  std::size_t writes_out = 0;  // jobs at the writer now
-  long anchors_planned = 0;
-  long long tokens_saved = 0;
-  double read_bytes_per_s = 0;
-  std::uint64_t generation = 0;  // clears so far
-  std::string folder;
 };
 
 struct disk_clear_reply {

@@ -35,7 +35,7 @@
 
 namespace anchorage {
 
-// A staged write of the disk tier (runtime/disk/disk_tier.hpp), handed from the board to the disk
+// A staged write of the disk tier (runtime/disk/disk_tier_options.hpp), handed from the board to the disk
 // writer and back; only its owner at the time touches it.
 struct disk_job;
 using disk_job_ptr = std::shared_ptr<disk_job>;

@@ -131,7 +131,7 @@ class live_server {
   int port_ = 0;
 };
 
-json disk_stats(const json& stats) {
+json disk_stats_of(const json& stats) {
   if (!stats.contains("tiers") || !stats["tiers"].contains("disk")) return json();
   return stats["tiers"]["disk"];
 }
@@ -139,7 +139,7 @@ json disk_stats(const json& stats) {
 // The disk tier's stats once the board has reported them (it does after its start-up scan).
 json disk_stats_when_up(const live_server& s) {
   for (int i = 0; i < 200; ++i) {
-    const json d = disk_stats(s.stats());
+    const json d = disk_stats_of(s.stats());
     if (d.is_object() && d.contains("entries")) return d;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -150,7 +150,7 @@ json disk_stats_when_up(const live_server& s) {
 json wait_written(const live_server& s, std::chrono::seconds within) {
   const auto until = std::chrono::steady_clock::now() + within;
   for (;;) {
-    const json d = disk_stats(s.stats());
+    const json d = disk_stats_of(s.stats());
     if (d.is_object() && d.value("entries", 0) > 0 && d.value("staged_bytes", 1) == 0) return d;
     if (std::chrono::steady_clock::now() >= until) {
       log_error() << "the disk tier wrote no anchor within " << within.count()
@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
     after_scan = disk_stats_when_up(s);
     log_info() << "after the restart (" << after_scan.value("entries", 0) << " anchors indexed)";
     restarted = figures(s.post("/v1/chat/completions", second_req));
-    after_restart = disk_stats(s.stats());
+    after_restart = disk_stats_of(s.stats());
     s.shut_down();
   }
   // 3. The baseline: the second request cold, on a server without a disk tier.

@@ -28,7 +28,7 @@
 #include "runtime/core/status.hpp"
 #include "runtime/disk/disk_admission.hpp"
 #include "runtime/disk/disk_store.hpp"
-#include "runtime/disk/disk_tier.hpp"
+#include "runtime/disk/disk_tier_options.hpp"
 
 namespace anchorage {
 

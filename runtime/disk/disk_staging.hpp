@@ -24,15 +24,6 @@
 
 namespace anchorage {
 
-struct disk_staging_stats {
-  std::uint64_t staged_bytes = 0;  // held now, not yet released
-  std::uint64_t stage_limit_bytes = 0;
-  long stage_refusals = 0;  // anchors or rows the pool could not take
-  long submissions = 0;     // prefix writes handed out
-  long checkpoints_staged = 0;
-  double prefill_tokens_per_s = 0;  // measured from the prefill chunks (0 until measured)
-};
-
 class disk_staging {
  public:
   disk_staging(const state_layout& layout, std::uint64_t stage_bytes);

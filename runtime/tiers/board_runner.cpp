@@ -4,7 +4,6 @@
 
 #include "runtime/core/log.hpp"
 #include "runtime/generation/generation_key.hpp"
-#include "runtime/io/uring_env.hpp"
 #include "runtime/text/end_record_builder.hpp"
 
 namespace anchorage {
@@ -42,16 +41,11 @@ board_runner::board_runner(std::shared_ptr<engine> eng, board_runner_options opt
     : eng_(std::move(eng)), decode_block_(opts.decode_block), side_slots_(std::move(opts.side_slots)) {
   tiers_ = std::make_unique<cache_tiers>(opts.cache, eng_->where());
   if (opts.disk && opts.cache.enabled) {
-    disk_env_ = opts.disk_env ? opts.disk_env : std::make_shared<uring_env>();
-    clock_ = std::make_unique<system_eviction_clock>();
-    tiers_->attach_disk(std::make_unique<disk_tier>(*disk_env_, eng_->layout(), *clock_, *opts.disk));
+    disk_opts_ = opts.disk;
+    staging_ = std::make_unique<disk_staging>(eng_->layout(), opts.disk->stage_bytes);
+    tiers_->attach_disk();
   }
   active_ = eng_.get();
-}
-
-std::optional<disk_scan_report> board_runner::start_disk() {
-  if (!tiers_->disk()) return std::nullopt;
-  return tiers_->disk()->start();
 }
 
 template <class F>
@@ -79,17 +73,22 @@ resume_offer board_runner::cold_after_failure(const resume_offer& failed, std::v
   return o;
 }
 
-void board_runner::take_disk_jobs(board_events& out) {
-  if (!tiers_->disk()) return;
-  for (auto& j : tiers_->take_disk_jobs()) out.disk_jobs.push_back(std::move(j));
+void board_runner::take_submissions(board_events& out) {
+  if (!staging_) return;
+  for (auto& sub : staging_->take_submissions()) out.disk_submissions.push_back(std::move(sub));
 }
 
-void board_runner::disk_written(const disk_job& job) {
-  try {
-    tiers_->disk_written(job);
-  } catch (const std::exception& e) {
-    log_warn() << "indexing a disk write failed (" << e.what() << ")";
+void board_runner::disk_released(std::uint64_t bytes) {
+  if (staging_) staging_->released(bytes);
+}
+
+cache_stats board_runner::stats() const {
+  cache_stats s = tiers_->stats();
+  if (staging_) {
+    s.disk_staging = staging_->stats();
+    s.disk_staged_bytes = staging_->staged_bytes();
   }
+  return s;
 }
 
 board_events board_runner::failed(const board_job& j, int status, const std::string& message) {
@@ -110,93 +109,74 @@ board_events board_runner::failed(const board_job& j, int status, const std::str
   return out;
 }
 
-// Where the request starts: the tiers' offer restored into the engine, or a cold reset. A
-// restore that fails for any reason is the cold path. Sets j.cache and j.prompt (the served
-// prompt) and returns the offer taken.
-resume_offer board_runner::start_state(board_job& j) {
-  const std::int64_t t0 = steady_ns();
-  std::vector<token_id> prompt(j.prompt.begin(), j.prompt.end());
-  request_info info = info_of(j);
-  info.side_slot_free = !side_slots_.empty();
-  resume_offer o = tiers_->plan(prompt, info);
+// The offer start() planned restored into the engine, or a cold reset. A restore that fails
+// for any reason is the cold path. Sets job_.prompt (the served prompt) and job_.cache.
+void board_runner::restore_start(resume_offer& o) {
   active_ = o.via == cache_via::side ? side_slots_.front().get() : eng_.get();
   active_->abandon_prefill();  // a request cancelled inside its prefill left its queue
   if (o.source != cache_source::cold) {
     try {
       tiers_->restore(active_->cache_state(), o);
     } catch (const std::exception&) {
-      o = cold_after_failure(o, std::move(prompt));
+      o = cold_after_failure(o, asked_);
     }
   }
   if (o.source == cache_source::cold) active_->reset();
-  j.prompt.assign(o.served.begin(), o.served.end());
-  j.cache = x_cache_info{};
-  j.cache.source = to_string(o.source);
-  j.cache.resumed_at = static_cast<long>(o.at);
-  j.cache.restore_ms = static_cast<double>(steady_ns() - t0) / 1e6;
-  return o;
+  job_.prompt.assign(o.served.begin(), o.served.end());
+  job_.cache = x_cache_info{};
+  job_.cache.source = to_string(o.source);
+  job_.cache.resumed_at = static_cast<long>(o.at);
+  job_.cache.restore_ms = static_cast<double>(steady_ns() - start_ns_) / 1e6;
 }
 
-std::size_t board_runner::checkpoint_every() const {
-  const disk_tier* d = static_cast<const cache_tiers&>(*tiers_).disk();
-  return d ? d->options().checkpoint_tokens : 0;
-}
+std::size_t board_runner::checkpoint_every() const { return disk_opts_ ? disk_opts_->checkpoint_tokens : 0; }
 
 // A generation cut short (a restart, a client gone) by an identical request: its durable
-// checkpoint restored whole into slot 0 and the session resumed from it, the output so far
-// replayed. False (nothing changed but the checkpoint's deletion when it failed its checks)
-// when there is none to take.
-bool board_runner::resume_checkpoint(board_job& j) {
-  auto* d = tiers_->disk();
-  if (!d || checkpoint_every() == 0) return false;
-  const auto hit = d->store().find_checkpoint(job_key_);
-  if (!hit) return false;
-  const std::int64_t t0 = steady_ns();
-  const std::vector<token_id> prompt(j.prompt.begin(), j.prompt.end());
+// checkpoint, read and verified by the disk, applied whole into slot 0 and the session resumed
+// from it, the output so far replayed. False (slot 0 reset, the checkpoint dropped when it
+// does not resume) when it cannot be taken.
+bool board_runner::resume_checkpoint(const verified_checkpoint& c, board_events& out) {
   engine& e = *eng_;
   e.abandon_prefill();
-  expected<checkpoint_meta> r = status::failure("not read");
   try {
-    r = d->store().restore_checkpoint(*hit, prompt, e.cache_state());
+    disk_service::apply_checkpoint(c, e.cache_state());
   } catch (const std::exception& ex) {  // an allocation or a copy failed midway: slot 0 is unknown
     log_warn() << "restoring a generation checkpoint failed (" << ex.what() << ")";
     tiers_->clear(cache_tier::resident);
     e.reset();
     return false;
   }
-  if (!r) {
-    log_warn() << "a generation checkpoint failed its checks (" << r.error().error() << "); deleted";
-    return false;
-  }
-  const checkpoint_meta& meta = *r;
-  tiers_->expect(info_of(j));
+  const checkpoint_meta& meta = c.read.meta;
+  tiers_->expect(info_of(job_));
   // The rows are the checkpoint's now: the resident prefix's are gone.
   tiers_->clear(cache_tier::resident);
   active_ = &e;
-  j.seed = meta.seed;
-  generation_job g = to_generation_job(j);
+  job_.seed = meta.seed;
+  generation_job g = to_generation_job(job_);
   g.resume_output.assign(meta.tokens.begin() + static_cast<long>(meta.prompt_tokens), meta.tokens.end());
   try {
     session_ = std::make_unique<generation_session>(e, std::move(g));
   } catch (const std::exception& ex) {
     log_warn() << "a generation checkpoint does not resume (" << ex.what() << ")";
-    d->store().remove_checkpoints(job_key_);
+    out.generations_finished.push_back(job_key_);  // its checkpoints go
     e.reset();
     return false;
   }
   resume_offer o;
   o.source = cache_source::checkpoint;
-  o.at = prompt.size();
-  o.served = prompt;
+  o.at = asked_.size();
+  o.served = asked_;
   o.exact = false;
   o.rows_replaced = true;
   guarded([&] { tiers_->begin(o, e.cache_state()); });
-  d->generation_started(job_key_);
-  j.cache = x_cache_info{};
-  j.cache.source = to_string(cache_source::checkpoint);
-  j.cache.resumed_at = static_cast<long>(e.length());
-  j.cache.restore_ms = static_cast<double>(steady_ns() - t0) / 1e6;
+  out.generations_started.push_back(job_key_);
+  job_.cache = x_cache_info{};
+  job_.cache.source = to_string(cache_source::checkpoint);
+  job_.cache.resumed_at = static_cast<long>(e.length());
+  job_.cache.restore_ms = static_cast<double>(steady_ns() - start_ns_) / 1e6;
   next_checkpoint_ = session_->output_ids().size() + checkpoint_every();
+  served_as_asked_ = true;
+  source_ = cache_source::checkpoint;
   return true;
 }
 
@@ -204,46 +184,135 @@ void board_runner::take_early_cancel() {
   auto early = std::find(early_cancels_.begin(), early_cancels_.end(), job_.id);
   if (early == early_cancels_.end()) return;
   early_cancels_.erase(early);
-  session_->cancel();
+  cancel_pending_ = true;
 }
 
 board_events board_runner::start(board_job j) {
-  if (session_) return failed(j, 503, "the board is busy");
-  const std::vector<std::int32_t> asked = j.prompt;
+  if (phase_ != phase::idle) return failed(j, 503, "the board is busy");
+  start_ns_ = steady_ns();
+  asked_.assign(j.prompt.begin(), j.prompt.end());
   job_key_ = checkpoint_every() > 0 ? generation_key(j) : 0;
   next_checkpoint_ = checkpoint_every();
-  board_events out;
-  out.sink = j.sink;
-  out.step_again = true;
-  if (resume_checkpoint(j)) {
-    served_as_asked_ = true;
-    source_ = cache_source::checkpoint;
-  } else {
-    resume_offer o = start_state(j);
-    try {
-      session_ = std::make_unique<generation_session>(*active_, to_generation_job(j));
-    } catch (const std::exception& e) {
-      if (o.source == cache_source::cold) return failed(j, 400, e.what());
-      // The served prompt (an end alignment can lengthen it) did not fit: start cold. The
-      // restore wrote sections (and, from the store, rows) the resident prefix does not know.
-      o = cold_after_failure(o, std::vector<token_id>(asked.begin(), asked.end()));
-      active_->reset();
-      j.prompt = asked;
-      j.cache = x_cache_info{};
-      try {
-        session_ = std::make_unique<generation_session>(*active_, to_generation_job(j));
-      } catch (const std::exception& e2) {
-        return failed(j, 400, e2.what());
-      }
-    }
-    guarded([&] { tiers_->begin(o, active_->cache_state()); });
-    j.cache.via = to_string(tiers_->running_via());
-    served_as_asked_ = j.prompt == asked;
-    source_ = o.source;
-  }
-  job_ = std::move(j);
+  cancel_pending_ = false;
+  replan_ = false;
   first_token_ns_ = 0;
+  job_ = std::move(j);
   take_early_cancel();
+  // The plan now; with a disk tier its offer (made while the request waited) competes.
+  if (auto* d = tiers_->disk()) d->expect(job_.disk, staging_->prefill_tokens_per_s());
+  request_info info = info_of(job_);
+  info.side_slot_free = !side_slots_.empty();
+  pending_ = tiers_->plan(asked_, info);
+  const bool read_prefix = pending_.source == cache_source::disk;
+  if (!read_prefix && job_key_ == 0) return begin_request();
+  // The disk reads (a checkpoint of this generation first, then the prefix) while the board
+  // still answers cancels, clears and stats.
+  board_events out;
+  out.sink = job_.sink;
+  disk_read_request rq;
+  rq.prompt.assign(asked_.begin(), asked_.end());
+  if (read_prefix) rq.offer = tiers_->disk()->taken();
+  if (job_key_ != 0) rq.checkpoint_key = job_key_;
+  out.disk_read = std::move(rq);
+  phase_ = phase::restoring;
+  return out;
+}
+
+board_events board_runner::restored(disk_read_reply reply) {
+  if (phase_ != phase::restoring) return {};
+  board_events out;
+  out.sink = job_.sink;
+  if (!reply.error.empty()) log_warn() << "the disk read failed (" << reply.error << ")";
+  if (reply.kind == disk_read_kind::checkpoint && reply.checkpoint &&
+      resume_checkpoint(*reply.checkpoint, out)) {
+    if (cancel_pending_) session_->cancel();
+    phase_ = phase::running;
+    out.step_again = true;
+    return out;
+  }
+  auto* d = tiers_->disk();
+  if (!d) return begin_request();
+  if (replan_) {
+    // A clear came while the disk read: what the device tiers offered may be gone. The plan
+    // again, with the disk's offer only if its bytes came (they were checked against the prompt).
+    const std::optional<disk_offer> taken = d->taken();
+    d->expect(reply.kind == disk_read_kind::prefix ? taken : std::nullopt, 0);
+    request_info info = info_of(job_);
+    info.side_slot_free = !side_slots_.empty();
+    pending_ = tiers_->plan(asked_, info);
+  }
+  d->take_read(reply.kind == disk_read_kind::prefix ? std::move(reply.prefix) : nullptr);
+  board_events next = begin_request();
+  next.generations_finished.insert(next.generations_finished.end(), out.generations_finished.begin(),
+                                   out.generations_finished.end());
+  return next;
+}
+
+// The request's start once the disk (if asked) answered: the restore, the session, the tiers'
+// begin, and (with a disk tier, for a request that is no guest) the admission of its writes.
+board_events board_runner::begin_request() {
+  board_events out;
+  out.sink = job_.sink;
+  resume_offer o = std::move(pending_);
+  pending_ = resume_offer{};
+  restore_start(o);
+  try {
+    session_ = std::make_unique<generation_session>(*active_, to_generation_job(job_));
+  } catch (const std::exception& e) {
+    if (o.source == cache_source::cold) {
+      phase_ = phase::idle;
+      board_events f = failed(job_, 400, e.what());
+      job_ = board_job{};
+      return f;
+    }
+    // The served prompt (an end alignment can lengthen it) did not fit: start cold. The
+    // restore wrote sections (and, from the store, rows) the resident prefix does not know.
+    o = cold_after_failure(o, asked_);
+    active_->reset();
+    job_.prompt.assign(asked_.begin(), asked_.end());
+    job_.cache = x_cache_info{};
+    try {
+      session_ = std::make_unique<generation_session>(*active_, to_generation_job(job_));
+    } catch (const std::exception& e2) {
+      phase_ = phase::idle;
+      board_events f = failed(job_, 400, e2.what());
+      job_ = board_job{};
+      return f;
+    }
+  }
+  guarded([&] { tiers_->begin(o, active_->cache_state()); });
+  job_.cache.via = to_string(tiers_->running_via());
+  served_as_asked_ =
+      job_.prompt.size() == asked_.size() && std::equal(asked_.begin(), asked_.end(), job_.prompt.begin());
+  source_ = o.source;
+  if (cancel_pending_) session_->cancel();
+  const cache_via via = tiers_->running_via();
+  staging_active_ = staging_ && via != cache_via::stash && via != cache_via::side;
+  if (staging_active_) {
+    // What this prefill writes is the disk's to decide (its index): asked before the first step.
+    disk_plan_request rq;
+    rq.prompt = job_.prompt;
+    rq.resume = o.at;
+    rq.exact = o.exact;
+    rq.session_key = job_.session_key;
+    if (job_.user_start >= 0) rq.user_start = static_cast<std::size_t>(job_.user_start);
+    out.disk_plan = std::move(rq);
+    phase_ = phase::planning;
+    return out;
+  }
+  phase_ = phase::running;
+  out.step_again = true;
+  return out;
+}
+
+board_events board_runner::planned(const disk_write_lines& lines) {
+  if (phase_ != phase::planning) return {};
+  const std::vector<token_id> served(job_.prompt.begin(), job_.prompt.end());
+  staging_->begin(served, static_cast<std::size_t>(job_.cache.resumed_at), lines);
+  phase_ = phase::running;
+  board_events out;
+  out.sink = job_.sink;
+  out.step_again = true;
   return out;
 }
 
@@ -266,16 +335,16 @@ void board_runner::maybe_checkpoint(board_events& out) {
   meta.tokens.insert(meta.tokens.end(), ids.begin(), ids.end());
   if (active_->length() + 1 != meta.tokens.size()) return;
   try {
-    tiers_->disk()->stage_checkpoint(active_->cache_state(), meta);
+    staging_->stage_checkpoint(active_->cache_state(), meta);
   } catch (const std::exception& e) {
     log_warn() << "staging a generation checkpoint failed (" << e.what() << ")";
   }
-  take_disk_jobs(out);
+  take_submissions(out);
 }
 
 board_events board_runner::step() {
   board_events out;
-  if (!session_) return out;
+  if (!session_ || phase_ != phase::running) return out;
   out.sink = job_.sink;
   ++steps_;
   const bool was_prefilling = session_->prefilling();
@@ -283,7 +352,14 @@ board_events board_runner::step() {
   engine& e = *active_;
   if (was_prefilling) {
     guarded([&] { tiers_->after_prefill_step(e.cache_state(), e.where()); });
-    take_disk_jobs(out);
+    if (staging_active_) {
+      try {
+        staging_->after_prefill_step(e.cache_state());
+      } catch (const std::exception& ex) {
+        log_warn() << "staging a disk write failed (" << ex.what() << ")";
+      }
+      take_submissions(out);
+    }
   }
   if (session_->prefilling() || r.prefill_finished) {
     stream_event ev;
@@ -315,7 +391,7 @@ void board_runner::finish(board_events& out) {
   engine& e = *active_;
   // A generation that ended (not one cut short) needs its checkpoints no more.
   if (checkpoint_every() > 0 && s.finish_reason() != "cancelled")
-    tiers_->disk()->generation_finished(job_key_);
+    out.generations_finished.push_back(job_key_);
   // The tiers keep what this request leaves: the end anchor and the session snapshot, once the
   // whole prompt was forwarded (a request cancelled inside its prefill leaves its anchors only).
   if (e.length() >= job_.prompt.size()) {
@@ -330,7 +406,15 @@ void board_runner::finish(board_events& out) {
     guarded([&] { tiers_->end_generation(e.cache_state(), e.where(), build_end_record(g)); });
   }
   guarded([&] { tiers_->finish(e.cache_state()); });
-  take_disk_jobs(out);
+  if (staging_active_) {
+    try {
+      staging_->finish(e.cache_state());
+    } catch (const std::exception& ex) {
+      log_warn() << "staging a disk write failed (" << ex.what() << ")";
+    }
+    take_submissions(out);
+    staging_active_ = false;
+  }
   out.tiers_changed = true;
   const auto now = steady_ns();
   stream_event ev;
@@ -362,17 +446,28 @@ void board_runner::finish(board_events& out) {
   out.events.push_back(std::move(ev));
   session_.reset();
   job_ = board_job{};
+  phase_ = phase::idle;
 }
 
 void board_runner::cancel(const std::string& id) {
-  if (session_ && job_.id == id) return session_->cancel();
+  if (phase_ != phase::idle && job_.id == id) {
+    if (session_) return session_->cancel();
+    cancel_pending_ = true;  // restoring or planning: the session ends at its first step
+    return;
+  }
   early_cancels_.push_back(id);
   if (early_cancels_.size() > 16) early_cancels_.pop_front();
 }
 
 std::optional<std::vector<cache_tier>> board_runner::clear(cache_tier tier) {
   if (!tiers_->has(tier)) return std::nullopt;
-  return tiers_->clear(tier);
+  std::vector<cache_tier> done = tiers_->clear(tier);
+  if (phase_ == phase::restoring) replan_ = true;
+  if (staging_ && std::find(done.begin(), done.end(), cache_tier::disk) != done.end()) {
+    staging_->clear();
+    staging_active_ = false;  // the running request writes nothing more
+  }
+  return done;
 }
 
 }  // namespace anchorage

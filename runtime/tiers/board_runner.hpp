@@ -8,6 +8,9 @@
 
 #include "protocol/board_job.hpp"
 #include "protocol/cache_source.hpp"
+#include "protocol/disk_messages.hpp"
+#include "runtime/disk/disk_staging.hpp"
+#include "runtime/disk/disk_tier_options.hpp"
 #include "runtime/engine/engine.hpp"
 #include "runtime/generation/generation_session.hpp"
 #include "runtime/io/clock.hpp"
@@ -21,21 +24,24 @@ struct board_runner_options {
   // --parallel N: N - 1 side slots, engines of the same model with their own buffers. A guest
   // runs on one and leaves slot 0 (the resident prompt) untouched.
   std::vector<std::shared_ptr<engine>> side_slots;
-  // The disk tier (--cache-dir): its options and the env of its reads (a uring_env when not
-  // given; tests pass fault_envs). Off without options or with the cache off.
+  // The disk tier (--cache-dir), an actor of its own: its options (the staging pool, the
+  // checkpoint interval). Off without options or with the cache off.
   std::optional<disk_tier_options> disk;
-  std::shared_ptr<file_env> disk_env;
 };
 
-// What one call of the runner asks its owner to send, in this order: `events` to `sink` (the
-// request's), `done` to the conductor, `disk_jobs` to the disk writer (each comes back through
-// disk_written()); then the tiers' stats when `tiers_changed`, and one more step() when
-// `step_again`.
+// What one call of the runner asks its owner to send: the disk's messages (`disk_read` at high
+// priority, its reply to restored(); `disk_plan`, its reply to planned(); each submission, its
+// reply's released bytes to disk_released(); the generations started and finished), `events`
+// to `sink` (the request's), `done` to the conductor, the tiers' stats when `tiers_changed`,
+// and one more step() when `step_again`.
 struct board_events {
   sink_actor sink;
   std::vector<stream_event> events;
   std::optional<ledger_entry> done;
-  std::vector<std::shared_ptr<disk_job>> disk_jobs;
+  std::optional<disk_read_request> disk_read;
+  std::optional<disk_plan_request> disk_plan;
+  std::vector<disk_submission_ptr> disk_submissions;
+  std::vector<std::uint64_t> generations_started, generations_finished;
   bool tiers_changed = false;
   bool step_again = false;
 };
@@ -46,31 +52,44 @@ struct board_events {
 // generation checkpoints staged every --generation-checkpoint-tokens and resumed by an identical
 // request.
 //
-// start(job) -> step()* until step_again is false (the finished event and the ledger entry come
-// with the last one). A request that cannot start answers a failed event and an error entry at
-// once. cancel(id) between two steps ends the running request at its next step; a cancel that
-// found no such request (it passed its job in the mailbox) ends that job as soon as it starts.
-// A tier call that throws (an allocation that failed mid-copy) is a refusal: the request goes
-// on, and slot 0's resident prefix, whose state is then uncertain, starts over.
-// Not thread-safe: one owner (the board actor).
+// start(job) -> [restored(disk's read reply)] -> [planned(disk's write lines)] -> step()* until
+// step_again is false (the finished event and the ledger entry come with the last one). With a
+// disk tier, a request whose start the disk may serve (its queued offer beats the device tiers,
+// or a generation checkpoint may exist) waits in the restoring phase for the read; a request
+// that will write to the disk waits in the planning phase for its admission. Cancel, clear and
+// stats are handled in those phases like in any other. A request that cannot start answers a
+// failed event and an error entry at once. cancel(id) between two steps ends the running request at its next
+// step; a cancel that found no such request (it passed its job in the mailbox) ends that job as soon as it
+// starts. A tier call that throws (an allocation that failed mid-copy) is a refusal: the request goes on, and
+// slot 0's resident prefix, whose state is then uncertain, starts over. Not thread-safe: one owner (the board
+// actor).
 class board_runner {
  public:
   board_runner(std::shared_ptr<engine> eng, board_runner_options opts);
   board_runner(const board_runner&) = delete;
   board_runner& operator=(const board_runner&) = delete;
 
-  // The disk tier's startup scan (nullopt without a disk tier).
-  std::optional<disk_scan_report> start_disk();
+  enum class phase { idle, restoring, planning, running };
 
   board_events start(board_job job);
+  // The disk's answer to start()'s disk_read (a failure when the disk could not be asked).
+  board_events restored(disk_read_reply reply);
+  // The disk's answer to disk_plan (empty lines when the disk could not be asked).
+  board_events planned(const disk_write_lines& lines);
   board_events step();
   void cancel(const std::string& id);
-  // Empties a tier; nullopt when this server has no such tier (the disk without --cache-dir).
+  // Empties a tier here (the device tiers; the disk tier's offer and staging); nullopt when this
+  // server has no such tier (the disk without --cache-dir). The disk's files are the disk
+  // actor's to clear.
   std::optional<std::vector<cache_tier>> clear(cache_tier tier);
-  // A disk job back from the writer (results filled), or lost with it (results empty).
-  void disk_written(const disk_job& job);
+  // A submission's reply came back (or failed): its staged bytes leave the pool.
+  void disk_released(std::uint64_t bytes);
 
-  bool busy() const { return session_ != nullptr; }
+  // The tiers' stats with the disk staging's.
+  cache_stats stats() const;
+  bool has_disk() const { return staging_ != nullptr; }
+  phase current_phase() const { return phase_; }
+  bool busy() const { return phase_ != phase::idle; }
   const std::string& running_id() const { return job_.id; }
   long steps() const { return steps_; }
   cache_tiers& tiers() { return *tiers_; }
@@ -83,24 +102,32 @@ class board_runner {
   template <class F>
   void guarded(F&& f);
   resume_offer cold_after_failure(const resume_offer& failed, std::vector<token_id> prompt);
-  resume_offer start_state(board_job& j);
-  bool resume_checkpoint(board_job& j);
+  board_events begin_request();
+  void restore_start(resume_offer& o);
+  bool resume_checkpoint(const verified_checkpoint& c, board_events& out);
   void maybe_checkpoint(board_events& out);
   void finish(board_events& out);
-  void take_disk_jobs(board_events& out);
+  void take_submissions(board_events& out);
+  board_events run_now(board_events out);
   std::size_t checkpoint_every() const;
   board_events failed(const board_job& j, int status, const std::string& message);
   void take_early_cancel();
 
   std::shared_ptr<engine> eng_;
   int decode_block_ = 4;
-  // Declared before the tiers, which use them until they are destroyed.
-  std::shared_ptr<file_env> disk_env_;
-  std::unique_ptr<eviction_clock> clock_;
   std::unique_ptr<cache_tiers> tiers_;
+  std::optional<disk_tier_options> disk_opts_;
+  std::unique_ptr<disk_staging> staging_;  // with a disk tier
+  bool staging_active_ = false;            // the running request writes to the disk
   std::vector<std::shared_ptr<engine>> side_slots_;
   engine* active_ = nullptr;
-  board_job job_;
+  phase phase_ = phase::idle;
+  board_job job_;                // the request from start() on
+  std::vector<token_id> asked_;  // its prompt as the client sent it
+  resume_offer pending_;         // the plan made at start(), restored once the disk answered
+  bool replan_ = false;          // a clear came while the disk read: the plan is stale
+  bool cancel_pending_ = false;  // a cancel came before the session began
+  std::int64_t start_ns_ = 0;
   cache_source source_ = cache_source::cold;
   std::unique_ptr<generation_session> session_;
   std::int64_t first_token_ns_ = 0;

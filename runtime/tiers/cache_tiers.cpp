@@ -16,9 +16,9 @@ cache_tiers::cache_tiers(cache_options opts, kernels::backend where)
   tiers_.push_back(std::move(device));
 }
 
-void cache_tiers::attach_disk(std::unique_ptr<disk_tier> disk) {
+void cache_tiers::attach_disk() {
   if (disk_) throw std::logic_error("cache_tiers: a disk tier is attached already");
-  auto a = std::make_unique<disk_tier_adapter>(std::move(disk));
+  auto a = std::make_unique<disk_offer_tier>();
   disk_ = a.get();
   tiers_.push_back(std::move(a));
 }
@@ -132,14 +132,6 @@ std::vector<cache_tier> cache_tiers::clear(cache_tier tier) {
         done.push_back(n);
       }
   return done;
-}
-
-std::vector<std::shared_ptr<disk_job>> cache_tiers::take_disk_jobs() {
-  return disk_ ? disk_->disk().take_jobs() : std::vector<std::shared_ptr<disk_job>>{};
-}
-
-void cache_tiers::disk_written(const disk_job& job) {
-  if (disk_) disk_->disk().written(job);
 }
 
 cache_stats cache_tiers::stats() const {

@@ -9,9 +9,8 @@
 
 #include "runtime/cache/cache_options.hpp"
 #include "runtime/cache/memory_budget.hpp"
-#include "runtime/disk/disk_tier.hpp"
 #include "runtime/tiers/device_tier.hpp"
-#include "runtime/tiers/disk_tier_adapter.hpp"
+#include "runtime/tiers/disk_offer_tier.hpp"
 #include "runtime/tiers/guest_stash.hpp"
 #include "runtime/tiers/tier.hpp"
 
@@ -19,7 +18,8 @@ namespace anchorage {
 
 // The coordinator of the cache tiers, in lookup order (seed §13.2): the device tiers (the
 // resident prefix with its end anchor, grid anchors, pinned head and parked session; then the
-// state store: device_tier), then the disk tier when one is attached (disk_tier_adapter). A
+// state store: device_tier), then the disk tier when one is attached (disk_offer_tier: the disk
+// actor's offer and verified read for the running request). A
 // deeper tier is taken only when it starts later than every tier above it. Owns the budget that
 // holds the device tiers to their limits (§13.12), and the guests' stash.
 //
@@ -55,16 +55,13 @@ class cache_tiers {
   // The request is over (finished, cancelled or failed after begin): a guest's stash goes back.
   void finish(state_adapter& state);
 
-  // The disk tier (seed §13.7): consulted after the store, written behind. Optional: without
-  // one the tiers are the device's only.
-  void attach_disk(std::unique_ptr<disk_tier> disk);
+  // The disk tier (docs/DISK_TIER.md): consulted after the store. Optional: without one the
+  // tiers are the device's only.
+  void attach_disk();
   // Any other tier, asked after those attached before it (a tier to come, a test's fake).
   void attach(std::unique_ptr<tier> t) { tiers_.push_back(std::move(t)); }
-  disk_tier* disk() { return disk_ ? &disk_->disk() : nullptr; }
-  const disk_tier* disk() const { return disk_ ? &disk_->disk() : nullptr; }
-  // The staged writes ready for the disk writer, and its report back.
-  std::vector<std::shared_ptr<disk_job>> take_disk_jobs();
-  void disk_written(const disk_job& job);
+  disk_offer_tier* disk() { return disk_; }
+  const disk_offer_tier* disk() const { return disk_; }
 
   // Whether the tier exists here: every tier but the disk, which exists when one is attached.
   bool has(cache_tier tier) const { return tier == cache_tier::all || owner_of(tier) != nullptr; }
@@ -94,7 +91,7 @@ class cache_tiers {
   guest_stash guests_;
   std::vector<std::unique_ptr<tier>> tiers_;  // lookup order
   device_tier* device_ = nullptr;             // tiers_[0]
-  disk_tier_adapter* disk_ = nullptr;         // the last one, when attached
+  disk_offer_tier* disk_ = nullptr;           // when attached
   tier_lookup lookup_;                        // the running request's
   std::vector<token_id> prompt_;              // what lookup_.prompt points at
   // The offers plan() took, best last: a restore that fails falls back to the one before.

@@ -1,7 +1,7 @@
 // The board's half of the disk tier (disk_staging) with the disk actor's half (disk_service), no
-// actors: the same prefill staged both ways, the old disk_tier and staging + service, writes the
-// same files with the same bytes; a cut prefill still writes the lines it passed; the pool
-// refuses what does not fit and releases what a reply released.
+// actors: a prefill staged and written leaves its chunk files, which a new service's scan
+// indexes; a cut prefill still writes the lines it passed; the wire's stats keep their fields;
+// the pool refuses what does not fit and releases what a reply released.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -11,7 +11,6 @@
 
 #include "runtime/disk/disk_staging.hpp"
 #include "runtime/disk/disk_stats_json.hpp"
-#include "runtime/disk/disk_tier.hpp"
 #include "tests/support/disk_store_fixture.hpp"
 
 using namespace anchorage;
@@ -46,22 +45,6 @@ void prefill_steps(engine& e, const std::vector<token_id>& prompt, std::size_t s
   e.begin_prefill(slice(prompt, 0, stop));
   while (e.prefill_step()) after();
   after();
-}
-
-// The old way: disk_tier stages and writes its jobs itself.
-nlohmann::json write_with_tier(bench& b, const std::string& dir, const std::vector<token_id>& prompt,
-                               std::size_t stop) {
-  disk_tier t(b.env, b.layout, b.clock, tier_options(dir));
-  t.start();
-  auto e = make_engine(b.c);
-  disk_request req;
-  req.served = prompt;
-  req.session_key = "s";
-  t.begin(req);
-  prefill_steps(*e, prompt, stop, [&] { t.after_prefill_step(e->cache_state()); });
-  t.finish(e->cache_state());
-  t.run_jobs();
-  return t.stats();
 }
 
 // The new way: the service plans, the staging copies, the service prepares, writes and commits.
@@ -108,49 +91,57 @@ std::vector<std::string> keys_of(const nlohmann::json& j) {
 
 }  // namespace
 
-TEST_CASE("disk staging + disk service write the same files as the disk tier did", "[disk][staging]") {
+TEST_CASE("disk staging + disk service write a prefill's chunks, whole or cut, and a scan finds them",
+          "[disk][staging]") {
   bench b;
   const auto prompt = test_tokens(5 * b.g + 7);
   for (const std::size_t stop : {prompt.size(), 2 * b.g + 3}) {  // whole, and cut short
     INFO("prefill stops at " << stop);
-    temp_dir old_dir("anchorage-staging-old"), new_dir("anchorage-staging-new");
-    const nlohmann::json old_wire = write_with_tier(b, old_dir.str(), prompt, stop);
-    const staged_outcome out = write_with_staging(b, new_dir.str(), prompt, stop);
+    temp_dir dir("anchorage-staging");
+    const staged_outcome out = write_with_staging(b, dir.str(), prompt, stop);
     const disk_staging_stats& st = out.staging;
-    const auto before = contents(old_dir.str());
-    CHECK_FALSE(before.empty());
-    CHECK(contents(new_dir.str()) == before);
-    CHECK(st.staged_bytes == 0);  // every submission's bytes released
+    const std::size_t lines = stop / b.g;        // the lines the prefill passed
+    CHECK(contents(dir.str()).size() == lines);  // one chunk file per line, no anchor yet
+    CHECK(st.staged_bytes == 0);                 // every submission's bytes released
     CHECK(st.submissions == 1);
     CHECK(st.prefill_tokens_per_s > 0);
-    // The wire's JSON has the fields disk_tier::stats() had, with the same values where they
-    // do not depend on timing or the folder's name.
-    CHECK(keys_of(out.wire) == keys_of(old_wire));
-    for (const char* k : {"entries",
-                          "chunks",
-                          "checkpoints",
-                          "bytes",
-                          "limit_bytes",
-                          "longest_prefix",
-                          "hits",
-                          "misses",
-                          "declined",
-                          "refusals",
-                          "evictions",
-                          "files_written",
-                          "bytes_written",
-                          "jobs",
-                          "anchors_planned",
-                          "stage_refusals",
-                          "staged_bytes",
-                          "stage_limit_bytes",
-                          "min_tokens",
-                          "checkpoints_staged",
-                          "checkpoint_tokens",
-                          "tokens_saved"}) {
-      INFO("field " << k);
-      CHECK(out.wire[k] == old_wire[k]);
-    }
+    CHECK(out.wire["chunks"] == lines);
+    CHECK(out.wire["files_written"] == lines);
+    CHECK(out.wire["jobs"] == 1);
+    // The wire's JSON keeps the fields the routes have always had.
+    CHECK(keys_of(out.wire) == std::vector<std::string>{"anchors_planned",
+                                                        "bytes",
+                                                        "bytes_read",
+                                                        "bytes_written",
+                                                        "checkpoint_tokens",
+                                                        "checkpoints",
+                                                        "checkpoints_staged",
+                                                        "chunks",
+                                                        "declined",
+                                                        "entries",
+                                                        "evictions",
+                                                        "files_written",
+                                                        "folder",
+                                                        "hits",
+                                                        "jobs",
+                                                        "limit_bytes",
+                                                        "longest_prefix",
+                                                        "min_tokens",
+                                                        "misses",
+                                                        "prefill_tokens_per_s",
+                                                        "read_bytes_per_s",
+                                                        "refusals",
+                                                        "restore_failures",
+                                                        "stage_limit_bytes",
+                                                        "stage_refusals",
+                                                        "staged_bytes",
+                                                        "superseded",
+                                                        "tokens_saved",
+                                                        "write_failures"});
+    // A new service on the folder (a restart) indexes every chunk from the headers.
+    disk_service again(b.env, b.layout, b.clock, tier_options(dir.str()));
+    CHECK(again.start().indexed == lines);
+    CHECK(again.store().chunk_count() == lines);
   }
 }
 

@@ -1,6 +1,8 @@
-// The disk tier inside the device tiers, without actors: admission decided before the prefill,
-// write-behind through jobs, a restart (a new store scanning the same folder) resuming from disk
-// bit for bit like a cold prefill, the read decision, and a damaged file falling back.
+// The disk tier behind the board's work, without actors: the conductor's offer and the disk
+// actor's answers made synchronous (tests/support/disk_driver.hpp). Admission decided before the
+// prefill, write-behind through submissions, a restart (a new service scanning the same folder)
+// resuming from disk bit for bit like a cold prefill, the read decision, and a damaged file
+// falling back.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -8,10 +10,12 @@
 #include <memory>
 
 #include "runtime/disk/disk_codec.hpp"
-#include "tests/support/fault_env.hpp"
+#include "runtime/generation/generator.hpp"
 #include "runtime/io/uring_env.hpp"
 #include "tests/support/cache_fixture.hpp"
+#include "tests/support/disk_driver.hpp"
 #include "tests/support/disk_fixture.hpp"
+#include "tests/support/fault_env.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace anchorage;
@@ -19,36 +23,64 @@ using namespace anchorage::testing;
 
 namespace {
 
-// One "process": an engine, device tiers and a disk tier on `dir`.
+struct turn {
+  cache_source source = cache_source::cold;
+  std::size_t at = 0;
+  std::size_t prefilled = 0;
+  std::string via;
+  std::string text;
+};
+
+board_runner_options runner_options(const model_config& c, bool side_slot) {
+  board_runner_options o;
+  o.decode_block = 2;
+  o.cache = small_cache(true);
+  if (side_slot) o.side_slots.push_back(std::shared_ptr<engine>(make_engine(c).release()));
+  return o;
+}
+
+// One "process": a board's work (an engine and its device tiers) and a disk tier on `dir`.
 struct process {
   model_config c;
-  std::unique_ptr<engine> e;
   uring_env base;
   fault_env env{base};  // passes everything through until a test switches a fault on
-  system_eviction_clock clock;
-  cache_tiers tiers;
-  disk_scan_report scan;
+  std::unique_ptr<board_runner> runner;
+  std::unique_ptr<disk_driver> disk;
+  int next_id = 0;
 
   process(const std::string& dir, double assumed_read = 1e9, std::size_t min_tokens = 64,
-          std::uint64_t stage_bytes = 1ULL << 30)
-      : c(test_config("tiny")), e(make_engine(c)), tiers(small_cache(true)) {
+          std::uint64_t stage_bytes = 1ULL << 30, bool side_slot = false)
+      : c(test_config("tiny")) {
     disk_tier_options o;
     o.store.dir = dir;
     o.store.eviction.min_free_bytes = 0;
     o.admission.min_tokens = min_tokens;
     o.assumed_read_bytes_per_s = assumed_read;
     o.stage_bytes = stage_bytes;
-    auto d = std::make_unique<disk_tier>(env, e->layout(), clock, o);
-    scan = d->start();
-    tiers.attach_disk(std::move(d));
+    board_runner_options ro = runner_options(c, side_slot);
+    ro.disk = o;
+    runner = std::make_unique<board_runner>(std::shared_ptr<engine>(make_engine(c).release()), ro);
+    disk = std::make_unique<disk_driver>(env, runner->slot0().layout(), o);
   }
-  disk_tier& disk() { return *tiers.disk(); }
-  // A request; its staged writes are written before it returns (no writer actor here).
-  turn_result serve(const std::vector<token_id>& prompt, int max_tokens = 4,
-                    const std::string& session = "s") {
-    auto r = serve_turn(tiers, *e, prompt, max_tokens, session);
-    disk().run_jobs();
-    return r;
+  disk_service& service() { return *disk->service; }
+  const disk_scan_report& scan() const { return disk->scan; }
+  // A request, its offer asked for while it "waited"; its writes are written before it returns.
+  turn serve(const std::vector<token_id>& prompt, int max_tokens = 4, const std::string& session = "s") {
+    board_job j = job_of(prompt, max_tokens, "r" + std::to_string(++next_id), session);
+    disk->offer_for(j, *runner);
+    const run_result r = run_to_end(*runner, runner->start(j), disk.get());
+    REQUIRE(r.done);
+    turn t;
+    t.source = r.done->source;
+    t.at = static_cast<std::size_t>(r.done->resumed_at);
+    t.prefilled = static_cast<std::size_t>(r.done->prefilled);
+    t.via = r.events.back().cache.via;
+    t.text = r.text;
+    return t;
+  }
+  void clear_device() {
+    runner->clear(cache_tier::resident);
+    runner->clear(cache_tier::store);
   }
 };
 
@@ -57,20 +89,31 @@ struct process {
 void write_head_twice(const std::string& dir, const std::vector<token_id>& head) {
   process p(dir);
   p.serve(head);
-  p.tiers.clear(cache_tier::resident);
-  p.tiers.clear(cache_tier::store);
+  p.clear_device();
   p.serve(head);
-  REQUIRE(p.disk().store().entries() == 1);
+  REQUIRE(p.service().store().entries() == 1);
 }
 
-// What a cold engine emits after `prompt`, greedily.
-std::vector<token_id> cold_output(const model_config& c, const std::vector<token_id>& prompt,
-                                  int max_tokens) {
+// A cold engine after `prompt` and `max_tokens` greedy tokens (the last one pending), and its ids.
+std::unique_ptr<engine> cold_after(const model_config& c, const std::vector<token_id>& prompt, int max_tokens,
+                                   std::vector<token_id>* out = nullptr) {
   auto cold = make_engine(c);
   cold->prefill(prompt);
   generation_request gr;
   gr.max_tokens = max_tokens;
-  return generator(*cold, gr).run();
+  auto ids = generator(*cold, gr).run();
+  if (out) *out = std::move(ids);
+  return cold;
+}
+
+// What a board without caches answers to `prompt`.
+std::string cold_text(const model_config& c, const std::vector<token_id>& prompt, int max_tokens) {
+  board_runner_options o = runner_options(c, false);
+  o.cache.enabled = false;
+  board_runner r(std::shared_ptr<engine>(make_engine(c).release()), o);
+  const run_result res = run_to_end(r, r.start(job_of(prompt, max_tokens, "cold")));
+  REQUIRE(res.done);
+  return res.text;
 }
 
 std::size_t files_with(const std::string& dir, const std::string& ext) {
@@ -89,17 +132,16 @@ TEST_CASE("a prompt seen once writes chunks and no anchor; seen twice, an anchor
   const std::size_t g = static_cast<std::size_t>(p.c.grid);
   const auto prompt = test_tokens(5 * g + 7, 501);
   p.serve(prompt);
-  CHECK(p.disk().store().chunk_count() == 5);
-  CHECK(p.disk().store().entries() == 0);
+  CHECK(p.service().store().chunk_count() == 5);
+  CHECK(p.service().store().entries() == 0);
   CHECK(files_with(dir.str(), ".anc") == 0);
   // The resident prefix would answer the same prompt (nothing forwarded cold, nothing counted):
   // another server, or one whose resident rows were replaced, forwards it cold again.
-  p.tiers.clear(cache_tier::resident);
-  p.tiers.clear(cache_tier::store);
+  p.clear_device();
   const auto second = p.serve(prompt);
-  CHECK(second.offer.source == cache_source::cold);
-  CHECK(p.disk().store().entries() == 1);
-  CHECK(p.disk().store().longest_durable_prefix_tokens() == 5 * g);
+  CHECK(second.source == cache_source::cold);
+  CHECK(p.service().store().entries() == 1);
+  CHECK(p.service().store().longest_durable_prefix_tokens() == 5 * g);
   CHECK(files_with(dir.str(), ".anc") == 1);
   CHECK(files_with(dir.str(), ".chk") == 5);  // shared, not written again
 }
@@ -113,25 +155,24 @@ TEST_CASE("after a restart a prompt resumes from disk and equals a cold prefill 
   write_head_twice(dir.str(), head);
   // A new process: a fresh engine, empty device tiers, the index rebuilt by the scan.
   process q(dir.str());
-  CHECK(q.scan.indexed == 7);  // 6 chunks and the anchor
+  CHECK(q.scan().indexed == 7);  // 6 chunks and the anchor
   auto prompt = head;
   const auto more = test_tokens(2 * g + 3, 503);
   prompt.insert(prompt.end(), more.begin(), more.end());
   const auto r = q.serve(prompt, 8);
-  CHECK(r.offer.source == cache_source::disk);
-  CHECK(r.offer.at == 6 * g);
+  CHECK(r.source == cache_source::disk);
+  CHECK(r.at == 6 * g);
   CHECK(r.prefilled == prompt.size() - 6 * g);
   // The restored prompt is the resident one, with the disk anchor as its anchor.
-  CHECK(q.tiers.resident().anchors().size() >= 1);
-  CHECK(nlohmann::json(q.tiers.stats())["disk"]["hits"] == 1);
+  CHECK(q.runner->tiers().resident().anchors().size() >= 1);
+  CHECK(q.service().stats().hits == 1);
 
-  auto cold = make_engine(c);
-  cold->prefill(prompt);
-  generation_request gr;
-  gr.max_tokens = 8;
-  CHECK(generator(*cold, gr).run() == r.output);
+  CHECK(cold_text(c, prompt, 8) == r.text);
   // The rows and sections after the same tokens (the decoded ones included) are the same bits.
-  require_same_state(state_bytes(q.e->cache_state(), q.e->length()),
+  const auto cold = cold_after(c, prompt, 8);
+  const engine& e = q.runner->slot0();
+  REQUIRE(e.length() == cold->length());
+  require_same_state(state_bytes(e.cache_state(), e.length()),
                      state_bytes(cold->cache_state(), cold->length()), cold->layout());
 }
 
@@ -166,12 +207,12 @@ TEST_CASE("a damaged disk file is never restored: the request falls back and the
   const auto more = test_tokens(g + 1, 505);
   prompt.insert(prompt.end(), more.begin(), more.end());
   const auto r = q.serve(prompt, 4);
-  CHECK(r.offer.source == cache_source::cold);  // the read failed its crc; nothing above the disk: cold
-  CHECK(nlohmann::json(q.tiers.stats())["disk"]["restore_failures"] == 1);
+  CHECK(r.source == cache_source::cold);  // the read failed its crc; nothing above the disk: cold
+  CHECK(q.service().stats().restore_failures == 1);
   CHECK_FALSE(std::filesystem::exists(path));
-  CHECK(q.disk().store().entries() == 0);      // the anchor on the chain went with it
-  CHECK(q.disk().store().chunk_count() >= 1);  // the first chunk is intact and stays
-  CHECK(cold_output(c, prompt, 4) == r.output);
+  CHECK(q.service().store().entries() == 0);      // the anchor on the chain went with it
+  CHECK(q.service().store().chunk_count() >= 1);  // the first chunk is intact and stays
+  CHECK(cold_text(c, prompt, 4) == r.text);
 }
 
 TEST_CASE("the disk is read only when the read costs less than the prefill it saves", "[disk]") {
@@ -183,12 +224,12 @@ TEST_CASE("the disk is read only when the read costs less than the prefill it sa
   // An absurdly slow disk (1 byte/s): once a prefill rate is measured, the read loses.
   process q(dir.str(), 1.0);
   q.serve(test_tokens(3 * g, 507));  // measures the prefill rate
-  REQUIRE(q.disk().prefill_tokens_per_s() > 0);
+  REQUIRE(q.runner->stats().disk_staging->prefill_tokens_per_s > 0);
   auto prompt = head;
   prompt.push_back(7);
   const auto r = q.serve(prompt, 2, "other");
-  CHECK(r.offer.source == cache_source::cold);
-  CHECK(nlohmann::json(q.tiers.stats())["disk"]["declined"] == 1);
+  CHECK(r.source == cache_source::cold);
+  CHECK(q.service().stats().declined == 1);
 }
 
 TEST_CASE("a session resume's prefill writes nothing to disk; a guest neither", "[disk][admission]") {
@@ -196,15 +237,18 @@ TEST_CASE("a session resume's prefill writes nothing to disk; a guest neither", 
   process p(dir.str());
   const std::size_t g = static_cast<std::size_t>(p.c.grid);
   const auto first = test_tokens(3 * g + 2, 508);
-  const auto t1 = p.serve(first, 6);
-  const std::size_t chunks = p.disk().store().chunk_count();
+  p.serve(first, 6);
+  const std::size_t chunks = p.service().store().chunk_count();
   CHECK(chunks == 3);
   // The next turn resumes at the end anchor: its rows above the prompt are session state.
-  const auto second = next_prompt(t1.offer.served, t1.output, 3 * g, 509);
+  std::vector<token_id> answer;
+  cold_after(p.c, first, 6, &answer);
+  const long submitted = p.disk->submissions;
+  const auto second = next_prompt(first, answer, 3 * g, 509);
   const auto t2 = p.serve(second, 4);
-  REQUIRE(t2.offer.source == cache_source::end);
-  CHECK(p.disk().store().chunk_count() == chunks);
-  CHECK(p.disk().running_plan().writes_nothing());
+  REQUIRE(t2.source == cache_source::end);
+  CHECK(p.service().store().chunk_count() == chunks);
+  CHECK(p.disk->submissions == submitted);  // nothing staged at all
 }
 
 TEST_CASE("a full disk below the seam: writes fail softly, answers stay exact, serving goes on", "[disk]") {
@@ -214,24 +258,22 @@ TEST_CASE("a full disk below the seam: writes fail softly, answers stay exact, s
   const auto prompt = test_tokens(4 * g + 9, 510);
   p.env.no_space_after(0);
   const auto first = p.serve(prompt, 6);
-  p.tiers.clear(cache_tier::resident);
-  p.tiers.clear(cache_tier::store);
+  p.clear_device();
   const auto second = p.serve(prompt, 6);
-  const auto d = nlohmann::json(p.tiers.stats())["disk"];
-  CHECK(d["write_failures"].get<long>() >= 2);
-  CHECK(d["entries"] == 0);
-  CHECK(d["chunks"] == 0);
+  const disk_stats d = p.service().stats();
+  CHECK(d.write_failures >= 2);
+  CHECK(d.entries == 0);
+  CHECK(d.chunks == 0);
   CHECK(files_with(dir.str(), ".chk") + files_with(dir.str(), ".anc") + files_with(dir.str(), ".tmp") == 0);
-  const auto expect = cold_output(p.c, prompt, 6);
-  CHECK(first.output == expect);
-  CHECK(second.output == expect);
+  const auto expect = cold_text(p.c, prompt, 6);
+  CHECK(first.text == expect);
+  CHECK(second.text == expect);
   // The disk has room again: the next cold pass writes (the counts survived the failures).
   p.env.heal();
-  p.tiers.clear(cache_tier::resident);
-  p.tiers.clear(cache_tier::store);
+  p.clear_device();
   p.serve(prompt, 6);
-  CHECK(p.disk().store().chunk_count() == 4);
-  CHECK(p.disk().store().entries() == 1);
+  CHECK(p.service().store().chunk_count() == 4);
+  CHECK(p.service().store().entries() == 1);
 }
 
 TEST_CASE("a staging pool too small for the whole prompt still writes the lines that fit", "[disk]") {
@@ -242,9 +284,9 @@ TEST_CASE("a staging pool too small for the whole prompt still writes the lines 
   process p(dir.str(), 1e9, 64, three_lines);
   const auto prompt = test_tokens(6 * g + 1, 511);
   p.serve(prompt);
-  CHECK(p.disk().store().chunk_count() == 3);  // lines 1..3: the chain from the start
-  CHECK(nlohmann::json(p.tiers.stats())["disk"]["stage_refusals"] == 1);
-  CHECK(p.disk().staged_bytes() == 0);
+  CHECK(p.service().store().chunk_count() == 3);  // lines 1..3: the chain from the start
+  CHECK(p.runner->stats().disk_staging->stage_refusals == 1);
+  CHECK(p.runner->stats().disk_staging->staged_bytes == 0);
 }
 
 TEST_CASE("a guest on a side slot restores its head from disk into the side slot only", "[disk][guest]") {
@@ -253,39 +295,29 @@ TEST_CASE("a guest on a side slot restores its head from disk into the side slot
   const std::size_t g = static_cast<std::size_t>(c.grid);
   const auto head = test_tokens(4 * g, 512);
   write_head_twice(dir.str(), head);
-  process q(dir.str());
+  process q(dir.str(), 1e9, 64, 1ULL << 30, true);
   // Slot 0 holds a long conversation; the guest is under a quarter of it.
   const auto resident = test_tokens(24 * g + 3, 513);
   q.serve(resident, 4, "long");
-  const auto rows_before = q.tiers.resident().tokens();
-  const std::size_t chunks_before = q.disk().store().chunk_count();
+  const auto rows_before = q.runner->tiers().resident().tokens();
+  const std::size_t chunks_before = q.service().store().chunk_count();
   auto guest = head;
   const auto more = test_tokens(g / 2, 514);
   guest.insert(guest.end(), more.begin(), more.end());
-  request_info info;
-  info.session_key = "title";
-  info.max_tokens = 4;
-  info.side_slot_free = true;
-  auto o = q.tiers.plan(guest, info);
-  REQUIRE(o.source == cache_source::disk);
-  CHECK(o.via == cache_via::side);
-  CHECK(o.at == 4 * g);
-  auto side = make_engine(c);
-  q.tiers.restore(side->cache_state(), o);
-  REQUIRE(o.source == cache_source::disk);
-  q.tiers.begin(o, side->cache_state());
-  side->prefill(slice(guest, side->length(), guest.size()));
-  q.tiers.after_prefill_step(side->cache_state(), side->where());
-  q.tiers.finish(side->cache_state());
-  q.disk().run_jobs();
-  // The side slot's state is a cold prefill's; slot 0's rows and the disk are as they were.
-  auto cold = make_engine(c);
-  cold->prefill(guest);
-  require_same_state(state_bytes(side->cache_state(), guest.size()),
-                     state_bytes(cold->cache_state(), guest.size()), cold->layout());
-  CHECK(q.tiers.resident().tokens() == rows_before);
-  CHECK(q.disk().store().chunk_count() == chunks_before);
-  CHECK(nlohmann::json(q.tiers.stats())["disk"]["hits"] == 1);
+  const auto t = q.serve(guest, 4, "title");
+  REQUIRE(t.source == cache_source::disk);
+  CHECK(t.via == "side");
+  CHECK(t.at == 4 * g);
+  // The side slot's state is a cold run's; slot 0's rows and the disk are as they were.
+  const engine& side = q.runner->active();
+  REQUIRE(&side != &q.runner->slot0());
+  const auto cold = cold_after(c, guest, 4);
+  REQUIRE(side.length() == cold->length());
+  require_same_state(state_bytes(side.cache_state(), side.length()),
+                     state_bytes(cold->cache_state(), cold->length()), cold->layout());
+  CHECK(q.runner->tiers().resident().tokens() == rows_before);
+  CHECK(q.service().store().chunk_count() == chunks_before);
+  CHECK(q.service().stats().hits == 1);
 }
 
 TEST_CASE("the disk tier answers with its own offer: the line, the bytes to read, the hit", "[disk]") {
@@ -297,17 +329,17 @@ TEST_CASE("the disk tier answers with its own offer: the line, the bytes to read
   process q(dir.str());
   auto prompt = head;
   prompt.push_back(9);
-  const auto o = q.disk().offer(prompt, 0);
+  const auto o = q.service().offer(prompt, 0, 0).offer;
   REQUIRE(o);
   CHECK(o->line > 0);
   CHECK(o->line % g == 0);
   CHECK(o->line <= head.size());
-  CHECK(o->hit.line == o->line);
-  CHECK(o->read_bytes == o->hit.read_bytes);
+  CHECK(o->key == prefix_hash(prompt.data(), o->line));
   CHECK(o->read_bytes > 0);
-  CHECK_FALSE(q.disk().offer(prompt, o->line));  // the tiers above start as late: no offer
+  CHECK_FALSE(q.service().offer(prompt, o->line, 0).offer);  // the tiers above start as late: no offer
   auto fresh = make_engine(c);
-  std::string error;
-  REQUIRE(q.disk().restore(*o, prompt, fresh->cache_state(), error));
-  CHECK(error.empty());
+  auto read = q.service().read(*o, prompt);
+  REQUIRE(read);
+  disk_service::apply(*read, fresh->cache_state());
+  CHECK(fresh->length() == o->line);
 }

@@ -8,6 +8,7 @@
 #include "runtime/disk/disk_store.hpp"
 #include "runtime/io/uring_env.hpp"
 #include "runtime/tiers/board_runner.hpp"
+#include "tests/support/disk_driver.hpp"
 #include "tests/support/engine_fixture.hpp"
 #include "tests/support/fault_env.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -16,49 +17,6 @@ using namespace anchorage;
 using namespace anchorage::testing;
 
 namespace {
-
-board_job job_of(const std::vector<token_id>& prompt, long max_tokens, const std::string& id = "r1") {
-  board_job j;
-  j.id = id;
-  j.route = request_kind::completion;
-  j.session_key = "s";
-  j.prompt.assign(prompt.begin(), prompt.end());
-  j.temperature = 0;
-  j.max_tokens = max_tokens;
-  return j;
-}
-
-struct run_result {
-  std::vector<stream_event> events;
-  std::optional<ledger_entry> done;
-  std::string text;
-  long steps = 0;
-};
-
-// Writes the staged jobs now (the disk writer's part) and hands them back.
-void write_jobs(board_runner& r, file_env& env, board_events& out) {
-  for (auto& job : out.disk_jobs) {
-    job->results = execute_disk_write(env, r.slot0().layout(), job->write, job->plan);
-    r.disk_written(*job);
-  }
-}
-
-// Steps until the request ends (at most `max_steps`), writing the disk jobs as they come.
-run_result run_to_end(board_runner& r, board_events first, file_env* env = nullptr, long max_steps = 100000) {
-  run_result res;
-  board_events out = std::move(first);
-  for (;;) {
-    if (env) write_jobs(r, *env, out);
-    for (auto& ev : out.events) {
-      for (const auto& d : ev.deltas) res.text += d.text;
-      res.events.push_back(std::move(ev));
-    }
-    if (out.done) res.done = out.done;
-    if (!out.step_again || res.steps >= max_steps) return res;
-    ++res.steps;
-    out = r.step();
-  }
-}
 
 board_runner_options small_options() {
   board_runner_options o;
@@ -153,17 +111,20 @@ TEST_CASE("a disk restore that fails falls back to the cold path with the same o
   d.store.eviction.min_free_bytes = 0;
   d.admission.min_tokens = 64;
   o.disk = d;
-  o.disk_env = env;
   const auto head = test_tokens(4 * g, 603);
   {
     // Served twice, the device tiers emptied between: the second pass admits an anchor on disk.
     board_runner w(make_engine(c), o);
-    REQUIRE(w.start_disk());
-    run_to_end(w, w.start(job_of(head, 2, "w1")), env.get());
+    disk_driver wd(*env, w.slot0().layout(), d);
+    board_job j1 = job_of(head, 2, "w1");
+    wd.offer_for(j1, w);
+    run_to_end(w, w.start(j1), &wd);
     w.clear(cache_tier::resident);
     w.clear(cache_tier::store);
-    run_to_end(w, w.start(job_of(head, 2, "w2")), env.get());
-    REQUIRE(w.tiers().disk()->store().entries() >= 1);
+    board_job j2 = job_of(head, 2, "w2");
+    wd.offer_for(j2, w);
+    run_to_end(w, w.start(j2), &wd);
+    REQUIRE(wd.service->store().entries() >= 1);
   }
   auto prompt = head;
   const auto more = test_tokens(g + 1, 604);
@@ -174,14 +135,20 @@ TEST_CASE("a disk restore that fails falls back to the cold path with the same o
   REQUIRE(ref.done);
 
   board_runner r(make_engine(c), o);
-  REQUIRE(r.start_disk());
+  disk_driver rd(*env, r.slot0().layout(), d);
+  board_job j = job_of(prompt, 6);
+  rd.offer_for(j, r);
+  REQUIRE(j.disk);     // the offer made while the request waited
   env->fail_reads(5);  // EIO: every read of the disk tier fails from here
-  const run_result res = run_to_end(r, r.start(job_of(prompt, 6)), env.get());
+  board_events started = r.start(j);
+  CHECK(r.current_phase() == board_runner::phase::restoring);
+  REQUIRE(started.disk_read);
+  const run_result res = run_to_end(r, std::move(started), &rd);
   env->heal();
   REQUIRE(res.done);
   CHECK(res.done->source == cache_source::cold);
   CHECK(res.done->prefilled == static_cast<long>(prompt.size()));
-  CHECK(nlohmann::json(r.tiers().stats())["disk"]["restore_failures"] == 1);
+  CHECK(rd.service->stats().restore_failures == 1);
   CHECK(res.text == ref.text);
   CHECK(res.events.back().output.content == ref.events.back().output.content);
 }
@@ -198,7 +165,6 @@ TEST_CASE("an identical request resumes a cut generation from its checkpoint",
   d.store.eviction.min_free_bytes = 0;
   d.checkpoint_tokens = 8;
   o.disk = d;
-  o.disk_env = std::shared_ptr<file_env>(&env, [](file_env*) {});
   const auto prompt = test_tokens(static_cast<std::size_t>(2 * c.grid), 605);
   const long max_tokens = 40;
 
@@ -209,20 +175,20 @@ TEST_CASE("an identical request resumes a cut generation from its checkpoint",
 
   {
     board_runner a(make_engine(c), o);
-    REQUIRE(a.start_disk());
+    disk_driver ad(env, a.slot0().layout(), d);
     board_events out = a.start(job_of(prompt, max_tokens));
     // Prefill, then decode until two checkpoints were staged and written; then the client goes.
-    run_result part = run_to_end(a, std::move(out), &env, 2 + 20);
+    run_result part = run_to_end(a, std::move(out), &ad, 2 + 20);
     REQUIRE_FALSE(part.done);
     a.cancel("r1");
-    part = run_to_end(a, a.step(), &env);
+    part = run_to_end(a, a.step(), &ad);
     REQUIRE(part.done);
     REQUIRE(part.done->finish_reason == "cancelled");
-    REQUIRE(a.tiers().disk()->store().stats()["checkpoints"].get<std::size_t>() >= 1);
+    REQUIRE(ad.service->stats().checkpoints >= 1);
   }
   board_runner b(make_engine(c), o);  // a restart on the same folder
-  REQUIRE(b.start_disk());
-  const run_result res = run_to_end(b, b.start(job_of(prompt, max_tokens, "again")), &env);
+  disk_driver bd(env, b.slot0().layout(), d);
+  const run_result res = run_to_end(b, b.start(job_of(prompt, max_tokens, "again")), &bd);
   REQUIRE(res.done);
   CHECK(res.done->source == cache_source::checkpoint);
   CHECK(res.done->prefilled == 0);

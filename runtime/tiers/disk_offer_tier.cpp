@@ -1,0 +1,50 @@
+#include "runtime/tiers/disk_offer_tier.hpp"
+
+#include "runtime/disk/disk_service.hpp"
+
+namespace anchorage {
+
+void disk_offer_tier::expect(std::optional<disk_offer> offer, double prefill_tokens_per_s) {
+  forget();
+  offer_ = std::move(offer);
+  prefill_tps_ = prefill_tokens_per_s;
+}
+
+void disk_offer_tier::forget() {
+  offer_.reset();
+  taken_.reset();
+  read_.reset();
+}
+
+std::optional<resume_offer> disk_offer_tier::offer(tier_lookup& l, std::size_t floor) {
+  taken_.reset();
+  if (!offer_ || l.stashed() || offer_->line <= floor || l.prompt->size() < offer_->line) return std::nullopt;
+  // The offer was made against no floor: it must still beat prefilling what the tiers above
+  // leave (an unmeasured rate reads).
+  const double prefill_s =
+      prefill_tps_ > 0 ? static_cast<double>(offer_->line - floor) / prefill_tps_ : 1e300;
+  if (offer_->read_s >= prefill_s) {
+    ++declined_;
+    return std::nullopt;
+  }
+  // A disk restore is a cold grid prefill's state, rows included.
+  resume_offer o;
+  o.source = cache_source::disk;
+  o.at = offer_->line;
+  o.served = *l.prompt;
+  o.exact = true;
+  o.exact_to = offer_->line;
+  o.rows_replaced = true;
+  taken_ = offer_;
+  return o;
+}
+
+bool disk_offer_tier::restore(state_adapter& into, const resume_offer& o) {
+  std::shared_ptr<const verified_read> r = std::move(read_);
+  read_.reset();
+  if (!r || r->line != o.at) return false;  // not read, or the read failed: the tiers above
+  disk_service::apply(*r, into);
+  return true;
+}
+
+}  // namespace anchorage

@@ -1,0 +1,51 @@
+#pragma once
+#include <memory>
+#include <optional>
+
+#include "protocol/disk_types.hpp"
+#include "runtime/tiers/tier.hpp"
+
+namespace anchorage {
+
+struct verified_read;
+
+// The disk tier as the coordinator sees it. The disk is an actor of its own (actors/disk.hpp):
+// its offer for a request is made while the request waits in the queue, and its read is
+// answered with verified bytes. This tier holds both for the running request:
+//   expect(offer, rate) before plan(): it offers offer.line when that starts later than the
+//   tiers above and reading it beats prefilling the tokens it saves at the board's rate;
+//   take_read(read) once the disk answered: restore() applies those bytes, or fails (nothing
+//   read, or the read failed its checks) so the coordinator falls back to the offer above.
+// A guest on slot 0 does not take it (its rows would replace the resident ones); a guest on a
+// side slot does, into the side slot's buffers. Writing is the board's staging's
+// (runtime/disk/disk_staging) and the disk actor's. Name: disk.
+class disk_offer_tier final : public tier {
+ public:
+  void expect(std::optional<disk_offer> offer, double prefill_tokens_per_s);
+  void take_read(std::shared_ptr<const verified_read> read) { read_ = std::move(read); }
+  // The offer plan() took for the running request, if it took the disk's.
+  const std::optional<disk_offer>& taken() const { return taken_; }
+  long declined() const { return declined_; }
+
+  bool serves(cache_source s) const override { return s == cache_source::disk; }
+  std::vector<cache_tier> names() const override { return {cache_tier::disk}; }
+  std::optional<resume_offer> offer(tier_lookup& l, std::size_t floor) override;
+  bool restore(state_adapter& into, const resume_offer& offer) override;
+  void begin(const resume_offer&, const state_adapter&, const tier_lookup&, bool) override { forget(); }
+  void after_prefill_step(const state_adapter&, kernels::backend) override {}
+  void end_generation(const state_adapter&, kernels::backend, end_record) override {}
+  void finish(state_adapter&) override { forget(); }
+  void clear(cache_tier) override { forget(); }
+  void stats(cache_stats&) const override {}
+
+ private:
+  void forget();
+
+  std::optional<disk_offer> offer_;  // the queued request's, until begin()
+  std::optional<disk_offer> taken_;  // what plan() took
+  std::shared_ptr<const verified_read> read_;
+  double prefill_tps_ = 0;
+  long declined_ = 0;
+};
+
+}  // namespace anchorage

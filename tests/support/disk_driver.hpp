@@ -1,0 +1,102 @@
+#pragma once
+// The disk actor and the conductor's offer, synchronous, for tests of the board's work without
+// actors: a disk_service on an env answers a board_runner's disk messages at once (a read, a
+// plan; a submission planned, written through the same env and committed, its staging
+// released), and run_to_end() drives a request from start() to its last event.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/disk/disk_service.hpp"
+#include "runtime/io/clock.hpp"
+#include "runtime/tiers/board_runner.hpp"
+
+namespace anchorage::testing {
+
+struct disk_driver {
+  system_eviction_clock clock;
+  std::unique_ptr<disk_service> service;
+  file_env& env;
+  disk_scan_report scan;
+  long submissions = 0;
+
+  disk_driver(file_env& e, const state_layout& layout, const disk_tier_options& o) : env(e) {
+    service = std::make_unique<disk_service>(env, layout, clock, o);
+    scan = service->start();
+  }
+
+  // The conductor's part: the disk's offer for a job while it waits (at the board's rate).
+  void offer_for(board_job& j, const board_runner& r) const {
+    const std::vector<token_id> prompt(j.prompt.begin(), j.prompt.end());
+    const double rate = r.stats().disk_staging ? r.stats().disk_staging->prefill_tokens_per_s : 0;
+    j.disk = service->offer(prompt, 0, rate).offer;
+  }
+
+  // The submissions and generations in `out`, answered now.
+  void serve_writes(board_runner& r, board_events& out) {
+    for (auto& sub : out.disk_submissions) {
+      ++submissions;
+      const std::uint64_t staged = sub->staged_bytes;
+      disk_write_reply reply;
+      auto job = service->prepare(std::move(*sub), reply);
+      if (job) {
+        job->results = execute_disk_write(env, service->store().layout(), job->write, job->plan);
+        reply = service->commit(*job);
+      }
+      r.disk_released(job ? reply.released_bytes : (reply.released_bytes ? reply.released_bytes : staged));
+    }
+    out.disk_submissions.clear();
+    for (auto k : out.generations_started) service->generation_started(k);
+    for (auto k : out.generations_finished) service->generation_finished(k);
+    out.generations_started.clear();
+    out.generations_finished.clear();
+  }
+};
+
+struct run_result {
+  std::vector<stream_event> events;
+  std::optional<ledger_entry> done;
+  std::string text;
+  long steps = 0;
+};
+
+// Steps until the request ends (at most `max_steps`), the disk's messages answered as they come.
+inline run_result run_to_end(board_runner& r, board_events first, disk_driver* disk = nullptr,
+                             long max_steps = 100000) {
+  run_result res;
+  board_events out = std::move(first);
+  for (;;) {
+    if (disk) disk->serve_writes(r, out);
+    for (auto& ev : out.events) {
+      for (const auto& d : ev.deltas) res.text += d.text;
+      res.events.push_back(std::move(ev));
+    }
+    if (out.done) res.done = out.done;
+    if (disk && out.disk_read) {
+      out = r.restored(disk->service->start_read(*out.disk_read));
+      continue;
+    }
+    if (disk && out.disk_plan) {
+      out = r.planned(disk->service->plan_writes(*out.disk_plan));
+      continue;
+    }
+    if (!out.step_again || res.steps >= max_steps) return res;
+    ++res.steps;
+    out = r.step();
+  }
+}
+
+inline board_job job_of(const std::vector<token_id>& prompt, long max_tokens, const std::string& id = "r1",
+                        const std::string& session = "s") {
+  board_job j;
+  j.id = id;
+  j.route = request_kind::completion;
+  j.session_key = session;
+  j.prompt.assign(prompt.begin(), prompt.end());
+  j.temperature = 0;
+  j.max_tokens = max_tokens;
+  return j;
+}
+
+}  // namespace anchorage::testing
