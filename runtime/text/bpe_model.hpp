@@ -1,0 +1,61 @@
+#pragma once
+// The "model" node of a byte-level BPE tokenizer.json: the vocabulary (token text written in
+// GPT-2's byte-level characters, see byte_unicode.hpp) and the merge list, whose order is the
+// merge rank. Works on bytes: every token is held as the bytes it stands for.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "runtime/core/token.hpp"
+
+namespace anchorage {
+
+class bpe_model {
+ public:
+  // Refuses (std::invalid_argument naming the JSON path) a type other than "BPE", dropout,
+  // byte_fallback, a subword prefix or suffix, a vocabulary entry that is not byte-level text,
+  // a vocabulary without one of the 256 single-byte tokens, a malformed merge, and a merge whose
+  // parts or result are not in the vocabulary.
+  static bpe_model from_json(const nlohmann::json& node);
+
+  bpe_model() = default;
+  bpe_model(bpe_model&&) = default;  // the views in ids_ stay valid: bytes_'s buffer moves whole
+  bpe_model& operator=(bpe_model&&) = default;
+  bpe_model(const bpe_model&) = delete;
+  bpe_model& operator=(const bpe_model&) = delete;
+
+  // Appends the ids of one pre-tokenized word (bytes, not empty): with ignore_merges a word that
+  // is itself in the vocabulary is one id; otherwise the word starts as one token per byte and
+  // the adjacent pair of lowest merge rank is merged, leftmost first, until no pair has a rank.
+  // Thread-safe.
+  void encode_word(std::string_view word, std::vector<token_id>& out) const;
+
+  // One past the largest vocabulary id; ids below it with no entry have empty bytes().
+  token_id size() const { return static_cast<token_id>(bytes_.size()); }
+  bool has(token_id id) const { return id >= 0 && id < size() && defined_[static_cast<std::size_t>(id)]; }
+  const std::string& bytes(token_id id) const { return bytes_[static_cast<std::size_t>(id)]; }
+  std::size_t merge_count() const { return merges_.size(); }
+
+ private:
+  struct merge {
+    std::int32_t rank;
+    token_id result;
+  };
+  static std::uint64_t pair_key(token_id left, token_id right) {
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(left)) << 32) |
+           static_cast<std::uint32_t>(right);
+  }
+
+  std::vector<std::string> bytes_;                      // by id
+  std::vector<bool> defined_;                           // by id
+  std::unordered_map<std::string_view, token_id> ids_;  // views into bytes_, which never moves after load
+  token_id byte_ids_[256] = {};
+  std::unordered_map<std::uint64_t, merge> merges_;
+  bool ignore_merges_ = false;
+};
+
+}  // namespace anchorage
