@@ -150,7 +150,7 @@ bpe_pretokenizer bpe_pretokenizer::from_json(const json& node) {
       result.add_prefix_space_ = flag(*item, "add_prefix_space", true, path);
       flag(*item, "trim_offsets", true, path);  // validated; offsets are not reported
       if (flag(*item, "use_regex", true, path)) {
-        result.steps_.emplace_back(gpt2_split_pattern, split_regex::syntax::regex);
+        result.byte_level_regex_.emplace_back(gpt2_split_pattern, split_regex::syntax::regex);
       }
     } else {
       refuse(path,
@@ -161,23 +161,39 @@ bpe_pretokenizer bpe_pretokenizer::from_json(const json& node) {
   return result;
 }
 
-void bpe_pretokenizer::split(std::string_view text, std::vector<piece>& out) const {
+void bpe_pretokenizer::split(std::string_view text, const std::function<void(std::string_view)>& emit) const {
   for_each_run(
-      text, [&](std::string_view run) { split_valid(run, out); },
-      [&](std::string_view run) {
-        out.push_back({run, add_prefix_space_ && run.front() != ' '});
-      });
+      text, [&](std::string_view run) { split_valid(run, emit); },
+      [&](std::string_view run) { byte_level(run, /*valid_utf8=*/false, emit); });
 }
 
-void bpe_pretokenizer::split_valid(std::string_view text, std::vector<piece>& out) const {
-  thread_local std::vector<std::string_view> current, next;
-  current.assign(1, text);
+void bpe_pretokenizer::split_valid(std::string_view text,
+                                   const std::function<void(std::string_view)>& emit) const {
+  std::vector<std::string_view> current{text}, next;
   for (const split_regex& step : steps_) {
     next.clear();
     for (std::string_view p : current) step.split_isolated(p, next);
     current.swap(next);
   }
-  for (std::string_view p : current) out.push_back({p, add_prefix_space_ && p.front() != ' '});
+  for (std::string_view p : current) byte_level(p, /*valid_utf8=*/true, emit);
+}
+
+void bpe_pretokenizer::byte_level(std::string_view piece, bool valid_utf8,
+                                  const std::function<void(std::string_view)>& emit) const {
+  std::string prefixed;
+  if (add_prefix_space_ && piece.front() != ' ') {
+    prefixed.reserve(piece.size() + 1);
+    prefixed.push_back(' ');
+    prefixed.append(piece);
+    piece = prefixed;
+  }
+  if (byte_level_regex_.empty() || !valid_utf8) {
+    emit(piece);
+    return;
+  }
+  std::vector<std::string_view> parts;
+  byte_level_regex_.front().split_isolated(piece, parts);
+  for (std::string_view p : parts) emit(p);
 }
 
 }  // namespace anchorage

@@ -13,6 +13,7 @@
 // Invalid UTF-8 (the API takes bytes): normalization leaves invalid bytes as they are and
 // normalizes the valid text between them; splitting treats each maximal run of invalid bytes
 // as a piece of its own and splits the valid runs around it as if they were separate texts.
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,23 +41,24 @@ class text_normalizer {
 
 class bpe_pretokenizer {
  public:
-  struct piece {
-    std::string_view text;  // a view into the text given to split()
-    bool prefix_space;      // the piece is to be read with ' ' in front (ByteLevel add_prefix_space)
-  };
-
   static bpe_pretokenizer from_json(const nlohmann::json& node);
 
-  // Appends the pieces of `text` to `out`; their texts concatenate to `text`. Thread-safe.
-  void split(std::string_view text, std::vector<piece>& out) const;
+  // Calls emit(piece) for each pre-token of `text`, in order. Without add_prefix_space the pieces
+  // concatenate to `text`; with it, each piece entering ByteLevel that does not start with ' '
+  // gets one before ByteLevel's own regex splits it (as in the HF tokenizers library). A piece is
+  // valid only during its call. Thread-safe.
+  void split(std::string_view text, const std::function<void(std::string_view)>& emit) const;
 
   const std::vector<split_regex>& steps() const { return steps_; }
   bool add_prefix_space() const { return add_prefix_space_; }
 
  private:
-  void split_valid(std::string_view text, std::vector<piece>& out) const;
+  void split_valid(std::string_view text, const std::function<void(std::string_view)>& emit) const;
+  void byte_level(std::string_view piece, bool valid_utf8,
+                  const std::function<void(std::string_view)>& emit) const;
 
-  std::vector<split_regex> steps_;
+  std::vector<split_regex> steps_;             // the Split pre-tokenizers, in order
+  std::vector<split_regex> byte_level_regex_;  // GPT-2's pattern when ByteLevel's use_regex (0 or 1)
   bool add_prefix_space_ = false;
 };
 

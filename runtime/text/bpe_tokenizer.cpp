@@ -118,23 +118,14 @@ void bpe_tokenizer::encode_text(std::string_view text, added_token_matching matc
   } else if (!normalized.empty()) {
     segments.push_back({normalized, nullptr});
   }
-  thread_local std::vector<bpe_pretokenizer::piece> pieces;
-  thread_local std::string word;
+  const std::function<void(std::string_view)> encode_piece = [&](std::string_view piece) {
+    t_->model.encode_word(piece, out);
+  };
   for (const auto& s : segments) {
     if (s.token != nullptr) {
       out.push_back(s.token->id);
-      continue;
-    }
-    pieces.clear();
-    t_->pretokenizer.split(s.text, pieces);
-    for (const auto& p : pieces) {
-      if (!p.prefix_space) {
-        t_->model.encode_word(p.text, out);
-        continue;
-      }
-      word.assign(1, ' ');
-      word.append(p.text);
-      t_->model.encode_word(word, out);
+    } else {
+      t_->pretokenizer.split(s.text, encode_piece);
     }
   }
 }

