@@ -101,7 +101,8 @@ bpe_model bpe_model::from_json(const json& node) {
 
   const json& merges = member(node, "merges", root);
   if (!merges.is_array()) refuse(root + ".merges", "expected an array");
-  m.merges_.reserve(merges.size());
+  std::unordered_map<std::uint64_t, merge> by_pair;
+  by_pair.reserve(merges.size());
   for (std::size_t i = 0; i < merges.size(); ++i) {
     const std::string path = root + ".merges[" + std::to_string(i) + "]";
     const auto [left_text, right_text] = merge_parts(merges[i], path);
@@ -112,10 +113,27 @@ bpe_model bpe_model::from_json(const json& node) {
              "merge \"" + left_text + " " + right_text + "\" uses or makes a token not in the vocabulary");
     }
     // A repeated merge takes its last rank, as in the HF tokenizers library and transformers.js.
-    m.merges_.insert_or_assign(pair_key(l->second, r->second),
-                               merge{static_cast<std::int32_t>(i), result->second});
+    by_pair.insert_or_assign(pair_key(l->second, r->second),
+                             merge{static_cast<std::int32_t>(i), result->second});
   }
+  m.build_merge_table(by_pair);
   return m;
+}
+
+void bpe_model::build_merge_table(const std::unordered_map<std::uint64_t, merge>& merges) {
+  std::size_t size = 2;
+  merge_shift_ = 63;
+  while (size < merges.size() * 2) {
+    size *= 2;
+    --merge_shift_;
+  }
+  merge_table_.assign(size, merge_slot{});
+  for (const auto& [key, value] : merges) {
+    std::size_t i = (key * 0x9E3779B97F4A7C15ull) >> merge_shift_;
+    while (merge_table_[i].key != empty_key) i = (i + 1) & (size - 1);
+    merge_table_[i] = {key, value};
+  }
+  merge_count_ = merges.size();
 }
 
 void bpe_model::encode_word(std::string_view word, std::vector<token_id>& out) const {
@@ -150,9 +168,9 @@ void bpe_model::encode_word(std::string_view word, std::vector<token_id>& out) c
     const std::int32_t right = next[static_cast<std::size_t>(pos)];
     if (right < 0) return;
     const token_id a = symbol[static_cast<std::size_t>(pos)], b = symbol[static_cast<std::size_t>(right)];
-    const auto it = merges_.find(pair_key(a, b));
-    if (it == merges_.end()) return;
-    heap.push_back({it->second.rank, pos, a, b, it->second.result});
+    const merge* found = find_merge(pair_key(a, b));
+    if (found == nullptr) return;
+    heap.push_back({found->rank, pos, a, b, found->result});
     std::push_heap(heap.begin(), heap.end(), std::greater<>());
   };
   for (std::int32_t i = 0; i < n; ++i) {

@@ -121,8 +121,10 @@ TEST_CASE("utf8_stream: any split of a byte string streams to utf8_lossy of the 
   for (std::size_t a = 0; a <= text.size(); ++a) {
     for (std::size_t b = a; b <= text.size(); ++b) {
       utf8_stream s;
-      const std::string out =
-          s.push(text.substr(0, a)) + s.push(text.substr(a, b - a)) + s.push(text.substr(b)) + s.flush();
+      std::string out = s.push(text.substr(0, a));  // one statement per call: the order matters
+      out += s.push(text.substr(a, b - a));
+      out += s.push(text.substr(b));
+      out += s.flush();
       INFO("split at " << a << " and " << b);
       REQUIRE(out == whole);
     }
