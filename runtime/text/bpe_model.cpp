@@ -1,6 +1,7 @@
 #include "runtime/text/bpe_model.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -64,7 +65,9 @@ bpe_model bpe_model::from_json(const json& node) {
   for (const char* key : {"dropout", "byte_fallback", "continuing_subword_prefix", "end_of_word_suffix"}) {
     if (!is_unset(node, key)) refuse(root + "." + key, "is not supported (must be null, false or empty)");
   }
+  static std::atomic<std::uint64_t> instances{0};
   bpe_model m;
+  m.instance_ = ++instances;
   m.ignore_merges_ = node.value("ignore_merges", false);
 
   const json& vocab = member(node, "vocab", root);
@@ -148,6 +151,32 @@ void bpe_model::encode_word(std::string_view word, std::vector<token_id>& out) c
       return;
     }
   }
+  constexpr std::size_t cached_word_bytes = 64, cache_entries = 1 << 15;
+  if (word.size() > cached_word_bytes) {
+    merge_word(word, out);
+    return;
+  }
+  struct word_cache {
+    std::uint64_t owner = 0;
+    std::unordered_map<std::string, std::vector<token_id>> ids;
+    std::string key;
+  };
+  thread_local word_cache cache;
+  if (cache.owner != instance_ || cache.ids.size() >= cache_entries) {
+    cache.ids.clear();
+    cache.owner = instance_;
+  }
+  cache.key.assign(word);
+  auto it = cache.ids.find(cache.key);
+  if (it == cache.ids.end()) {
+    std::vector<token_id> ids;
+    merge_word(word, ids);
+    it = cache.ids.emplace(cache.key, std::move(ids)).first;
+  }
+  out.insert(out.end(), it->second.begin(), it->second.end());
+}
+
+void bpe_model::merge_word(std::string_view word, std::vector<token_id>& out) const {
   // Symbols form a linked list over the word's bytes; a candidate merge is (rank, position) in a
   // min-heap and is checked on the way out, since earlier merges may have consumed its symbols.
   struct candidate {

@@ -31,7 +31,8 @@ class bpe_model {
   // Appends the ids of one pre-tokenized word (bytes, not empty): with ignore_merges a word that
   // is itself in the vocabulary is one id; otherwise the word starts as one token per byte and
   // the adjacent pair of lowest merge rank is merged, leftmost first, until no pair has a rank.
-  // Thread-safe.
+  // Thread-safe: results for short words are kept in a per-thread cache (cleared when full, or
+  // when the thread moves on to another bpe_model).
   void encode_word(std::string_view word, std::vector<token_id>& out) const;
 
   // One past the largest vocabulary id; ids below it with no entry have empty bytes().
@@ -69,11 +70,13 @@ class bpe_model {
       if (slot.key == empty_key) return nullptr;
     }
   }
+  void merge_word(std::string_view word, std::vector<token_id>& out) const;
   void build_merge_table(const std::unordered_map<std::uint64_t, merge>& merges);
   std::vector<merge_slot> merge_table_;
   unsigned merge_shift_ = 63;
   std::size_t merge_count_ = 0;
   bool ignore_merges_ = false;
+  std::uint64_t instance_ = 0;  // tells the per-thread word caches of different models apart
 };
 
 }  // namespace anchorage

@@ -75,10 +75,28 @@ split_regex read_split(const json& node, const std::string& path) {
   refuse(path + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}");
 }
 
+// True when every code point of `valid` is NFC_Quick_Check=Yes with combining class 0 and never
+// composes with a neighbour: below U+0300 (before the first combining mark), kana other than the
+// combining voicing marks U+3099/U+309A, CJK unified ideographs and precomposed Hangul. Such text
+// is its own NFC, so utf8proc is skipped.
+bool nfc_stable_fast(std::string_view valid) {
+  for (std::size_t pos = 0; pos < valid.size();) {
+    if (static_cast<unsigned char>(valid[pos]) < 0x80) {
+      ++pos;
+      continue;
+    }
+    const utf8_sequence seq = next_utf8_sequence(valid, pos);
+    const char32_t c = seq.code_point;
+    const bool stable = c < 0x300 || (c >= 0x3041 && c <= 0x3096) || (c >= 0x30A1 && c <= 0x30FA) ||
+                        (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0xAC00 && c <= 0xD7A3);
+    if (!stable) return false;
+    pos += seq.length;
+  }
+  return true;
+}
+
 void append_nfc(std::string& out, std::string_view valid) {
-  bool ascii = true;
-  for (char c : valid) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
-  if (ascii) {
+  if (nfc_stable_fast(valid)) {
     out.append(valid);
     return;
   }
