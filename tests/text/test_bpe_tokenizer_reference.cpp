@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -191,4 +192,49 @@ TEST_CASE("Qwen3 tokenizer.json: encode throughput on ~100 kB of mixed text", "[
             << ",\"warm_tokens_per_s\":" << static_cast<double>(tokens) / seconds << "}\n";
   CHECK(tokens == cold_tokens * rounds);
   CHECK(tokens > 0);
+}
+
+TEST_CASE("Qwen3 tokenizer.json: chat-template tokens encode to the ids of the file's added_tokens",
+          "[bpe][reference]") {
+  if (!std::filesystem::exists(qwen3_json)) {
+    WARN("skipped: " << qwen3_json << " is missing");
+    return;
+  }
+  const auto tok = bpe_tokenizer::from_file(qwen3_json);
+  std::ifstream in(qwen3_json);
+  const auto file = nlohmann::json::parse(in);
+  std::map<std::string, token_id> ids;
+  for (const auto& a : file.at("added_tokens")) {
+    const auto content = a.at("content").get<std::string>();
+    const auto id = a.at("id").get<token_id>();
+    ids[content] = id;
+    INFO(content);
+    CHECK(tok.encode(content, true) == std::vector<token_id>{id});
+    CHECK(tok.special_id(content) == id);
+    CHECK(tok.is_special(id) == a.at("special").get<bool>());
+    CHECK(tok.token_bytes(id) == content);
+    CHECK(tok.encode(content, false).size() > 1);
+  }
+  REQUIRE(ids.size() == 26);
+  CHECK(tok.vocab_size() == ids.at("</think>") + 1);
+  CHECK_FALSE(tok.is_defined(tok.vocab_size()));  // e.g. the embedding's padding up to 151,936
+
+  const std::string prompt =
+      "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nCall f(x).<|im_end|>\n"
+      "<|im_start|>assistant\n<think>\n\n</think>\n\n<tool_call>\n{\"name\": \"f\"}\n</tool_call><|im_end|>";
+  const auto encoded = tok.encode(prompt, true);
+  std::vector<token_id> specials;
+  for (token_id id : encoded) {
+    if (id >= ids.at("<|endoftext|>")) specials.push_back(id);
+  }
+  CHECK(specials == std::vector<token_id>{
+                        ids.at("<|im_start|>"), ids.at("<|im_end|>"), ids.at("<|im_start|>"),
+                        ids.at("<|im_end|>"), ids.at("<|im_start|>"), ids.at("<think>"), ids.at("</think>"),
+                        ids.at("<tool_call>"), ids.at("</tool_call>"), ids.at("<|im_end|>")});
+  CHECK(tok.decode(encoded) == prompt);
+  // The text between them is ordinary text: the role right after <|im_start|> is one token.
+  const auto system = tok.encode("system", false);
+  REQUIRE(system.size() == 1);
+  CHECK(encoded[1] == system[0]);
+  for (token_id id : tok.encode(prompt, false)) CHECK(id < ids.at("<|endoftext|>"));
 }
