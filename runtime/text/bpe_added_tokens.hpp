@@ -32,7 +32,7 @@ enum class added_token_matching {
   none,         // none: their text is tokenized like any other text
   non_special,  // only those with special=false (HF's split_special_tokens=True; llama.cpp's
                 // parse_special=false, which still matches user-defined tokens)
-  all,          // all of them (HF's and transformers.js's default)
+  all,          // all of them (HF's default; transformers.js, the reference, has no other mode)
 };
 
 class added_token_set {

@@ -9,10 +9,11 @@
 //
 // Any byte string can be encoded: invalid UTF-8 never reaches the regex or the normalizer, each
 // run of invalid bytes is a pre-token of its own, BPE-merged at byte level (bpe_pretokenizer.hpp).
-// decode(encode(s)) == s whenever s is NFC-stable (always for ASCII and for NFC text).
+// decode(encode(s)) == s whenever s is its own NFC (always for ASCII) and the file's ByteLevel has
+// no add_prefix_space (Qwen's has none; with it, each section gains a leading ' ').
 //
 // Immutable after from_file(); copies share the loaded tables; every const member is
-// thread-safe.
+// thread-safe. encode() keeps a per-thread cache of word merges (up to 32k words of <= 64 bytes).
 #include <cstddef>
 #include <memory>
 #include <optional>

@@ -3,8 +3,8 @@
 // used the way a Hugging Face `Split` pre-tokenizer with behavior "Isolated" uses it: the text is
 // cut into the matches and the gaps between them, in order, none empty.
 //
-// UCP mode gives \d \s \w and the POSIX classes their Unicode meaning, so \s is the Z categories
-// plus \t \n \v \f \r (this differs from Oniguruma and JavaScript only on U+0085 and U+FEFF).
+// UCP mode gives \d \s \w and the POSIX classes their Unicode meaning: \s is Unicode white space,
+// U+0085 included and U+FEFF not (JavaScript's \s, in transformers.js, is the other way round).
 #include <memory>
 #include <string>
 #include <string_view>

@@ -4,10 +4,10 @@
 // runs, digit runs, punctuation clusters and contractions, mixed. Same seed, same strings, on
 // every platform (splitmix64 and no <random> distributions).
 //
-// Left out on purpose (known, documented divergences between the implementations compared):
-// U+0085 and U+FEFF (\s differs between PCRE2, Oniguruma and JavaScript), U+017F and U+212A
-// after an apostrophe ((?i:'s) folds them in PCRE2, not in transformers.js's rewrite), and code
-// points assigned after Unicode 13 (utf8proc 2.6's tables).
+// Left out on purpose (known divergences between the implementations compared): U+0085 and
+// U+FEFF, on which \s differs (PCRE2 with UCP, like Unicode's White_Space, takes U+0085 as white
+// space and U+FEFF not; transformers.js the reverse), and code points assigned after Unicode 13
+// (utf8proc 2.6's tables).
 #include <cstdint>
 #include <string>
 #include <vector>

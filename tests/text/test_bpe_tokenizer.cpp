@@ -161,6 +161,14 @@ TEST_CASE("bpe: the Qwen3.5 pattern keeps combining marks in the letter run, the
   CHECK_NOTHROW(load("tiny_qwen35.json"));
 }
 
+TEST_CASE("bpe: \\s in UCP mode is Unicode white space: U+0085 and U+2003 are, U+FEFF is not", "[bpe]") {
+  // The one place PCRE2 departs from transformers.js (whose \s has U+FEFF and lacks U+0085).
+  const split_regex spaces("\\s+", split_regex::syntax::regex);
+  std::vector<std::string_view> out;
+  spaces.split_isolated("x\xC2\x85\xE2\x80\x83y\xEF\xBB\xBFz", out);
+  CHECK(out == std::vector<std::string_view>{"x", "\xC2\x85\xE2\x80\x83", "y\xEF\xBB\xBFz"});
+}
+
 TEST_CASE("bpe: ids, specials and bytes", "[bpe]") {
   const auto tok = load("tiny_qwen3.json");
   CHECK(tok.vocab_size() == 305);  // 0..266 merges, a hole, 300..304 added
