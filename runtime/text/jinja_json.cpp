@@ -20,13 +20,27 @@ void append_string(std::string& out, const std::string& s) {
   for (const char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           out += "\\u00";
@@ -81,12 +95,24 @@ std::string python_float_repr(double x) {
 
 void append_value(std::string& out, const json& v) {
   switch (v.type()) {
-    case json::value_t::null: out += "null"; break;
-    case json::value_t::boolean: out += v.get<bool>() ? "true" : "false"; break;
-    case json::value_t::number_integer: out += std::to_string(v.get<std::int64_t>()); break;
-    case json::value_t::number_unsigned: out += std::to_string(v.get<std::uint64_t>()); break;
-    case json::value_t::number_float: out += python_float_repr(v.get<double>()); break;
-    case json::value_t::string: append_string(out, v.get_ref<const std::string&>()); break;
+    case json::value_t::null:
+      out += "null";
+      break;
+    case json::value_t::boolean:
+      out += v.get<bool>() ? "true" : "false";
+      break;
+    case json::value_t::number_integer:
+      out += std::to_string(v.get<std::int64_t>());
+      break;
+    case json::value_t::number_unsigned:
+      out += std::to_string(v.get<std::uint64_t>());
+      break;
+    case json::value_t::number_float:
+      out += python_float_repr(v.get<double>());
+      break;
+    case json::value_t::string:
+      append_string(out, v.get_ref<const std::string&>());
+      break;
     case json::value_t::array: {
       out += '[';
       bool first = true;
@@ -111,7 +137,8 @@ void append_value(std::string& out, const json& v) {
       out += '}';
       break;
     }
-    default: throw template_error("a value tojson cannot write (binary or discarded)");
+    default:
+      throw template_error("a value tojson cannot write (binary or discarded)");
   }
 }
 
@@ -129,7 +156,8 @@ std::pair<char32_t, std::size_t> decode_at(std::string_view s, std::size_t i) {
 
 bool python_isspace(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+         c == 0x3000;
 }
 
 }  // namespace
@@ -142,13 +170,19 @@ std::string python_json_dumps(const json& value) {
 
 std::string python_str(const json& value) {
   switch (value.type()) {
-    case json::value_t::null: return "None";
-    case json::value_t::boolean: return value.get<bool>() ? "True" : "False";
-    case json::value_t::string: return value.get<std::string>();
+    case json::value_t::null:
+      return "None";
+    case json::value_t::boolean:
+      return value.get<bool>() ? "True" : "False";
+    case json::value_t::string:
+      return value.get<std::string>();
     case json::value_t::number_integer:
     case json::value_t::number_unsigned:
-    case json::value_t::number_float: return python_json_dumps(value);
-    default: throw template_error("the template would print a " + std::string(value.type_name()) + " as Python repr");
+    case json::value_t::number_float:
+      return python_json_dumps(value);
+    default:
+      throw template_error("the template would print a " + std::string(value.type_name()) +
+                           " as Python repr");
   }
 }
 
@@ -163,7 +197,8 @@ std::string_view python_strip(std::string_view s) {
   // Walk back to the start of the last code point: continuation bytes are 10xxxxxx.
   while (!s.empty()) {
     std::size_t start = s.size() - 1;
-    while (start > 0 && s.size() - start < 4 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+    while (start > 0 && s.size() - start < 4 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80)
+      --start;
     const auto [cp, n] = decode_at(s, start);
     if (start + n != s.size() || !python_isspace(cp)) break;
     s.remove_suffix(n);

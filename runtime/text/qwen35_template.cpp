@@ -43,15 +43,17 @@ class content_renderer {
     std::string out;
     for (const json& item : *content) {
       if (!item.is_object()) throw template_error("a content part that is not an object");
-      const bool image = item.contains("image") || item.contains("image_url") || field_equals(item, "type", "image");
+      const bool image =
+          item.contains("image") || item.contains("image_url") || field_equals(item, "type", "image");
       const bool video = !image && (item.contains("video") || field_equals(item, "type", "video"));
       if (image || video) {
         if (is_system_content) {
-          throw template_error(image ? "System message cannot contain images." : "System message cannot contain videos.");
+          throw template_error(image ? "System message cannot contain images."
+                                     : "System message cannot contain videos.");
         }
         long& count = image ? images_ : videos_;
         if (do_vision_count) ++count;
-        if (add_vision_id) out += (image ? "Picture " : "Video ") + std::to_string(count) + ": ";
+        if (add_vision_id_) out += (image ? "Picture " : "Video ") + std::to_string(count) + ": ";
         out += image ? image_placeholder : video_placeholder;
       } else if (item.contains("text")) {
         out += python_str(item["text"]);

@@ -72,7 +72,8 @@ std::optional<parsed_tool_call> parse_call(std::string_view body, const json& to
   const json* properties = tool_properties(tools, call.name);
   std::string_view rest = body.substr(name_end + 1);
   rest = rest.substr(0, rest.find(function_close));
-  for (std::size_t p = rest.find(parameter_open); p != std::string_view::npos; p = rest.find(parameter_open)) {
+  for (std::size_t p = rest.find(parameter_open); p != std::string_view::npos;
+       p = rest.find(parameter_open)) {
     const std::size_t key_end = rest.find('>', p);
     if (key_end == std::string_view::npos) break;
     const std::string key(rest.substr(p + parameter_open.size(), key_end - p - parameter_open.size()));
@@ -115,7 +116,8 @@ qwen35_parsed_output parse_qwen35_output(std::string_view text, const json& tool
     text.remove_prefix(open);
     const std::size_t close = text.find(call_close);
     std::optional<parsed_tool_call> call;
-    if (close != std::string_view::npos) call = parse_call(text.substr(call_open.size(), close - call_open.size()), tools);
+    if (close != std::string_view::npos)
+      call = parse_call(text.substr(call_open.size(), close - call_open.size()), tools);
     if (!call) {  // kept as text: a truncated call takes the rest, a malformed one itself
       out.malformed_call = true;
       const std::size_t end = close == std::string_view::npos ? text.size() : close + call_close.size();

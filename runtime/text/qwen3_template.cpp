@@ -116,7 +116,8 @@ std::string render_qwen3(const json& messages, const chat_render_options& option
     const json& message = messages[i];
     const bool last = i + 1 == messages.size();
     if (field_equals(message, "role", "user") || (field_equals(message, "role", "system") && i != 0)) {
-      out += "<|im_start|>" + message["role"].get<std::string>() + "\n" + string_content(message) + "<|im_end|>\n";
+      out += "<|im_start|>" + message["role"].get<std::string>() + "\n" + string_content(message) +
+             "<|im_end|>\n";
     } else if (field_equals(message, "role", "assistant")) {
       render_assistant(out, message, i > last_query, last);
     } else if (field_equals(message, "role", "tool")) {

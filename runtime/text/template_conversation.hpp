@@ -32,7 +32,7 @@ struct chat_render_options {
   // chat_template_kwargs.enable_thinking; unset leaves it undefined in the template, which both
   // Qwen templates treat like true.
   std::optional<bool> enable_thinking;
-  bool add_vision_id = false;  // Qwen3.5: "Picture N: " before each image placeholder
+  bool add_vision_id = false;    // Qwen3.5: "Picture N: " before each image placeholder
   nlohmann::ordered_json tools;  // null, or the request's array of OpenAI tool definitions
 };
 
