@@ -267,18 +267,24 @@ template_kind recognize_template(std::string_view jinja_source) {
 
 std::string_view template_source(template_kind kind) {
   switch (kind) {
-    case template_kind::qwen35: return qwen35_source;
-    case template_kind::qwen3: return qwen3_source;
-    case template_kind::unknown: break;
+    case template_kind::qwen35:
+      return qwen35_source;
+    case template_kind::qwen3:
+      return qwen3_source;
+    case template_kind::unknown:
+      break;
   }
   return {};
 }
 
 std::string_view template_kind_name(template_kind kind) {
   switch (kind) {
-    case template_kind::qwen35: return "qwen3.5";
-    case template_kind::qwen3: return "qwen3";
-    case template_kind::unknown: break;
+    case template_kind::qwen35:
+      return "qwen3.5";
+    case template_kind::qwen3:
+      return "qwen3";
+    case template_kind::unknown:
+      break;
   }
   return "unknown";
 }
