@@ -125,3 +125,23 @@ TEST_CASE("Python formatting: json.dumps floats and separators, str.strip's Unic
   CHECK(python_strip("\u3000\u00a0 x y\u2029\x1c") == "x y");
   CHECK(python_strip("\u200b x") == "\u200b x");  // ZERO WIDTH SPACE is not whitespace to Python
 }
+
+TEST_CASE("template_messages: protocol messages render, arguments text parsed in order", "[template]") {
+  chat_message user;
+  user.role = "user";
+  user.content = "Weather?";
+  chat_message assistant;
+  assistant.role = "assistant";
+  assistant.reasoning_content = "Need the tool.";
+  assistant.tool_calls.push_back({"call_1", "get_weather", R"({"unit":"c","city":"Oslo","days":2})"});
+  chat_message result;
+  result.role = "tool";
+  result.content = "cold";
+  const std::string out = render_qwen35(template_messages({user, assistant, result}), no_prompt());
+  CHECK(out ==
+        "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n<think>\nNeed the tool.\n</think>\n\n"
+        "<tool_call>\n<function=get_weather>\n<parameter=unit>\nc\n</parameter>\n<parameter=city>\nOslo\n"
+        "</parameter>\n<parameter=days>\n2\n</parameter>\n</function>\n</"
+        "tool_call><|im_end|>\n<|im_start|>user\n"
+        "<tool_response>\ncold\n</tool_response><|im_end|>\n");
+}
