@@ -343,3 +343,26 @@ TEST_CASE("the disk tier answers with its own offer: the line, the bytes to read
   disk_service::apply(*read, fresh->cache_state());
   CHECK(fresh->length() == o->line);
 }
+
+TEST_CASE("a disk offer made while the request waited, the disk cleared before its read: cold, never wrong",
+          "[disk]") {
+  temp_dir dir("anchorage-disk-tier");
+  const model_config c = test_config("tiny");
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  const auto head = test_tokens(4 * g, 515);
+  write_head_twice(dir.str(), head);
+  process q(dir.str());
+  auto prompt = head;
+  const auto more = test_tokens(g + 3, 516);
+  prompt.insert(prompt.end(), more.begin(), more.end());
+  board_job j = job_of(prompt, 6, "late");
+  q.disk->offer_for(j, *q.runner);
+  REQUIRE(j.disk);
+  q.service().clear();  // between the offer and the read
+  const run_result r = run_to_end(*q.runner, q.runner->start(j), q.disk.get());
+  REQUIRE(r.done);
+  CHECK(r.done->source == cache_source::cold);
+  CHECK(r.done->prefilled == static_cast<long>(prompt.size()));
+  CHECK(q.service().stats().restore_failures == 1);
+  CHECK(r.text == cold_text(c, prompt, 6));
+}
