@@ -176,8 +176,8 @@ model_config qwen35_config_from_json(const json& j, const std::string& source) {
   const int mtp_layers = r.integer("mtp_num_hidden_layers", 0);
   if (mtp_layers > 1)
     log_warn() << source << ": mtp_num_hidden_layers is " << mtp_layers
-               << ", the engine runs one draft layer: loading without MTP";
-  c.mtp = mtp_layers == 1;
+               << "; the engine runs one draft layer, mtp.layers.0";
+  c.mtp = mtp_layers >= 1;
 
   c.gdn_chunk = qwen35_default_gdn_chunk;
   c.ctx_size = qwen35_default_ctx;

@@ -25,8 +25,9 @@ inline constexpr int qwen35_default_ctx = 32768;     // --ctx-size, capped at ma
 //   linear_value_head_dim / linear_conv_kernel_dim (default 4) -> gdn_hk / gdn_hv / gdn_dk /
 //   gdn_dv / conv_kernel, rope_parameters.rope_theta (or a flat rope_theta) -> rope_base,
 //   head_dim * partial_rotary_factor (default 0.25) -> rope_dims, tie_word_embeddings (top
-//   level, else text_config, default false), mtp_num_hidden_layers == 1 -> mtp (the loader turns
-//   it off when the weights lack mtp.*), max_position_embeddings caps ctx_size.
+//   level, else text_config, default false), mtp_num_hidden_layers >= 1 -> mtp (one draft layer,
+//   mtp.layers.0) (the loader turns it off when the weights lack mtp.*), max_position_embeddings caps
+//   ctx_size.
 //
 // Throws model_load_error naming the file and the key for a missing or mistyped key, another
 // model_type, and what the engine cannot run: mixture-of-experts keys (num_experts), an

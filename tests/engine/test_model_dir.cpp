@@ -204,3 +204,19 @@ TEST_CASE("load_model reads a directory as a checkpoint", "[model_dir]") {
   write_checkpoint(dir.str(), c, rounded);
   check_bit_equal(load_model(dir.str()).weights, rounded);
 }
+
+TEST_CASE("A_log and dt_bias stored as F32 in a BF16 checkpoint keep their float values", "[model_dir]") {
+  const model_config c = preset_config("qwen35-tiny");
+  const tensor_map w = random_weights(c, 13);
+  checkpoint_options o;
+  o.f32_ssm_params = true;
+  temp_dir dir("model-dir");
+  write_checkpoint(dir.str(), c, w, o);
+  const loaded_model m = load_model_dir(dir.str());
+  tensor_map want = round_to(w, safetensors_dtype::bf16);
+  for (auto& [name, t] : want)
+    if (name.find("A_log") != std::string::npos || name.find("dt_bias") != std::string::npos) t = w.at(name);
+  check_bit_equal(m.weights, want);
+  CHECK(m.weights.at("model.layers.0.linear_attn.A_log").data !=
+        round_to(w, safetensors_dtype::bf16).at("model.layers.0.linear_attn.A_log").data);
+}

@@ -182,3 +182,11 @@ TEST_CASE("tie_word_embeddings is read at the top level of a nested config", "[m
   j["text_config"]["tie_word_embeddings"] = true;
   CHECK(qwen35_config_from_json(j, "x").tied_embeddings);
 }
+
+TEST_CASE("mtp_num_hidden_layers of 1 or more turns the draft layer on", "[model_dir]") {
+  json j = qwen35_config_json(preset_config("qwen35-tiny"));
+  for (const int layers : {0, 1, 2}) {
+    j["text_config"]["mtp_num_hidden_layers"] = layers;
+    CHECK(qwen35_config_from_json(j, "x").mtp == (layers >= 1));
+  }
+}

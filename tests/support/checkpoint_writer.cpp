@@ -14,6 +14,9 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+bool ends_with(const std::string& s, const std::string& p) {
+  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
 
 void write_text(const fs::path& p, const std::string& text) {
   std::ofstream out(p, std::ios::binary);
@@ -122,6 +125,10 @@ void write_checkpoint(const std::string& dir, const model_config& c, const tenso
   }
   safetensors_write_options options;
   options.dtype = o.dtype;
+  if (o.f32_ssm_params)
+    for (const auto& [name, t] : stored)
+      if (ends_with(name, "A_log") || ends_with(name, "dt_bias"))
+        options.per_tensor[name] = safetensors_dtype::f32;
   if (o.shards == 0) {
     save_safetensors((fs::path(dir) / "model.safetensors").string(), stored, {{"format", "pt"}}, options);
   } else {

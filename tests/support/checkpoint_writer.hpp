@@ -19,6 +19,7 @@ struct checkpoint_options {
   bool multimodal = true;  // Qwen3_5ForConditionalGeneration, keys under text_config; else flat
   int shards = 3;          // 0: one model.safetensors without an index
   safetensors_dtype dtype = safetensors_dtype::bf16;
+  bool f32_ssm_params = false;      // A_log and dt_bias as F32 (as some official checkpoints store them)
   bool visual = true;               // add model.visual.* tensors (the loader must ignore them)
   int max_position = 262144;        // max_position_embeddings
   bool tokenizer_files = false;     // tokenizer.json, tokenizer_config.json (with a chat_template)
