@@ -217,6 +217,8 @@ loaded_model load_model_dir(const std::string& path) {
   loaded_model m;
   m.source = path;
   m.config = qwen35_config_from_json(read_json_file(config_path), config_path.string());
+  // The model's name where a preset's would be: the directory's ("Qwen3.5-0.8B").
+  m.config.preset = (dir.filename().empty() ? dir.parent_path() : dir).filename().string();
   checkpoint_files files = find_tensors(dir);
   settle_mtp(m.config, files, path);
   if (m.config.tied_embeddings && files.tensors.count("lm_head.weight") != 0)

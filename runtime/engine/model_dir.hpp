@@ -11,9 +11,9 @@
 
 namespace anchorage {
 
-// Reads the directory at `path`. Tensor names are mapped to the text-only names of
-// qwen35_weight_specs: "model.language_model." becomes "model.", "model.visual.*" is ignored,
-// "mtp.*" is read only when the config asks for MTP (mtp_num_hidden_layers >= 1) and the checkpoint
+// Reads the directory at `path`; config.preset is the directory's name. Tensor names are mapped to the
+// text-only names of qwen35_weight_specs: "model.language_model." becomes "model.", "model.visual.*" is
+// ignored, "mtp.*" is read only when the config asks for MTP (mtp_num_hidden_layers >= 1) and the checkpoint
 // holds mtp.* tensors (without them it loads without MTP and logs so); a tied checkpoint's
 // lm_head.weight, if present, is ignored. F32, F16 and BF16 are converted exactly to float, one
 // tensor at a time, from memory-mapped shards whose pages are dropped once converted, so loading

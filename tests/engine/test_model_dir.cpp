@@ -57,6 +57,8 @@ TEST_CASE("qwen35-tiny checkpoints rounded to BF16 load back bit for bit", "[mod
     CHECK(m.weights.count("mtp.fc.weight") == (c.mtp ? 1u : 0u));
     CHECK_NOTHROW(check_tensors(m.weights, weight_specs(m.config), "loaded"));
     CHECK(m.source == dir.str());
+    CHECK(m.config.preset == dir.path.filename().string());
+    CHECK(load_model_dir(dir.str() + "/").config.preset == dir.path.filename().string());
     CHECK(m.tokenizer.is_null());
     CHECK(m.tokenizer_config.is_null());
     CHECK(m.chat_template.empty());
