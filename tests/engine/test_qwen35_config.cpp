@@ -44,7 +44,7 @@ TEST_CASE("nested and flat configs read as the same model_config", "[model_dir]"
 }
 
 TEST_CASE("the values of Qwen3.5-0.8B's config.json", "[model_dir]") {
-  // The text_config of Qwen/Qwen3.5-0.8B (docs/../reference/qwen35.md section 1), abridged.
+  // The text_config of Qwen/Qwen3.5-0.8B (the shared reference qwen35.md, section 1), abridged.
   json text = {{"model_type", "qwen3_5_text"},
                {"hidden_size", 1024},
                {"num_hidden_layers", 24},
