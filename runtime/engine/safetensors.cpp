@@ -1,6 +1,9 @@
 // Reading and writing safetensors files; see safetensors.hpp for the format and contracts.
 #include "runtime/engine/safetensors.hpp"
 
+#include "runtime/engine/half_float.hpp"
+#include "runtime/engine/safetensors_view.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,6 +58,23 @@ void put_u32_le(unsigned char* out, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) out[i] = static_cast<unsigned char>(v >> (8 * i));
 }
 
+std::uint64_t bytes_per_value(safetensors_dtype d) { return d == safetensors_dtype::f32 ? 4 : 2; }
+
+// Appends `count` values from `in` to `out` in dtype `d`, little-endian.
+void encode(safetensors_dtype d, const float* in, std::size_t count, unsigned char* out) {
+  for (std::size_t j = 0; j < count; ++j) {
+    if (d == safetensors_dtype::f32) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &in[j], 4);
+      put_u32_le(&out[j * 4], bits);
+    } else {
+      const std::uint16_t h = d == safetensors_dtype::f16 ? float_to_f16(in[j]) : float_to_bf16(in[j]);
+      out[j * 2] = static_cast<unsigned char>(h & 0xffu);
+      out[j * 2 + 1] = static_cast<unsigned char>(h >> 8);
+    }
+  }
+}
+
 // Owns the tmp file until commit(): on destruction without commit, closes and unlinks it.
 struct tmp_file_guard {
   std::string tmp_path;
@@ -68,7 +88,8 @@ struct tmp_file_guard {
 
 // The header JSON for `tensors` laid out contiguously in name order, padded to a multiple of 8.
 std::string build_header(const std::string& path, const tensor_map& tensors,
-                         const std::map<std::string, std::string>& metadata) {
+                         const std::map<std::string, std::string>& metadata,
+                         const safetensors_write_options& options) {
   json header = json::object();
   std::uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
@@ -83,9 +104,11 @@ std::string build_header(const std::string& path, const tensor_map& tensors,
       throw std::invalid_argument("save_safetensors '" + path + "': tensor '" + name + "' holds " +
                                   std::to_string(t.data.size()) + " values, but its shape " +
                                   shape_string(t.shape) + " needs " + std::to_string(n));
-    const std::uint64_t bytes = static_cast<std::uint64_t>(n) * 4;
-    header[name] =
-        json{{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", json::array({offset, offset + bytes})}};
+    const safetensors_dtype dtype = options.dtype_of(name);
+    const std::uint64_t bytes = static_cast<std::uint64_t>(n) * bytes_per_value(dtype);
+    header[name] = json{{"dtype", to_string(dtype)},
+                        {"shape", t.shape},
+                        {"data_offsets", json::array({offset, offset + bytes})}};
     offset += bytes;
   }
   if (!metadata.empty()) header["__metadata__"] = metadata;
@@ -100,93 +123,29 @@ std::string build_header(const std::string& path, const tensor_map& tensors,
   return text;
 }
 
-// --- reading ---------------------------------------------------------------------------------
-
-// Reads exactly n bytes at `offset` or returns false with errno set (0 on a short file).
-bool pread_all(int fd, void* buf, std::size_t n, std::uint64_t offset) {
-  char* p = static_cast<char*>(buf);
-  while (n > 0) {
-    ssize_t r = ::pread(fd, p, n, static_cast<off_t>(offset));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    if (r == 0) {
-      errno = 0;
-      return false;
-    }
-    p += r;
-    n -= static_cast<std::size_t>(r);
-    offset += static_cast<std::uint64_t>(r);
-  }
-  return true;
-}
-
-float float_from_bits(std::uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-// IEEE binary16 -> binary32, exact for every input (subnormals normalised, inf/NaN kept).
-float f16_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  std::uint32_t exp = (h >> 10) & 0x1fu;
-  std::uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1f) return float_from_bits(sign | 0x7f800000u | (mant << 13));
-  if (exp == 0) {
-    if (mant == 0) return float_from_bits(sign);
-    // Subnormal: mant * 2^-24. Shift until the implicit bit (0x400) is set.
-    std::uint32_t shift = 0;
-    while ((mant & 0x400u) == 0) {
-      mant <<= 1;
-      ++shift;
-    }
-    return float_from_bits(sign | ((113u - shift) << 23) | ((mant & 0x3ffu) << 13));
-  }
-  return float_from_bits(sign | ((exp + 112u) << 23) | (mant << 13));
-}
-
-// bfloat16 is the top half of a binary32.
-float bf16_to_float(std::uint16_t h) { return float_from_bits(static_cast<std::uint32_t>(h) << 16); }
-
-std::int64_t element_size(const std::string& dtype) {
-  if (dtype == "F32") return 4;
-  if (dtype == "F16" || dtype == "BF16") return 2;
-  return 0;
-}
-
-void decode(const std::string& dtype, const unsigned char* in, std::size_t count, float* out) {
-  if (dtype == "F32") {
-    for (std::size_t i = 0; i < count; ++i, in += 4)
-      out[i] = float_from_bits(std::uint32_t(in[0]) | std::uint32_t(in[1]) << 8 | std::uint32_t(in[2]) << 16 |
-                               std::uint32_t(in[3]) << 24);
-  } else {
-    const bool half = dtype == "F16";
-    for (std::size_t i = 0; i < count; ++i, in += 2) {
-      const auto h = static_cast<std::uint16_t>(in[0] | in[1] << 8);
-      out[i] = half ? f16_to_float(h) : bf16_to_float(h);
-    }
-  }
-}
-
-// A non-negative JSON integer as uint64, or false.
-bool as_u64(const json& v, std::uint64_t* out) {
-  if (!v.is_number_unsigned()) return false;
-  *out = v.get<std::uint64_t>();
-  return true;
-}
-
-struct file_closer {
-  int fd;
-  ~file_closer() { ::close(fd); }
-};
-
 }  // namespace
 
+const char* to_string(safetensors_dtype d) {
+  switch (d) {
+    case safetensors_dtype::f16:
+      return "F16";
+    case safetensors_dtype::bf16:
+      return "BF16";
+    case safetensors_dtype::f32:
+      break;
+  }
+  return "F32";
+}
+
+safetensors_dtype safetensors_write_options::dtype_of(const std::string& name) const {
+  const auto it = per_tensor.find(name);
+  return it == per_tensor.end() ? dtype : it->second;
+}
+
 void save_safetensors(const std::string& path, const tensor_map& tensors,
-                      const std::map<std::string, std::string>& metadata) {
-  const std::string header = build_header(path, tensors, metadata);
+                      const std::map<std::string, std::string>& metadata,
+                      const safetensors_write_options& options) {
+  const std::string header = build_header(path, tensors, metadata, options);
   tmp_file_guard tmp{path + ".tmp"};
   auto fail = [&](const std::string& what, const std::string& file) {
     const std::string reason = errno_text();
@@ -202,17 +161,14 @@ void save_safetensors(const std::string& path, const tensor_map& tensors,
   if (!write_all(tmp.fd, length, 8) || !write_all(tmp.fd, header.data(), header.size()))
     fail("write", tmp.tmp_path);
 
-  constexpr std::size_t chunk_floats = 1 << 18;  // 1 MiB of output per write
+  constexpr std::size_t chunk_floats = 1 << 18;  // at most 1 MiB of output per write
   std::vector<unsigned char> buf;
   for (const auto& [name, t] : tensors) {
+    const safetensors_dtype dtype = options.dtype_of(name);
     for (std::size_t i = 0; i < t.data.size(); i += chunk_floats) {
       const std::size_t n = std::min(chunk_floats, t.data.size() - i);
-      buf.resize(n * 4);
-      for (std::size_t j = 0; j < n; ++j) {
-        std::uint32_t bits;
-        std::memcpy(&bits, &t.data[i + j], 4);
-        put_u32_le(&buf[j * 4], bits);
-      }
+      buf.resize(n * bytes_per_value(dtype));
+      encode(dtype, &t.data[i], n, buf.data());
       if (!write_all(tmp.fd, buf.data(), buf.size())) fail("write", tmp.tmp_path);
     }
   }
@@ -236,99 +192,13 @@ void save_safetensors(const std::string& path, const tensor_map& tensors,
 }
 
 safetensors_file load_safetensors(const std::string& path) {
-  const std::string where = "safetensors file '" + path + "'";
-  auto fail = [&](const std::string& what) { throw safetensors_error(where + ": " + what); };
-
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("cannot open: " + errno_text());
-  file_closer closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) fail("cannot stat: " + errno_text());
-  if (!S_ISREG(st.st_mode)) fail("not a regular file");
-  const auto file_size = static_cast<std::uint64_t>(st.st_size);
-  auto read_error = [&](const std::string& what) {
-    fail("cannot read " + what + ": " + (errno != 0 ? errno_text() : "file shrank while reading"));
-  };
-
-  if (file_size < 8)
-    fail("file is " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
-  unsigned char length_bytes[8];
-  if (!pread_all(fd, length_bytes, 8, 0)) read_error("header length");
-  std::uint64_t header_len = 0;
-  for (int i = 0; i < 8; ++i) header_len |= std::uint64_t(length_bytes[i]) << (8 * i);
-  if (header_len > file_size - 8)
-    fail("header length " + std::to_string(header_len) + " goes beyond the end of the file (" +
-         std::to_string(file_size) + " bytes)");
-
-  std::string header_text(header_len, '\0');
-  if (!pread_all(fd, header_text.data(), header_len, 8)) read_error("header");
-  json header;
-  try {
-    header = json::parse(header_text);
-  } catch (const json::parse_error& e) {
-    fail(std::string("header is not valid JSON: ") + e.what());
-  }
-  if (!header.is_object()) fail("header is not a JSON object");
-
-  const std::uint64_t data_start = 8 + header_len;
-  const std::uint64_t data_size = file_size - data_start;
+  const safetensors_view view = safetensors_view::open(path);
   safetensors_file result;
-  for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") {
-      if (!entry.is_object()) fail("__metadata__ is not a JSON object");
-      for (const auto& [key, value] : entry.items()) {
-        if (!value.is_string()) fail("__metadata__ value for '" + key + "' is not a string");
-        result.metadata[key] = value.get<std::string>();
-      }
-      continue;
-    }
-    const std::string tensor_where = "tensor '" + name + "': ";
-    auto bad = [&](const std::string& what) { fail(tensor_where + what); };
-    if (!entry.is_object()) bad("entry is not a JSON object");
-    for (const char* key : {"dtype", "shape", "data_offsets"})
-      if (!entry.contains(key)) bad(std::string("missing '") + key + "'");
-
-    const json& dtype_json = entry["dtype"];
-    if (!dtype_json.is_string()) bad("'dtype' is not a string");
-    const std::string dtype = dtype_json.get<std::string>();
-    const std::int64_t elem = element_size(dtype);
-    if (elem == 0) bad("unsupported dtype '" + dtype + "' (supported: F32, F16, BF16)");
-
-    const json& shape_json = entry["shape"];
-    if (!shape_json.is_array()) bad("'shape' is not a list");
-    tensor t;
-    for (const json& d : shape_json) {
-      if (!d.is_number_integer()) bad("'shape' holds a non-integer " + d.dump());
-      if (!d.is_number_unsigned()) bad("negative dimension " + d.dump() + " in 'shape'");
-      const std::uint64_t u = d.get<std::uint64_t>();
-      if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-        bad("dimension " + d.dump() + " is too large");
-      t.shape.push_back(static_cast<std::int64_t>(u));
-    }
-    std::int64_t numel = 0;
-    if (!checked_numel(t.shape, &numel) || numel > std::numeric_limits<std::int64_t>::max() / elem)
-      bad("shape " + shape_string(t.shape) + " is too large");
-
-    const json& offsets = entry["data_offsets"];
-    std::uint64_t begin = 0, end = 0;
-    if (!offsets.is_array() || offsets.size() != 2 || !as_u64(offsets[0], &begin) ||
-        !as_u64(offsets[1], &end))
-      bad("'data_offsets' is not a pair of non-negative integers: " + offsets.dump());
-    const std::string range = "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
-    if (end < begin) bad("data_offsets " + range + " end before they begin");
-    if (end > data_size)
-      bad("data_offsets " + range + " go beyond the data buffer (" + std::to_string(data_size) + " bytes)");
-    const std::uint64_t need = static_cast<std::uint64_t>(numel * elem);
-    if (end - begin != need)
-      bad("data_offsets " + range + " span " + std::to_string(end - begin) + " bytes, but shape " +
-          shape_string(t.shape) + " of dtype " + dtype + " needs " + std::to_string(need));
-
-    std::vector<unsigned char> bytes(need);
-    if (need > 0 && !pread_all(fd, bytes.data(), need, data_start + begin))
-      read_error("data of tensor '" + name + "'");
-    t.data.resize(static_cast<std::size_t>(numel));
-    decode(dtype, bytes.data(), t.data.size(), t.data.data());
-    result.tensors.emplace(name, std::move(t));
+  result.metadata = view.metadata();
+  for (const safetensors_entry& e : view.entries()) {
+    tensor t = view.read(e);  // throws for a dtype other than F32, F16, BF16
+    view.release(e);
+    result.tensors.emplace(e.name, std::move(t));
   }
   return result;
 }

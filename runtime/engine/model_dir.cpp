@@ -1,0 +1,248 @@
+// Loading a Hugging Face checkpoint directory; see model_dir.hpp.
+#include "runtime/engine/model_dir.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "runtime/core/log.hpp"
+#include "runtime/engine/qwen35_config.hpp"
+#include "runtime/engine/qwen35_names.hpp"
+#include "runtime/engine/safetensors_view.hpp"
+
+namespace anchorage {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+
+std::string read_text_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw model_load_error(p.string() + ": cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw model_load_error(p.string() + ": read error");
+  return text.str();
+}
+
+json read_json_file(const fs::path& p) {
+  try {
+    return json::parse(read_text_file(p));
+  } catch (const json::parse_error& e) {
+    throw model_load_error(p.string() + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+// The text-only name (qwen35_weight_specs) of a tensor stored as `stored`; empty for a tensor of
+// the vision tower, which a text model never reads.
+std::string text_name(const std::string& stored) {
+  static const std::string language = "model.language_model.";
+  if (starts_with(stored, language)) return "model." + stored.substr(language.size());
+  if (starts_with(stored, "model.visual.") || starts_with(stored, "visual.")) return {};
+  return stored;
+}
+
+// Where a tensor is: its shard (index into shards) and its name there.
+struct stored_tensor {
+  std::size_t shard = 0;
+  std::string name;
+};
+
+// The shards of one checkpoint, each opened (mapped) once, and every tensor by text-only name.
+struct checkpoint_files {
+  fs::path dir;
+  std::vector<safetensors_view> shards;
+  std::map<std::string, stored_tensor> tensors;
+
+  std::size_t open_shard(const fs::path& file, const std::string& listed_in) {
+    const std::string p = (dir / file).string();
+    for (std::size_t i = 0; i < shards.size(); ++i)
+      if (shards[i].path() == p) return i;
+    if (!fs::exists(dir / file))
+      throw model_load_error(listed_in + ": shard '" + file.string() + "' is missing (" + p + ")");
+    try {
+      shards.push_back(safetensors_view::open(p));
+    } catch (const safetensors_error& e) {
+      throw model_load_error(e.what());
+    }
+    return shards.size() - 1;
+  }
+
+  void add(const std::string& stored, std::size_t shard) {
+    const std::string name = text_name(stored);
+    if (name.empty()) return;
+    const auto [it, fresh] = tensors.emplace(name, stored_tensor{shard, stored});
+    if (!fresh)
+      throw model_load_error(shards[shard].path() + ": tensor '" + stored + "' is also stored as '" +
+                             it->second.name + "' (in " + shards[it->second.shard].path() + ")");
+  }
+};
+
+checkpoint_files find_tensors(const fs::path& dir) {
+  checkpoint_files f;
+  f.dir = dir;
+  const fs::path index_path = dir / "model.safetensors.index.json";
+  if (fs::exists(index_path)) {
+    const json index = read_json_file(index_path);
+    const std::string where = index_path.string();
+    if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+      throw model_load_error(where + ": no 'weight_map' object");
+    for (const auto& [stored, file] : index["weight_map"].items()) {
+      if (!file.is_string()) throw model_load_error(where + ": weight_map['" + stored + "'] is not a string");
+      if (text_name(stored).empty()) continue;  // a vision shard need not even be there
+      const std::size_t s = f.open_shard(file.get<std::string>(), where);
+      if (f.shards[s].find(stored) == nullptr)
+        throw model_load_error(f.shards[s].path() + ": tensor '" + stored + "', listed in " + where +
+                               ", is not in this shard");
+      f.add(stored, s);
+    }
+    return f;
+  }
+  if (!fs::exists(dir / "model.safetensors"))
+    throw model_load_error(dir.string() + ": no model.safetensors and no model.safetensors.index.json");
+  const std::size_t s = f.open_shard("model.safetensors", dir.string());
+  for (const safetensors_entry& e : f.shards[s].entries()) f.add(e.name, s);
+  return f;
+}
+
+bool is_mtp(const std::string& name) { return starts_with(name, "mtp."); }
+
+// MTP is on when the config asks for it and the checkpoint has mtp.* tensors.
+void settle_mtp(model_config& c, const checkpoint_files& f, const std::string& dir) {
+  if (!c.mtp) return;
+  const bool any =
+      std::any_of(f.tensors.begin(), f.tensors.end(), [](const auto& t) { return is_mtp(t.first); });
+  if (any) return;
+  c.mtp = false;
+  log_info() << dir
+             << ": the config has an MTP layer but the weights hold no mtp.* tensors: loading without MTP";
+}
+
+// The shape the checkpoint gives for `spec`, accepting conv1d as [C, K] for [C, 1, K].
+bool same_shape(const std::vector<std::int64_t>& got, const tensor_spec& spec) {
+  if (got == spec.shape) return true;
+  return spec.shape.size() == 3 && spec.shape[1] == 1 && got.size() == 2 && got[0] == spec.shape[0] &&
+         got[1] == spec.shape[2];
+}
+
+struct planned_read {
+  const tensor_spec* spec;
+  std::size_t shard;
+  const safetensors_entry* entry;
+};
+
+// Checks every expected tensor (presence, dtype, shape) before converting any, and orders the
+// reads by shard and offset, so that each mapping is read front to back.
+std::vector<planned_read> plan_reads(const std::vector<tensor_spec>& specs, const checkpoint_files& f,
+                                     const std::string& dir) {
+  std::vector<planned_read> plan;
+  for (const tensor_spec& spec : specs) {
+    const auto it = f.tensors.find(spec.name);
+    if (it == f.tensors.end()) {
+      const bool body = starts_with(spec.name, "model.");
+      throw model_load_error(
+          dir + ": missing tensor '" + spec.name + "'" +
+          (body ? " (looked for it also as 'model.language_model." + spec.name.substr(6) + "')"
+                : std::string()));
+    }
+    const safetensors_view& shard = f.shards[it->second.shard];
+    const safetensors_entry* e = shard.find(it->second.name);
+    if (!is_float_dtype(e->dtype))
+      throw model_load_error(shard.path() + ": tensor '" + e->name + "' has dtype " + e->dtype +
+                             " (supported: F32, F16, BF16)");
+    if (!same_shape(e->shape, spec))
+      throw model_load_error(shard.path() + ": tensor '" + e->name + "' has shape " + shape_string(e->shape) +
+                             ", expected " + shape_string(spec.shape));
+    plan.push_back({&spec, it->second.shard, e});
+  }
+  std::sort(plan.begin(), plan.end(), [](const planned_read& a, const planned_read& b) {
+    return a.shard != b.shard ? a.shard < b.shard : a.entry->begin < b.entry->begin;
+  });
+  return plan;
+}
+
+void log_ignored(const std::vector<tensor_spec>& specs, const checkpoint_files& f, const std::string& dir) {
+  std::map<std::string, bool> wanted;
+  for (const tensor_spec& s : specs) wanted[s.name] = true;
+  std::size_t ignored = 0;
+  std::string first;
+  for (const auto& [name, where] : f.tensors) {
+    if (wanted.count(name) != 0) continue;
+    if (ignored++ == 0) first = where.name;
+  }
+  if (ignored > 0) log_debug() << dir << ": " << ignored << " tensors not read, e.g. '" << first << "'";
+}
+
+// The chat template: chat_template.jinja, else tokenizer_config's chat_template (a string, or a
+// list of {"name", "template"} whose "default" entry is taken).
+std::string chat_template_of(const fs::path& dir, const json& tokenizer_config) {
+  const fs::path jinja = dir / "chat_template.jinja";
+  if (fs::exists(jinja)) return read_text_file(jinja);
+  if (!tokenizer_config.is_object() || !tokenizer_config.contains("chat_template")) return {};
+  const json& t = tokenizer_config["chat_template"];
+  if (t.is_string()) return t.get<std::string>();
+  if (t.is_array())
+    for (const json& entry : t)
+      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
+          entry["template"].is_string())
+        return entry["template"].get<std::string>();
+  return {};
+}
+
+void read_tokenizer_files(loaded_model& m, const fs::path& dir) {
+  if (fs::exists(dir / "tokenizer.json")) m.tokenizer = read_json_file(dir / "tokenizer.json");
+  if (fs::exists(dir / "tokenizer_config.json"))
+    m.tokenizer_config = read_json_file(dir / "tokenizer_config.json");
+  m.chat_template = chat_template_of(dir, m.tokenizer_config);
+}
+
+}  // namespace
+
+loaded_model load_model_dir(const std::string& path) {
+  const auto start = std::chrono::steady_clock::now();
+  const fs::path dir(path);
+  if (!fs::is_directory(dir)) throw model_load_error(path + ": not a directory");
+  const fs::path config_path = dir / "config.json";
+  if (!fs::exists(config_path))
+    throw model_load_error(path + ": no config.json (not a Hugging Face checkpoint directory)");
+
+  loaded_model m;
+  m.source = path;
+  m.config = qwen35_config_from_json(read_json_file(config_path), config_path.string());
+  // The model's name where a preset's would be: the directory's ("Qwen3.5-0.8B").
+  m.config.preset = (dir.filename().empty() ? dir.parent_path() : dir).filename().string();
+  checkpoint_files files = find_tensors(dir);
+  settle_mtp(m.config, files, path);
+  if (m.config.tied_embeddings && files.tensors.count("lm_head.weight") != 0)
+    log_debug() << path << ": tied embeddings: lm_head.weight is not read";
+
+  const std::vector<tensor_spec> specs = qwen35_weight_specs(m.config);
+  log_ignored(specs, files, path);
+  std::int64_t values = 0;
+  for (const planned_read& r : plan_reads(specs, files, path)) {
+    const safetensors_view& shard = files.shards[r.shard];
+    tensor t = shard.read(*r.entry);
+    shard.release(*r.entry);
+    t.shape = r.spec->shape;  // conv1d [C, K] -> [C, 1, K]; the same values
+    values += t.numel();
+    m.weights.emplace(r.spec->name, std::move(t));
+  }
+  read_tokenizer_files(m, dir);
+
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  log_info() << "loaded " << path << ": " << m.weights.size() << " tensors, " << values << " parameters, "
+             << files.shards.size() << " shard(s), mtp " << (m.config.mtp ? "on" : "off") << ", in " << ms
+             << " ms";
+  return m;
+}
+
+}  // namespace anchorage
