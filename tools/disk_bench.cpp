@@ -59,6 +59,7 @@
 #include "runtime/disk/staged_state.hpp"
 #include "runtime/io/uring_env.hpp"
 #include "tools/bench_common.hpp"
+#include "tools/disk_bench_raw.hpp"
 
 using namespace anchorage;
 
@@ -66,71 +67,10 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 using bench::seconds_since;
-constexpr std::size_t raw_block = 4u << 20;
-constexpr std::size_t align = 4096;
-
-std::size_t round_up(std::size_t n) { return (n + align - 1) / align * align; }
-
-struct aligned_free {
-  void operator()(void* p) const { std::free(p); }
-};
-using aligned_bytes = std::unique_ptr<unsigned char, aligned_free>;
-
-aligned_bytes aligned_alloc_bytes(std::size_t n) {
-  void* p = nullptr;
-  if (::posix_memalign(&p, align, n) != 0) return nullptr;
-  return aligned_bytes(static_cast<unsigned char*>(p));
-}
-
+using namespace anchorage::raw_io;
 [[noreturn]] void die(const std::string& what) {
   std::cerr << "anchorage-bench-disk: " << what << "\n";
   std::exit(1);
-}
-
-void fill_random(unsigned char* p, std::size_t n, std::uint64_t x) {
-  for (std::size_t i = 0; i < n; ++i) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    p[i] = static_cast<unsigned char>(x >> 32);
-  }
-}
-
-// The baseline: one file written sequentially with pwrite under O_DIRECT (the tail padded, then
-// ftruncate'd), fsync'd. `src` is aligned and at least round_up(n) bytes long.
-bool raw_write(const std::string& path, const unsigned char* src, std::size_t n) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  const std::size_t padded = round_up(n);
-  bool ok = true;
-  for (std::size_t off = 0; ok && off < padded; off += raw_block) {
-    const std::size_t len = std::min(raw_block, padded - off);
-    ok = ::pwrite(fd, src + off, len, static_cast<off_t>(off)) == static_cast<ssize_t>(len);
-  }
-  ok = ok && ::ftruncate(fd, static_cast<off_t>(n)) == 0 && ::fsync(fd) == 0;
-  return ::close(fd) == 0 && ok;
-}
-
-bool raw_read(const std::string& path, unsigned char* dst, std::size_t n) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-  if (fd < 0) return false;
-  const std::size_t padded = round_up(n);
-  bool ok = true;
-  for (std::size_t off = 0; ok && off < padded; off += raw_block) {
-    const std::size_t len = std::min(raw_block, padded - off);
-    const ssize_t got = ::pread(fd, dst + off, len, static_cast<off_t>(off));
-    ok = got == static_cast<ssize_t>(std::min(len, n - off));
-  }
-  return ::close(fd) == 0 && ok;
-}
-
-// Whether the file system under `dir` takes O_DIRECT: an open and one aligned write and read.
-bool o_direct_accepted(const std::string& dir) {
-  const std::string path = join_path(dir, "o-direct-probe");
-  aligned_bytes buf = aligned_alloc_bytes(align);
-  if (!buf) return false;
-  std::memset(buf.get(), 0x5a, align);
-  const bool ok = raw_write(path, buf.get(), align) && raw_read(path, buf.get(), align);
-  ::unlink(path.c_str());
-  return ok;
 }
 
 // ---- The seam: uring_env's files against raw O_DIRECT -----------------------------------------
