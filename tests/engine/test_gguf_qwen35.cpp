@@ -209,7 +209,8 @@ TEST_CASE("gguf qwen35: a tokenizer.json goes in and comes back", "[gguf]") {
     tok["model"]["vocab"][text] = id;
   tok["model"]["vocab"]["\xc4\xa0\xc4\xa0"] = 256;
   tok["model"]["vocab"]["ab"] = 257;
-  tok["model"]["merges"] = {{"\xc4\xa0", "\xc4\xa0"}, {"a", "b"}};
+  tok["model"]["merges"] = nlohmann::json::array(
+      {nlohmann::json::array({"\xc4\xa0", "\xc4\xa0"}), nlohmann::json::array({"a", "b"})});
   tok["added_tokens"] = {{{"id", 258}, {"content", "<|endoftext|>"}, {"special", true}},
                          {{"id", 259}, {"content", "<|im_end|>"}, {"special", true}},
                          {{"id", 260}, {"content", "<think>"}, {"special", false}}};

@@ -1,7 +1,11 @@
 #!/usr/bin/env node
 // Runs a GGUF through llama.cpp (node-llama-cpp 3.21.1's prebuilt CPU build) and prints JSON.
 //
-//   node llamacpp_run.mjs --model FILE.gguf --tokens IDS.json [--n-predict 32] [--threads N] [--out FILE]
+// Common flags: --threads N (default 1: ggml's spinning threads crawl on a shared, loaded machine),
+// --kv-type f32|f16 (the attention cache; default f32, so that the comparison with Anchorage's float32
+// cache is like for like; llama.cpp's own default is f16).
+//
+//   node llamacpp_run.mjs --model FILE.gguf --tokens IDS.json [--n-predict 32] [--out FILE]
 //     Evaluates the token ids (a JSON array) as one prompt and writes
 //       {"n_vocab", "prompt_tokens", "logprobs": [...], "logits_minus_max": [...], "tokens": [...], "log": [...]}
 //     logprobs are the last position's log-softmax over the whole vocabulary. node-llama-cpp gives
@@ -9,7 +13,7 @@
 //     log(p_i) - log(p_max) gives the logits back up to that rounding, shifted so the maximum is 0.
 //     tokens are the greedy continuation (temperature 0, no repeat penalty) of n-predict tokens.
 //
-//   node llamacpp_run.mjs --model FILE.gguf --bench [--prefill 128,512] [--decode 64] [--threads N] [--out FILE]
+//   node llamacpp_run.mjs --model FILE.gguf --bench [--prefill 128,512] [--decode 64] [--out FILE]
 //     Times prefill (tokens/s of one prompt of each length, fresh context state each time) and
 //     decode (tokens/s of greedy tokens after a 128-token prompt).
 //
@@ -21,7 +25,7 @@ import { fileURLToPath } from "node:url";
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 function parseArgs(argv) {
-  const a = { nPredict: 32, threads: 0, prefill: [128, 512], decode: 64, bench: false };
+  const a = { nPredict: 32, threads: 1, kvType: "F32", prefill: [128, 512], decode: 64, bench: false };
   for (let i = 0; i < argv.length; ++i) {
     const k = argv[i];
     const v = () => {
@@ -33,6 +37,7 @@ function parseArgs(argv) {
     else if (k === "--out") a.out = v();
     else if (k === "--n-predict") a.nPredict = Number(v());
     else if (k === "--threads") a.threads = Number(v());
+    else if (k === "--kv-type") a.kvType = v().toUpperCase();
     else if (k === "--bench") a.bench = true;
     else if (k === "--prefill") a.prefill = v().split(",").map(Number);
     else if (k === "--decode") a.decode = Number(v());
@@ -63,8 +68,14 @@ async function openModel(args, log) {
 
 async function makeContext(model, args, tokens) {
   const size = Math.max(256, Math.ceil((tokens + 64) / 256) * 256);
-  const options = { contextSize: size, batchSize: Math.max(tokens, 32), sequences: 1 };
-  if (args.threads > 0) options.threads = args.threads;
+  const options = {
+    contextSize: size,
+    batchSize: Math.max(tokens, 32),
+    sequences: 1,
+    threads: args.threads,
+    experimentalKvCacheKeyType: args.kvType,
+    experimentalKvCacheValueType: args.kvType,
+  };
   return model.createContext(options);
 }
 
@@ -126,7 +137,8 @@ async function bench(args, log) {
   const s = Number(process.hrtime.bigint() - t0) / 1e9;
   return {
     model: args.model,
-    threads: args.threads || "default",
+    threads: args.threads,
+    kv_type: args.kvType,
     prefill,
     decode: { after_prompt: 129, tokens: args.decode, seconds: s, tokens_per_s: args.decode / s },
     log: log.filter((l) => /model|type|params|backend|CPU/i.test(l)).slice(0, 80),
