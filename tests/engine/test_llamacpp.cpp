@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "runtime/engine/engine.hpp"
@@ -81,6 +82,40 @@ TEST_CASE("llamacpp: llama.cpp loads an exported qwen35-tiny as qwen35 and runs 
     worst = std::max(worst, std::fabs(h.logits_minus_max[i] - r.logits_minus_max[i]));
   CHECK(worst < 0.05);
   CHECK(worst > 0.0);  // F16 rounding shows: the file really holds F16
+}
+
+TEST_CASE("llamacpp: llama.cpp on the exported file computes the model the HF weights define", "[llamacpp]") {
+  // The reference is an independent double-precision forward with transformers' semantics on the
+  // HF-named weights, so a wrong convention in the export (a missed +1, the V-head order, the
+  // sign of ssm_a) shows as a difference far above float32 rounding.
+  if (skip_without_llamacpp()) return;
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) {
+    WARN("skipped: python3 not found");
+    return;
+  }
+  temp_dir d("llamacpp");
+  const model_config c = test_config("qwen35-tiny");
+  const tensor_map& w = test_weights(c);
+  const std::vector<token_id> ids = test_tokens(64, 11);
+  save_weights(d.file("hf.safetensors"), w, c);
+  save_qwen35_gguf(d.file("f32.gguf"), c, w, nullptr, "", gguf_dtype::f32);
+  std::string error;
+  const std::vector<double> ref = run_hf_reference(d.file("hf.safetensors"), c, ids, d.str(), &error);
+  INFO(error);
+  REQUIRE(ref.size() == static_cast<std::size_t>(c.vocab));
+  const llamacpp_result r = run_llamacpp(d.file("f32.gguf"), ids, 1, d.str());
+  INFO(r.error);
+  REQUIRE(r.error.empty());
+  double worst = 0.0, spread = 0.0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    worst = std::max(worst, std::fabs(ref[i] - r.logits_minus_max[i]));
+    spread = std::min(spread, ref[i]);
+  }
+  INFO("max |logit difference| llama.cpp vs the reference: " << worst << " (logits span " << -spread << ")");
+  CHECK(worst <= logit_tolerance);
+  CHECK(spread < -0.5);  // a real spread of logits, not a flat distribution
+  CHECK(std::max_element(ref.begin(), ref.end()) - ref.begin() ==
+        std::max_element(r.logits_minus_max.begin(), r.logits_minus_max.end()) - r.logits_minus_max.begin());
 }
 
 TEST_CASE("llamacpp: llama.cpp and Anchorage agree on qwen35-tiny", "[llamacpp]") {

@@ -76,4 +76,43 @@ llamacpp_result run_llamacpp(const std::string& gguf, const std::vector<token_id
   return r;
 }
 
+std::vector<double> run_hf_reference(const std::string& weights, const model_config& c,
+                                     const std::vector<token_id>& ids, const std::string& work_dir,
+                                     std::string* error) {
+  const std::string cfg_path = work_dir + "/reference_config.json",
+                    ids_path = work_dir + "/reference_ids.json", out_path = work_dir + "/reference_out.json";
+  {
+    std::ofstream f(cfg_path);
+    f << nlohmann::json{{"d_model", c.d_model},
+                        {"n_layers", c.n_layers},
+                        {"vocab", c.vocab},
+                        {"pattern", c.pattern},
+                        {"gdn_hk", c.gdn_hk},
+                        {"gdn_hv", c.gdn_hv},
+                        {"gdn_dk", c.gdn_dk},
+                        {"gdn_dv", c.gdn_dv},
+                        {"conv_kernel", c.conv_kernel},
+                        {"n_q", c.n_q},
+                        {"n_kv", c.n_kv},
+                        {"head_dim", c.head_dim},
+                        {"rope_dims", c.rotary_dims()},
+                        {"rope_base", c.rope_base},
+                        {"norm_eps", c.norm_eps},
+                        {"tied", c.tied_embeddings}}
+             .dump();
+    std::ofstream g(ids_path);
+    g << nlohmann::json(ids).dump();
+  }
+  const std::string script = std::string(ANCHORAGE_SOURCE_DIR) + "/tests/support/qwen35_hf_reference.py";
+  const std::string cmd = "python3 " + quote(script) + " " + quote(weights) + " " + quote(cfg_path) + " " +
+                          quote(ids_path) + " >" + quote(out_path) + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  const std::string out = read_all(out_path);
+  if (status != 0) {
+    *error = "python3 exited with status " + std::to_string(WEXITSTATUS(status)) + ": " + out;
+    return {};
+  }
+  return nlohmann::json::parse(out).get<std::vector<double>>();
+}
+
 }  // namespace anchorage::testing

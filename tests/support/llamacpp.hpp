@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "runtime/core/token.hpp"
+#include "runtime/engine/model_config.hpp"
 
 namespace anchorage::testing {
 
@@ -24,5 +25,12 @@ struct llamacpp_result {
 // Evaluates `ids` as one prompt on `gguf` and takes n_predict greedy tokens. Files go in `work_dir`.
 llamacpp_result run_llamacpp(const std::string& gguf, const std::vector<token_id>& ids, int n_predict,
                              const std::string& work_dir);
+
+// Runs tests/support/qwen35_hf_reference.py (a double-precision Hugging Face-semantics forward) on a
+// safetensors file of c's qwen35 weights: the last position's logits minus their maximum. Empty,
+// with `error` set, when python3 fails.
+std::vector<double> run_hf_reference(const std::string& weights, const model_config& c,
+                                     const std::vector<token_id>& ids, const std::string& work_dir,
+                                     std::string* error);
 
 }  // namespace anchorage::testing
