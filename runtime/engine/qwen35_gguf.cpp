@@ -204,6 +204,7 @@ loaded_model load_qwen35_gguf(const std::string& path) {
     m.weights.emplace(s.name, std::move(t));
   }
   m.tokenizer = qwen35_tokenizer_from_gguf(r);
+  m.tokenizer_config = qwen35_tokenizer_config_from_gguf(r);
   if (const gguf_value* t = r.find("tokenizer.chat_template")) m.chat_template = t->s;
   return m;
 }

@@ -34,11 +34,12 @@ void save_qwen35_gguf(const std::string& path, const model_config& c, const tens
                       gguf_dtype dtype);
 
 // Reads a qwen35 GGUF (`--model FILE.gguf`): the config from the metadata (layout qwen35; grid,
-// gdn_chunk and seed at their defaults; ctx_size from context_length), the weights under the Hugging
-// Face names and conventions (qwen35_from_gguf), the tokenizer as a tokenizer.json document, the
-// chat template. Throws model_load_error naming the file and the key or tensor: another
-// architecture ("... is 'llama', expected 'qwen35'"), a missing key, a missing or mis-shaped
-// tensor, a quantized tensor type, a truncated file.
+// gdn_chunk and seed at their defaults; ctx_size from context_length), the weights under the
+// Hugging Face names and conventions (qwen35_from_gguf), the tokenizer as a tokenizer.json document
+// and a tokenizer_config.json-shaped one (qwen35_gguf_vocab.hpp), the chat template. Throws
+// model_load_error naming the file and the key or tensor: another architecture ("... is 'llama',
+// expected 'qwen35'"), a missing key, a missing or mis-shaped tensor, a quantized tensor type, a
+// truncated file.
 loaded_model load_qwen35_gguf(const std::string& path);
 
 }  // namespace anchorage

@@ -204,4 +204,27 @@ json qwen35_tokenizer_from_gguf(const gguf_reader& file) {
             {"merges", merge_list}}}};
 }
 
+json qwen35_tokenizer_config_from_gguf(const gguf_reader& file) {
+  const gguf_value* tokens = file.find("tokenizer.ggml.tokens");
+  if (tokens == nullptr) return nullptr;
+  auto text_of = [&](const std::string& key) -> json {
+    const gguf_value* id = file.find("tokenizer.ggml." + key);
+    if (id == nullptr || !id->is_integer() || id->i < 0 ||
+        static_cast<std::size_t>(id->i) >= tokens->strings.size())
+      return nullptr;
+    return tokens->strings[static_cast<std::size_t>(id->i)];
+  };
+  auto flag = [&](const std::string& key) {
+    const gguf_value* v = file.find("tokenizer.ggml." + key);
+    return v != nullptr && v->is_integer() && v->i != 0;
+  };
+  json config = {{"bos_token", text_of("bos_token_id")},
+                 {"eos_token", text_of("eos_token_id")},
+                 {"pad_token", text_of("padding_token_id")},
+                 {"add_bos_token", flag("add_bos_token")},
+                 {"add_eos_token", flag("add_eos_token")}};
+  if (const gguf_value* t = file.find("tokenizer.chat_template")) config["chat_template"] = t->s;
+  return config;
+}
+
 }  // namespace anchorage

@@ -34,4 +34,9 @@ void add_qwen35_vocab(std::vector<std::pair<std::string, gguf_value>>& metadata,
 // Throws model_load_error for a tokenizer.ggml.model other than "gpt2".
 nlohmann::json qwen35_tokenizer_from_gguf(const gguf_reader& file);
 
+// A tokenizer_config.json-shaped document from the same metadata, or null without tokens:
+// bos_token, eos_token, pad_token (the texts of tokenizer.ggml.{bos,eos,padding}_token_id, null when
+// absent), add_bos_token and add_eos_token (false when absent), and chat_template when present.
+nlohmann::json qwen35_tokenizer_config_from_gguf(const gguf_reader& file);
+
 }  // namespace anchorage

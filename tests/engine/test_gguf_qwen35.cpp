@@ -188,6 +188,9 @@ TEST_CASE("gguf qwen35: the byte vocabulary and its tokenizer.json document", "[
   CHECK(m.tokenizer["added_tokens"][1]["content"] == "<|im_end|>");
   CHECK(m.tokenizer["added_tokens"][1]["id"] == 257);
   CHECK(m.tokenizer["normalizer"]["type"] == "NFC");
+  CHECK(m.tokenizer_config["eos_token"] == "<|im_end|>");
+  CHECK(m.tokenizer_config["pad_token"] == "<|endoftext|>");
+  CHECK(m.tokenizer_config["add_bos_token"] == false);
   CHECK(m.tokenizer["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"].get<std::string>().find(
             "\\p{M}") != std::string::npos);
 }
