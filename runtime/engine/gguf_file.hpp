@@ -1,0 +1,136 @@
+#pragma once
+// The GGUF file format, version 3 (ggml's gguf.h, gguf-py's GGUFReader/GGUFWriter), little-endian:
+//   4 bytes   magic "GGUF"
+//   uint32    version (3; 2 is read too, it has the same layout)
+//   uint64    tensor count, uint64 metadata count
+//   metadata  count x { string key, uint32 value type, value }
+//             string = uint64 byte length + bytes (no terminator);
+//             array  = uint32 element type, uint64 count, the elements
+//   infos     tensor count x { string name, uint32 n_dims, n_dims x uint64 ne (ne[0] varies fastest,
+//             the reverse of a PyTorch shape), uint32 ggml type, uint64 offset into the data section }
+//   padding   zeros up to a multiple of the alignment (`general.alignment`, uint32, default 32)
+//   data      each tensor at its offset (a multiple of the alignment), row-major with ne[0] innermost
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/core/tensor.hpp"
+
+namespace anchorage {
+
+// Metadata value types (enum gguf_type).
+enum class gguf_type : std::uint32_t {
+  uint8 = 0,
+  int8 = 1,
+  uint16 = 2,
+  int16 = 3,
+  uint32 = 4,
+  int32 = 5,
+  float32 = 6,
+  boolean = 7,
+  string = 8,
+  array = 9,
+  uint64 = 10,
+  int64 = 11,
+  float64 = 12,
+};
+const char* to_string(gguf_type t);
+
+// Tensor element types (enum ggml_type); only f32, f16 and bf16 are converted to float, the others
+// are named in errors.
+enum class ggml_type : std::uint32_t { f32 = 0, f16 = 1, bf16 = 30 };
+// "F32", "F16", "BF16", "Q4_K", ...; "type 77" for an unknown number.
+std::string ggml_type_name(std::uint32_t type);
+
+// One metadata value. Integers and booleans are held in `i`, floats in `f`; an array holds its
+// elements in `ints`, `floats` or `strings` according to `elem` (nested arrays are not supported).
+struct gguf_value {
+  gguf_type type = gguf_type::uint32;
+  gguf_type elem = gguf_type::uint32;  // the element type, for arrays
+  std::int64_t i = 0;
+  double f = 0.0;
+  std::string s;
+  std::vector<std::int64_t> ints;
+  std::vector<double> floats;
+  std::vector<std::string> strings;
+
+  static gguf_value u32(std::uint32_t v);
+  static gguf_value i32(std::int32_t v);
+  static gguf_value f32(float v);
+  static gguf_value boolean(bool v);
+  static gguf_value str(std::string v);
+  static gguf_value int_array(gguf_type elem, std::vector<std::int64_t> v);
+  static gguf_value bool_array(const std::vector<bool>& v);
+  static gguf_value str_array(std::vector<std::string> v);
+
+  bool is_integer() const;  // any integer or boolean scalar
+  bool is_float() const;    // float32 or float64
+};
+
+struct gguf_tensor_info {
+  std::string name;
+  std::vector<std::int64_t> ne;  // ggml order: ne[0] is the innermost dimension
+  std::uint32_t type = 0;        // ggml_type number
+  std::uint64_t offset = 0;      // bytes from the start of the data section
+  std::vector<std::int64_t> shape() const { return {ne.rbegin(), ne.rend()}; }  // PyTorch order
+};
+
+// A GGUF file mapped read-only. The constructor parses the header, metadata and tensor infos and
+// checks that every tensor's bytes lie inside the file; it throws model_load_error naming the file
+// (and the key or tensor) on a bad magic or version, a truncated file, an unknown value type, a
+// tensor outside the data section, or an alignment that is not a positive power of two.
+// Not copyable; reads are const and thread-safe.
+class gguf_reader {
+ public:
+  explicit gguf_reader(const std::string& path);
+  ~gguf_reader();
+  gguf_reader(const gguf_reader&) = delete;
+  gguf_reader& operator=(const gguf_reader&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::uint32_t version() const { return version_; }
+  std::uint64_t alignment() const { return alignment_; }
+  const std::map<std::string, gguf_value>& metadata() const { return kv_; }
+  const std::vector<gguf_tensor_info>& tensors() const { return infos_; }
+
+  const gguf_value* find(const std::string& key) const;  // null when absent
+  const gguf_tensor_info* find_tensor(const std::string& name) const;
+
+  // The tensor as float32 with its PyTorch shape (ne reversed). Throws model_load_error naming the
+  // tensor for an absent name or a type other than F32/F16/BF16 ("... has type Q4_K ...").
+  tensor read(const std::string& name) const;
+
+ private:
+  std::string path_;
+  const unsigned char* base_ = nullptr;
+  std::size_t size_ = 0;
+  std::uint32_t version_ = 0;
+  std::uint64_t alignment_ = 32;
+  std::uint64_t data_start_ = 0;
+  std::map<std::string, gguf_value> kv_;
+  std::vector<gguf_tensor_info> infos_;
+  std::map<std::string, std::size_t> by_name_;
+};
+
+// A tensor to write: float32 values with a PyTorch shape, stored as `type` (f32 or f16).
+struct gguf_tensor_out {
+  std::string name;
+  const tensor* value = nullptr;
+  ggml_type type = ggml_type::f32;
+};
+
+// Writes a version-3 GGUF file: the metadata in the order given, then the tensor infos and the
+// data, each tensor aligned to `general.alignment` when that key is given (uint32), else 32.
+// F16 rounds to nearest even. Crash-safe: writes path + ".tmp", fsyncs, renames it over `path`.
+// Throws std::invalid_argument (nothing written) for a duplicate key or tensor name, a tensor
+// whose data does not match its shape, or a type other than f32/f16; std::runtime_error naming
+// the path and strerror on an I/O failure.
+void save_gguf(const std::string& path, const std::vector<std::pair<std::string, gguf_value>>& metadata,
+               const std::vector<gguf_tensor_out>& tensors);
+
+// IEEE binary16 conversions (round to nearest even; exact from half to float).
+std::uint16_t float_to_f16(float f);
+float f16_to_f32(std::uint16_t h);
+
+}  // namespace anchorage

@@ -1,0 +1,212 @@
+#include "runtime/engine/qwen35_gguf.hpp"
+
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "runtime/engine/gguf_file.hpp"
+#include "runtime/engine/qwen35_gguf_tensors.hpp"
+#include "runtime/engine/qwen35_gguf_vocab.hpp"
+#include "runtime/engine/qwen35_names.hpp"
+
+namespace anchorage {
+namespace {
+
+using kv_list = std::vector<std::pair<std::string, gguf_value>>;
+
+constexpr const char* arch = "qwen35";
+
+std::string key(const std::string& k) { return std::string(arch) + "." + k; }
+
+// The full_attention_interval that gives c's pattern under llama.cpp's rule, or 0 when none does.
+int attention_interval(const model_config& c) {
+  for (int interval = 1; interval <= c.n_layers; ++interval) {
+    bool ok = true;
+    for (int i = 0; i < c.n_layers && ok; ++i) ok = c.is_gdn(i) == ((i + 1) % interval != 0);
+    if (ok) return interval;
+  }
+  return 0;
+}
+
+void add_config(kv_list& kv, const model_config& c) {
+  auto u32 = [&](const std::string& k, int v) {
+    kv.emplace_back(key(k), gguf_value::u32(static_cast<std::uint32_t>(v)));
+  };
+  kv.emplace_back("general.architecture", gguf_value::str(arch));
+  kv.emplace_back("general.name", gguf_value::str(c.preset.empty() ? "anchorage-qwen35" : c.preset));
+  kv.emplace_back("general.alignment", gguf_value::u32(32));
+  u32("block_count", c.n_layers + (c.mtp ? 1 : 0));
+  if (c.mtp) u32("nextn_predict_layers", 1);
+  u32("context_length", c.ctx_size);
+  u32("embedding_length", c.d_model);
+  u32("feed_forward_length", c.mlp_hidden);
+  u32("attention.head_count", c.n_q);
+  u32("attention.head_count_kv", c.n_kv);
+  u32("attention.key_length", c.head_dim);
+  u32("attention.value_length", c.head_dim);
+  kv.emplace_back(key("attention.layer_norm_rms_epsilon"), gguf_value::f32(c.norm_eps));
+  kv.emplace_back(key("rope.freq_base"), gguf_value::f32(c.rope_base));
+  u32("rope.dimension_count", c.rotary_dims());
+  kv.emplace_back(key("rope.dimension_sections"), gguf_value::int_array(gguf_type::int32, {11, 11, 10, 0}));
+  u32("ssm.conv_kernel", c.conv_kernel);
+  u32("ssm.state_size", c.gdn_dk);
+  u32("ssm.group_count", c.gdn_hk);
+  u32("ssm.time_step_rank", c.gdn_hv);
+  u32("ssm.inner_size", c.gdn_hv * c.gdn_dv);
+  if (const int interval = attention_interval(c); interval > 0) {
+    u32("full_attention_interval", interval);
+  } else {
+    std::vector<bool> recurrent;
+    for (int i = 0; i < c.n_layers; ++i) recurrent.push_back(c.is_gdn(i));
+    if (c.mtp) recurrent.push_back(false);
+    kv.emplace_back(key("attention.recurrent_layers"), gguf_value::bool_array(recurrent));
+  }
+}
+
+// Typed reads of required and optional metadata; errors name the file and the key.
+struct meta {
+  const gguf_reader& r;
+  [[noreturn]] void fail(const std::string& k, const std::string& why) const {
+    throw model_load_error(r.path() + ": metadata '" + k + "' " + why);
+  }
+  const gguf_value& need(const std::string& k) const {
+    const gguf_value* v = r.find(k);
+    if (v == nullptr) throw model_load_error(r.path() + ": missing metadata '" + k + "'");
+    return *v;
+  }
+  int integer(const std::string& k) const {
+    const gguf_value& v = need(k);
+    if (!v.is_integer()) fail(k, std::string("has type ") + to_string(v.type) + ", expected an integer");
+    if (v.i < 0 || v.i > (1LL << 31) - 1) fail(k, "is out of range: " + std::to_string(v.i));
+    return static_cast<int>(v.i);
+  }
+  int integer_or(const std::string& k, int fallback) const { return r.find(k) ? integer(k) : fallback; }
+  float real(const std::string& k) const {
+    const gguf_value& v = need(k);
+    if (!v.is_float()) fail(k, std::string("has type ") + to_string(v.type) + ", expected a float");
+    return static_cast<float>(v.f);
+  }
+};
+
+model_config read_config(const gguf_reader& r) {
+  const meta m{r};
+  const gguf_value& a = m.need("general.architecture");
+  if (a.type != gguf_type::string || a.s != arch)
+    throw model_load_error(r.path() + ": general.architecture is '" + a.s + "', expected 'qwen35'");
+  model_config c;
+  c.layout = model_layout::qwen35;
+  c.preset = r.find("general.name") ? r.find("general.name")->s : "gguf";
+  const int blocks = m.integer(key("block_count"));
+  const int nextn = m.integer_or(key("nextn_predict_layers"), 0);
+  if (nextn > 1)
+    m.fail(key("nextn_predict_layers"), "is " + std::to_string(nextn) + ", Anchorage reads 0 or 1");
+  c.mtp = nextn == 1;
+  c.n_layers = blocks - nextn;
+  if (c.n_layers <= 0) m.fail(key("block_count"), "leaves no layers");
+  c.ctx_size = m.integer_or(key("context_length"), c.ctx_size);
+  c.d_model = m.integer(key("embedding_length"));
+  c.mlp_hidden = m.integer(key("feed_forward_length"));
+  c.n_q = m.integer(key("attention.head_count"));
+  c.n_kv = m.integer(key("attention.head_count_kv"));
+  c.head_dim = m.integer(key("attention.key_length"));
+  if (m.integer_or(key("attention.value_length"), c.head_dim) != c.head_dim)
+    m.fail(key("attention.value_length"), "differs from key_length");
+  c.norm_eps = m.real(key("attention.layer_norm_rms_epsilon"));
+  c.rope_base = m.real(key("rope.freq_base"));
+  const int rot = m.integer_or(key("rope.dimension_count"), c.head_dim);
+  c.rope_dims = rot == c.head_dim ? 0 : rot;
+  c.conv_kernel = m.integer(key("ssm.conv_kernel"));
+  c.gdn_dk = c.gdn_dv = m.integer(key("ssm.state_size"));
+  c.gdn_hk = m.integer(key("ssm.group_count"));
+  c.gdn_hv = m.integer(key("ssm.time_step_rank"));
+  if (m.integer(key("ssm.inner_size")) != c.gdn_hv * c.gdn_dv)
+    m.fail(key("ssm.inner_size"), "is not time_step_rank * state_size");
+  c.pattern.clear();
+  if (const gguf_value* rec = r.find(key("attention.recurrent_layers"))) {
+    if (rec->type != gguf_type::array || static_cast<int>(rec->ints.size()) < c.n_layers)
+      m.fail(key("attention.recurrent_layers"), "must be an array with one entry per block");
+    for (int i = 0; i < c.n_layers; ++i) c.pattern += rec->ints[static_cast<std::size_t>(i)] != 0 ? 'G' : 'A';
+  } else {
+    const int interval = m.integer_or(key("full_attention_interval"), 4);
+    if (interval <= 0) m.fail(key("full_attention_interval"), "must be positive");
+    for (int i = 0; i < c.n_layers; ++i) c.pattern += (i + 1) % interval != 0 ? 'G' : 'A';
+  }
+  const gguf_tensor_info* embd = r.find_tensor("token_embd.weight");
+  if (embd == nullptr || embd->ne.size() != 2)
+    throw model_load_error(r.path() + ": missing 2-D tensor 'token_embd.weight'");
+  c.vocab = static_cast<int>(embd->ne[1]);
+  c.tied_embeddings = r.find_tensor("output.weight") == nullptr;
+  try {
+    c.validate();
+  } catch (const std::invalid_argument& e) {
+    throw model_load_error(r.path() + ": " + e.what());
+  }
+  return c;
+}
+
+// The PyTorch-order shape llama.cpp stores a tensor with: conv1d is squeezed, the rest unchanged.
+std::vector<std::int64_t> gguf_shape(const tensor_spec& s) {
+  if (s.name.find("linear_attn.conv1d") != std::string::npos) return {s.shape.front(), s.shape.back()};
+  return s.shape;
+}
+
+bool stays_f32(const std::string& hf_name, const tensor& t) {
+  return t.shape.size() <= 1 || hf_name.find("conv1d") != std::string::npos;
+}
+
+}  // namespace
+
+void save_qwen35_gguf(const std::string& path, const model_config& c, const tensor_map& weights,
+                      const nlohmann::json& tokenizer_json, const std::string& chat_template,
+                      gguf_dtype dtype) {
+  if (c.layout != model_layout::qwen35)
+    throw std::invalid_argument("qwen35 gguf: the config is not the qwen35 layout");
+  if (c.gdn_dk != c.gdn_dv)
+    throw std::invalid_argument("qwen35 gguf: llama.cpp needs gdn_dk == gdn_dv (ssm.state_size is both)");
+  c.validate();
+  const auto specs = qwen35_weight_specs(c);
+  try {
+    check_tensors(weights, specs, "qwen35 gguf export");
+  } catch (const safetensors_error& e) {
+    throw std::invalid_argument(e.what());
+  }
+  kv_list kv;
+  add_config(kv, c);
+  add_qwen35_vocab(kv, tokenizer_json, c.vocab);
+  if (!chat_template.empty()) kv.emplace_back("tokenizer.chat_template", gguf_value::str(chat_template));
+
+  std::vector<tensor> converted;
+  converted.reserve(specs.size());
+  std::vector<gguf_tensor_out> out;
+  for (const auto& s : specs) converted.push_back(qwen35_to_gguf(s.name, weights.at(s.name), c));
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const bool f16 = dtype == gguf_dtype::f16 && !stays_f32(specs[i].name, converted[i]);
+    out.push_back({qwen35_gguf_name(specs[i].name, c), &converted[i], f16 ? ggml_type::f16 : ggml_type::f32});
+  }
+  save_gguf(path, kv, out);
+}
+
+loaded_model load_qwen35_gguf(const std::string& path) {
+  const gguf_reader r(path);
+  loaded_model m;
+  m.source = path;
+  m.config = read_config(r);
+  for (const auto& s : qwen35_weight_specs(m.config)) {
+    const std::string gname = qwen35_gguf_name(s.name, m.config);
+    if (r.find_tensor(gname) == nullptr)
+      throw model_load_error(path + ": missing tensor '" + gname + "' (" + s.name + ")");
+    const std::vector<std::int64_t> expected = gguf_shape(s);
+    if (r.find_tensor(gname)->shape() != expected)
+      throw model_load_error(path + ": tensor '" + gname + "' has shape " +
+                             shape_string(r.find_tensor(gname)->shape()) + " (PyTorch order), expected " +
+                             shape_string(expected));
+    tensor t = qwen35_from_gguf(s.name, r.read(gname), m.config);
+    m.weights.emplace(s.name, std::move(t));
+  }
+  m.tokenizer = qwen35_tokenizer_from_gguf(r);
+  m.tokenizer_config = qwen35_tokenizer_config_from_gguf(r);
+  if (const gguf_value* t = r.find("tokenizer.chat_template")) m.chat_template = t->s;
+  return m;
+}
+
+}  // namespace anchorage

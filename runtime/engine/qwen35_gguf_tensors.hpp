@@ -1,0 +1,32 @@
+#pragma once
+// The qwen35 tensors between Hugging Face's names and values and llama.cpp's `qwen35` GGUF
+// (convert_hf_to_gguf.py: conversion/qwen.py Qwen3_5TextModel and its bases; src/models/qwen35.cpp):
+//   - names: model.layers.{i}.linear_attn.in_proj_qkv.weight -> blk.{i}.attn_qkv.weight, ...; the
+//     mtp.* draft layer becomes block n_layers (mtp.fc -> blk.N.nextn.eh_proj, mtp.norm ->
+//     blk.N.nextn.shared_head_norm, mtp.layers.0.* -> blk.N.*);
+//   - every norm weight except linear_attn.norm.weight is stored as 1 + w;
+//   - A_log is stored as ssm_a = -exp(A_log); dt_bias as ssm_dt.bias;
+//   - conv1d [C, 1, K] is squeezed to [C, K];
+//   - when gdn_hv != gdn_hk the value heads go from grouped order (value head k*R + r reads key
+//     head k, R = hv/hk) to tiled order (position r*Hk + k) in the V rows of in_proj_qkv and the
+//     V channels of conv1d, the rows of in_proj_z/b/a, A_log, dt_bias and the columns of out_proj,
+//     so that ggml's broadcast (value head j reads key head j % Hk) matches.
+#include <string>
+
+#include "runtime/core/tensor.hpp"
+#include "runtime/engine/model_config.hpp"
+
+namespace anchorage {
+
+// The GGUF name of a tensor of qwen35_weight_specs(c). Throws std::invalid_argument for another name.
+std::string qwen35_gguf_name(const std::string& hf_name, const model_config& c);
+
+// The tensor as llama.cpp stores it (its PyTorch-order shape, the reverse of the GGUF ne).
+tensor qwen35_to_gguf(const std::string& hf_name, const tensor& hf, const model_config& c);
+
+// The inverse: the GGUF tensor back under the Hugging Face convention and shape. Exact for
+// renames, squeezes and reorders; `1 + w` and `-exp(A_log)` are undone in float arithmetic
+// (w = (1 + w) - 1 and A_log = log(-ssm_a)), so those come back within a few float ulps.
+tensor qwen35_from_gguf(const std::string& hf_name, const tensor& gguf, const model_config& c);
+
+}  // namespace anchorage
