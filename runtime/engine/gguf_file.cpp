@@ -12,6 +12,7 @@
 #include "runtime/engine/loaded_model.hpp"
 
 #include "runtime/engine/gguf_format.hpp"
+#include "runtime/engine/half_float.hpp"
 
 namespace anchorage {
 namespace {
@@ -216,47 +217,6 @@ bool gguf_value::is_integer() const {
 }
 bool gguf_value::is_float() const { return type == gguf_type::float32 || type == gguf_type::float64; }
 
-std::uint16_t float_to_f16(float f) {
-  const std::uint32_t x = float_bits(f);
-  const std::uint32_t sign = (x >> 16) & 0x8000u;
-  const std::uint32_t exp = (x >> 23) & 0xffu;
-  std::uint32_t mant = x & 0x7fffffu;
-  if (exp == 0xff)
-    return static_cast<std::uint16_t>(sign | 0x7c00u | (mant != 0 ? 0x200u | (mant >> 13) : 0u));
-  const int e = static_cast<int>(exp) - 127 + 15;
-  if (e >= 31) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow to infinity
-  if (e <= 0) {
-    if (e < -10) return static_cast<std::uint16_t>(sign);  // below half the smallest subnormal
-    mant |= 0x800000u;
-    const auto shift = static_cast<std::uint32_t>(14 - e);
-    std::uint32_t h = mant >> shift;
-    const std::uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1u))) ++h;
-    return static_cast<std::uint16_t>(sign | h);
-  }
-  std::uint32_t h = (static_cast<std::uint32_t>(e) << 10) | (mant >> 13);
-  const std::uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent: correct
-  return static_cast<std::uint16_t>(sign | h);
-}
-
-float f16_to_f32(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1fu;
-  std::uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1f) return bits_float(sign | 0x7f800000u | (mant << 13));
-  if (exp == 0) {
-    if (mant == 0) return bits_float(sign);
-    std::uint32_t shift = 0;
-    while ((mant & 0x400u) == 0) {
-      mant <<= 1;
-      ++shift;
-    }
-    return bits_float(sign | ((113u - shift) << 23) | ((mant & 0x3ffu) << 13));
-  }
-  return bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
-}
-
 gguf_reader::gguf_reader(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw model_load_error(path + ": cannot open: " + std::strerror(errno));
@@ -368,7 +328,7 @@ tensor gguf_reader::read(const std::string& name) const {
                              std::uint32_t(p[3]) << 24);
     } else {
       const auto h = static_cast<std::uint16_t>(p[0] | p[1] << 8);
-      t.data[i] = info->type == 1 ? f16_to_f32(h) : bits_float(std::uint32_t(h) << 16);
+      t.data[i] = info->type == 1 ? f16_to_float(h) : bits_float(std::uint32_t(h) << 16);
     }
   }
   return t;

@@ -129,8 +129,4 @@ struct gguf_tensor_out {
 void save_gguf(const std::string& path, const std::vector<std::pair<std::string, gguf_value>>& metadata,
                const std::vector<gguf_tensor_out>& tensors);
 
-// IEEE binary16 conversions (round to nearest even; exact from half to float).
-std::uint16_t float_to_f16(float f);
-float f16_to_f32(std::uint16_t h);
-
 }  // namespace anchorage

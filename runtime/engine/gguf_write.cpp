@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "runtime/engine/gguf_format.hpp"
+#include "runtime/engine/half_float.hpp"
 
 namespace anchorage {
 namespace {

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "runtime/engine/model_dir.hpp"
+#include "runtime/engine/qwen35_gguf.hpp"
 
 namespace anchorage {
 
@@ -19,9 +20,7 @@ loaded_model load_model(const std::string& path) {
   if (fs::is_directory(path, ec)) return load_model_dir(path);
   if (!fs::exists(path, ec)) throw model_load_error(path + ": no such file or directory");
   if (fs::is_regular_file(path, ec) && is_gguf_file(path)) {
-    // Connected at the merge with the GGUF loader: return load_qwen35_gguf(path);
-    // (runtime/engine/qwen35_gguf.hpp, written in another branch).
-    throw model_load_error(path + ": GGUF loading is not built in");
+    return load_qwen35_gguf(path);
   }
   throw model_load_error(path + ": neither a Hugging Face checkpoint directory nor a GGUF file");
 }

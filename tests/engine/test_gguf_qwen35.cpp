@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/engine/gguf_file.hpp"
+#include "runtime/engine/half_float.hpp"
+#include "runtime/engine/model_load.hpp"
 #include "runtime/engine/model_weights.hpp"
 #include "runtime/engine/qwen35_gguf.hpp"
 #include "runtime/engine/qwen35_names.hpp"
@@ -61,7 +63,7 @@ void check_weights(const tensor_map& got, const tensor_map& want, bool f16) {
     std::size_t mismatches = 0;
     for (std::size_t i = 0; i < w.data.size(); ++i) {
       float expect = w.data[i];
-      if (half) expect = f16_to_f32(float_to_f16(expect));
+      if (half) expect = f16_to_float(float_to_f16(expect));
       const float tol = centred ? ulp(1.0f + w.data[i]) : a_log ? 4 * ulp(w.data[i]) + 4 * ulp(1.0f) : 0.0f;
       if (!(std::fabs(g.data[i] - expect) <= tol)) ++mismatches;
     }
@@ -272,4 +274,18 @@ TEST_CASE("gguf qwen35: load errors name the file and the key or tensor", "[gguf
   CHECK_THROWS_WITH(load_qwen35_gguf(d.file("notensor.gguf")),
                     Catch::Contains("missing tensor 'blk.2.ssm_alpha.weight'"));
   CHECK_THROWS_AS(load_qwen35_gguf(d.file("absent.gguf")), model_load_error);
+}
+
+TEST_CASE("gguf qwen35: --model's loader takes an exported GGUF file", "[gguf]") {
+  temp_dir d("gguf-qwen35");
+  const model_config c = preset_config("qwen35-tiny");
+  const tensor_map w = random_weights(c, 7);
+  const std::string path = d.file("tiny.gguf");
+  save_qwen35_gguf(path, c, w, nullptr, "", gguf_dtype::f32);
+  const loaded_model m = load_model(path);
+  CHECK(m.config.layout == model_layout::qwen35);
+  CHECK(m.config.pattern == c.pattern);
+  CHECK(m.weights.size() == w.size());
+  CHECK(m.weights.at("model.layers.0.linear_attn.in_proj_qkv.weight").data ==
+        w.at("model.layers.0.linear_attn.in_proj_qkv.weight").data);
 }

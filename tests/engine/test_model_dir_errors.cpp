@@ -217,10 +217,10 @@ TEST_CASE("load_model refuses a path that is neither a directory nor a GGUF file
   CHECK_THAT(load_error(text), Contains(text) && Contains("neither"));
   const std::string missing = dir.file("nothing-here");
   CHECK_THAT(load_error(missing), Contains(missing) && Contains("no such file"));
-  // Until the GGUF loader is connected (qwen35_gguf), a GGUF file is recognised and refused.
+  // A file with GGUF's magic goes to the GGUF loader: a truncated one is its error, naming it.
   const std::string gguf = dir.file("model.gguf");
   std::ofstream(gguf) << "GGUF\3\0\0\0";
   CHECK(is_gguf_file(gguf));
   CHECK_FALSE(is_gguf_file(text));
-  CHECK_THAT(load_error(gguf), Contains(gguf) && Contains("GGUF"));
+  CHECK_THAT(load_error(gguf), Contains(gguf));
 }
