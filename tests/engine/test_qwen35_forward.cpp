@@ -116,3 +116,19 @@ TEST_CASE("the qwen35 reference comparison catches one wrong detail", "[qwen35][
   WARN(what[which] << ": max |engine - wrong reference| = " << diff);
   CHECK(diff > 10 * kTolerance);
 }
+
+TEST_CASE("with tied embeddings the qwen35 head is the embedding", "[qwen35][engine]") {
+  model_config c = test_config("qwen35-tiny-mtp");
+  c.tied_embeddings = true;
+  c.preset = "qwen35-tiny-mtp-tied";  // its own entry in the weights cache: no lm_head.weight
+  const tensor_map& w = test_weights(c);
+  REQUIRE(w.count("lm_head.weight") == 0);
+  const auto prompt = test_tokens(70, 4);
+  qwen35_reference ref(c, w);
+  auto e = make_engine(c);
+  e->prefill(prompt);
+  for (token_id t : prompt) ref.forward(t);
+  CHECK(max_abs_diff(e->last_logits(), ref.logits()) <= kTolerance);
+  CHECK(max_abs_diff(e->last_draft_logits(), ref.draft_logits()) <= kTolerance);
+  CHECK(argmax(e->last_logits()) == argmax(ref.logits()));
+}
