@@ -9,11 +9,11 @@ extern "C" char* openblas_get_config(void);
 namespace anchorage::kernels {
 namespace {
 
-#define ANCHORAGE_TABLE(ns)                                                                               \
-  ops {                                                                                                   \
-    backend::ns, &ns::gemm, &ns::rmsnorm, &ns::gated_rmsnorm, &ns::rope, &ns::swiglu, &ns::causal_conv1d, \
-        &ns::l2norm, &ns::gdn_gates, &ns::gdn_chunk, &ns::gdn_step, &ns::attention, &ns::embed, &ns::add, \
-        &ns::block_checksum                                                                               \
+#define ANCHORAGE_TABLE(ns)                                                                              \
+  ops {                                                                                                  \
+    backend::ns, &ns::gemm, &ns::rmsnorm, &ns::gated_rmsnorm, &ns::rope, &ns::sigmoid_gate, &ns::swiglu, \
+        &ns::causal_conv1d, &ns::l2norm, &ns::gdn_gates, &ns::gdn_chunk, &ns::gdn_step, &ns::attention,  \
+        &ns::embed, &ns::add, &ns::block_checksum                                                        \
   }
 
 }  // namespace

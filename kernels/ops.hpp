@@ -13,6 +13,7 @@
 #include "kernels/l2norm.hpp"
 #include "kernels/rmsnorm.hpp"
 #include "kernels/rope.hpp"
+#include "kernels/sigmoid_gate.hpp"
 #include "kernels/swiglu.hpp"
 
 namespace anchorage::kernels {
@@ -25,6 +26,7 @@ struct ops {
   decltype(&cpu::rmsnorm) rmsnorm;
   decltype(&cpu::gated_rmsnorm) gated_rmsnorm;
   decltype(&cpu::rope) rope;
+  decltype(&cpu::sigmoid_gate) sigmoid_gate;
   decltype(&cpu::swiglu) swiglu;
   decltype(&cpu::causal_conv1d) causal_conv1d;
   decltype(&cpu::l2norm) l2norm;

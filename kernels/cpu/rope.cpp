@@ -4,12 +4,12 @@
 
 namespace anchorage::kernels::cpu {
 
-void rope(float* x, int stride, int rows, int heads, int head_dim, int pos0, float base) {
-  const int half = head_dim / 2;
+void rope(float* x, int stride, int rows, int heads, int head_dim, int rot_dims, int pos0, float base) {
+  const int half = rot_dims / 2;
   for (int r = 0; r < rows; ++r) {
     const double pos = static_cast<double>(pos0 + r);
     for (int i = 0; i < half; ++i) {
-      const double theta = pos * std::pow(static_cast<double>(base), -2.0 * i / head_dim);
+      const double theta = pos * std::pow(static_cast<double>(base), -2.0 * i / rot_dims);
       const float c = static_cast<float>(std::cos(theta));
       const float s = static_cast<float>(std::sin(theta));
       for (int h = 0; h < heads; ++h) {

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "runtime/engine/engine_impl.hpp"
+#include "runtime/engine/engine_tensors.hpp"
 #include "runtime/engine/model_weights.hpp"
 
 namespace anchorage {
@@ -28,24 +29,24 @@ std::string arithmetic_config(const model_config& c) {
 engine::impl::impl(const model_config& c, const tensor_map& w, kernels::backend b)
     : cfg(c), where(b), k(kernels::ops_for(b)) {
   cfg.validate();
-  if (cfg.layout != model_layout::reference)
-    throw std::invalid_argument(std::string("the engine does not run the ") + to_string(cfg.layout) +
-                                " layout yet");
   if (b == kernels::backend::cuda && !kernels::cuda_available())
     throw std::invalid_argument("the cuda backend was asked for but no CUDA device is present");
-  const auto specs = weight_specs(cfg);
-  check_tensors(w, specs, "engine weights");
+  check_tensors(w, weight_specs(cfg), "engine weights");
 
+  // The model's tensors, converted once into the engine's (engine_tensors.hpp).
+  const auto tensors = engine_tensors(cfg, w);
   std::size_t total = 0;
-  for (const auto& s : specs) total += static_cast<std::size_t>(w.at(s.name).numel());
+  for (const auto& t : tensors) total += t.numel;
   weights = device_buffer(b, total);
   std::size_t at = 0;
-  for (const auto& s : specs) {
-    const tensor& t = w.at(s.name);
-    std::memcpy(weights.data() + at, t.data.data(), t.data.size() * sizeof(float));
-    weight_ptr[s.name] = weights.data() + at;
-    at += t.data.size();
+  for (const auto& t : tensors) {
+    if (!t.alias_of.empty()) continue;
+    t.fill(weights.data() + at);
+    weight_ptr[t.name] = weights.data() + at;
+    at += t.numel;
   }
+  for (const auto& t : tensors)
+    if (!t.alias_of.empty()) weight_ptr[t.name] = weight_ptr.at(t.alias_of);
 
   const std::size_t cap = static_cast<std::size_t>(cfg.ctx_size);
   const int ng = cfg.count_gdn(), na = cfg.count_attention(), ch = cfg.conv_channels();
@@ -98,7 +99,10 @@ engine::impl::impl(const model_config& c, const tensor_map& w, kernels::backend 
   state = std::make_unique<engine_state>(b, std::move(layout), std::move(sections), std::move(views));
 
   const std::size_t m = static_cast<std::size_t>(cfg.grid);
-  const std::size_t wide = static_cast<std::size_t>(std::max({ch, 2 * cfg.mlp_hidden}));
+  const bool qwen = cfg.layout == model_layout::qwen35;
+  // proj also takes the qwen35 q_proj output, [query | gate] per head
+  const std::size_t wide =
+      static_cast<std::size_t>(std::max({ch, 2 * cfg.mlp_hidden, qwen ? 2 * cfg.n_q * cfg.head_dim : 0}));
   const std::size_t mixw =
       static_cast<std::size_t>(std::max({cfg.gdn_hv * cfg.gdn_dv, cfg.n_q * cfg.head_dim, cfg.mlp_hidden}));
   ids = device_buffer(b, m);
@@ -114,6 +118,7 @@ engine::impl::impl(const model_config& c, const tensor_map& w, kernels::backend 
   mix = device_buffer(b, m * mixw);
   attn_q = device_buffer(b, m * cfg.n_q * cfg.head_dim);
   attn_o = device_buffer(b, m * cfg.n_q * cfg.head_dim);
+  if (qwen) attn_k = device_buffer(b, m * cfg.kv_row());
   const kernels::gdn_shape gs{cfg.grid,   cfg.gdn_hk, cfg.gdn_hv, cfg.gdn_dk,
                               cfg.gdn_dv, ch,         1.0f,       cfg.gdn_chunk};
   gdn_scratch = device_buffer(b, static_cast<std::size_t>(kernels::gdn_chunk_scratch(gs)));
@@ -123,6 +128,7 @@ engine::impl::impl(const model_config& c, const tensor_map& w, kernels::backend 
     cat = device_buffer(b, m * 2 * d);
     xm = device_buffer(b, m * d);
     draft_dev = device_buffer(b, static_cast<std::size_t>(cfg.vocab));
+    if (qwen) hn = device_buffer(b, m * d);
   }
 }
 

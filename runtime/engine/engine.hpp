@@ -16,7 +16,10 @@ namespace anchorage {
 // it is part of the fingerprint, so cached state of an older engine is never restored.
 inline constexpr const char* engine_code_version = "anchorage-engine/1";
 
-// The reference hybrid engine: one sequence, its state in the engine's own buffers.
+// The hybrid engine: one sequence, its state in the engine's own buffers. It runs the reference
+// layout and the qwen35 layout (model_config::layout); for qwen35 it converts the Hugging Face
+// tensors once at construction (engine_tensors.hpp) and computes transformers' forward
+// (tests/engine/test_qwen35_forward.cpp checks it against a naive reference).
 //
 // Prefill runs on the grid: chunks end on multiples of config().grid (the lines), so a prefill
 // resumed from a line runs exactly the chunks a cold prefill runs and produces the same bits.

@@ -1,4 +1,6 @@
-// The forward pass of the reference hybrid model over a run of consecutive rows.
+// The forward pass over a run of consecutive rows: the reference hybrid model, and the qwen35
+// layout (docs/QWEN35.md) where it departs from it: gated attention with per-head q/k norms and
+// partial rotary, and the draft layer's input order.
 #include <cmath>
 #include <cstring>
 
@@ -65,11 +67,24 @@ void engine::impl::attention_block(const std::string& p, float* xs, float* k_row
   const int d = cfg.d_model, hd = cfg.head_dim, nq = cfg.n_q, nkv = cfg.n_kv;
   const int pos0 = static_cast<int>(state->valid_length());
   k.rmsnorm(xs, d, weight(p + "attn_norm"), xn.data(), d, m, d, cfg.norm_eps);
-  k.gemm(true, m, nq * hd, d, 1.0f, xn.data(), d, weight(p + "attn.q"), d, 0.0f, attn_q.data(), nq * hd);
-  k.gemm(true, m, nkv * hd, d, 1.0f, xn.data(), d, weight(p + "attn.k"), d, 0.0f, k_rows, kv_stride);
+  if (cfg.layout == model_layout::qwen35) {
+    // q_proj rows are [query | gate] per head: query head (t, h) sits at (t*nq + h) * 2hd, so one
+    // rmsnorm over m*nq rows of stride 2hd normalises every query head into attn_q.
+    k.gemm(true, m, 2 * nq * hd, d, 1.0f, xn.data(), d, weight(p + "attn.q"), d, 0.0f, proj.data(),
+           2 * nq * hd);
+    k.rmsnorm(proj.data(), 2 * hd, weight(p + "attn.q_norm"), attn_q.data(), hd, m * nq, hd, cfg.norm_eps);
+    k.gemm(true, m, nkv * hd, d, 1.0f, xn.data(), d, weight(p + "attn.k"), d, 0.0f, attn_k.data(), nkv * hd);
+    for (int h = 0; h < nkv; ++h)
+      k.rmsnorm(attn_k.data() + h * hd, nkv * hd, weight(p + "attn.k_norm"), k_rows + h * hd, kv_stride, m,
+                hd, cfg.norm_eps);
+  } else {
+    k.gemm(true, m, nq * hd, d, 1.0f, xn.data(), d, weight(p + "attn.q"), d, 0.0f, attn_q.data(), nq * hd);
+    k.gemm(true, m, nkv * hd, d, 1.0f, xn.data(), d, weight(p + "attn.k"), d, 0.0f, k_rows, kv_stride);
+  }
   k.gemm(true, m, nkv * hd, d, 1.0f, xn.data(), d, weight(p + "attn.v"), d, 0.0f, v_rows, kv_stride);
-  k.rope(attn_q.data(), nq * hd, m, nq, hd, pos0, cfg.rope_base);
-  k.rope(k_rows, kv_stride, m, nkv, hd, pos0, cfg.rope_base);
+  const int rot = cfg.rotary_dims();
+  k.rope(attn_q.data(), nq * hd, m, nq, hd, rot, pos0, cfg.rope_base);
+  k.rope(k_rows, kv_stride, m, nkv, hd, rot, pos0, cfg.rope_base);
 
   const kernels::attention_shape sh{
       m, pos0, nq, nkv, hd, nq * hd, kv_stride, nq * hd, 1.0f / std::sqrt(static_cast<float>(hd))};
@@ -77,6 +92,9 @@ void engine::impl::attention_block(const std::string& p, float* xs, float* k_row
   // K and V of the layer start at row 0: step back from this chunk's rows.
   const long back = static_cast<long>(pos0) * kv_stride;
   k.attention(attn_q.data(), k_rows - back, v_rows - back, attn_o.data(), sh, attn_scratch.data());
+  if (cfg.layout == model_layout::qwen35)
+    k.sigmoid_gate(attn_o.data(), hd, proj.data() + hd, 2 * hd, m * nq,
+                   hd);  // gate head (t, h) after its query
   k.gemm(true, m, d, nq * hd, 1.0f, attn_o.data(), nq * hd, weight(p + "attn.o"), nq * hd, 1.0f, xs, d);
 }
 
@@ -88,17 +106,27 @@ void engine::impl::mlp_block(const std::string& p, float* xs, int m) {
   k.gemm(true, m, d, h, 1.0f, mix.data(), h, weight(p + "mlp.down"), h, 1.0f, xs, d);
 }
 
-// The draft layer reads, at row t, the model's last hidden row of t - 1 (mtp.h_last for the
-// chunk's first row) beside the embedding of token t; it keeps its own K/V rows.
+// The draft layer reads, at row t, the model's hidden row of t - 1 (mtp.h_last for the chunk's
+// first row) beside the embedding of token t; it keeps its own K/V rows. The reference layout
+// takes the last layer's output and puts it first; the qwen35 layout takes it after the final
+// norm (the hidden state vLLM and llama.cpp hand to the MTP layer) and puts the embedding first.
 void engine::impl::mtp_layer(int m) {
   const int d = cfg.d_model;
   const int pos0 = static_cast<int>(state->valid_length());
-  k.rmsnorm(mtp_h.data(), d, weight("mtp.norm_h"), cat.data(), 2 * d, 1, d, cfg.norm_eps);
-  if (m > 1) k.rmsnorm(x.data(), d, weight("mtp.norm_h"), cat.data() + 2 * d, 2 * d, m - 1, d, cfg.norm_eps);
-  k.rmsnorm(emb.data(), d, weight("mtp.norm_e"), cat.data() + d, 2 * d, m, d, cfg.norm_eps);
+  const bool qwen = cfg.layout == model_layout::qwen35;
+  const float* hidden = x.data();
+  if (qwen) {
+    k.rmsnorm(x.data(), d, weight("final_norm"), hn.data(), d, m, d, cfg.norm_eps);
+    hidden = hn.data();
+  }
+  float* cat_h = cat.data() + (qwen ? d : 0);
+  float* cat_e = cat.data() + (qwen ? 0 : d);
+  k.rmsnorm(mtp_h.data(), d, weight("mtp.norm_h"), cat_h, 2 * d, 1, d, cfg.norm_eps);
+  if (m > 1) k.rmsnorm(hidden, d, weight("mtp.norm_h"), cat_h + 2 * d, 2 * d, m - 1, d, cfg.norm_eps);
+  k.rmsnorm(emb.data(), d, weight("mtp.norm_e"), cat_e, 2 * d, m, d, cfg.norm_eps);
   k.gemm(true, m, d, 2 * d, 1.0f, cat.data(), 2 * d, weight("mtp.in"), 2 * d, 0.0f, xm.data(), d);
   kernels::device_sync(where);
-  std::memcpy(mtp_h.data(), x.data() + static_cast<long>(m - 1) * d, sizeof(float) * d);
+  std::memcpy(mtp_h.data(), hidden + static_cast<long>(m - 1) * d, sizeof(float) * d);
 
   const int kv_stride = cfg.kv_row();
   const long off = static_cast<long>(pos0) * kv_stride;

@@ -65,6 +65,8 @@ struct engine::impl {
   // activations for up to `grid` rows
   device_buffer ids, x, xn, emb, proj, qkv, z, gate_a, gate_b, g, beta, mix, attn_q, attn_o;
   device_buffer cat, xm, gdn_scratch, attn_scratch, logits_dev, draft_dev;
+  // qwen35: K before its per-head norm; the final-normed rows the draft layer reads
+  device_buffer attn_k, hn;
 
   std::vector<float> logits, draft_logits;
   std::vector<token_id> queued;  // begin_prefill's tokens not yet run

@@ -1,4 +1,5 @@
-// Exactness of the engine's state against a cold prefill: the property every cache relies on.
+// Exactness of the engine's state against a cold prefill: the property every cache relies on,
+// on the reference layout and on the qwen35 layout.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -11,7 +12,8 @@ using namespace anchorage;
 using namespace anchorage::testing;
 
 TEST_CASE("a resume from a grid line through the adapter equals a cold prefill", "[exact][engine]") {
-  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp");
+  const std::string preset =
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
   const std::size_t line_index = GENERATE(1, 3, 5);
   INFO("preset " << preset << ", resumed at line " << line_index);
   const model_config c = test_config(preset);
@@ -55,7 +57,9 @@ TEST_CASE("a resume from a grid line through the adapter equals a cold prefill",
 TEST_CASE("a restored state with one wrong byte does not pass for the cold one", "[exact][engine]") {
   // The comparisons above have teeth: a single flipped bit in a section or a view row restored
   // into the engine changes the logits of the rest of the prefill.
-  const model_config c = test_config("tiny");
+  const std::string preset = GENERATE(as<std::string>{}, "tiny", "qwen35-tiny");
+  INFO("preset " << preset);
+  const model_config c = test_config(preset);
   const std::size_t line = 2 * c.grid, n = 3 * c.grid + 7;
   const auto prompt = test_tokens(n);
   auto cold = make_engine(c);
@@ -82,7 +86,9 @@ TEST_CASE("an off-grid resume does not reproduce the cold prefill", "[exact][eng
   // chunk, and every row above it, differ in their last bits. The engine allows such a resume
   // (an end anchor sits off the grid), but it is a session resume held to the greedy gate, and
   // the caches restore from lines only when they promise a cold prefill's bits.
-  const model_config c = test_config("tiny");
+  const std::string preset = GENERATE(as<std::string>{}, "tiny", "qwen35-tiny");
+  INFO("preset " << preset);
+  const model_config c = test_config(preset);
   const std::size_t p = 2 * c.grid + 5, n = 4 * c.grid + 3;
   const auto prompt = test_tokens(n);
   auto cold = make_engine(c);
@@ -111,7 +117,9 @@ TEST_CASE("an off-grid resume does not reproduce the cold prefill", "[exact][eng
 }
 
 TEST_CASE("two cold runs are identical", "[exact][engine]") {
-  const model_config c = test_config("tiny-mtp");
+  const std::string preset = GENERATE(as<std::string>{}, "tiny-mtp", "qwen35-tiny-mtp");
+  INFO("preset " << preset);
+  const model_config c = test_config(preset);
   const auto prompt = test_tokens(3 * c.grid + 1, 11);
   auto a = make_engine(c);
   auto b = make_engine(c);
@@ -126,7 +134,9 @@ TEST_CASE("two cold runs are identical", "[exact][engine]") {
 }
 
 TEST_CASE("a sampled generation is keyed by (seed, step)", "[exact][engine][sampling]") {
-  const model_config c = test_config("tiny");
+  const std::string preset = GENERATE(as<std::string>{}, "tiny", "qwen35-tiny");
+  INFO("preset " << preset);
+  const model_config c = test_config(preset);
   const auto prompt = test_tokens(2 * c.grid + 9, 5);
   generation_request r;
   r.sampling.temperature = 1.3f;
@@ -179,7 +189,9 @@ TEST_CASE("a sampled generation is keyed by (seed, step)", "[exact][engine][samp
 TEST_CASE("greedy decode agrees with a prefill of the same tokens", "[engine]") {
   // Decode uses the per-token form and prefill the chunked form: the same function, different
   // rounding. They must agree closely (not bitwise).
-  const model_config c = test_config("tiny-mtp");
+  const std::string preset = GENERATE(as<std::string>{}, "tiny-mtp", "qwen35-tiny-mtp");
+  INFO("preset " << preset);
+  const model_config c = test_config(preset);
   const auto prompt = test_tokens(c.grid + 20, 8);
   auto a = make_engine(c);
   a->prefill(prompt);

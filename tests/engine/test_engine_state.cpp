@@ -27,8 +27,10 @@ std::vector<std::string> names_of(const std::vector<view_info>& v) {
 }  // namespace
 
 TEST_CASE("the two presets expose different layouts", "[engine][state]") {
-  const model_config plain = test_config("tiny", 1000);
-  const model_config draft = test_config("tiny-mtp", 1000);
+  const std::string family = GENERATE(as<std::string>{}, "", "qwen35-");
+  INFO("presets " << family << "tiny, " << family << "tiny-mtp");
+  const model_config plain = test_config(family + "tiny", 1000);
+  const model_config draft = test_config(family + "tiny-mtp", 1000);
   auto a = make_engine(plain);
   auto b = make_engine(draft);
   const auto& la = a->layout();
@@ -52,7 +54,9 @@ TEST_CASE("the two presets expose different layouts", "[engine][state]") {
 }
 
 TEST_CASE("the fingerprint follows weights, grid and layout, not capacity", "[engine][state]") {
-  model_config c = test_config("tiny", 512);
+  const std::string preset = GENERATE(as<std::string>{}, "tiny", "qwen35-tiny");
+  INFO("preset " << preset);
+  model_config c = test_config(preset, 512);
   const auto f = make_engine(c)->layout().fingerprint;
   CHECK(make_engine(c)->layout().fingerprint == f);  // stable
   model_config bigger = c;
@@ -65,7 +69,9 @@ TEST_CASE("the fingerprint follows weights, grid and layout, not capacity", "[en
 }
 
 TEST_CASE("the adapter refuses copies outside the buffers", "[engine][state]") {
-  auto e = make_engine(test_config("tiny", 100));
+  const std::string preset = GENERATE(as<std::string>{}, "tiny", "qwen35-tiny");
+  INFO("preset " << preset);
+  auto e = make_engine(test_config(preset, 100));
   auto& s = e->cache_state();
   std::vector<unsigned char> buf(s.layout().views[0].bytes_per_token * 101);
   CHECK_THROWS_AS(s.copy_rows_out(0, 0, 101, buf.data()), std::out_of_range);
@@ -78,7 +84,9 @@ TEST_CASE("the adapter refuses copies outside the buffers", "[engine][state]") {
 }
 
 TEST_CASE("rows and sections round-trip through the adapter byte for byte", "[engine][state]") {
-  auto e = make_engine(test_config("tiny-mtp", 256));
+  const std::string preset = GENERATE(as<std::string>{}, "tiny-mtp", "qwen35-tiny-mtp");
+  INFO("preset " << preset);
+  auto e = make_engine(test_config(preset, 256));
   e->prefill(test_tokens(70));
   auto& s = e->cache_state();
   for (std::size_t v = 0; v < s.layout().views.size(); ++v) {
@@ -96,7 +104,9 @@ TEST_CASE("rows and sections round-trip through the adapter byte for byte", "[en
 }
 
 TEST_CASE("the engine checks its input before running anything", "[engine]") {
-  auto e = make_engine(test_config("tiny", 64));
+  const std::string preset = GENERATE(as<std::string>{}, "tiny", "qwen35-tiny");
+  INFO("preset " << preset);
+  auto e = make_engine(test_config(preset, 64));
   e->prefill(test_tokens(10));
   const auto before = take_snapshot(e->cache_state());
   CHECK_THROWS_AS(e->prefill({1, 2, 272}), std::invalid_argument);
@@ -113,7 +123,9 @@ TEST_CASE("the engine checks its input before running anything", "[engine]") {
 }
 
 TEST_CASE("a prefill in steps runs one chunk per step, ending on lines", "[engine]") {
-  const model_config c = test_config("tiny", 512);
+  const std::string preset = GENERATE(as<std::string>{}, "tiny", "qwen35-tiny");
+  INFO("preset " << preset);
+  const model_config c = test_config(preset, 512);
   auto e = make_engine(c);
   e->prefill(test_tokens(c.grid + 5));  // now off the grid
   e->begin_prefill(test_tokens(2 * c.grid + 3, 9));
@@ -133,7 +145,9 @@ TEST_CASE("invalid grids and presets are refused with a message", "[engine]") {
 }
 
 TEST_CASE("weights saved to safetensors load into an identical engine", "[engine][weights]") {
-  const model_config c = test_config("tiny-mtp", 256);
+  const std::string family = GENERATE(as<std::string>{}, "", "qwen35-");
+  INFO("presets " << family << "tiny-mtp, " << family << "tiny");
+  const model_config c = test_config(family + "tiny-mtp", 256);
   const auto dir =
       std::filesystem::temp_directory_path() / ("anchorage-w-" + std::to_string(std::random_device{}()));
   std::filesystem::create_directories(dir);
@@ -148,14 +162,17 @@ TEST_CASE("weights saved to safetensors load into an identical engine", "[engine
   CHECK(loaded.layout().fingerprint == original->layout().fingerprint);
 
   // a file of the other preset lacks the draft layer: the error names the missing tensors
-  const model_config plain = test_config("tiny", 256);
+  const model_config plain = test_config(family + "tiny", 256);
   save_weights(path, test_weights(plain), plain);
-  CHECK_THROWS_WITH(load_weights(path, c), Catch::Contains("missing tensor 'mtp.in'"));
+  const std::string missing = family.empty() ? "mtp.in" : "mtp.fc.weight";
+  CHECK_THROWS_WITH(load_weights(path, c), Catch::Contains("missing tensor '" + missing + "'"));
   std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("random weights are a pure function of the seed", "[engine][weights]") {
-  const model_config c = test_config("tiny", 64);
+  const std::string preset = GENERATE(as<std::string>{}, "tiny", "qwen35-tiny");
+  INFO("preset " << preset);
+  const model_config c = test_config(preset, 64);
   CHECK(weights_digest(random_weights(c, 3)) == weights_digest(random_weights(c, 3)));
   CHECK(weights_digest(random_weights(c, 3)) != weights_digest(random_weights(c, 4)));
 }

@@ -176,7 +176,7 @@ TEST_CASE("small kernels match their definitions", "[kernels]") {
   SECTION("rope keeps the norm of each pair and is the identity at position 0") {
     auto x = random_vec(3 * 8, 3);
     const auto x0 = x;
-    cpu::rope(x.data(), 8, 3, 1, 8, 0, 10000.0f);
+    cpu::rope(x.data(), 8, 3, 1, 8, 8, 0, 10000.0f);
     CHECK(std::memcmp(x.data(), x0.data(), 8 * sizeof(float)) == 0);
     for (int r = 1; r < 3; ++r)
       for (int i = 0; i < 4; ++i) {

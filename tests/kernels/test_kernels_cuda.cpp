@@ -257,10 +257,10 @@ TEST_CASE("cuda rope matches cpu", "[cuda]") {
   const float base = 1e6f;
   const auto x = random_floats(static_cast<std::size_t>(rows) * stride, 41);
   auto x_cpu = x;
-  kn::cpu::rope(x_cpu.data(), stride, rows, heads, head_dim, pos0, base);
+  kn::cpu::rope(x_cpu.data(), stride, rows, heads, head_dim, head_dim, pos0, base);
 
   managed<float> dx(x);
-  kn::cuda::rope(dx.get(), stride, rows, heads, head_dim, pos0, base);
+  kn::cuda::rope(dx.get(), stride, rows, heads, head_dim, head_dim, pos0, base);
   wait_cuda();
   expect_close(x_cpu, dx.download(), kRtol, kAtol, "rope");
 }
@@ -528,8 +528,8 @@ TEST_CASE("cuda ops are deterministic", "[cuda]") {
     managed<float> a(x), b(x), dz(z), dw(w), y1(n), y2(n);
     kn::cuda::l2norm(a.get(), heads * dim, rows, heads, dim, 1e-6f);
     kn::cuda::l2norm(b.get(), heads * dim, rows, heads, dim, 1e-6f);
-    kn::cuda::rope(a.get(), heads * dim, rows, heads, dim, 17, 10000.0f);
-    kn::cuda::rope(b.get(), heads * dim, rows, heads, dim, 17, 10000.0f);
+    kn::cuda::rope(a.get(), heads * dim, rows, heads, dim, dim, 17, 10000.0f);
+    kn::cuda::rope(b.get(), heads * dim, rows, heads, dim, dim, 17, 10000.0f);
     kn::cuda::gated_rmsnorm(a.get(), dz.get(), dw.get(), y1.get(), rows, heads, dim, 1e-6f);
     kn::cuda::gated_rmsnorm(b.get(), dz.get(), dw.get(), y2.get(), rows, heads, dim, 1e-6f);
     wait_cuda();
@@ -546,6 +546,44 @@ TEST_CASE("cuda ops are deterministic", "[cuda]") {
     CHECK(same_bits(y1.download(), y2.download()));
     CHECK(same_bits(t1.download(), t2.download()));
   }
+}
+
+TEST_CASE("cuda rope on the first rot_dims of each head matches cpu", "[cuda]") {
+  SKIP_WITHOUT_CUDA();
+  const int rows = 9, heads = 3, head_dim = 64, rot_dims = 16, stride = heads * head_dim + 4, pos0 = 4000;
+  const float base = 1e7f;
+  const auto x = random_floats(static_cast<std::size_t>(rows) * stride, 45);
+  auto x_cpu = x;
+  kn::cpu::rope(x_cpu.data(), stride, rows, heads, head_dim, rot_dims, pos0, base);
+
+  managed<float> dx(x);
+  kn::cuda::rope(dx.get(), stride, rows, heads, head_dim, rot_dims, pos0, base);
+  wait_cuda();
+  const auto got = dx.download();
+  expect_close(x_cpu, got, kRtol, kAtol, "partial rope");
+  // the floats past rot_dims pass through untouched
+  for (int r = 0; r < rows; ++r)
+    for (int h = 0; h < heads; ++h)
+      for (int i = rot_dims; i < head_dim; ++i) {
+        const std::size_t at =
+            static_cast<std::size_t>(r) * stride + static_cast<std::size_t>(h) * head_dim + i;
+        REQUIRE(got[at] == x[at]);
+      }
+}
+
+TEST_CASE("cuda sigmoid_gate matches cpu", "[cuda]") {
+  SKIP_WITHOUT_CUDA();
+  // rows are heads: x [rows][dim] contiguous, the gate the second half of [query | gate] rows
+  const int rows = 12, dim = 40;
+  const auto x = random_floats(static_cast<std::size_t>(rows) * dim, 61);
+  const auto gate = random_floats(static_cast<std::size_t>(rows) * 2 * dim, 62, -8.0f, 8.0f);
+  auto x_cpu = x;
+  kn::cpu::sigmoid_gate(x_cpu.data(), dim, gate.data() + dim, 2 * dim, rows, dim);
+
+  managed<float> dx(x), dg(gate);
+  kn::cuda::sigmoid_gate(dx.get(), dim, dg.get() + dim, 2 * dim, rows, dim);
+  wait_cuda();
+  expect_close(x_cpu, dx.download(), kRtol, kAtol, "sigmoid_gate");
 }
 
 #endif  // ANCHORAGE_HAVE_CUDA
