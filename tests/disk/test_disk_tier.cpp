@@ -49,8 +49,8 @@ struct process {
   int next_id = 0;
 
   process(const std::string& dir, double assumed_read = 1e9, std::size_t min_tokens = 64,
-          std::uint64_t stage_bytes = 1ULL << 30, bool side_slot = false)
-      : c(test_config("tiny")) {
+          std::uint64_t stage_bytes = 1ULL << 30, bool side_slot = false, const std::string& preset = "tiny")
+      : c(test_config(preset)) {
     disk_tier_options o;
     o.store.dir = dir;
     o.store.eviction.min_free_bytes = 0;
@@ -86,8 +86,9 @@ struct process {
 
 // Serves `head` twice in one process, the resident and store rows dropped between, so both
 // passes forward it cold: the second admits an anchor at its longest line.
-void write_head_twice(const std::string& dir, const std::vector<token_id>& head) {
-  process p(dir);
+void write_head_twice(const std::string& dir, const std::vector<token_id>& head,
+                      const std::string& preset = "tiny") {
+  process p(dir, 1e9, 64, 1ULL << 30, false, preset);
   p.serve(head);
   p.clear_device();
   p.serve(head);
@@ -149,12 +150,14 @@ TEST_CASE("a prompt seen once writes chunks and no anchor; seen twice, an anchor
 TEST_CASE("after a restart a prompt resumes from disk and equals a cold prefill bit for bit",
           "[disk][exact]") {
   temp_dir dir("anchorage-disk-tier");
-  const model_config c = test_config("tiny");
+  const std::string preset = GENERATE(as<std::string>{}, "tiny", "qwen35-tiny", "qwen35-tiny-mtp");
+  INFO("preset " << preset);
+  const model_config c = test_config(preset);
   const std::size_t g = static_cast<std::size_t>(c.grid);
   const auto head = test_tokens(6 * g + 5, 502);
-  write_head_twice(dir.str(), head);
+  write_head_twice(dir.str(), head, preset);
   // A new process: a fresh engine, empty device tiers, the index rebuilt by the scan.
-  process q(dir.str());
+  process q(dir.str(), 1e9, 64, 1ULL << 30, false, preset);
   CHECK(q.scan().indexed == 7);  // 6 chunks and the anchor
   auto prompt = head;
   const auto more = test_tokens(2 * g + 3, 503);
