@@ -1,5 +1,5 @@
-# A pure-Python Qwen3.5 forward with Hugging Face transformers' semantics (shared/reference/qwen35.md
-# section 3: zero-centred RMSNorm, the GDN recurrence in its per-token form with value head h reading
+# A pure-Python Qwen3.5 forward with Hugging Face transformers' semantics (docs/QWEN35.md,
+# "The layout": zero-centred RMSNorm, the GDN recurrence in its per-token form with value head h reading
 # key head h // (Hv/Hk), gated attention with half-split partial RoPE), in double precision, on a
 # safetensors file under the HF text-only names. It shares no code with the GGUF export, so that
 # llama.cpp on an exported file can be checked against the model the HF weights define.

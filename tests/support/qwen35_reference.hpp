@@ -1,11 +1,10 @@
 #pragma once
 // A naive scalar forward of the Qwen3.5 dense text model, written from the description of
-// Hugging Face transformers' modeling_qwen3_5.py in docs/QWEN35.md (/work/shared/reference/
-// qwen35.md section 3), independent of the engine: double precision, plain loops, the
-// per-token (sequential) delta rule, no kernels. It reads the tensors under their Hugging Face
-// names. The MTP draft layer follows vLLM's qwen3_5_mtp.py: x = fc(cat[pre_fc_norm_embedding(
-// embed(t)), pre_fc_norm_hidden(h_{t-1})]) with h the main model's final-normed hidden state,
-// then mtp.layers.0, mtp.norm and the shared head.
+// Hugging Face transformers' modeling_qwen3_5.py in docs/QWEN35.md ("The layout"), independent of the engine:
+// double precision, plain loops, the per-token (sequential) delta rule, no kernels. It reads the tensors
+// under their Hugging Face names. The MTP draft layer follows vLLM's qwen3_5_mtp.py: x =
+// fc(cat[pre_fc_norm_embedding( embed(t)), pre_fc_norm_hidden(h_{t-1})]) with h the main model's final-normed
+// hidden state, then mtp.layers.0, mtp.norm and the shared head.
 #include <vector>
 
 #include "runtime/core/tensor.hpp"
