@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <chrono>
 
 #include "runtime/disk/disk_stats_json.hpp"
 
@@ -90,14 +91,17 @@ std::string stats_text(conductor_state& st) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// A stats or metrics answer made once the disk actor's own stats are fresh (at once without a
-// disk tier; with what was last known if the disk actor fails to answer).
+// A stats or metrics answer made once the disk actor's own stats are fresh: at once without a
+// disk tier; with what was last known when the disk actor does not answer within
+// disk_stats_wait (it is busy with a read: the stats never wait for a restore).
+constexpr std::chrono::milliseconds disk_stats_wait{100};
+
 template <class F>
 caf::result<std::string> with_disk_stats(conductor_ptr self, F make) {
   auto& st = self->state;
   if (!st.opts.disk) return make();
   auto rp = self->make_response_promise<std::string>();
-  self->request(st.opts.disk, caf::infinite, stats_atom::value)
+  self->request(st.opts.disk, disk_stats_wait, stats_atom::value)
       .then(
           [self, rp, make](disk_stats& d) mutable {
             self->state.disk = std::move(d);
