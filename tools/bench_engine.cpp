@@ -1,9 +1,12 @@
 // Engine throughput: prefill tokens/s at several prompt lengths and decode tokens/s at a
 // context length, printed as one JSON object. Usage:
 //   anchorage-bench-engine [--preset small] [--prefill 1024,8192,32768] [--decode-at 32768]
-//                          [--decode-tokens 32] [--device cpu|cuda]
+//                          [--decode-tokens 32] [--followup 0] [--device cpu|cuda]
+// --followup N: after the decode, a follow-up turn of N new tokens on the same sequence, timed
+// to its first token.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <sstream>
@@ -24,7 +27,7 @@ int main(int argc, char** argv) {
   select_blas_core(argv);
   std::string preset = "small", device = "cpu";
   std::vector<int> lengths = {1024, 8192, 32768};
-  int decode_at = 32768, decode_tokens = 32;
+  int decode_at = 32768, decode_tokens = 32, followup = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--preset")
@@ -35,6 +38,8 @@ int main(int argc, char** argv) {
       decode_at = std::stoi(v);
     else if (a == "--decode-tokens")
       decode_tokens = std::stoi(v);
+    else if (a == "--followup")
+      followup = std::stoi(v);
     else if (a == "--device")
       device = v;
     else {
@@ -70,7 +75,6 @@ int main(int argc, char** argv) {
       const double s = seconds_since(t0);
       out["prefill"].push_back({{"tokens", n}, {"seconds", s}, {"tokens_per_s", n / s}});
       log_info() << "prefill " << n << ": " << s << " s";
-      if (n == decode_at) break;  // decode right after the prefill it needs
     }
     if (decode_tokens > 0) {
       if (e.length() != static_cast<std::size_t>(decode_at)) {
@@ -84,6 +88,19 @@ int main(int argc, char** argv) {
                        {"tokens", decode_tokens},
                        {"seconds", s},
                        {"tokens_per_s", decode_tokens / s}};
+    }
+    if (followup > 0) {
+      // A follow-up turn on the same sequence: its new tokens prefilled where the answer ended
+      // (off the grid, as a session resume is), then its first token.
+      const std::size_t before = e.length();
+      const auto more = prose(static_cast<std::size_t>(followup) + before);
+      const std::vector<token_id> tail(more.end() - followup, more.end());
+      const auto t0 = std::chrono::steady_clock::now();
+      e.prefill(tail);
+      const auto& l = e.last_logits();
+      e.decode(static_cast<token_id>(std::max_element(l.begin(), l.end()) - l.begin()));
+      const double s = seconds_since(t0);
+      out["followup"] = {{"context", before}, {"new_tokens", followup}, {"ttft_s", s}};
     }
     std::cout << out.dump(2) << "\n";
   } catch (const std::exception& ex) {

@@ -13,7 +13,8 @@
 //     log(p_i) - log(p_max) gives the logits back up to that rounding, shifted so the maximum is 0.
 //     tokens are the greedy continuation (temperature 0, no repeat penalty) of n-predict tokens.
 //
-//   node llamacpp_run.mjs --model FILE.gguf --bench [--prefill 128,512] [--decode 64] [--out FILE]
+//   node llamacpp_run.mjs --model FILE.gguf --bench [--prefill 128,512] [--decode 64] [--decode-at 128]
+//                         [--followup N] [--out FILE]
 //     Times prefill (tokens/s of one prompt of each length, fresh context state each time) and
 //     decode (tokens/s of greedy tokens after a 128-token prompt).
 //
@@ -25,7 +26,7 @@ import { fileURLToPath } from "node:url";
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 function parseArgs(argv) {
-  const a = { nPredict: 32, threads: 1, kvType: "F32", prefill: [128, 512], decode: 64, bench: false };
+  const a = { nPredict: 32, threads: 1, kvType: "F32", prefill: [128, 512], decode: 64, decodeAt: 128, followup: 0, bench: false };
   for (let i = 0; i < argv.length; ++i) {
     const k = argv[i];
     const v = () => {
@@ -41,6 +42,8 @@ function parseArgs(argv) {
     else if (k === "--bench") a.bench = true;
     else if (k === "--prefill") a.prefill = v().split(",").map(Number);
     else if (k === "--decode") a.decode = Number(v());
+    else if (k === "--decode-at") a.decodeAt = Number(v());
+    else if (k === "--followup") a.followup = Number(v());
     else throw new Error(`unknown flag ${k}`);
   }
   if (!a.model) throw new Error("--model is required");
@@ -125,22 +128,35 @@ async function bench(args, log) {
     prefill.push({ tokens: n, seconds: s, tokens_per_s: n / s });
     await context.dispose();
   }
-  const context = await makeContext(model, args, 128 + args.decode);
+  const at = args.decodeAt;
+  const context = await makeContext(model, args, at + 1 + args.decode + args.followup + 1);
   const sequence = context.getSequence();
-  await sequence.evaluateWithoutGeneratingNewTokens(prompt(128));
+  await sequence.evaluateWithoutGeneratingNewTokens(prompt(at));
   // Each yield is one single-token decode step (the first one decodes the token given here).
   let count = 0;
   const t0 = process.hrtime.bigint();
-  for await (const _ of sequence.evaluate([prompt(129)[128]], { temperature: 0 })) {
+  for await (const _ of sequence.evaluate([prompt(at + 1)[at]], { temperature: 0 })) {
     if (++count >= args.decode) break;
   }
   const s = Number(process.hrtime.bigint() - t0) / 1e9;
+  // A follow-up turn continuing the same sequence (llama.cpp's own reuse): its new tokens, then
+  // its first generated token.
+  let followup = null;
+  if (args.followup > 0) {
+    const more = prompt(at + args.followup + 8).slice(-args.followup);
+    const before = sequence.contextTokens.length;
+    const f0 = process.hrtime.bigint();
+    for await (const _ of sequence.evaluate(more, { temperature: 0 })) break;
+    followup = { context: before, new_tokens: args.followup,
+                 ttft_s: Number(process.hrtime.bigint() - f0) / 1e9 };
+  }
   return {
     model: args.model,
     threads: args.threads,
     kv_type: args.kvType,
     prefill,
-    decode: { after_prompt: 129, tokens: args.decode, seconds: s, tokens_per_s: args.decode / s },
+    decode: { context: at, tokens: args.decode, seconds: s, tokens_per_s: args.decode / s },
+    followup,
     log: log.filter((l) => /model|type|params|backend|CPU/i.test(l)).slice(0, 80),
   };
 }
