@@ -12,9 +12,9 @@
 namespace anchorage {
 
 server::server(const server_config& cfg) : cfg_(cfg) {
-  const model_config mc = cfg_.engine.config();
-  const tensor_map w = cfg_.engine.weights_path ? load_weights(*cfg_.engine.weights_path, mc)
-                                                : random_weights(mc, cfg_.engine.weights_seed);
+  const loaded_model model = cfg_.engine.load();
+  const model_config& mc = model.config;
+  const tensor_map& w = model.weights;
   auto eng = std::make_shared<engine>(mc, w, cfg_.engine.backend());
   system_ = std::make_unique<caf::actor_system>(sys_cfg_);
 

@@ -29,8 +29,12 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   try {
-    const model_config mc = cfg.engine.config();
-    log_info() << "loading " << mc.preset << " (grid " << mc.grid << ", context " << mc.ctx_size << ")";
+    if (cfg.engine.model_path) {
+      log_info() << "loading " << *cfg.engine.model_path;
+    } else {
+      const model_config mc = cfg.engine.config();
+      log_info() << "loading " << mc.preset << " (grid " << mc.grid << ", context " << mc.ctx_size << ")";
+    }
     server s(cfg);
     const int port = s.start();
     log_info() << "serving '" << cfg.served_model_name << "' on http://" << cfg.host << ":" << port;

@@ -2,6 +2,9 @@
 
 #include <stdexcept>
 
+#include "runtime/engine/model_load.hpp"
+#include "runtime/engine/model_weights.hpp"
+
 namespace anchorage {
 namespace {
 
@@ -21,7 +24,9 @@ long long parse_int(const std::string& flag, const std::string& v, long long lo)
 }  // namespace
 
 bool engine_options::parse(const std::string& flag, const std::string& v) {
-  if (flag == "--preset")
+  if (flag == "--model")
+    model_path = v;
+  else if (flag == "--preset")
     preset = v;
   else if (flag == "--weights")
     weights_path = v;
@@ -47,6 +52,21 @@ model_config engine_options::config() const {
   if (ctx_size) c.ctx_size = *ctx_size;
   c.validate();
   return c;
+}
+
+loaded_model engine_options::load() const {
+  if (!model_path) {
+    loaded_model m;
+    m.config = config();
+    m.weights = weights_path ? load_weights(*weights_path, m.config) : random_weights(m.config, weights_seed);
+    m.source = weights_path ? *weights_path : "preset " + preset;
+    return m;
+  }
+  loaded_model m = load_model(*model_path);
+  if (prefix_chunk) m.config.grid = *prefix_chunk;
+  if (ctx_size) m.config.ctx_size = *ctx_size;
+  m.config.validate();
+  return m;
 }
 
 kernels::backend engine_options::backend() const {

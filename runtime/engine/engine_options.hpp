@@ -3,13 +3,18 @@
 #include <string>
 
 #include "kernels/device.hpp"
+#include "runtime/engine/loaded_model.hpp"
 #include "runtime/engine/model_config.hpp"
 
 namespace anchorage {
 
 // What a binary needs to build the engine, from the seed's flags:
-//   --preset NAME --weights FILE --weights-seed N --prefix-chunk N --ctx-size N --device cpu|cuda|auto
+//   --model PATH --preset NAME --weights FILE --weights-seed N --prefix-chunk N --ctx-size N
+//   --device cpu|cuda|auto
 struct engine_options {
+  // A checkpoint (a Hugging Face directory or a GGUF file, runtime/engine/model_load); the
+  // preset and its weights otherwise.
+  std::optional<std::string> model_path;
   std::string preset = "small";
   std::optional<std::string> weights_path;  // safetensors; random weights when absent
   std::uint64_t weights_seed = 1;
@@ -19,7 +24,12 @@ struct engine_options {
 
   // Consumes `flag value` if it is one of the above; throws std::invalid_argument for a bad value.
   bool parse(const std::string& flag, const std::string& value);
-  model_config config() const;       // validated
+  // The preset's config, validated (the checkpoint's once loaded: see load()).
+  model_config config() const;
+  // The model to serve: the checkpoint read from model_path (model_load_error when it cannot be),
+  // or the preset with its weights file or random weights; --prefix-chunk and --ctx-size
+  // applied, the config validated.
+  loaded_model load() const;
   kernels::backend backend() const;  // auto: cuda when available
 };
 

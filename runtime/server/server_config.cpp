@@ -61,7 +61,10 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) {
          c.port = static_cast<int>(parse_long("port", v, 0, 65535));
        }},
-      {"preset", "NAME", "built-in model: tiny, tiny-mtp, small, small-mtp (small)",
+      {"model", "PATH", "a checkpoint: a Hugging Face directory or a GGUF file of Qwen3.5 (dense, F32/F16/BF16)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--model", v); }},
+      {"preset", "NAME",
+       "built-in model: tiny, tiny-mtp, small, small-mtp, qwen35-tiny, qwen35-tiny-mtp, qwen35-small (small)",
        [](server_config& c, const std::string& v) { set_engine(c, "--preset", v); }},
       {"weights", "FILE", "safetensors weights of the preset's layout (random weights otherwise)",
        [](server_config& c, const std::string& v) { set_engine(c, "--weights", v); }},
@@ -237,7 +240,8 @@ server_config parse_server_args(const std::vector<std::string>& args) {
     }
     o->set(c, value);
   }
-  c.engine.config();  // validates preset, grid and context now, not at the first request
+  // Validates preset, grid and context now, not at the first request (a checkpoint's at load).
+  if (!c.engine.model_path) c.engine.config();
   return c;
 }
 
