@@ -136,6 +136,7 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
                                          std::function<board_actor(done_receiver)> make_board) {
   auto& init = self->state;  // each handler below takes its own reference, `st`
   init.opts = std::move(opts);
+  init.tok = init.opts.tok;
   init.book = std::make_unique<ledger>(init.opts.ledger_path);
   init.board = make_board(caf::actor_cast<done_receiver>(self));
   self->link_to(init.board);

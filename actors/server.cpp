@@ -2,6 +2,8 @@
 
 #include <caf/all.hpp>
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "actors/board.hpp"
 #include "actors/conductor.hpp"
@@ -12,7 +14,14 @@
 namespace anchorage {
 
 server::server(const server_config& cfg) : cfg_(cfg) {
-  const model_config mc = cfg_.engine.config();
+  const model_config mc = cfg_.model();
+  const tokenizer tok =
+      cfg_.tokenizer_path.empty() ? tokenizer() : tokenizer::from_json_file(cfg_.tokenizer_path);
+  if (mc.vocab < tok.vocab_size()) {
+    throw std::invalid_argument("the tokenizer " + tok.name() + " defines ids up to " +
+                                std::to_string(tok.vocab_size()) + " but the engine's vocabulary (" +
+                                mc.preset + ") holds " + std::to_string(mc.vocab));
+  }
   const tensor_map w = cfg_.engine.weights_path ? load_weights(*cfg_.engine.weights_path, mc)
                                                 : random_weights(mc, cfg_.engine.weights_seed);
   auto eng = std::make_shared<engine>(mc, w, cfg_.engine.backend());
@@ -23,6 +32,7 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   opts.max_queue = cfg_.max_queue;
   opts.ledger_path = cfg_.ledger_path;
   opts.limits.reasoning_budget = cfg_.reasoning_budget;
+  opts.tok = tok;
   board_options bo;
   bo.decode_block = cfg_.decode_block;
   bo.cache = cfg_.cache;

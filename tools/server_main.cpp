@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   try {
-    const model_config mc = cfg.engine.config();
+    const model_config mc = cfg.model();
     log_info() << "loading " << mc.preset << " (grid " << mc.grid << ", context " << mc.ctx_size << ")";
     server s(cfg);
     const int port = s.start();

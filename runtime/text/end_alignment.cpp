@@ -17,6 +17,7 @@ class end_walk {
       : r_(r),
         rows_(r.rows),
         client_(client),
+        tok_(r.tok),
         end_align_(end_align),
         i_(r.rules_from()),
         j_(r.rules_from()) {}
@@ -27,7 +28,7 @@ class end_walk {
     while (i_ < e) {
       if (skip_reasoning() || skip_hidden()) continue;
       if (end_align_ &&
-          (is_whitespace_token(rows_[i_]) || (j_ < client_.size() && is_whitespace_token(client_[j_])))) {
+          (tok_.is_whitespace(rows_[i_]) || (j_ < client_.size() && tok_.is_whitespace(client_[j_])))) {
         if (!align_whitespace()) return false;
         continue;
       }
@@ -79,8 +80,8 @@ class end_walk {
     ++next_reasoning_;
     if (i_ >= end) return false;
     std::size_t k = j_;
-    while (k < client_.size() && is_whitespace_token(client_[k])) ++k;
-    if (k == client_.size() || client_[k] != special_tokens::think_close) return false;
+    while (k < client_.size() && tok_.is_whitespace(client_[k])) ++k;
+    if (k == client_.size() || client_[k] != tok_.ids().think_close) return false;
     if (k - j_ == end - i_ && std::equal(client_.begin() + j_, client_.begin() + k, rows_.begin() + i_)) {
       return false;  // R's reasoning is that same whitespace: plain matching takes it
     }
@@ -96,9 +97,9 @@ class end_walk {
     const std::size_t e = rows_.size();
     const std::size_t n = client_.size();
     std::size_t b = i_;
-    while (b < e && is_whitespace_token(rows_[b]) && (b == i_ || !is_boundary(b))) ++b;
+    while (b < e && tok_.is_whitespace(rows_[b]) && (b == i_ || !is_boundary(b))) ++b;
     std::size_t d = j_;
-    while (d < n && is_whitespace_token(client_[d])) ++d;
+    while (d < n && tok_.is_whitespace(client_[d])) ++d;
     const bool equal =
         b - i_ == d - j_ && std::equal(rows_.begin() + i_, rows_.begin() + b, client_.begin() + j_);
     if (!equal && b == e) {
@@ -126,17 +127,18 @@ class end_walk {
   // (R's stopping at a boundary).
   bool runs_next_to_boundary(std::size_t b, std::size_t d) const {
     std::size_t a = i_;
-    while (a > 0 && is_whitespace_token(rows_[a - 1]) && !is_boundary(a)) --a;
+    while (a > 0 && tok_.is_whitespace(rows_[a - 1]) && !is_boundary(a)) --a;
     std::size_t c = j_;
-    while (c > 0 && is_whitespace_token(client_[c - 1])) --c;
-    return is_boundary(a) || is_boundary(b) || (a > 0 && is_special(rows_[a - 1])) ||
-           (b < rows_.size() && is_special(rows_[b])) || (c > 0 && is_special(client_[c - 1])) ||
-           (d < client_.size() && is_special(client_[d]));
+    while (c > 0 && tok_.is_whitespace(client_[c - 1])) --c;
+    return is_boundary(a) || is_boundary(b) || (a > 0 && tok_.is_special(rows_[a - 1])) ||
+           (b < rows_.size() && tok_.is_special(rows_[b])) || (c > 0 && tok_.is_special(client_[c - 1])) ||
+           (d < client_.size() && tok_.is_special(client_[d]));
   }
 
   const end_record& r_;
   const std::vector<token_id>& rows_;
   const std::vector<token_id>& client_;
+  const tokenizer& tok_;
   const bool end_align_;
   std::size_t i_;
   std::size_t j_;
@@ -171,7 +173,7 @@ bool well_formed(const end_record& r) {
   std::size_t previous_end = 0;
   for (const auto& [begin, end] : r.reasoning) {
     if (begin < previous_end || begin > end || end > e) return false;
-    if (end < e && r.rows[end] != special_tokens::think_close) return false;
+    if (end < e && r.rows[end] != r.tok.ids().think_close) return false;
     previous_end = end;
   }
   previous_end = 0;

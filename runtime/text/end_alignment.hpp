@@ -20,13 +20,14 @@
 //      whitespace to that </think>. With reasoning.end < e the </think> then matches R's; with
 //      reasoning.end == e (thinking never closed) C's remaining tokens start at its </think>.
 //      Applies with or without end_align; hidden tokens it skips do not set used_hidden.
-//    - Whitespace (end_align only): when R[i] or C[j] is whitespace (bytes ' ', '\n', '\t',
-//      '\r'), the whitespace runs R[i, b) and C[j, d) are taken as units; R's run stops at a
+//    - Whitespace (end_align only): when R[i] or C[j] is whitespace (tokens whose bytes are all
+//      ' ', '\n', '\t', '\r'), the whitespace runs R[i, b) and C[j, d) are taken as units; R's run stops at a
 //      boundary position: the end of R, either end of the reasoning span, either end of a
 //      hidden span. Equal runs match. Unequal runs (one may be empty) are both skipped when
 //      they are next to a boundary: with a <= i the start of R's whole run (looking back over
 //      matched whitespace, not past a boundary position) and c <= j likewise in C, when a or b
-//      is a boundary position, or R[a-1], R[b], C[c-1] or C[d] is a special token (256..265).
+//      is a boundary position, or R[a-1], R[b], C[c-1] or C[d] is a special token
+//      (tokenizer::is_special(): the byte tokenizer's 256..265).
 //      Anything else (e.g. "4  exactly" against "4 exactly") fails.
 //    - Without end_align, whitespace must match token for token like any other token.
 //    - Any other difference, or C ending before R is consumed, gives no alignment.
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "runtime/core/token.hpp"
+#include "runtime/text/tokenizer.hpp"
 
 namespace anchorage {
 
@@ -54,6 +56,9 @@ struct end_record {
   // </think>, or e if the thinking never closed. Sorted, disjoint.
   std::vector<token_span> reasoning;
   std::vector<token_span> hidden;  // spans of R the client never saw; sorted, disjoint
+  // What R's ids mean: whitespace and special tokens, </think> (tokenizer::is_whitespace(),
+  // is_special(), ids().think_close below). The byte tokenizer by default.
+  tokenizer tok;
 
   // Where the rules may start to apply: R[0, rules_from()) must match the client token for token.
   std::size_t rules_from() const;
@@ -67,7 +72,7 @@ struct alignment {
   bool used_whitespace = false;    // unequal whitespace runs were aligned (end_align)
 };
 
-// True for the whitespace bytes ' ', '\n', '\t' and '\r'.
+// The byte tokenizer: true for the whitespace bytes ' ', '\n', '\t' and '\r'.
 bool is_whitespace_token(token_id id);
 
 // The record's invariants: prompt_len <= e; each reasoning span has begin <= end <= e and
