@@ -158,8 +158,6 @@ alignment make_alignment(const std::vector<token_id>& rows, const std::vector<to
 
 }  // namespace
 
-bool is_whitespace_token(token_id id) { return id == ' ' || id == '\n' || id == '\t' || id == '\r'; }
-
 std::size_t end_record::rules_from() const {
   std::size_t from = prompt_len;
   if (!reasoning.empty()) from = std::min(from, reasoning.front().first);

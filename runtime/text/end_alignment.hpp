@@ -72,9 +72,6 @@ struct alignment {
   bool used_whitespace = false;    // unequal whitespace runs were aligned (end_align)
 };
 
-// The byte tokenizer: true for the whitespace bytes ' ', '\n', '\t' and '\r'.
-bool is_whitespace_token(token_id id);
-
 // The record's invariants: prompt_len <= e; each reasoning span has begin <= end <= e and
 // R[end] == </think> when end < e, and starts at or after the previous one's end; each hidden
 // span is non-empty, lies in [0, e], and starts at or after the previous one's end.
