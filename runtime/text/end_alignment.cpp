@@ -13,14 +13,8 @@ namespace {
 // j indexes C; every step consumes at least one token of R or C, or fails.
 class end_walk {
  public:
-  end_walk(const end_record& r, const std::vector<token_id>& client, bool end_align)
-      : r_(r),
-        rows_(r.rows),
-        client_(client),
-        tok_(r.tok),
-        end_align_(end_align),
-        i_(r.rules_from()),
-        j_(r.rules_from()) {}
+  end_walk(const end_record& r, const std::vector<token_id>& client, bool end_align, std::size_t from)
+      : r_(r), rows_(r.rows), client_(client), tok_(r.tok), end_align_(end_align), i_(from), j_(from) {}
 
   // True when every token of R was matched or skipped; matched() is then C's position.
   bool run() {
@@ -156,6 +150,23 @@ alignment make_alignment(const std::vector<token_id>& rows, const std::vector<to
   return out;
 }
 
+// The alignment with R[0, head) matched token for token and the rules applied from there.
+std::optional<alignment> walk_from(const end_record& r, const std::vector<token_id>& client, bool end_align,
+                                   std::size_t head) {
+  const std::vector<token_id>& rows = r.rows;
+  if (client.size() < head ||
+      !std::equal(rows.begin(), rows.begin() + static_cast<long>(head), client.begin())) {
+    return std::nullopt;
+  }
+  end_walk walk(r, client, end_align, head);
+  if (!walk.run() || walk.matched() >= client.size()) return std::nullopt;
+  alignment out = make_alignment(rows, client, walk.matched());
+  out.used_hidden = walk.used_hidden;
+  out.used_reasoning = walk.used_reasoning;
+  out.used_whitespace = walk.used_whitespace;
+  return out;
+}
+
 }  // namespace
 
 std::size_t end_record::rules_from() const {
@@ -195,17 +206,17 @@ std::optional<alignment> align_to_end(const end_record& r, const std::vector<tok
     return out;
   }
   const std::size_t head = r.rules_from();
-  if (client.size() < head ||
-      !std::equal(rows.begin(), rows.begin() + static_cast<long>(head), client.begin())) {
-    return std::nullopt;
+  if (auto a = walk_from(r, client, end_align, head)) return a;
+  // A BPE tokenizer encodes the prompt's "<think>\n" and the client's empty block
+  // "<think>\n\n</think>" with different whitespace tokens ("\n" against "\n\n"): retry with the
+  // head ending before the prompt's trailing whitespace when the first reasoning span starts
+  // right after it, so the whitespace rule takes that run.
+  if (end_align && !r.reasoning.empty() && r.reasoning.front().first == head) {
+    std::size_t from = head;
+    while (from > 0 && r.tok.is_whitespace(rows[from - 1])) --from;
+    if (from < head) return walk_from(r, client, end_align, from);
   }
-  end_walk walk(r, client, end_align);
-  if (!walk.run() || walk.matched() >= client.size()) return std::nullopt;
-  alignment out = make_alignment(rows, client, walk.matched());
-  out.used_hidden = walk.used_hidden;
-  out.used_reasoning = walk.used_reasoning;
-  out.used_whitespace = walk.used_whitespace;
-  return out;
+  return std::nullopt;
 }
 
 }  // namespace anchorage

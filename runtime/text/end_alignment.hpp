@@ -7,7 +7,12 @@
 //  * Exact head: R[0, rules_from()) must equal C token for token, where rules_from() is the
 //    smaller of prompt_len and the first span's start (earlier answers in the prompt part keep
 //    their reasoning and hidden spans: a client that drops them later still aligns). No rule
-//    applies in the head (whitespace next to a special token included).
+//    applies in the head (whitespace next to a special token included). With end_align, when
+//    that gives no alignment and the first reasoning span starts at rules_from() right after
+//    whitespace tokens of R, the walk is retried with the head ending before that whitespace
+//    (a BPE tokenizer encodes the prompt's "<think>\n" as "<think>" "\n" and the client's empty
+//    block "<think>\n\n</think>" as "<think>" "\n\n" "</think>"; the whitespace rule then takes
+//    the unequal runs, which end at the span's begin, a boundary).
 //  * Exact prefix: when C starts with all of R, that is the alignment (nothing used). O(e) and no
 //    allocation besides `served`.
 //  * Otherwise R[rules_from(), e) is walked left to right against C:

@@ -28,6 +28,7 @@ const tokenizer& tiny_bpe() {
 model_config bpe_model() {
   model_config c = test_config("tiny");
   c.vocab = tiny_bpe().vocab_size();
+  c.preset = "tiny, vocab 305";  // test_weights caches by preset name
   return c;
 }
 
@@ -121,4 +122,40 @@ TEST_CASE("bpe alignment: a client's empty think block stands for the reasoning"
   end_record as_bytes = r;
   as_bytes.tok = tokenizer();
   CHECK_FALSE(align_to_end(as_bytes, client, true).has_value());
+}
+
+TEST_CASE("bpe alignment: Qwen3's empty block after a \"<think>\\n\" prompt resumes at the end",
+          "[end_alignment][bpe]") {
+  std::string why;
+  const auto qwen3 = qwen3_tokenizer(why);
+  if (!qwen3) {
+    WARN("skipped: " << why);
+    return;
+  }
+  const tokenizer& bpe = *qwen3;
+  const std::string head = "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n";
+  end_record r;
+  r.tok = bpe;
+  r.rows = bpe.encode(head + "<think>\n", true);  // ends "<think>" "\n"
+  r.prompt_len = r.rows.size();
+  const std::size_t begin = r.rows.size();
+  for (token_id t : bpe.encode("a plan", false)) r.rows.push_back(t);
+  r.reasoning.push_back({begin, r.rows.size()});
+  r.rows.push_back(bpe.ids().think_close);
+  for (token_id t : bpe.encode("\n\nanswer", false)) r.rows.push_back(t);
+  REQUIRE(well_formed(r));
+  // The client dropped the reasoning: its template renders "<think>\n\n</think>\n\n", where
+  // "\n\n" is one token, not the prompt's "\n".
+  const std::vector<token_id> client =
+      bpe.encode(head + "<think>\n\n</think>\n\nanswer<|im_end|>\n<|im_start|>user\nmore", true);
+  REQUIRE(client[begin - 1] != r.rows[begin - 1]);
+  const auto a = align_to_end(r, client, /*end_align=*/true);
+  REQUIRE(a.has_value());
+  CHECK(a->used_reasoning);
+  CHECK(std::vector<token_id>(a->served.begin(), a->served.begin() + static_cast<long>(r.rows.size())) ==
+        r.rows);
+  CHECK(std::vector<token_id>(a->served.begin() + static_cast<long>(r.rows.size()), a->served.end()) ==
+        bpe.encode("<|im_end|>\n<|im_start|>user\nmore", true));
+  // Without end_align whitespace must match token for token: no alignment.
+  CHECK_FALSE(align_to_end(r, client, /*end_align=*/false).has_value());
 }

@@ -69,6 +69,7 @@ TEST_CASE("a session never emits an id its tokenizer does not define", "[sampler
   const tokenizer tok = tokenizer::from_json_file(bpe_fixture("tiny_qwen3.json"));
   model_config c = test_config("tiny");
   c.vocab = 400;  // the model's vocabulary is larger than the tokenizer's 305
+  c.preset = "tiny, vocab 400";  // test_weights caches by preset name
   REQUIRE(c.vocab > tok.vocab_size());
   const auto e = make_engine(c);
   generation_job job;

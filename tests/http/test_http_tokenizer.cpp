@@ -116,6 +116,47 @@ TEST_CASE("http: --tokenizer counts, streams and resumes with Qwen3's BPE", "[ht
         bpe->bpe()->encode(render_chat(to_messages(messages), opts), true).size());
 }
 
+TEST_CASE("http: with Qwen3's BPE a client that drops its reasoning resumes at the end anchor",
+          "[http][tokenizer][bpe][end]") {
+  std::string why;
+  const auto qwen3 = qwen3_tokenizer(why);
+  if (!qwen3) {
+    WARN("skipped: " << why);
+    return;
+  }
+  const tokenizer* bpe = &*qwen3;
+  server_config cfg = qwen3_vocab_config();
+  cfg.reasoning_budget = 4;  // the hidden phrase closes the block; the words never do
+  http_server s(http_server::from_config{}, cfg);
+  json messages = json::array({{{"role", "system"}, {"content", system_prompt}},
+                               {{"role", "user"}, {"content", "Think, then answer."}}});
+  const json body = {{"model", "anchorage"},
+                     {"messages", messages},
+                     {"max_tokens", 48},
+                     {"temperature", 0.8},
+                     {"seed", 9},
+                     {"logit_bias", words_only(word_ids(*bpe))}};
+  const turn_reply first = post_turn(s, body);
+  REQUIRE(first.finish_reason == "length");
+  REQUIRE(first.message.value("reasoning_content", "").size() > 0);
+  const std::string content = first.message.value("content", "");
+  INFO("content: " << content);
+  REQUIRE_FALSE(content.empty());
+  CHECK(first.message["reasoning_content"].get<std::string>().find("Considering") == std::string::npos);
+
+  // Open WebUI's way: the answer without its reasoning. The template renders an empty block,
+  // "<think>\n\n</think>", whose "\n\n" is one token where the prompt had "<think>" "\n".
+  messages.push_back({{"role", "assistant"}, {"content", content}});
+  messages.push_back({{"role", "user"}, {"content", "Why?"}});
+  json next = body;
+  next["messages"] = messages;
+  next["max_tokens"] = 4;
+  const turn_reply t = post_turn(s, next);
+  CHECK(t.x_cache["source"] == "end");
+  const std::string glue = "<|im_end|>\n<|im_start|>user\nWhy?<|im_end|>\n<|im_start|>assistant\n<think>\n";
+  CHECK(t.x_cache["prefilled_tokens"] == 1 + bpe->encode(glue, true).size());
+}
+
 TEST_CASE("http: a tokenizer larger than the engine's vocabulary is refused at start",
           "[http][tokenizer][bpe]") {
   if (!std::filesystem::exists(qwen3_tokenizer_json)) {
