@@ -136,7 +136,6 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
                                          std::function<board_actor(done_receiver)> make_board) {
   auto& init = self->state;  // each handler below takes its own reference, `st`
   init.opts = std::move(opts);
-  init.tok = init.opts.tok;
   init.book = std::make_unique<ledger>(init.opts.ledger_path);
   init.board = make_board(caf::actor_cast<done_receiver>(self));
   self->link_to(init.board);
@@ -150,7 +149,7 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
                                   "the server is busy: " + std::to_string(waiting) +
                                       " requests are already waiting; retry later",
                                   ""});
-        auto rendered = render_request(*env.request, st.opts.limits, st.tok, ++st.sequence);
+        auto rendered = render_request(*env.request, st.opts.limits, st.opts.tok, ++st.sequence);
         if (auto* err = std::get_if<api_error>(&rendered)) return reject(self, env, std::move(*err));
         board_job j = std::move(std::get<board_job>(rendered));
         j.id = env.id;

@@ -38,7 +38,6 @@ struct conductor_options {
 // the metrics and the tiers' latest stats (the board's and the disk actor's).
 struct conductor_state {
   conductor_options opts;
-  tokenizer tok;
   std::unique_ptr<ledger> book;
   metrics counters;
   board_actor board;
