@@ -68,7 +68,7 @@ TEST_CASE("a mask that allows nothing is refused", "[sampler]") {
 TEST_CASE("a session never emits an id its tokenizer does not define", "[sampler][generation][tokenizer]") {
   const tokenizer tok = tokenizer::from_json_file(bpe_fixture("tiny_qwen3.json"));
   model_config c = test_config("tiny");
-  c.vocab = 400;  // the model's vocabulary is larger than the tokenizer's 305
+  c.vocab = 400;                 // the model's vocabulary is larger than the tokenizer's 305
   c.preset = "tiny, vocab 400";  // test_weights caches by preset name
   REQUIRE(c.vocab > tok.vocab_size());
   const auto e = make_engine(c);

@@ -139,7 +139,8 @@ TEST_CASE("the help text lists every flag", "[config]") {
     CHECK_THAT(h, Catch::Contains(f));
 }
 
-TEST_CASE("the tokenizer flag names a tokenizer.json, the byte tokenizer is the default", "[config][tokenizer]") {
+TEST_CASE("the tokenizer flag names a tokenizer.json, the byte tokenizer is the default",
+          "[config][tokenizer]") {
   CHECK(parse_server_args({}).tokenizer_path.empty());
   CHECK(parse_server_args({"--tokenizer", "/models/q/tokenizer.json"}).tokenizer_path ==
         "/models/q/tokenizer.json");
