@@ -153,7 +153,7 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
                                   "the server is busy: " + std::to_string(waiting) +
                                       " requests are already waiting; retry later",
                                   ""});
-        auto rendered = render_request(*env.request, st.opts.limits, st.tok, ++st.sequence);
+        auto rendered = render_request(*env.request, st.opts.limits, st.opts.tok, ++st.sequence);
         if (auto* err = std::get_if<api_error>(&rendered)) return reject(self, env, std::move(*err));
         board_job j = std::move(std::get<board_job>(rendered));
         j.id = env.id;

@@ -21,6 +21,7 @@ namespace anchorage {
 
 struct conductor_options {
   render_limits limits;
+  tokenizer tok;  // renders and tokenizes the prompts (--tokenizer; the byte tokenizer by default)
   int max_queue = 16;
   std::string ledger_path;
   // The disk tier's actor (none without --cache-dir): asked for its offer while a request
@@ -37,7 +38,6 @@ struct conductor_options {
 // the metrics and the tiers' latest stats (the board's and the disk actor's).
 struct conductor_state {
   conductor_options opts;
-  tokenizer tok;
   std::unique_ptr<ledger> book;
   metrics counters;
   board_actor board;

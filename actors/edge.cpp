@@ -165,7 +165,7 @@ http_edge::http_edge(caf::actor_system& sys, conductor_actor conductor, const se
   started_s_ = unix_seconds();
   admin_ = sys_.spawn(admin, cfg_.admin_token, conductor_);
   if (!cfg_.trace_path.empty()) {
-    const model_config mc = cfg_.engine.config();
+    const model_config mc = cfg_.model();
     trace_ = std::make_unique<trace_writer>(cfg_.trace_path,
                                             nlohmann::json{{"trace", 1},
                                                            {"preset", cfg_.engine.preset},
@@ -230,7 +230,7 @@ void http_edge::routes() {
 void http_edge::generate(request_kind kind, const httplib::Request& http, httplib::Response& res) {
   const std::int64_t received = steady_ns();
   const std::string& model = cfg_.served_model_name;
-  auto parsed = parse_request(http.body, kind);
+  auto parsed = parse_request(http.body, kind, cfg_.model().vocab);
   if (auto* err = std::get_if<api_error>(&parsed)) return fail(trace_.get(), http, res, *err);
   auto req = std::make_shared<const completion_request>(std::move(std::get<completion_request>(parsed)));
   if (!req->model.empty() && req->model != model)
@@ -259,7 +259,7 @@ void http_edge::generate(request_kind kind, const httplib::Request& http, httpli
 
 // GET /v1/models: the one model served.
 void http_edge::models(httplib::Response& res) const {
-  const long ctx = cfg_.engine.config().ctx_size;
+  const long ctx = cfg_.model().ctx_size;
   send_json(res, 200,
             {{"object", "list"},
              {"data", nlohmann::json::array({{{"id", cfg_.served_model_name},

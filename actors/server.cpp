@@ -2,19 +2,46 @@
 
 #include <caf/all.hpp>
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "actors/board.hpp"
 #include "actors/conductor.hpp"
 #include "actors/disk.hpp"
 #include "actors/edge.hpp"
+#include "runtime/core/log.hpp"
 #include "runtime/engine/model_weights.hpp"
+#include "runtime/text/template_kind.hpp"
+#include "runtime/text/tokenizer.hpp"
 
 namespace anchorage {
 
 server::server(const server_config& cfg) : cfg_(cfg) {
-  const loaded_model model = cfg_.engine.load();
+  loaded_model model = cfg_.engine.load();
+  if (cfg_.model_override) {  // tests: a config no preset has, random weights
+    model.config = *cfg_.model_override;
+    model.weights = random_weights(model.config, cfg_.engine.weights_seed);
+  }
   const model_config& mc = model.config;
   const tensor_map& w = model.weights;
+  // From here on the config in use is the loaded one (the edge reads it: the vocabulary, the
+  // context).
+  cfg_.model_override = mc;
+  // The tokenizer: --tokenizer's file, else the checkpoint's own, else the byte tokenizer.
+  tokenizer tok;
+  if (!cfg_.tokenizer_path.empty())
+    tok = tokenizer::from_json_file(cfg_.tokenizer_path);
+  else if (!model.tokenizer.is_null())
+    tok = tokenizer::from_json(model.tokenizer, model.source + " (its tokenizer)");
+  if (mc.vocab < tok.vocab_size()) {
+    throw std::invalid_argument("the tokenizer " + tok.name() + " defines ids up to " +
+                                std::to_string(tok.vocab_size()) + " but the engine's vocabulary (" +
+                                mc.preset + ") holds " + std::to_string(mc.vocab));
+  }
+  if (!model.chat_template.empty())
+    log_info() << "the checkpoint's chat template is recognised as '"
+               << template_kind_name(recognize_template(model.chat_template))
+               << "'; prompts are rendered with the built-in template until the native one is wired in";
   auto eng = std::make_shared<engine>(mc, w, cfg_.engine.backend());
   system_ = std::make_unique<caf::actor_system>(sys_cfg_);
 
@@ -23,6 +50,7 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   opts.max_queue = cfg_.max_queue;
   opts.ledger_path = cfg_.ledger_path;
   opts.limits.reasoning_budget = cfg_.reasoning_budget;
+  opts.tok = tok;
   board_options bo;
   bo.decode_block = cfg_.decode_block;
   bo.cache = cfg_.cache;

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -14,6 +15,8 @@
 #include "protocol/openai_types.hpp"
 
 namespace anchorage {
+
+class tokenizer;  // runtime/text/tokenizer.hpp; only carried here
 
 // What the board and conductor tell the edge about one request, in order:
 // accepted, progress*, delta*, then finished | failed (or failed alone when refused).
@@ -41,6 +44,9 @@ struct board_job {
   request_kind route = request_kind::completion;
   std::string session_key;
   std::vector<std::int32_t> prompt;
+  // The tokenizer the prompt was rendered with, which the board decodes and samples with; null:
+  // the byte tokenizer.
+  std::shared_ptr<const tokenizer> tok;
   // generation
   double temperature = 1.0;
   double top_p = 1.0;

@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     }
     if (text.empty()) throw std::invalid_argument("give --prompt TEXT or --chat TEXT");
     const auto ids = tok.encode(text, !chat.empty());
-    req.stop_tokens = {special_tokens::im_end, special_tokens::endoftext};
+    req.stop_tokens = {tok.ids().im_end, tok.ids().endoftext};
 
     engine e(c, w, opts.backend());
     const auto t0 = std::chrono::steady_clock::now();

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     if (cfg.engine.model_path) {
       log_info() << "loading " << *cfg.engine.model_path;
     } else {
-      const model_config mc = cfg.engine.config();
+      const model_config mc = cfg.model();
       log_info() << "loading " << mc.preset << " (grid " << mc.grid << ", context " << mc.ctx_size << ")";
     }
     server s(cfg);

@@ -93,9 +93,9 @@ failure read_positive(const json& v, const std::string& param, long& out) {
   return std::nullopt;
 }
 
-// logit_bias: {"<token id>": bias, ...}. Keys are decimal ids in [0, vocab_size()), values
+// logit_bias: {"<token id>": bias, ...}. Keys are decimal ids in [0, vocab), values
 // numbers in [-100, 100]; two keys naming one id ("7" and "07") are refused. Stored by id.
-failure read_logit_bias(const json& body, completion_request& r) {
+failure read_logit_bias(const json& body, int vocab, completion_request& r) {
   const json* v = field(body, "logit_bias");
   if (!v) return std::nullopt;
   const std::string p = "logit_bias";
@@ -109,9 +109,9 @@ failure read_logit_bias(const json& body, completion_request& r) {
     const bool digits = !key.empty() && key.size() <= 9 &&
                         std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
     const long id = digits ? std::stol(key) : -1;
-    if (id < 0 || id >= vocab_size()) {
+    if (id < 0 || id >= vocab) {
       return invalid(p, "logit_bias key " + json(key).dump() + " is not a token id in [0, " +
-                            std::to_string(vocab_size()) + ")");
+                            std::to_string(vocab) + ")");
     }
     if (!bias.is_number()) {
       return invalid(
@@ -135,7 +135,7 @@ failure read_logit_bias(const json& body, completion_request& r) {
 
 // ---- fields shared by both kinds -------------------------------------------------------------
 
-failure read_common(const json& body, completion_request& r) {
+failure read_common(const json& body, int vocab, completion_request& r) {
   if (auto e = opt_string(body, "model", "model", r.model)) return e;
   // max_completion_tokens supersedes the deprecated max_tokens; both are validated.
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
@@ -176,7 +176,7 @@ failure read_common(const json& body, completion_request& r) {
       if (s.empty()) return invalid("stop", "stop strings must not be empty");
     }
   }
-  if (auto e = read_logit_bias(body, r)) return e;
+  if (auto e = read_logit_bias(body, vocab, r)) return e;
   if (auto e = opt_bool(body, "stream", "stream", r.stream)) return e;
   if (const json* v = field(body, "stream_options")) {
     if (!v->is_object()) return wrong_type("stream_options", "an object", *v);
@@ -200,7 +200,7 @@ bool all_integers(const json& array) {
   return true;
 }
 
-failure read_prompt(const json& body, completion_request& r) {
+failure read_prompt(const json& body, int vocab, completion_request& r) {
   const json* p = field(body, "prompt");
   if (!p) return invalid("prompt", "prompt is required");
   const char* expected = "a string, an array of token ids, or an array of one string";
@@ -225,9 +225,9 @@ failure read_prompt(const json& body, completion_request& r) {
   std::vector<std::int32_t> ids;
   for (std::size_t i = 0; i < one->size(); ++i) {
     const json& x = (*one)[i];
-    if (!x.is_number_unsigned() || x.get<std::uint64_t>() >= std::uint64_t(vocab_size())) {
+    if (!x.is_number_unsigned() || x.get<std::uint64_t>() >= std::uint64_t(vocab)) {
       return invalid("prompt", "prompt[" + std::to_string(i) + "] = " + x.dump() +
-                                   " is not a token id in [0, " + std::to_string(vocab_size()) + ")");
+                                   " is not a token id in [0, " + std::to_string(vocab) + ")");
     }
     ids.push_back(static_cast<std::int32_t>(x.get<std::uint64_t>()));
   }
@@ -427,7 +427,8 @@ failure read_chat(const json& body, completion_request& r) {
 
 }  // namespace
 
-std::variant<completion_request, api_error> parse_request(std::string_view body, request_kind kind) {
+std::variant<completion_request, api_error> parse_request(std::string_view body, request_kind kind,
+                                                          int vocab) {
   bool too_deep = false;
   const json::parser_callback_t limit_depth = [&too_deep](int depth, json::parse_event_t, json&) {
     if (depth > max_json_depth) too_deep = true;
@@ -445,11 +446,11 @@ std::variant<completion_request, api_error> parse_request(std::string_view body,
   completion_request r;
   r.kind = kind;
   if (kind == request_kind::completion) {
-    if (auto e = read_prompt(parsed, r)) return *e;
+    if (auto e = read_prompt(parsed, vocab, r)) return *e;
   } else {
     if (auto e = read_chat(parsed, r)) return *e;
   }
-  if (auto e = read_common(parsed, r)) return *e;
+  if (auto e = read_common(parsed, vocab, r)) return *e;
   return r;
 }
 

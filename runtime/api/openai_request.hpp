@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "protocol/openai_types.hpp"
+#include "runtime/text/tokenizer.hpp"
 
 namespace anchorage {
 
@@ -17,8 +18,8 @@ namespace anchorage {
 //   >= 0; stop a non-empty string or an array of at most 4 of them; stream a boolean;
 //   stream_options {include_usage: boolean}; prompt_cache_key and user strings;
 //   logit_bias an object of at most 300 entries mapping token ids as decimal strings (each in
-//   [0, vocab_size()), each id once) to numbers in [-100, 100].
-//   completion: prompt a non-empty string, a non-empty array of token ids in [0, vocab_size()),
+//   [0, vocab), each id once) to numbers in [-100, 100].
+//   completion: prompt a non-empty string, a non-empty array of token ids in [0, vocab),
 //     or an array holding exactly one such string or id array.
 //   chat: messages a non-empty array of {role, content, name?} where role is system (only as the
 //     first message; "developer" is read as system), user, assistant or tool; content a string,
@@ -28,6 +29,9 @@ namespace anchorage {
 //     required | {"type":"function","function":{"name"}} (required and named need tools, and
 //     a named function must be among them); chat_template_kwargs.enable_thinking a boolean.
 // JSON nested deeper than 512 levels is rejected.
-std::variant<completion_request, api_error> parse_request(std::string_view body, request_kind kind);
+// `vocab` is the engine's vocabulary (the byte tokenizer's 272 by default): the ids the sampler's
+// logits and the engine's embedding hold.
+std::variant<completion_request, api_error> parse_request(std::string_view body, request_kind kind,
+                                                          int vocab = vocab_size());
 
 }  // namespace anchorage

@@ -88,10 +88,11 @@ void resident_prefix::begin(const resume_offer& o) {
     // A reasoning span must end at a </think> the rows hold: one that ended unclosed where this
     // request resumes is closed by the prompt's next token, when that is </think>.
     const auto& served = o.served;
+    const token_id think_close = think_close_;
     reasoning_.erase(std::remove_if(reasoning_.begin(), reasoning_.end(),
-                                    [at, &served](const token_span& s) {
-                                      const bool closed_here = s.second == at && at < served.size() &&
-                                                               served[at] == special_tokens::think_close;
+                                    [at, &served, think_close](const token_span& s) {
+                                      const bool closed_here =
+                                          s.second == at && at < served.size() && served[at] == think_close;
                                       return s.second > at || (s.second == at && !closed_here);
                                     }),
                      reasoning_.end());
@@ -130,6 +131,7 @@ void resident_prefix::end_generation(const state_adapter& state, kernels::backen
   record.hidden = merged(hidden_, record.hidden, record.prompt_len);
   reasoning_ = record.reasoning;
   hidden_ = record.hidden;
+  think_close_ = record.tok.ids().think_close;
   exact_run_ = false;
   served_.clear();
   drop_end();

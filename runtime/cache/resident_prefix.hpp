@@ -123,6 +123,7 @@ class resident_prefix {
   std::size_t taint_ = 0;                       // rows [0, taint_) are a cold grid prefill's
   std::vector<token_id> served_;                // the running request's prompt
   std::vector<token_span> reasoning_, hidden_;  // spans of earlier answers in tokens_
+  token_id think_close_ = no_token;             // </think> of the tokenizer the spans came from
   bool exact_run_ = false;                      // the running prefill started from an exact state
   anchor_set anchors_;
   std::optional<end_record> end_;

@@ -9,29 +9,14 @@
 namespace anchorage {
 namespace {
 
-// reasoning_close_phrase as tokens, and how many of them come before </think> (the hidden part).
-struct close_phrase {
-  std::vector<token_id> ids;
-  std::size_t hidden = 0;
-};
-
-const close_phrase& reasoning_close() {
-  static const close_phrase p = [] {
-    close_phrase c;
-    c.ids = tokenizer{}.encode(reasoning_close_phrase, /*parse_special=*/true);
-    c.hidden = static_cast<std::size_t>(std::find(c.ids.begin(), c.ids.end(), special_tokens::think_close) -
-                                        c.ids.begin());
-    return c;
-  }();
-  return p;
-}
-
-// Whether the parser, before any output, leaves `t` undecided: whitespace bytes (held) and the
-// specials and reserved ids it drops. Anything else but <think> ends the chance to open reasoning.
-bool keeps_output_undecided(token_id t) {
-  if (t < special_tokens::first) return t == ' ' || t == '\t' || t == '\n' || t == '\r';
-  return t != special_tokens::think_close && t != special_tokens::tool_call_open &&
-         t != special_tokens::tool_call_close;
+// Whether the parser, before any output, leaves `t` undecided: whitespace (held) and the
+// specials, reserved and undefined ids it drops. Anything else but <think> ends the chance to
+// open reasoning.
+bool keeps_output_undecided(const tokenizer& tok, token_id t) {
+  const chat_ids& c = tok.ids();
+  if (t == c.think_close || t == c.tool_call_open || t == c.tool_call_close) return false;
+  if (tok.is_special(t) || !tok.is_defined(t)) return true;
+  return tok.token_text(t).find_first_not_of(" \t\n\r") == std::string::npos;  // "" for reserved ids
 }
 
 // The longest prefix of s of at most n bytes that ends on a UTF-8 character boundary.
@@ -43,12 +28,20 @@ std::size_t utf8_cut(const std::string& s, std::size_t n) {
 
 }  // namespace
 
-std::size_t reasoning_close_length() { return reasoning_close().ids.size(); }
+std::size_t reasoning_close_length(const tokenizer& tok) {
+  return tok.encode(reasoning_close_phrase, /*parse_special=*/true).size();
+}
 
 generation_session::generation_session(engine& e, generation_job job)
     : engine_(e),
       job_(std::move(job)),
-      parser_(job_.parse_reasoning, job_.parse_tool_calls, job_.starts_in_reasoning) {
+      parser_(job_.parse_reasoning, job_.parse_tool_calls, job_.starts_in_reasoning, job_.tok) {
+  job_.gen.sampling.allowed = job_.tok.defined_mask();
+  if (job_.parse_reasoning && job_.reasoning_budget >= 0 && job_.tok.ids().think_close != no_token) {
+    close_.ids = job_.tok.encode(reasoning_close_phrase, /*parse_special=*/true);
+    close_.hidden = static_cast<std::size_t>(
+        std::find(close_.ids.begin(), close_.ids.end(), job_.tok.ids().think_close) - close_.ids.begin());
+  }
   if (job_.parse_reasoning) think_ = job_.starts_in_reasoning ? think_state::open : think_state::before;
   for (const auto& s : job_.stop_strings) longest_stop_ = std::max(longest_stop_, s.size());
   const std::size_t from = engine_.length();
@@ -165,14 +158,14 @@ void generation_session::on_token(token_id t, bool forced, std::vector<output_de
 
 void generation_session::track_reasoning(token_id t) {
   if (think_ == think_state::before) {
-    if (t == special_tokens::think_open) {
+    if (t == job_.tok.ids().think_open) {
       think_ = think_state::open;
       maybe_close_reasoning();
-    } else if (!keeps_output_undecided(t)) {
+    } else if (!keeps_output_undecided(job_.tok, t)) {
       think_ = think_state::none;
     }
   } else if (think_ == think_state::open) {
-    if (t == special_tokens::think_close) {
+    if (t == job_.tok.ids().think_close) {
       think_ = think_state::closed;
       reasoning_end_ = ids_.size() - 1;
     } else {
@@ -183,17 +176,16 @@ void generation_session::track_reasoning(token_id t) {
 }
 
 void generation_session::maybe_close_reasoning() {
-  if (closing_ || think_ != think_state::open || job_.reasoning_budget < 0 ||
+  if (closing_ || think_ != think_state::open || job_.reasoning_budget < 0 || close_.ids.empty() ||
       reasoning_tokens_ < job_.reasoning_budget || out_of_tokens()) {
     return;
   }
   closing_ = true;
-  const close_phrase& phrase = reasoning_close();
-  hidden_left_ = phrase.hidden;
+  hidden_left_ = close_.hidden;
   if (gen_) {
-    gen_->force(phrase.ids);
+    gen_->force(close_.ids);
   } else {
-    replay_.forced.insert(replay_.forced.end(), phrase.ids.begin(), phrase.ids.end());
+    replay_.forced.insert(replay_.forced.end(), close_.ids.begin(), close_.ids.end());
   }
 }
 

@@ -12,6 +12,7 @@
 #include "runtime/engine/engine.hpp"
 #include "runtime/generation/generator.hpp"
 #include "runtime/text/output_parser.hpp"
+#include "runtime/text/tokenizer.hpp"
 
 namespace anchorage {
 
@@ -21,11 +22,15 @@ namespace anchorage {
 inline constexpr std::string_view reasoning_close_phrase =
     "\n\nConsidering the limited time, I have to give the solution based on the thinking "
     "directly now.\n</think>\n\n";
-// How many tokens the phrase is: rows a reasoning budget may add that the client never sees.
-std::size_t reasoning_close_length();
+// How many tokens the phrase is with `tok`: rows a reasoning budget may add that the client never
+// sees. The byte tokenizer's count (the default) bounds every tokenizer's: no token is empty.
+std::size_t reasoning_close_length(const tokenizer& tok = tokenizer());
 
 // What one request asks of the engine once its prompt is rendered.
 struct generation_job {
+  // What the ids mean: the markers the session and the parser follow, the text of the deltas,
+  // the ids the sampler may choose (tokenizer::defined_mask()).
+  tokenizer tok;
   std::vector<token_id> prompt;
   generation_request gen;                 // sampling (logit_bias included), max_tokens, stops
   std::vector<std::string> stop_strings;  // cut the content where one appears
@@ -54,9 +59,9 @@ struct generation_job {
 // the first token with starts_in_reasoning, or at a <think> that is the first non-whitespace
 // output; closed at </think>) and counts the tokens generated inside it. When the count reaches
 // reasoning_budget with the block still open, the next tokens are reasoning_close_phrase's,
-// forced instead of sampled (generator::force). The phrase's tokens before </think> form a
-// hidden span: they are in output_ids() and in the engine but never fed to the parser, so the
-// client never sees them. Forced tokens count toward max_tokens and output_tokens().
+// forced instead of sampled (generator::force); a tokenizer without </think> has no budget. The phrase's
+// tokens before </think> form a hidden span: they are in output_ids() and in the engine but never fed to the
+// parser, so the client never sees them. Forced tokens count toward max_tokens and output_tokens().
 //
 // Resume (job.resume_output not empty): nothing is prefilled. The constructor replays the ids
 // through the same bookkeeping a live run does (parser, reasoning, hidden spans, stop strings,
@@ -84,6 +89,7 @@ class generation_session {
   step_result step(int block);
 
   void cancel() { cancelled_ = true; }
+  const tokenizer& tok() const { return job_.tok; }
   bool prefilling() const { return engine_.prefill_remaining() > 0; }
   bool done() const { return done_ && replayed_.empty(); }
   // stop, length or cancelled ("tool_calls" is the edge's reading of stop with calls made)
@@ -126,6 +132,12 @@ class generation_session {
     std::uint64_t sampled = 0;    // step numbers the replayed sampled tokens took
   };
 
+  // reasoning_close_phrase as tokens, and how many of them come before </think> (the hidden part).
+  struct close_phrase {
+    std::vector<token_id> ids;
+    std::size_t hidden = 0;
+  };
+
   void replay();
   void start_decoding();
   bool out_of_tokens() const;
@@ -139,6 +151,7 @@ class generation_session {
   engine& engine_;
   generation_job job_;
   output_parser parser_;
+  close_phrase close_;
   std::optional<generator> gen_;
   replay_state replay_;
   std::vector<output_delta> replayed_;  // the replay's deltas, for the first step()

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -37,25 +36,33 @@ token_id sample_token(const std::vector<float>& raw, const sampling_params& p, s
     }
   }
   const std::vector<float>& logits = p.logit_bias.empty() ? raw : biased;
+  const int limit = p.allowed ? std::min(n, static_cast<int>(p.allowed->size())) : n;
+  const auto allowed = [&](int i) { return !p.allowed || (*p.allowed)[static_cast<std::size_t>(i)]; };
   if (p.temperature == 0.0f) {
-    int best = 0;
-    for (int i = 1; i < n; ++i)
-      if (logits[i] > logits[best]) best = i;
+    int best = -1;
+    for (int i = 0; i < limit; ++i)
+      if (allowed(i) && (best < 0 || logits[i] > logits[best])) best = i;
+    if (best < 0) throw std::invalid_argument("the sampling mask allows none of the logits' ids");
     return best;
   }
-  std::vector<int> order(static_cast<std::size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
+  // The candidate ids, ascending: all of them, or those the mask allows.
+  std::vector<int> order;
+  order.reserve(static_cast<std::size_t>(limit));
+  for (int i = 0; i < limit; ++i)
+    if (allowed(i)) order.push_back(i);
+  if (order.empty()) throw std::invalid_argument("the sampling mask allows none of the logits' ids");
+  const int m = static_cast<int>(order.size());
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[a] > logits[b]; });
   const double mx = logits[order[0]];
-  std::vector<double> prob(static_cast<std::size_t>(n));
+  std::vector<double> prob(static_cast<std::size_t>(m));
   double sum = 0.0;
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < m; ++i) {
     prob[i] = std::exp((static_cast<double>(logits[order[i]]) - mx) / p.temperature);
     sum += prob[i];
   }
-  int keep = n;
+  int keep = m;
   double mass = 0.0;
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < m; ++i) {
     mass += prob[i] / sum;
     if (mass >= p.top_p) {
       keep = i + 1;

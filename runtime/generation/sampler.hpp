@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,10 @@ struct sampling_params {
   // OpenAI logit_bias: (id, bias) added to the id's logit before the greedy argmax and before
   // the softmax; ids must be in [0, logits.size()), an id listed twice gets both biases.
   std::vector<std::pair<token_id, float>> logit_bias;
+  // The ids that may be chosen: (*allowed)[id] for id < allowed->size(), never an id at or past
+  // its end (the tokenizer's defined ids, tokenizer::defined_mask(), against a model whose vocab
+  // is larger or has holes). Null: every id of the logits.
+  std::shared_ptr<const std::vector<bool>> allowed;
 };
 
 // The uniform draw of step `step` of a generation with `seed`: a pure function of the two, so a
@@ -25,8 +30,10 @@ double step_uniform(std::uint64_t seed, std::uint64_t step);
 // the lowest id among ties. Otherwise softmax(logits / temperature) in double precision,
 // restricted to the smallest set of most likely tokens (ties by lower id) whose mass reaches
 // top_p, and the draw step_uniform(seed, step) walks that set in order.
-// Throws std::invalid_argument for a negative temperature, a top_p outside (0, 1] or a biased id
-// outside the logits.
+// Ids p.allowed excludes are never chosen, at any temperature: they are left out before the
+// argmax and before the softmax.
+// Throws std::invalid_argument for a negative temperature, a top_p outside (0, 1], a biased id
+// outside the logits, or a mask that allows none of the logits' ids.
 token_id sample_token(const std::vector<float>& logits, const sampling_params& p, std::uint64_t step);
 
 }  // namespace anchorage

@@ -151,6 +151,11 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) {
          c.reasoning_budget = parse_long("reasoning-budget", v, -1, 1L << 40);
        }},
+      {"tokenizer", "PATH",
+       "render and tokenize with the BPE tokenizer of a tokenizer.json (the engine's vocabulary must hold "
+       "its "
+       "ids; default: the byte tokenizer)",
+       [](server_config& c, const std::string& v) { c.tokenizer_path = v; }},
       {"ledger", "FILE", "append one JSON line per request to FILE",
        [](server_config& c, const std::string& v) { c.ledger_path = v; }},
       {"trace", "FILE", "record the client requests received, as JSON lines, to FILE",

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,10 @@ namespace anchorage {
 // flags given on the command line win over the file.
 struct server_config {
   engine_options engine;
+  // Not a flag: a model configuration that replaces engine's preset (tests build layouts no
+  // preset has). model() is the one in use.
+  std::optional<model_config> model_override;
+  std::string tokenizer_path;  // --tokenizer PATH: a tokenizer.json; empty: the byte tokenizer
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string served_model_name = "anchorage";
@@ -37,6 +42,8 @@ struct server_config {
   std::string trace_path;      // --trace FILE: record client requests as JSON lines
   int http_threads = 8;
   bool help = false;
+
+  model_config model() const { return model_override ? *model_override : engine.config(); }
 };
 
 // Parses argv (argv[0] skipped). Throws std::invalid_argument naming the flag for an unknown

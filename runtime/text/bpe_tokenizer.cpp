@@ -51,10 +51,19 @@ struct bpe_tokenizer::tables {
 };
 
 bpe_tokenizer bpe_tokenizer::from_file(const std::string& path) {
+  nlohmann::json root;
+  try {
+    root = read_json(path);
+  } catch (const std::exception& e) {
+    throw tokenizer_file_error("tokenizer file '" + path + "': " + e.what());
+  }
+  return from_json(root, path);
+}
+
+bpe_tokenizer bpe_tokenizer::from_json(const nlohmann::json& root, const std::string& path) {
   auto t = std::make_shared<tables>();
   t->path = path;
   try {
-    const nlohmann::json root = read_json(path);
     if (!root.is_object()) throw std::invalid_argument("expected a JSON object at the top level");
     t->model = bpe_model::from_json(member_or_null(root, "model"));
     t->normalizer = text_normalizer::from_json(member_or_null(root, "normalizer"));

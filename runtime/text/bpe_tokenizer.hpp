@@ -22,6 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "runtime/core/token.hpp"
 #include "runtime/text/bpe_added_tokens.hpp"
 
@@ -40,6 +42,8 @@ class bpe_tokenizer {
   // is not JSON, has a model other than BPE, a normalizer or pre-tokenizer component this class
   // does not implement, a regex PCRE2 rejects (with PCRE2's message), or inconsistent tables.
   static bpe_tokenizer from_file(const std::string& path);
+  // The same checks on a parsed tokenizer.json; `path` names it in messages and path().
+  static bpe_tokenizer from_json(const nlohmann::json& root, const std::string& path);
 
   // parse_special == true matches every added token (added_token_matching::all); false matches
   // none, so "<|im_start|>" in user text is ordinary text. See added_token_matching for the

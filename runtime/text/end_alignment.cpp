@@ -13,13 +13,8 @@ namespace {
 // j indexes C; every step consumes at least one token of R or C, or fails.
 class end_walk {
  public:
-  end_walk(const end_record& r, const std::vector<token_id>& client, bool end_align)
-      : r_(r),
-        rows_(r.rows),
-        client_(client),
-        end_align_(end_align),
-        i_(r.rules_from()),
-        j_(r.rules_from()) {}
+  end_walk(const end_record& r, const std::vector<token_id>& client, bool end_align, std::size_t from)
+      : r_(r), rows_(r.rows), client_(client), tok_(r.tok), end_align_(end_align), i_(from), j_(from) {}
 
   // True when every token of R was matched or skipped; matched() is then C's position.
   bool run() {
@@ -27,7 +22,7 @@ class end_walk {
     while (i_ < e) {
       if (skip_reasoning() || skip_hidden()) continue;
       if (end_align_ &&
-          (is_whitespace_token(rows_[i_]) || (j_ < client_.size() && is_whitespace_token(client_[j_])))) {
+          (tok_.is_whitespace(rows_[i_]) || (j_ < client_.size() && tok_.is_whitespace(client_[j_])))) {
         if (!align_whitespace()) return false;
         continue;
       }
@@ -79,8 +74,8 @@ class end_walk {
     ++next_reasoning_;
     if (i_ >= end) return false;
     std::size_t k = j_;
-    while (k < client_.size() && is_whitespace_token(client_[k])) ++k;
-    if (k == client_.size() || client_[k] != special_tokens::think_close) return false;
+    while (k < client_.size() && tok_.is_whitespace(client_[k])) ++k;
+    if (k == client_.size() || client_[k] != tok_.ids().think_close) return false;
     if (k - j_ == end - i_ && std::equal(client_.begin() + j_, client_.begin() + k, rows_.begin() + i_)) {
       return false;  // R's reasoning is that same whitespace: plain matching takes it
     }
@@ -96,9 +91,9 @@ class end_walk {
     const std::size_t e = rows_.size();
     const std::size_t n = client_.size();
     std::size_t b = i_;
-    while (b < e && is_whitespace_token(rows_[b]) && (b == i_ || !is_boundary(b))) ++b;
+    while (b < e && tok_.is_whitespace(rows_[b]) && (b == i_ || !is_boundary(b))) ++b;
     std::size_t d = j_;
-    while (d < n && is_whitespace_token(client_[d])) ++d;
+    while (d < n && tok_.is_whitespace(client_[d])) ++d;
     const bool equal =
         b - i_ == d - j_ && std::equal(rows_.begin() + i_, rows_.begin() + b, client_.begin() + j_);
     if (!equal && b == e) {
@@ -126,17 +121,18 @@ class end_walk {
   // (R's stopping at a boundary).
   bool runs_next_to_boundary(std::size_t b, std::size_t d) const {
     std::size_t a = i_;
-    while (a > 0 && is_whitespace_token(rows_[a - 1]) && !is_boundary(a)) --a;
+    while (a > 0 && tok_.is_whitespace(rows_[a - 1]) && !is_boundary(a)) --a;
     std::size_t c = j_;
-    while (c > 0 && is_whitespace_token(client_[c - 1])) --c;
-    return is_boundary(a) || is_boundary(b) || (a > 0 && is_special(rows_[a - 1])) ||
-           (b < rows_.size() && is_special(rows_[b])) || (c > 0 && is_special(client_[c - 1])) ||
-           (d < client_.size() && is_special(client_[d]));
+    while (c > 0 && tok_.is_whitespace(client_[c - 1])) --c;
+    return is_boundary(a) || is_boundary(b) || (a > 0 && tok_.is_special(rows_[a - 1])) ||
+           (b < rows_.size() && tok_.is_special(rows_[b])) || (c > 0 && tok_.is_special(client_[c - 1])) ||
+           (d < client_.size() && tok_.is_special(client_[d]));
   }
 
   const end_record& r_;
   const std::vector<token_id>& rows_;
   const std::vector<token_id>& client_;
+  const tokenizer& tok_;
   const bool end_align_;
   std::size_t i_;
   std::size_t j_;
@@ -154,9 +150,24 @@ alignment make_alignment(const std::vector<token_id>& rows, const std::vector<to
   return out;
 }
 
-}  // namespace
+// The alignment with R[0, head) matched token for token and the rules applied from there.
+std::optional<alignment> walk_from(const end_record& r, const std::vector<token_id>& client, bool end_align,
+                                   std::size_t head) {
+  const std::vector<token_id>& rows = r.rows;
+  if (client.size() < head ||
+      !std::equal(rows.begin(), rows.begin() + static_cast<long>(head), client.begin())) {
+    return std::nullopt;
+  }
+  end_walk walk(r, client, end_align, head);
+  if (!walk.run() || walk.matched() >= client.size()) return std::nullopt;
+  alignment out = make_alignment(rows, client, walk.matched());
+  out.used_hidden = walk.used_hidden;
+  out.used_reasoning = walk.used_reasoning;
+  out.used_whitespace = walk.used_whitespace;
+  return out;
+}
 
-bool is_whitespace_token(token_id id) { return id == ' ' || id == '\n' || id == '\t' || id == '\r'; }
+}  // namespace
 
 std::size_t end_record::rules_from() const {
   std::size_t from = prompt_len;
@@ -171,7 +182,7 @@ bool well_formed(const end_record& r) {
   std::size_t previous_end = 0;
   for (const auto& [begin, end] : r.reasoning) {
     if (begin < previous_end || begin > end || end > e) return false;
-    if (end < e && r.rows[end] != special_tokens::think_close) return false;
+    if (end < e && r.rows[end] != r.tok.ids().think_close) return false;
     previous_end = end;
   }
   previous_end = 0;
@@ -195,17 +206,17 @@ std::optional<alignment> align_to_end(const end_record& r, const std::vector<tok
     return out;
   }
   const std::size_t head = r.rules_from();
-  if (client.size() < head ||
-      !std::equal(rows.begin(), rows.begin() + static_cast<long>(head), client.begin())) {
-    return std::nullopt;
+  if (auto a = walk_from(r, client, end_align, head)) return a;
+  // A BPE tokenizer encodes the prompt's "<think>\n" and the client's empty block
+  // "<think>\n\n</think>" with different whitespace tokens ("\n" against "\n\n"): retry with the
+  // head ending before the prompt's trailing whitespace when the first reasoning span starts
+  // right after it, so the whitespace rule takes that run.
+  if (end_align && !r.reasoning.empty() && r.reasoning.front().first == head) {
+    std::size_t from = head;
+    while (from > 0 && r.tok.is_whitespace(rows[from - 1])) --from;
+    if (from < head) return walk_from(r, client, end_align, from);
   }
-  end_walk walk(r, client, end_align);
-  if (!walk.run() || walk.matched() >= client.size()) return std::nullopt;
-  alignment out = make_alignment(rows, client, walk.matched());
-  out.used_hidden = walk.used_hidden;
-  out.used_reasoning = walk.used_reasoning;
-  out.used_whitespace = walk.used_whitespace;
-  return out;
+  return std::nullopt;
 }
 
 }  // namespace anchorage

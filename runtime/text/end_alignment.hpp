@@ -7,7 +7,12 @@
 //  * Exact head: R[0, rules_from()) must equal C token for token, where rules_from() is the
 //    smaller of prompt_len and the first span's start (earlier answers in the prompt part keep
 //    their reasoning and hidden spans: a client that drops them later still aligns). No rule
-//    applies in the head (whitespace next to a special token included).
+//    applies in the head (whitespace next to a special token included). With end_align, when
+//    that gives no alignment and the first reasoning span starts at rules_from() right after
+//    whitespace tokens of R, the walk is retried with the head ending before that whitespace
+//    (a BPE tokenizer encodes the prompt's "<think>\n" as "<think>" "\n" and the client's empty
+//    block "<think>\n\n</think>" as "<think>" "\n\n" "</think>"; the whitespace rule then takes
+//    the unequal runs, which end at the span's begin, a boundary).
 //  * Exact prefix: when C starts with all of R, that is the alignment (nothing used). O(e) and no
 //    allocation besides `served`.
 //  * Otherwise R[rules_from(), e) is walked left to right against C:
@@ -20,13 +25,14 @@
 //      whitespace to that </think>. With reasoning.end < e the </think> then matches R's; with
 //      reasoning.end == e (thinking never closed) C's remaining tokens start at its </think>.
 //      Applies with or without end_align; hidden tokens it skips do not set used_hidden.
-//    - Whitespace (end_align only): when R[i] or C[j] is whitespace (bytes ' ', '\n', '\t',
-//      '\r'), the whitespace runs R[i, b) and C[j, d) are taken as units; R's run stops at a
+//    - Whitespace (end_align only): when R[i] or C[j] is whitespace (tokens whose bytes are all
+//      ' ', '\n', '\t', '\r'), the whitespace runs R[i, b) and C[j, d) are taken as units; R's run stops at a
 //      boundary position: the end of R, either end of the reasoning span, either end of a
 //      hidden span. Equal runs match. Unequal runs (one may be empty) are both skipped when
 //      they are next to a boundary: with a <= i the start of R's whole run (looking back over
 //      matched whitespace, not past a boundary position) and c <= j likewise in C, when a or b
-//      is a boundary position, or R[a-1], R[b], C[c-1] or C[d] is a special token (256..265).
+//      is a boundary position, or R[a-1], R[b], C[c-1] or C[d] is a special token
+//      (tokenizer::is_special(): the byte tokenizer's 256..265).
 //      Anything else (e.g. "4  exactly" against "4 exactly") fails.
 //    - Without end_align, whitespace must match token for token like any other token.
 //    - Any other difference, or C ending before R is consumed, gives no alignment.
@@ -39,6 +45,7 @@
 #include <vector>
 
 #include "runtime/core/token.hpp"
+#include "runtime/text/tokenizer.hpp"
 
 namespace anchorage {
 
@@ -54,6 +61,9 @@ struct end_record {
   // </think>, or e if the thinking never closed. Sorted, disjoint.
   std::vector<token_span> reasoning;
   std::vector<token_span> hidden;  // spans of R the client never saw; sorted, disjoint
+  // What R's ids mean: whitespace and special tokens, </think> (tokenizer::is_whitespace(),
+  // is_special(), ids().think_close below). The byte tokenizer by default.
+  tokenizer tok;
 
   // Where the rules may start to apply: R[0, rules_from()) must match the client token for token.
   std::size_t rules_from() const;
@@ -66,9 +76,6 @@ struct alignment {
   bool used_reasoning = false;     // R's reasoning stood for the client's empty block
   bool used_whitespace = false;    // unequal whitespace runs were aligned (end_align)
 };
-
-// True for the whitespace bytes ' ', '\n', '\t' and '\r'.
-bool is_whitespace_token(token_id id);
 
 // The record's invariants: prompt_len <= e; each reasoning span has begin <= end <= e and
 // R[end] == </think> when end < e, and starts at or after the previous one's end; each hidden

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "runtime/text/tokenizer.hpp"
-
 namespace anchorage {
 
 end_record build_end_record(const generation_outcome& g) {
@@ -20,6 +18,8 @@ end_record build_end_record(const generation_outcome& g) {
   r.rows.assign(served.begin(), served.end());
   r.rows.insert(r.rows.end(), out.begin(), out.begin() + static_cast<long>(e - p));
   r.prompt_len = p;
+  r.tok = g.tok;
+  const chat_ids& ids = g.tok.ids();
   for (const auto& [a, b] : g.hidden) {
     const std::size_t ra = std::min(p + a, e), rb = std::min(p + b, e);
     if (rb > ra) r.hidden.emplace_back(ra, rb);
@@ -30,11 +30,11 @@ end_record build_end_record(const generation_outcome& g) {
   } else {
     // A generation that opened its own block: the reasoning starts after its <think>.
     for (std::size_t i = 0; i < e - p; ++i) {
-      if (out[i] == special_tokens::think_open) {
+      if (out[i] == ids.think_open) {
         begin = p + i + 1;
         break;
       }
-      if (!is_whitespace_token(out[i])) break;
+      if (!g.tok.is_whitespace(out[i])) break;
     }
   }
   if (begin) {
@@ -43,7 +43,7 @@ end_record build_end_record(const generation_outcome& g) {
     std::size_t end = g.reasoning_end ? std::min(p + *g.reasoning_end, e) : e;
     if (!g.reasoning_end)
       end = static_cast<std::size_t>(
-          std::find(r.rows.begin() + static_cast<long>(*begin), r.rows.end(), special_tokens::think_close) -
+          std::find(r.rows.begin() + static_cast<long>(*begin), r.rows.end(), ids.think_close) -
           r.rows.begin());
     if (end >= *begin) r.reasoning.push_back({*begin, end});
   }

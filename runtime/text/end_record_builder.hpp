@@ -4,8 +4,9 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/text/end_alignment.hpp"
 #include "runtime/core/token.hpp"
+#include "runtime/text/end_alignment.hpp"
+#include "runtime/text/tokenizer.hpp"
 
 namespace anchorage {
 
@@ -20,6 +21,7 @@ struct generation_outcome {
   std::optional<std::size_t> reasoning_end;                 // index into *output of the closing </think>
   bool starts_in_reasoning = false;                         // the prompt opened <think>
   std::size_t rows = 0;                                     // the engine's valid length
+  tokenizer tok;                                            // what the ids mean (the record's)
 };
 
 // Throws std::logic_error when rows is not within [served.size(), served.size() + output.size()].

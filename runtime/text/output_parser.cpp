@@ -5,8 +5,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/text/tokenizer.hpp"
-
 namespace anchorage {
 
 namespace {
@@ -119,18 +117,21 @@ bool parse_call(const std::string& text, tool_call& call) {
 
 }  // namespace
 
-output_parser::output_parser(bool parse_reasoning, bool parse_tool_calls, bool starts_in_reasoning)
-    : parse_reasoning_(parse_reasoning), parse_tool_calls_(parse_tool_calls) {
+output_parser::output_parser(bool parse_reasoning, bool parse_tool_calls, bool starts_in_reasoning,
+                             tokenizer tok)
+    : tok_(std::move(tok)), parse_reasoning_(parse_reasoning), parse_tool_calls_(parse_tool_calls) {
   if (parse_reasoning_ && starts_in_reasoning) section_ = section::reasoning;
 }
 
 std::vector<output_delta> output_parser::feed(token_id t) {
   std::vector<output_delta> out;
-  if (t < 0 || t >= vocab_size()) return out;
-  if (t < special_tokens::first) {
-    on_byte(static_cast<unsigned char>(t), out);
-  } else if (is_special(t)) {
+  if (!tok_.is_defined(t)) return out;
+  if (tok_.is_special(t)) {
     on_special(t, out);
+  } else if (!tok_.is_byte_level()) {
+    on_text(tok_.token_text(t), out);
+  } else if (t < special_tokens::first) {
+    on_byte(static_cast<unsigned char>(t), out);
   }  // reserved ids: nothing
   return out;
 }
@@ -139,7 +140,7 @@ std::vector<output_delta> output_parser::finish() {
   std::vector<output_delta> out;
   if (section_ == section::tool_call) {
     section_ = section::content;
-    route_content(std::move(call_ws_) + "<tool_call>" + sanitize(call_bytes_), out);
+    route_content(std::move(call_ws_) + "<tool_call>" + lossy(call_bytes_), out);
     call_ws_.clear();
     call_bytes_.clear();
   } else {
@@ -161,8 +162,21 @@ void output_parser::on_byte(unsigned char b, std::vector<output_delta>& out) {
   if (!text.empty()) route_text(std::move(text), out);
 }
 
+void output_parser::on_text(const std::string& bytes, std::vector<output_delta>& out) {
+  if (section_ == section::tool_call) {
+    call_bytes_ += bytes;  // decoded at the closing tag
+    return;
+  }
+  std::string text = utf8_.push(bytes);
+  if (!text.empty()) route_text(std::move(text), out);
+}
+
+std::string output_parser::lossy(const std::string& bytes) const {
+  return tok_.is_byte_level() ? sanitize(bytes) : utf8_lossy(bytes);
+}
+
 void output_parser::flush_utf8(std::vector<output_delta>& out) {
-  std::string text;
+  std::string text = utf8_.flush();
   flush_held(utf8_held_, text);
   if (!text.empty()) route_text(std::move(text), out);
 }
@@ -170,11 +184,12 @@ void output_parser::flush_utf8(std::vector<output_delta>& out) {
 void output_parser::on_special(token_id t, std::vector<output_delta>& out) {
   if (section_ != section::tool_call) flush_utf8(out);
   const bool in_call = section_ == section::tool_call;
-  if (t == special_tokens::think_open || t == special_tokens::think_close) {
+  const chat_ids& ids = tok_.ids();
+  if (t == ids.think_open || t == ids.think_close) {
     if (in_call) return;
     if (!parse_reasoning_) {
-      route_text(token_text(t), out);
-    } else if (t == special_tokens::think_open) {
+      route_text(tok_.token_text(t), out);
+    } else if (t == ids.think_open) {
       if (section_ == section::start) {
         ws_held_.clear();  // whitespace before <think> is dropped
         section_ = section::reasoning;
@@ -188,19 +203,19 @@ void output_parser::on_special(token_id t, std::vector<output_delta>& out) {
     }
     return;
   }
-  if (t == special_tokens::tool_call_open) {
+  if (t == ids.tool_call_open) {
     if (parse_tool_calls_ && section_ != section::reasoning) {
       open_tool_call(out);
     } else {
-      route_text(token_text(t), out);
+      route_text(tok_.token_text(t), out);
     }
     return;
   }
-  if (t == special_tokens::tool_call_close) {
+  if (t == ids.tool_call_close) {
     if (in_call) {
       close_tool_call(out);
     } else {
-      route_text(token_text(t), out);
+      route_text(tok_.token_text(t), out);
     }
   }
   // every other special token: nothing
@@ -209,7 +224,7 @@ void output_parser::on_special(token_id t, std::vector<output_delta>& out) {
 void output_parser::open_tool_call(std::vector<output_delta>& out) {
   if (section_ == section::tool_call) {  // nested: the open call goes out verbatim
     section_ = section::content;
-    route_content(std::move(call_ws_) + "<tool_call>" + sanitize(call_bytes_), out);
+    route_content(std::move(call_ws_) + "<tool_call>" + lossy(call_bytes_), out);
   }
   call_ws_ = std::move(ws_held_);  // dropped if the call parses, emitted before it if not
   ws_held_.clear();
@@ -221,7 +236,7 @@ void output_parser::close_tool_call(std::vector<output_delta>& out) {
   section_ = section::content;
   tool_call call;
   if (!parse_call(call_bytes_, call)) {
-    route_content(std::move(call_ws_) + "<tool_call>" + sanitize(call_bytes_) + "</tool_call>", out);
+    route_content(std::move(call_ws_) + "<tool_call>" + lossy(call_bytes_) + "</tool_call>", out);
   } else {
     const int index = static_cast<int>(result_.tool_calls.size());
     call.id = "call_" + std::to_string(index);

@@ -6,6 +6,8 @@
 
 #include "protocol/openai_types.hpp"
 #include "runtime/core/token.hpp"
+#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/utf8_stream.hpp"
 
 namespace anchorage {
 
@@ -13,9 +15,14 @@ namespace anchorage {
 //  * Invariant: concatenating the text of every reasoning delta returned by feed() and finish()
 //    gives result().reasoning, the content deltas give result().content, and the tool_call
 //    deltas are result().tool_calls in order. Deltas carry exactly the trimmed text below.
-//  * Text is UTF-8: byte tokens are held until they complete a sequence (at most 3 are held).
-//    Each byte of an invalid or interrupted sequence (a special token or finish() arriving
-//    mid-sequence) comes out as one U+FFFD; what follows is decoded afresh.
+//  * Text is UTF-8: the bytes of text tokens are held until they complete a sequence (at most 3
+//    bytes are held), so a character split across tokens goes out whole in one delta. The byte
+//    tokenizer: each byte of an invalid or interrupted sequence (a special token or finish()
+//    arriving mid-sequence) comes out as one U+FFFD; what follows is decoded afresh. A BPE
+//    tokenizer: each maximal subpart of an invalid or interrupted sequence is one U+FFFD
+//    (utf8_stream.hpp). The two differ only on invalid input ("\xE2\x82x": two U+FFFD from the
+//    byte tokenizer, one from BPE); the byte tokenizer keeps its historical rule.
+//  * The markers are the tokenizer's (tokenizer::ids()); one it lacks is never seen.
 //  * Reasoning (parse_reasoning): when the first non-whitespace output is <think>, the text up
 //    to </think> is reasoning and the rest content. Newlines right after <think>, right before
 //    </think> and right after </think> are dropped; whitespace before <think> is dropped.
@@ -34,11 +41,13 @@ namespace anchorage {
 //    and after the last call is dropped (it is held until the next text decides).
 //  * Without parse_reasoning, <think> and </think> are content text; without parse_tool_calls,
 //    <tool_call> and </tool_call> are. Every other special token (<|im_end|>, <|endoftext|>,
-//    ...), reserved ids and ids outside the vocabulary produce nothing.
+//    ..., for BPE every other added token), reserved ids and ids the tokenizer does not define
+//    produce nothing.
 //  * Stop strings are not handled here.
 class output_parser {
  public:
-  output_parser(bool parse_reasoning, bool parse_tool_calls, bool starts_in_reasoning = false);
+  output_parser(bool parse_reasoning, bool parse_tool_calls, bool starts_in_reasoning = false,
+                tokenizer tok = tokenizer());
 
   // The deltas token `t` completes (often none, e.g. mid UTF-8 sequence or inside a tool call).
   std::vector<output_delta> feed(token_id t);
@@ -52,6 +61,8 @@ class output_parser {
   enum class section { start, reasoning, content, tool_call };
 
   void on_byte(unsigned char b, std::vector<output_delta>& out);
+  void on_text(const std::string& bytes, std::vector<output_delta>& out);
+  std::string lossy(const std::string& bytes) const;
   void on_special(token_id t, std::vector<output_delta>& out);
   void flush_utf8(std::vector<output_delta>& out);
   void route_text(std::string text, std::vector<output_delta>& out);
@@ -61,10 +72,12 @@ class output_parser {
   void close_tool_call(std::vector<output_delta>& out);
   void emit_text(output_delta::kind what, std::string text, std::vector<output_delta>& out);
 
+  tokenizer tok_;
   bool parse_reasoning_;
   bool parse_tool_calls_;
   section section_ = section::start;
-  std::string utf8_held_;        // an incomplete UTF-8 sequence, at most 3 bytes
+  std::string utf8_held_;        // byte tokenizer: an incomplete UTF-8 sequence, at most 3 bytes
+  utf8_stream utf8_;             // BPE: the same
   std::string newlines_held_;    // trailing newlines of reasoning, dropped if </think> follows
   std::string ws_held_;          // trailing whitespace of content, see the contract
   bool strip_newlines_ = false;  // drop leading newlines of the next text (after </think>)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 
 #include "runtime/text/chat_template.hpp"
 
@@ -42,6 +43,7 @@ std::string chat_session_digest(const std::vector<chat_message>& messages) {
 std::variant<board_job, api_error> render_request(const completion_request& r, const render_limits& lim,
                                                   const tokenizer& tok, std::uint64_t fallback_seed) {
   board_job j;
+  if (!tok.is_byte_level()) j.tok = std::make_shared<const tokenizer>(tok);
   std::string param;
   if (r.kind == request_kind::chat) {
     j.route = request_kind::chat;
@@ -91,7 +93,8 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
   j.top_p = r.top_p;
   j.seed = r.seed.value_or(fallback_seed);
   j.seed_explicit = r.seed.has_value();
-  j.stop_tokens = {special_tokens::im_end, special_tokens::endoftext};
+  j.stop_tokens = {tok.ids().im_end};
+  if (tok.ids().endoftext != no_token) j.stop_tokens.push_back(tok.ids().endoftext);
   j.stop_strings = r.stop;
   j.logit_bias = r.logit_bias;
   if (r.prompt_cache_key)

@@ -11,6 +11,7 @@ namespace {
 
 generation_job to_generation_job(const board_job& j) {
   generation_job g;
+  if (j.tok) g.tok = *j.tok;
   g.prompt.assign(j.prompt.begin(), j.prompt.end());
   g.gen.sampling.temperature = static_cast<float>(j.temperature);
   g.gen.sampling.top_p = static_cast<float>(j.top_p);
@@ -30,7 +31,7 @@ request_info info_of(const board_job& j) {
   request_info info;
   info.session_key = j.session_key;
   info.max_tokens = static_cast<std::size_t>(std::max(0L, j.max_tokens));
-  if (j.reasoning_budget >= 0) info.hidden_reserve = reasoning_close_length();
+  if (j.reasoning_budget >= 0) info.hidden_reserve = reasoning_close_length(j.tok ? *j.tok : tokenizer());
   if (j.user_start >= 0) info.user_start = static_cast<std::size_t>(j.user_start);
   return info;
 }
@@ -403,6 +404,7 @@ void board_runner::finish(board_events& out) {
     g.reasoning_end = s.reasoning_end();
     g.starts_in_reasoning = job_.starts_in_reasoning;
     g.rows = e.length();
+    g.tok = s.tok();
     guarded([&] { tiers_->end_generation(e.cache_state(), e.where(), build_end_record(g)); });
   }
   guarded([&] { tiers_->finish(e.cache_state()); });

@@ -9,6 +9,7 @@
 #include "runtime/api/openai_request.hpp"
 #include "runtime/text/prompt_render.hpp"
 #include "runtime/text/tokenizer.hpp"
+#include "tests/support/tokenizer_files.hpp"
 
 using namespace anchorage;
 using nlohmann::json;
@@ -451,4 +452,34 @@ TEST_CASE("render_request passes logit_bias and opens thinking with its budget",
   j = std::get<board_job>(render_request(chat, lim, tok, 1));
   CHECK(j.starts_in_reasoning);
   CHECK(j.reasoning_budget == -1);
+}
+
+TEST_CASE("render_request with a BPE tokenizer: its ids, its stop tokens, the job carries it",
+          "[openai][bpe]") {
+  const tokenizer tok = tokenizer::from_json_file(anchorage::testing::bpe_fixture("tiny_qwen3.json"));
+  render_limits lim;
+  lim.ctx_size = 4096;
+  const auto rendered = render_request(accept(chat_base(), request_kind::chat), lim, tok, 1);
+  REQUIRE(std::holds_alternative<board_job>(rendered));
+  const board_job& j = std::get<board_job>(rendered);
+  const std::string text = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n";
+  const std::vector<token_id> want = tok.encode(text, true);
+  CHECK(std::vector<token_id>(j.prompt.begin(), j.prompt.end()) == want);
+  CHECK(j.prompt.front() == 301);  // the fixture's <|im_start|>, not the byte tokenizer's 256
+  CHECK(j.stop_tokens == std::vector<std::int32_t>{302, 300});  // the fixture's <|im_end|>, <|endoftext|>
+  CHECK(j.user_start == 0);
+  REQUIRE(j.tok != nullptr);
+  CHECK(j.tok->name() == tok.name());
+  // The byte tokenizer's jobs carry none (the board reads null as the byte tokenizer).
+  const auto plain = render_request(accept(chat_base(), request_kind::chat), lim, tokenizer(), 1);
+  CHECK(std::get<board_job>(plain).tok == nullptr);
+}
+
+TEST_CASE("token ids in a request are checked against the vocabulary given", "[openai]") {
+  const std::string body = R"({"model":"m","prompt":[151000, 5],"logit_bias":{"151643":-100}})";
+  CHECK(std::holds_alternative<api_error>(parse_request(body, request_kind::completion)));
+  const auto r = parse_request(body, request_kind::completion, 151936);
+  REQUIRE(std::holds_alternative<completion_request>(r));
+  CHECK(std::get<completion_request>(r).logit_bias.size() == 1);
+  CHECK(std::holds_alternative<api_error>(parse_request(body, request_kind::completion, 151643)));
 }

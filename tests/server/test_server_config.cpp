@@ -138,3 +138,12 @@ TEST_CASE("the help text lists every flag", "[config]") {
                         "--parallel"})
     CHECK_THAT(h, Catch::Contains(f));
 }
+
+TEST_CASE("the tokenizer flag names a tokenizer.json, the byte tokenizer is the default",
+          "[config][tokenizer]") {
+  CHECK(parse_server_args({}).tokenizer_path.empty());
+  CHECK(parse_server_args({"--tokenizer", "/models/q/tokenizer.json"}).tokenizer_path ==
+        "/models/q/tokenizer.json");
+  CHECK_THROWS_AS(parse_server_args({"--tokenizer"}), std::invalid_argument);
+  CHECK_THAT(server_help(), Catch::Contains("--tokenizer"));
+}

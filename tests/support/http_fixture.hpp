@@ -127,10 +127,15 @@ class http_server {
     // ANCHORAGE_ADMIN_TOKEN from the environment must not turn admin routes on behind a test's
     // back: only an explicit --admin-token does here.
     if (std::find(flags.begin(), flags.end(), "--admin-token") == flags.end()) cfg_.admin_token.clear();
-    server_ = std::make_unique<server>(cfg_);
-    port_ = server_->start();
-    REQUIRE(port_ > 0);
-    wait_ready();
+    start();
+  }
+  // A server from a configuration built by the test (e.g. with model_override); host and port
+  // are set to 127.0.0.1 and a port the kernel picks.
+  struct from_config {};
+  http_server(from_config, server_config cfg) : cfg_(std::move(cfg)) {
+    cfg_.host = "127.0.0.1";
+    cfg_.port = 0;
+    start();
   }
   ~http_server() {
     if (server_) server_->stop();
@@ -234,6 +239,13 @@ class http_server {
       r.headers = res->headers;
     }
     return r;
+  }
+
+  void start() {
+    server_ = std::make_unique<server>(cfg_);
+    port_ = server_->start();
+    REQUIRE(port_ > 0);
+    wait_ready();
   }
 
   // start() returns once the socket is bound and listening (httplib's bind_to_any_port calls

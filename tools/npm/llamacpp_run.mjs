@@ -73,7 +73,9 @@ async function makeContext(model, args, tokens) {
   const size = Math.max(256, Math.ceil((tokens + 64) / 256) * 256);
   const options = {
     contextSize: size,
-    batchSize: Math.max(tokens, 32),
+    // The whole prompt in one batch for the logit checks; the benches use llama.cpp's default
+    // batch (2048), so a long prompt does not need a compute buffer of its size.
+    batchSize: args.bench ? Math.min(Math.max(tokens, 32), 2048) : Math.max(tokens, 32),
     sequences: 1,
     threads: args.threads,
     experimentalKvCacheKeyType: args.kvType,
