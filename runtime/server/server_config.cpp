@@ -61,7 +61,8 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) {
          c.port = static_cast<int>(parse_long("port", v, 0, 65535));
        }},
-      {"model", "PATH", "a checkpoint: a Hugging Face directory or a GGUF file of Qwen3.5 (dense, F32/F16/BF16)",
+      {"model", "PATH",
+       "a checkpoint: a Hugging Face directory or a GGUF file of Qwen3.5 (dense, F32/F16/BF16)",
        [](server_config& c, const std::string& v) { set_engine(c, "--model", v); }},
       {"preset", "NAME",
        "built-in model: tiny, tiny-mtp, small, small-mtp, qwen35-tiny, qwen35-tiny-mtp, qwen35-small (small)",

@@ -106,7 +106,8 @@ TEST_CASE("a refused stash cuts the resident rows at the guest's start", "[resid
 }
 
 TEST_CASE("sessions used in turn swap through the park bit for bit", "[resident][park]") {
-  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+  const std::string preset =
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
   const std::size_t g = static_cast<std::size_t>(c.grid);

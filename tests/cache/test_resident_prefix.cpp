@@ -22,7 +22,8 @@ void require_equals_cold(const model_config& c, engine& e, const std::vector<tok
 }  // namespace
 
 TEST_CASE("grid anchors resume every turn of a growing conversation bit for bit", "[resident][exact]") {
-  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+  const std::string preset =
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
   const std::size_t g = static_cast<std::size_t>(c.grid);
@@ -87,7 +88,8 @@ TEST_CASE("a prompt equal to the resident one still forwards its last token", "[
 }
 
 TEST_CASE("the end anchor resumes the next turn where the answer ended", "[resident][end]") {
-  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+  const std::string preset =
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
   const std::size_t g = static_cast<std::size_t>(c.grid);
@@ -126,7 +128,8 @@ TEST_CASE("the end anchor resumes the next turn where the answer ended", "[resid
 
 TEST_CASE("an end anchor restored into a fresh engine equals the engine that kept its rows",
           "[resident][end]") {
-  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+  const std::string preset =
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
   cache_tiers tiers(small_cache(true));
@@ -177,7 +180,8 @@ TEST_CASE("a client that changed the answer resumes at the last exact line", "[r
 }
 
 TEST_CASE("the state store answers when the resident prefix cannot, exactly", "[resident][store][exact]") {
-  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+  const std::string preset =
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
   const std::size_t g = static_cast<std::size_t>(c.grid);
@@ -274,7 +278,8 @@ TEST_CASE("with the cache off every request is cold and nothing is kept", "[resi
 
 TEST_CASE("store snapshots resume every turn of a growing conversation bit for bit",
           "[resident][store][exact]") {
-  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+  const std::string preset =
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
   const std::size_t g = static_cast<std::size_t>(c.grid);

@@ -119,7 +119,8 @@ std::vector<block> checkpoint_blocks(const state_layout& l, std::size_t token_co
 }  // namespace
 
 TEST_CASE("a generation checkpoint resumes with the same state, tokens and logits", "[checkpoint][exact]") {
-  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+  const std::string preset =
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
   INFO("preset " << preset);
   const cut_generation cut(preset);
   const state_layout& l = cut.layout();
@@ -214,7 +215,8 @@ TEST_CASE("a checkpoint's ids are read from its header and tokens block alone", 
 }
 
 TEST_CASE("one flipped bit anywhere in a checkpoint is refused", "[checkpoint]") {
-  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+  const std::string preset =
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
   INFO("preset " << preset);
   const cut_generation cut(preset);
   for (const block& b : checkpoint_blocks(cut.layout(), cut.meta.tokens.size()))

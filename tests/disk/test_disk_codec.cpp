@@ -63,7 +63,8 @@ TEST_CASE("crc32 is IEEE's: the check value and a bitwise reference", "[format]"
 }
 
 TEST_CASE("chunks and an anchor restored from disk bytes equal a cold prefill", "[format][exact]") {
-  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+  const std::string preset =
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
   const std::size_t g = static_cast<std::size_t>(c.grid);

@@ -73,7 +73,8 @@ class foreign_adapter : public state_adapter {
 }  // namespace
 
 TEST_CASE("one flipped bit anywhere in a chunk or anchor file is refused", "[format]") {
-  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+  const std::string preset =
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
   INFO("preset " << preset);
   const damage_fixture d(preset);
   for (std::size_t file = 0; file <= file_lines; ++file) {
@@ -119,7 +120,8 @@ TEST_CASE("a chunk of another prompt is refused token by token", "[format]") {
 }
 
 TEST_CASE("files of another engine, length, line or chain are refused", "[format]") {
-  const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+  const std::string preset =
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
   INFO("preset " << preset);
   const damage_fixture d(preset);
   const std::size_t g = d.g;
