@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/text/utf8_stream.hpp"
+
 namespace anchorage::testing {
 
 class bpe_text_generator {
@@ -79,23 +81,7 @@ class bpe_text_generator {
     }
   }
 
-  static void append(std::string& out, char32_t cp) {
-    if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-  }
+  static void append(std::string& out, char32_t cp) { append_utf8(out, cp); }
 
   // The chat-template and tool texts of Qwen's added tokens, and near misses.
   static const std::vector<std::string>& special_texts() {
