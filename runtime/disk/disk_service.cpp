@@ -3,15 +3,13 @@
 #include <algorithm>
 #include <utility>
 
+#include "runtime/disk/rate_average.hpp"
 #include "runtime/core/log.hpp"
 #include "runtime/disk/disk_codec.hpp"
 #include "runtime/io/clock.hpp"
 
 namespace anchorage {
 namespace {
-
-// An exponential average that takes its first sample whole (as disk_tier's).
-double blend(double old, double sample) { return old == 0 ? sample : 0.7 * old + 0.3 * sample; }
 
 // Sessions remembered for admission's first-request rule; forgotten all at once past this.
 constexpr std::size_t sessions_kept = 65536;
@@ -92,7 +90,7 @@ expected<verified_read> disk_service::read(const disk_offer& o, const std::vecto
   expected<verified_read> r = store_.read_verified(hit, prompt);
   if (!r) return refuse(r.error().error());
   const double s = static_cast<double>(steady_ns() - t0) / 1e9;
-  if (s > 0 && r->bytes_read > 0) read_bps_ = blend(read_bps_, static_cast<double>(r->bytes_read) / s);
+  if (s > 0 && r->bytes_read > 0) read_bps_ = blend_rate(read_bps_, static_cast<double>(r->bytes_read) / s);
   tokens_saved_ += static_cast<long long>(o.line);
   return r;
 }

@@ -2,14 +2,12 @@
 
 #include <algorithm>
 
+#include "runtime/disk/rate_average.hpp"
 #include "runtime/disk/staged_state.hpp"
 #include "runtime/io/clock.hpp"
 
 namespace anchorage {
 namespace {
-
-// An exponential average that takes its first sample whole (disk_tier's).
-double blend(double old, double sample) { return old == 0 ? sample : 0.7 * old + 0.3 * sample; }
 
 void drop_above(staged_write& w, std::size_t top) {
   w.chunks.erase(std::remove_if(w.chunks.begin(), w.chunks.end(), [top](std::size_t b) { return b > top; }),
@@ -42,8 +40,8 @@ void disk_staging::after_prefill_step(const state_adapter& state) {
   const std::size_t len = state.valid_length();
   const std::int64_t now = steady_ns();
   if (len > last_step_len_ && now > last_step_ns_)
-    prefill_tps_ = blend(prefill_tps_, static_cast<double>(len - last_step_len_) * 1e9 /
-                                           static_cast<double>(now - last_step_ns_));
+    prefill_tps_ = blend_rate(prefill_tps_, static_cast<double>(len - last_step_len_) * 1e9 /
+                                                static_cast<double>(now - last_step_ns_));
   last_step_ns_ = now;
   last_step_len_ = len;
   if (!staging_ || len % grid_ != 0) return;

@@ -1,7 +1,7 @@
 #pragma once
 // The disk tier's stats at the wire (GET /v1/cache/stats's "tiers.disk", /metrics): the disk
 // actor's typed disk_stats and the board's staging stats made into the JSON object the routes
-// have always had, with the same fields (disk_tier::stats() wrote them before the disk tier
+// have always had, with the same fields (the synchronous disk tier wrote them before the disk tier
 // became an actor). JSON is made here only, never between actors.
 #include <cstddef>
 
