@@ -37,7 +37,8 @@ std::optional<resume_offer> resident_prefix::offer(const std::vector<token_id>& 
         o.served = std::move(a->served);
         o.exact = false;
         o.exact_to = std::min(taint_, e);
-        o.aligned = a->used_hidden || a->used_reasoning || a->used_whitespace;
+        o.aligned = a->used_hidden || a->used_reasoning || a->used_whitespace || a->used_text;
+        o.dropped = std::move(a->dropped);
         best = std::move(o);
       }
     }
@@ -83,6 +84,7 @@ void resident_prefix::begin(const resume_offer& o) {
   if (o.rows_replaced) {
     reasoning_.clear();
     hidden_.clear();
+    answers_.clear();
   } else {
     auto below = [at](const token_span& s) { return s.second > at; };
     // A reasoning span must end at a </think> the rows hold: one that ended unclosed where this
@@ -97,10 +99,25 @@ void resident_prefix::begin(const resume_offer& o) {
                                     }),
                      reasoning_.end());
     hidden_.erase(std::remove_if(hidden_.begin(), hidden_.end(), below), hidden_.end());
+    // An answer the new prompt resumes inside keeps its part below `at`.
+    answers_.erase(
+        std::remove_if(answers_.begin(), answers_.end(), [at](const token_span& s) { return s.first >= at; }),
+        answers_.end());
+    if (!answers_.empty()) answers_.back().second = std::min(answers_.back().second, at);
+    keep_hidden(o.dropped);
   }
   exact_run_ = o.exact;
   served_ = o.served;
   tokens_.assign(o.served.begin(), o.served.begin() + static_cast<long>(at));
+}
+
+void resident_prefix::keep_hidden(const std::vector<token_span>& blocks) {
+  for (const token_span& d : blocks) {
+    auto inside = [&d](const token_span& s) { return s.first >= d.first && s.second <= d.second; };
+    reasoning_.erase(std::remove_if(reasoning_.begin(), reasoning_.end(), inside), reasoning_.end());
+    hidden_.erase(std::remove_if(hidden_.begin(), hidden_.end(), inside), hidden_.end());
+    hidden_.insert(std::upper_bound(hidden_.begin(), hidden_.end(), d), d);
+  }
 }
 
 void resident_prefix::after_prefill_step(const state_adapter& state, kernels::backend where) {
@@ -129,8 +146,10 @@ void resident_prefix::end_generation(const state_adapter& state, kernels::backen
   };
   record.reasoning = merged(reasoning_, record.reasoning, record.prompt_len);
   record.hidden = merged(hidden_, record.hidden, record.prompt_len);
+  record.answers = merged(answers_, record.answers, record.prompt_len);
   reasoning_ = record.reasoning;
   hidden_ = record.hidden;
+  answers_ = record.answers;
   think_close_ = record.tok.ids().think_close;
   exact_run_ = false;
   served_.clear();
@@ -165,6 +184,7 @@ void resident_prefix::clear() {
   served_.clear();
   reasoning_.clear();
   hidden_.clear();
+  answers_.clear();
   taint_ = 0;
   exact_run_ = false;
 }

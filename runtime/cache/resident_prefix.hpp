@@ -26,7 +26,7 @@ struct saved_prompt {
   std::map<std::size_t, state_copy> anchors;  // grid anchors in (from, end], at or below taint
   std::optional<end_record> end;
   state_copy end_copy;
-  std::vector<token_span> reasoning, hidden;  // the earlier answers' spans
+  std::vector<token_span> reasoning, hidden, answers;  // the earlier answers' spans
   std::size_t taint = 0;
   std::size_t bytes = 0;  // reserved in the pool of `kind` (pool_of)
 };
@@ -112,6 +112,8 @@ class resident_prefix {
 
  private:
   void drop_end();
+  // Blocks the end alignment skipped become hidden spans (the reasoning spans in them go).
+  void keep_hidden(const std::vector<token_span>& blocks);
   std::optional<resume_offer> offer_saved(const saved_prompt& s, const std::vector<token_id>& prompt) const;
   void bring_back(state_adapter& into, kernels::backend where, const resume_offer& offer);
   void release_saved(saved_prompt& s);
@@ -119,12 +121,12 @@ class resident_prefix {
   memory_budget& budget_;
   resident_options opts_;
   budget_pool pool_;
-  std::vector<token_id> tokens_;                // what rows [0, tokens_.size()) hold
-  std::size_t taint_ = 0;                       // rows [0, taint_) are a cold grid prefill's
-  std::vector<token_id> served_;                // the running request's prompt
-  std::vector<token_span> reasoning_, hidden_;  // spans of earlier answers in tokens_
-  token_id think_close_ = no_token;             // </think> of the tokenizer the spans came from
-  bool exact_run_ = false;                      // the running prefill started from an exact state
+  std::vector<token_id> tokens_;                          // what rows [0, tokens_.size()) hold
+  std::size_t taint_ = 0;                                 // rows [0, taint_) are a cold grid prefill's
+  std::vector<token_id> served_;                          // the running request's prompt
+  std::vector<token_span> reasoning_, hidden_, answers_;  // spans of earlier answers in tokens_
+  token_id think_close_ = no_token;                       // </think> of the tokenizer the spans came from
+  bool exact_run_ = false;                                // the running prefill started from an exact state
   anchor_set anchors_;
   std::optional<end_record> end_;
   state_copy end_copy_;

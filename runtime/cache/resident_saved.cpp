@@ -97,6 +97,8 @@ bool resident_prefix::set_aside(const state_adapter& state, kernels::backend whe
     if (r.second < end) s.reasoning.push_back(r);
   for (const auto& h : hidden_)
     if (h.second <= end) s.hidden.push_back(h);
+  for (const auto& a : answers_)
+    if (a.second <= end) s.answers.push_back(a);
   saved_[kind] = std::move(s);
   return true;
 }
@@ -135,6 +137,8 @@ std::optional<resume_offer> resident_prefix::offer_saved(const saved_prompt& s,
         o.served = std::move(a->served);
         o.exact = false;
         o.exact_to = std::min(s.taint, e);
+        o.aligned = a->used_hidden || a->used_reasoning || a->used_whitespace || a->used_text;
+        o.dropped = std::move(a->dropped);
         o.via = s.kind;
         best = std::move(o);
       }
@@ -162,6 +166,7 @@ void resident_prefix::bring_back(state_adapter& into, kernels::backend where, co
   taint_ = s.taint;
   reasoning_ = s.reasoning;
   hidden_ = s.hidden;
+  answers_ = s.answers;
   for (auto& [pos, copy] : s.anchors) anchors_.adopt(pos, std::move(copy));
   if (s.end && anchors_.reserve_evicting(s.end_copy.bytes())) {
     end_copy_ = std::move(s.end_copy);

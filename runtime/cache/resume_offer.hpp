@@ -1,5 +1,6 @@
 #pragma once
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "protocol/cache_source.hpp"
@@ -20,6 +21,9 @@ struct resume_offer {
   bool rows_replaced = false;                // the restore wrote rows (a snapshot), not only sections
   bool aligned = false;                      // the end alignment changed the prompt (reasoning, hidden spans)
   cache_via via = cache_via::none;           // what else served it: stash | side | pin | park
+  // Spans of served[0, at) the client's prompt does not hold: reasoning blocks the end alignment
+  // skipped whole (alignment::dropped). They become hidden spans of the rows.
+  std::vector<std::pair<std::size_t, std::size_t>> dropped;
 };
 
 }  // namespace anchorage

@@ -118,6 +118,12 @@ std::vector<token_id> bpe_tokenizer::encode(std::string_view text, added_token_m
 
 // Normalizes `text` (a stretch between non-normalized added tokens), splits out normalized added
 // tokens, and BPE-encodes the pieces of the rest.
+std::vector<token_id> bpe_tokenizer::encode_bytes(std::string_view bytes) const {
+  std::vector<token_id> out;
+  if (!bytes.empty()) t_->model.encode_word(bytes, out);
+  return out;
+}
+
 void bpe_tokenizer::encode_text(std::string_view text, added_token_matching matching,
                                 std::vector<token_id>& out) const {
   const std::string normalized = t_->normalizer.apply(text);

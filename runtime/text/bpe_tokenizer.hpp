@@ -50,6 +50,9 @@ class bpe_tokenizer {
   // middle ground HF and llama.cpp use for non-special added tokens such as Qwen3's <think>.
   std::vector<token_id> encode(std::string_view text, bool parse_special) const;
   std::vector<token_id> encode(std::string_view text, added_token_matching matching) const;
+  // Any bytes (valid UTF-8 or not) as one word of the model: no normalizer, no pre-tokenizer, no
+  // added tokens; decode() of the result gives `bytes` back.
+  std::vector<token_id> encode_bytes(std::string_view bytes) const;
 
   // Concatenation of token_bytes over the ids. Throws std::out_of_range for an id that is not
   // defined (the message names the id and its position).

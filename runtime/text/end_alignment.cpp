@@ -3,47 +3,96 @@
 #include <algorithm>
 #include <iterator>
 
+#include "runtime/text/end_text_match.hpp"
 #include "runtime/text/tokenizer.hpp"
 
 namespace anchorage {
 
 namespace {
 
+constexpr std::size_t none = static_cast<std::size_t>(-1);
+
+// The <think> that opens reasoning span `s`: the position of a <think> right before the span,
+// whitespace tokens between them allowed; `none` when there is none.
+std::size_t opener_of(const end_record& r, const token_span& s) {
+  std::size_t q = std::min(s.first, r.rows.size());
+  while (q > 0 && r.tok.is_whitespace(r.rows[q - 1])) --q;
+  if (q > 0 && r.rows[q - 1] == r.tok.ids().think_open) return q - 1;
+  return none;
+}
+
 // The walk of R[prompt_len, e) against C, rule by rule (see end_alignment.hpp). i indexes R,
 // j indexes C; every step consumes at least one token of R or C, or fails.
 class end_walk {
  public:
   end_walk(const end_record& r, const std::vector<token_id>& client, bool end_align, std::size_t from)
-      : r_(r), rows_(r.rows), client_(client), tok_(r.tok), end_align_(end_align), i_(from), j_(from) {}
+      : r_(r),
+        rows_(r.rows),
+        client_(client),
+        tok_(r.tok),
+        end_align_(end_align),
+        i_(from),
+        j_(from),
+        exact_i_(from),
+        exact_j_(from) {}
 
   // True when every token of R was matched or skipped; matched() is then C's position.
   bool run() {
     const std::size_t e = rows_.size();
     while (i_ < e) {
-      if (skip_reasoning() || skip_hidden()) continue;
-      if (end_align_ &&
-          (tok_.is_whitespace(rows_[i_]) || (j_ < client_.size() && tok_.is_whitespace(client_[j_])))) {
-        if (!align_whitespace()) return false;
+      if (skip_reasoning() || skip_hidden() || skip_dropped_block()) {
+        mark();
         continue;
       }
-      if (j_ == client_.size() || rows_[i_] != client_[j_]) return false;
-      ++i_;
-      ++j_;
+      const bool same = j_ < client_.size() && rows_[i_] == client_[j_];
+      if (end_align_ && !same &&
+          (tok_.is_whitespace(rows_[i_]) || (j_ < client_.size() && tok_.is_whitespace(client_[j_])))) {
+        if (align_text() || align_whitespace() || skip_to_last_close()) {
+          mark();
+          continue;
+        }
+        return false;
+      }
+      if (same) {
+        ++i_;
+        ++j_;
+        continue;
+      }
+      if (!align_text() && !skip_to_last_close()) {
+        return false;
+      }
+      mark();
     }
     return true;
   }
-
   std::size_t matched() const { return j_; }
+  const std::vector<token_id>& bridge() const { return bridge_; }
   bool used_hidden = false;
   bool used_reasoning = false;
   bool used_whitespace = false;
+  bool used_text = false;
+  std::vector<token_span> dropped;
 
  private:
   // A position of R where a whitespace run of R stops and which counts as a boundary: the end of
   // R, either end of the reasoning span, either end of a hidden span.
   bool is_boundary(std::size_t q) const {
     if (q == rows_.size()) return true;
-    return at_span_end(r_.reasoning, q) || at_span_end(r_.hidden, q);
+    return at_span_end(r_.reasoning, q) || at_span_end(r_.hidden, q) || is_opener(q);
+  }
+
+  // q is the <think> that opens a reasoning span.
+  bool is_opener(std::size_t q) const {
+    for (const auto& s : r_.reasoning)
+      if (opener_of(r_, s) == q) return true;
+    return false;
+  }
+
+  // The next boundary position after i_ (e when none).
+  std::size_t next_boundary() const {
+    std::size_t q = i_ + 1;
+    while (q < rows_.size() && !is_boundary(q)) ++q;
+    return q;
   }
 
   // q is the start or the end of one of `spans` (sorted, disjoint).
@@ -60,6 +109,7 @@ class end_walk {
     while (next_hidden_ < h.size() && h[next_hidden_].second <= i_) ++next_hidden_;
     if (next_hidden_ == h.size() || h[next_hidden_].first > i_) return false;
     i_ = h[next_hidden_].second;
+    skipped_to_ = i_;
     used_hidden = true;
     return true;
   }
@@ -81,7 +131,87 @@ class end_walk {
     }
     i_ = end;
     j_ = k;
+    skipped_to_ = end;
     used_reasoning = true;
+    return true;
+  }
+
+  // The dropped-block rule: at the <think> that opens the next reasoning span, a client's copy
+  // that holds no <think> there (a template that renders an earlier answer without its block)
+  // skips R's whole block: the reasoning, its </think> and the whitespace after it.
+  bool skip_dropped_block() {
+    const auto& spans = r_.reasoning;
+    if (next_reasoning_ == spans.size() || opener_of(r_, spans[next_reasoning_]) != i_) return false;
+    if (j_ < client_.size() && client_[j_] == tok_.ids().think_open) return false;
+    const std::size_t e = rows_.size();
+    std::size_t to = spans[next_reasoning_].second;
+    ++next_reasoning_;
+    if (to < e) ++to;  // its </think>
+    while (to < e && tok_.is_whitespace(rows_[to]) && !is_boundary(to)) ++to;
+    dropped.emplace_back(i_, to);
+    i_ = to;
+    skipped_to_ = to;
+    used_reasoning = true;
+    return true;
+  }
+
+  // The split-content rule: a template that reads a "...</think>" in an answer's content as its
+  // reasoning (Qwen3's and Qwen3.5's, for a content the parser left whole, thinking off) renders
+  // only what follows the last </think> (which may be the pending token). Tried when nothing else matches:
+  // back to where the walk stood after the last rule, inside an answer, R skips past the answer's last
+  // </think> and its whitespace. The skipped stretch is listed in `dropped`.
+  bool skip_to_last_close() {
+    const std::size_t from = exact_i_;
+    const auto& answers = r_.answers;
+    auto it = std::upper_bound(answers.begin(), answers.end(), from,
+                               [](std::size_t v, const token_span& sp) { return v < sp.first; });
+    if (it == answers.begin() || std::prev(it)->second <= from) return false;
+    const std::size_t end = std::prev(it)->second;
+    std::size_t k = end;
+    // The pending token, shown but not in the rows, may be that last </think>.
+    if (end != rows_.size() || r_.pending != tok_.ids().think_close) {
+      while (k > from && rows_[k - 1] != tok_.ids().think_close) --k;
+      if (k == from) return false;
+    }
+    while (k < end && tok_.is_whitespace(rows_[k]) && !is_boundary(k)) ++k;
+    dropped.emplace_back(from, k);
+    i_ = k;
+    j_ = exact_j_;
+    skipped_to_ = k;
+    used_reasoning = true;
+    return true;
+  }
+
+  // The text rule (end_text_match.hpp): R's tokens up to the next boundary and C's up to its next
+  // special token hold the same text, as the server showed it and the client sent it back.
+  // Leading whitespace may differ where R's stretch starts a text (after a special token, a
+  // boundary or a skipped span), trailing whitespace where end_align allows it.
+  bool align_text() {
+    const std::size_t from_i = i_, from_j = j_;
+    // Start where the text does: back over the tokens matched one for one since the last rule
+    // (a character may have matched by its first byte alone), not past a special or a boundary.
+    while (i_ > exact_i_ && j_ > exact_j_ && !tok_.is_special(rows_[i_ - 1]) && !is_boundary(i_)) {
+      --i_;
+      --j_;
+    }
+    const bool starts_text =
+        i_ == 0 || tok_.is_special(rows_[i_ - 1]) || is_boundary(i_) || skipped_to_ == i_;
+    end_text::query q{rows_, client_, tok_};
+    q.i = i_;
+    q.j = j_;
+    q.limit = next_boundary();
+    q.lead_trim = end_align_ && starts_text;
+    q.trail_trim = end_align_;
+    auto m = end_text::match_text(q);
+    if (!m) {
+      i_ = from_i;
+      j_ = from_j;
+      return false;
+    }
+    i_ = m->rows_end;
+    j_ = m->client_end;
+    bridge_ = std::move(m->bridge);
+    (m->trimmed ? used_whitespace : used_text) = true;
     return true;
   }
 
@@ -124,9 +254,12 @@ class end_walk {
     while (a > 0 && tok_.is_whitespace(rows_[a - 1]) && !is_boundary(a)) --a;
     std::size_t c = j_;
     while (c > 0 && tok_.is_whitespace(client_[c - 1])) --c;
-    return is_boundary(a) || is_boundary(b) || (a > 0 && tok_.is_special(rows_[a - 1])) ||
-           (b < rows_.size() && tok_.is_special(rows_[b])) || (c > 0 && tok_.is_special(client_[c - 1])) ||
-           (d < client_.size() && tok_.is_special(client_[d]));
+    // A special token of R counts when C holds it there too (one the server never showed does not).
+    const bool r_before = a > 0 && tok_.is_special(rows_[a - 1]) && c > 0 && client_[c - 1] == rows_[a - 1];
+    const bool r_after =
+        b < rows_.size() && tok_.is_special(rows_[b]) && d < client_.size() && client_[d] == rows_[b];
+    return is_boundary(a) || is_boundary(b) || r_before || r_after ||
+           (c > 0 && tok_.is_special(client_[c - 1])) || (d < client_.size() && tok_.is_special(client_[d]));
   }
 
   const end_record& r_;
@@ -138,13 +271,21 @@ class end_walk {
   std::size_t j_;
   std::size_t next_hidden_ = 0;     // first hidden span that may still lie at or after i_
   std::size_t next_reasoning_ = 0;  // first reasoning span whose rule is not decided yet
+  std::size_t skipped_to_ = none;
+  std::size_t exact_i_, exact_j_;  // where the walk stood after the last rule: one for one since
+  void mark() {
+    exact_i_ = i_;
+    exact_j_ = j_;
+  }                               // where the last skipped span ended
+  std::vector<token_id> bridge_;  // the text rule's bridge at R's end (end_text::match)
 };
 
 alignment make_alignment(const std::vector<token_id>& rows, const std::vector<token_id>& client,
-                         std::size_t matched) {
+                         std::size_t matched, const std::vector<token_id>& bridge = {}) {
   alignment out;
-  out.served.reserve(rows.size() + (client.size() - matched));
+  out.served.reserve(rows.size() + bridge.size() + (client.size() - matched));
   out.served.insert(out.served.end(), rows.begin(), rows.end());
+  out.served.insert(out.served.end(), bridge.begin(), bridge.end());
   out.served.insert(out.served.end(), client.begin() + matched, client.end());
   out.client_matched = matched;
   return out;
@@ -159,11 +300,13 @@ std::optional<alignment> walk_from(const end_record& r, const std::vector<token_
     return std::nullopt;
   }
   end_walk walk(r, client, end_align, head);
-  if (!walk.run() || walk.matched() >= client.size()) return std::nullopt;
-  alignment out = make_alignment(rows, client, walk.matched());
+  if (!walk.run() || (walk.bridge().empty() && walk.matched() >= client.size())) return std::nullopt;
+  alignment out = make_alignment(rows, client, walk.matched(), walk.bridge());
   out.used_hidden = walk.used_hidden;
   out.used_reasoning = walk.used_reasoning;
   out.used_whitespace = walk.used_whitespace;
+  out.used_text = walk.used_text;
+  out.dropped = walk.dropped;
   return out;
 }
 
@@ -171,8 +314,12 @@ std::optional<alignment> walk_from(const end_record& r, const std::vector<token_
 
 std::size_t end_record::rules_from() const {
   std::size_t from = prompt_len;
-  if (!reasoning.empty()) from = std::min(from, reasoning.front().first);
+  if (!reasoning.empty()) {
+    from = std::min(from, reasoning.front().first);
+    from = std::min(from, opener_of(*this, reasoning.front()));
+  }
   if (!hidden.empty()) from = std::min(from, hidden.front().first);
+  if (!answers.empty()) from = std::min(from, answers.front().first);
   return from;
 }
 
@@ -185,10 +332,12 @@ bool well_formed(const end_record& r) {
     if (end < e && r.rows[end] != r.tok.ids().think_close) return false;
     previous_end = end;
   }
-  previous_end = 0;
-  for (const auto& [first, second] : r.hidden) {
-    if (first < previous_end || first >= second || second > e) return false;
-    previous_end = second;
+  for (const auto* spans : {&r.hidden, &r.answers}) {
+    previous_end = 0;
+    for (const auto& [first, second] : *spans) {
+      if (first < previous_end || first >= second || second > e) return false;
+      previous_end = second;
+    }
   }
   return true;
 }
@@ -205,18 +354,7 @@ std::optional<alignment> align_to_end(const end_record& r, const std::vector<tok
     out.client_matched = e;
     return out;
   }
-  const std::size_t head = r.rules_from();
-  if (auto a = walk_from(r, client, end_align, head)) return a;
-  // A BPE tokenizer encodes the prompt's "<think>\n" and the client's empty block
-  // "<think>\n\n</think>" with different whitespace tokens ("\n" against "\n\n"): retry with the
-  // head ending before the prompt's trailing whitespace when the first reasoning span starts
-  // right after it, so the whitespace rule takes that run.
-  if (end_align && !r.reasoning.empty() && r.reasoning.front().first == head) {
-    std::size_t from = head;
-    while (from > 0 && r.tok.is_whitespace(rows[from - 1])) --from;
-    if (from < head) return walk_from(r, client, end_align, from);
-  }
-  return std::nullopt;
+  return walk_from(r, client, end_align, r.rules_from());
 }
 
 }  // namespace anchorage

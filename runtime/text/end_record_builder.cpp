@@ -20,6 +20,28 @@ end_record build_end_record(const generation_outcome& g) {
   r.prompt_len = p;
   r.tok = g.tok;
   const chat_ids& ids = g.tok.ids();
+  // The answer starts at the <think> the prompt ends with, if it does: the block it opened
+  // (starts_in_reasoning), or the empty block "<think>\n\n</think>\n\n" of thinking off, which
+  // is then an empty reasoning span at its </think> (a template that renders earlier answers
+  // without their block drops it too).
+  auto before_space = [&](std::size_t q) {
+    while (q > 0 && g.tok.is_whitespace(served[q - 1])) --q;
+    return q;
+  };
+  std::size_t answer = p;
+  std::size_t q = before_space(p);
+  if (!g.starts_in_reasoning && q > 0 && served[q - 1] == ids.think_close) {
+    const std::size_t close = q - 1;
+    q = before_space(close);
+    if (q > 0 && served[q - 1] == ids.think_open) {
+      r.reasoning.push_back({close, close});
+      answer = q - 1;
+    }
+  } else if (g.starts_in_reasoning && q > 0 && served[q - 1] == ids.think_open) {
+    answer = q - 1;
+  }
+  if (e > answer) r.answers.push_back({answer, e});
+  if (e - p < out.size()) r.pending = out[e - p];
   for (const auto& [a, b] : g.hidden) {
     const std::size_t ra = std::min(p + a, e), rb = std::min(p + b, e);
     if (rb > ra) r.hidden.emplace_back(ra, rb);

@@ -171,9 +171,11 @@ void output_parser::on_text(const std::string& bytes, std::vector<output_delta>&
   if (!text.empty()) route_text(std::move(text), out);
 }
 
-std::string output_parser::lossy(const std::string& bytes) const {
-  return tok_.is_byte_level() ? sanitize(bytes) : utf8_lossy(bytes);
+std::string shown_text(const tokenizer& tok, std::string_view bytes) {
+  return tok.is_byte_level() ? sanitize(bytes) : utf8_lossy(bytes);
 }
+
+std::string output_parser::lossy(const std::string& bytes) const { return shown_text(tok_, bytes); }
 
 void output_parser::flush_utf8(std::vector<output_delta>& out) {
   std::string text = utf8_.flush();

@@ -2,6 +2,7 @@
 // Turns generated token ids into the assistant's reasoning, content and tool calls, one delta at
 // a time, for streaming and for the final message alike.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocol/openai_types.hpp"
@@ -44,6 +45,11 @@ namespace anchorage {
 //    ..., for BPE every other added token), reserved ids and ids the tokenizer does not define
 //    produce nothing.
 //  * Stop strings are not handled here.
+// The text the parser shows for `bytes` that arrive in one run (no special token between them, and
+// nothing after them): valid UTF-8, each invalid or truncated sequence replaced by U+FFFD by the
+// tokenizer's rule above. The end alignment reads the rows with it.
+std::string shown_text(const tokenizer& tok, std::string_view bytes);
+
 class output_parser {
  public:
   output_parser(bool parse_reasoning, bool parse_tool_calls, bool starts_in_reasoning = false,

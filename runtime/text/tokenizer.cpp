@@ -196,6 +196,14 @@ std::vector<token_id> tokenizer::encode(std::string_view text, bool parse_specia
   return s_->bpe ? s_->bpe->encode(text, parse_special) : byte_encode(text, parse_special);
 }
 
+std::vector<token_id> tokenizer::encode_bytes(std::string_view bytes) const {
+  if (s_->bpe) return s_->bpe->encode_bytes(bytes);
+  std::vector<token_id> out;
+  out.reserve(bytes.size());
+  for (char c : bytes) out.push_back(static_cast<token_id>(static_cast<unsigned char>(c)));
+  return out;
+}
+
 std::string tokenizer::decode(const std::vector<token_id>& ids) const {
   return decode(ids.data(), ids.size());
 }

@@ -102,6 +102,11 @@ class tokenizer {
   // is ordinary text; with it, every added token is matched (bpe_tokenizer::encode).
   std::vector<token_id> encode(std::string_view text, bool parse_special) const;
 
+  // Any bytes, valid UTF-8 or not, as ordinary text with no special token matched, such that
+  // decode() gives them back: the byte tokenizer's one id per byte; BPE: the bytes as one word of
+  // its model (no pre-tokenizer, which needs valid UTF-8).
+  std::vector<token_id> encode_bytes(std::string_view bytes) const;
+
   // Concatenation of token_text over the ids. Throws std::out_of_range on an id that is not
   // defined (the message names the id and its position).
   std::string decode(const std::vector<token_id>& ids) const;
