@@ -36,6 +36,15 @@ class engine_batch {
   int pos(int b) const { return static_cast<int>(s_[static_cast<std::size_t>(b)]->state->valid_length()); }
   impl& slot(int b) const { return *s_[static_cast<std::size_t>(b)]; }
 
+  // C[n_ x n] = A W^T + beta C over the batch: the solo decode's GEMV for a batch of one (so that
+  // it is decode() bit for bit), else gemm_rows, which reads W once for every slot.
+  void dense(int n, int kdim, const float* a, int lda, const float* w, int ldw, float beta, float* c,
+             int ldc) const {
+    if (n_ == 1)
+      k().gemm(true, 1, n, kdim, 1.0f, a, lda, w, ldw, beta, c, ldc);
+    else
+      k().gemm_rows(n_, n, kdim, a, lda, w, ldw, beta, c, ldc);
+  }
   void gdn_layer(int layer, int lg);
   void attention_block(const std::string& p, float* xs, int la, bool draft);
   void mlp_block(const std::string& p, float* xs);
@@ -105,10 +114,10 @@ void engine_batch::gdn_layer(int layer, int lg) {
   const std::string p = "layers." + std::to_string(layer) + ".";
   impl& L = *lead_;
   k().rmsnorm(L.x.data(), d, weight(p + "attn_norm"), L.xn.data(), d, m, d, c.norm_eps);
-  k().gemm(true, m, ch, d, 1.0f, L.xn.data(), d, weight(p + "gdn.qkv"), d, 0.0f, L.proj.data(), ch);
-  k().gemm(true, m, hv * dv, d, 1.0f, L.xn.data(), d, weight(p + "gdn.z"), d, 0.0f, L.z.data(), hv * dv);
-  k().gemm(true, m, hv, d, 1.0f, L.xn.data(), d, weight(p + "gdn.a"), d, 0.0f, L.gate_a.data(), hv);
-  k().gemm(true, m, hv, d, 1.0f, L.xn.data(), d, weight(p + "gdn.b"), d, 0.0f, L.gate_b.data(), hv);
+  dense(ch, d, L.xn.data(), d, weight(p + "gdn.qkv"), d, 0.0f, L.proj.data(), ch);
+  dense(hv * dv, d, L.xn.data(), d, weight(p + "gdn.z"), d, 0.0f, L.z.data(), hv * dv);
+  dense(hv, d, L.xn.data(), d, weight(p + "gdn.a"), d, 0.0f, L.gate_a.data(), hv);
+  dense(hv, d, L.xn.data(), d, weight(p + "gdn.b"), d, 0.0f, L.gate_b.data(), hv);
 
   const long tail_floats = static_cast<long>(c.conv_kernel - 1) * ch;
   for (int b = 0; b < m; ++b)
@@ -126,8 +135,7 @@ void engine_batch::gdn_layer(int layer, int lg) {
     k().gdn_step(L.qkv.data() + static_cast<long>(b) * ch, L.g.data() + b * hv, L.beta.data() + b * hv,
                  slot(b).gdn_s.data() + lg * s_floats, L.mix.data() + static_cast<long>(b) * hv * dv, one);
   k().gated_rmsnorm(L.mix.data(), L.z.data(), weight(p + "gdn.norm"), L.mix.data(), m, hv, dv, c.norm_eps);
-  k().gemm(true, m, d, hv * dv, 1.0f, L.mix.data(), hv * dv, weight(p + "gdn.out"), hv * dv, 1.0f, L.x.data(),
-           d);
+  dense(d, hv * dv, L.mix.data(), hv * dv, weight(p + "gdn.out"), hv * dv, 1.0f, L.x.data(), d);
 }
 
 // `draft`: the draft layer's own K/V rows (mtp.K, mtp.V); else attention layer `la` of K, V.
@@ -141,20 +149,18 @@ void engine_batch::attention_block(const std::string& p, float* xs, int la, bool
   float* bv = L.batch_v.data();
   k().rmsnorm(xs, d, weight(p + "attn_norm"), L.xn.data(), d, m, d, c.norm_eps);
   if (c.layout == model_layout::qwen35) {
-    k().gemm(true, m, 2 * nq * hd, d, 1.0f, L.xn.data(), d, weight(p + "attn.q"), d, 0.0f, L.proj.data(),
-             2 * nq * hd);
+    dense(2 * nq * hd, d, L.xn.data(), d, weight(p + "attn.q"), d, 0.0f, L.proj.data(), 2 * nq * hd);
     k().rmsnorm(L.proj.data(), 2 * hd, weight(p + "attn.q_norm"), L.attn_q.data(), hd, m * nq, hd,
                 c.norm_eps);
-    k().gemm(true, m, nkv * hd, d, 1.0f, L.xn.data(), d, weight(p + "attn.k"), d, 0.0f, L.attn_k.data(), row);
+    dense(nkv * hd, d, L.xn.data(), d, weight(p + "attn.k"), d, 0.0f, L.attn_k.data(), row);
     for (int h = 0; h < nkv; ++h)
       k().rmsnorm(L.attn_k.data() + h * hd, row, weight(p + "attn.k_norm"), bk + h * hd, row, m, hd,
                   c.norm_eps);
   } else {
-    k().gemm(true, m, nq * hd, d, 1.0f, L.xn.data(), d, weight(p + "attn.q"), d, 0.0f, L.attn_q.data(),
-             nq * hd);
-    k().gemm(true, m, row, d, 1.0f, L.xn.data(), d, weight(p + "attn.k"), d, 0.0f, bk, row);
+    dense(nq * hd, d, L.xn.data(), d, weight(p + "attn.q"), d, 0.0f, L.attn_q.data(), nq * hd);
+    dense(row, d, L.xn.data(), d, weight(p + "attn.k"), d, 0.0f, bk, row);
   }
-  k().gemm(true, m, row, d, 1.0f, L.xn.data(), d, weight(p + "attn.v"), d, 0.0f, bv, row);
+  dense(row, d, L.xn.data(), d, weight(p + "attn.v"), d, 0.0f, bv, row);
 
   const int rot = c.rotary_dims();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -178,7 +184,7 @@ void engine_batch::attention_block(const std::string& p, float* xs, int la, bool
   }
   if (c.layout == model_layout::qwen35)
     k().sigmoid_gate(L.attn_o.data(), hd, L.proj.data() + hd, 2 * hd, m * nq, hd);
-  k().gemm(true, m, d, nq * hd, 1.0f, L.attn_o.data(), nq * hd, weight(p + "attn.o"), nq * hd, 1.0f, xs, d);
+  dense(d, nq * hd, L.attn_o.data(), nq * hd, weight(p + "attn.o"), nq * hd, 1.0f, xs, d);
 }
 
 void engine_batch::mlp_block(const std::string& p, float* xs) {
@@ -186,9 +192,9 @@ void engine_batch::mlp_block(const std::string& p, float* xs) {
   const int d = c.d_model, h = c.mlp_hidden, m = n_;
   impl& L = *lead_;
   k().rmsnorm(xs, d, weight(p + "mlp_norm"), L.xn.data(), d, m, d, c.norm_eps);
-  k().gemm(true, m, 2 * h, d, 1.0f, L.xn.data(), d, weight(p + "mlp.gate_up"), d, 0.0f, L.proj.data(), 2 * h);
+  dense(2 * h, d, L.xn.data(), d, weight(p + "mlp.gate_up"), d, 0.0f, L.proj.data(), 2 * h);
   k().swiglu(L.proj.data(), L.mix.data(), m, h);
-  k().gemm(true, m, d, h, 1.0f, L.mix.data(), h, weight(p + "mlp.down"), h, 1.0f, xs, d);
+  dense(d, h, L.mix.data(), h, weight(p + "mlp.down"), h, 1.0f, xs, d);
 }
 
 // engine_forward.cpp's mtp_layer with m = 1 per slot: row b of the draft layer's input is
@@ -209,7 +215,7 @@ void engine_batch::mtp_layer() {
     k().rmsnorm(slot(b).mtp_h.data(), d, weight("mtp.norm_h"), cat_h + static_cast<long>(b) * 2 * d, 2 * d, 1,
                 d, c.norm_eps);
   k().rmsnorm(L.emb.data(), d, weight("mtp.norm_e"), cat_e, 2 * d, m, d, c.norm_eps);
-  k().gemm(true, m, d, 2 * d, 1.0f, L.cat.data(), 2 * d, weight("mtp.in"), 2 * d, 0.0f, L.xm.data(), d);
+  dense(d, 2 * d, L.cat.data(), 2 * d, weight("mtp.in"), 2 * d, 0.0f, L.xm.data(), d);
   kernels::device_sync(L.where);
   for (int b = 0; b < m; ++b)
     std::memcpy(slot(b).mtp_h.data(), hidden + static_cast<long>(b) * d,
@@ -227,8 +233,7 @@ void engine_batch::head(const float* rows, const std::string& norm, bool draft) 
   impl& L = *lead_;
   L.batch_logits.grow_to(static_cast<std::size_t>(m) * vocab);
   k().rmsnorm(rows, d, weight(norm), L.xn.data(), d, m, d, c.norm_eps);
-  k().gemm(true, m, c.vocab, d, 1.0f, L.xn.data(), d, weight("lm_head"), d, 0.0f, L.batch_logits.data(),
-           c.vocab);
+  dense(c.vocab, d, L.xn.data(), d, weight("lm_head"), d, 0.0f, L.batch_logits.data(), c.vocab);
   kernels::device_sync(L.where);
   for (int b = 0; b < m; ++b) {
     const float* out = L.batch_logits.data() + static_cast<std::size_t>(b) * vocab;

@@ -11,15 +11,16 @@ namespace anchorage {
 // last_draft_logits() with a draft layer) are set, as decode() would.
 //
 // The dense parts (every projection, the MLP, the draft layer's input projection, the LM head)
-// run as one GEMM over the batch, so the weights are read once per step for all slots; the
+// run as one product over the batch (kernels/gemm_rows.hpp), so the weights are read once per
+// step for all slots; the
 // token-mixing parts run per slot on the slot's own state: attention over its own K/V rows, the
 // causal convolution over its own conv tail, the delta rule over its own gdn.S.
 //
 // Exactness (tests/engine/test_engine_batch.cpp, docs/ENGINE.md): a batch of one is decode()
-// bit for bit. With more slots the dense GEMMs differ from decode()'s matrix-vector products in
-// the last bits, so the rows and sections a batched step writes are decode rows above the taint,
-// as every decode row already is: held to the greedy gate, never to a cold prefill's bits.
-// Prefill is untouched.
+// bit for bit. With more slots the dense products differ from decode()'s BLAS matrix-vector
+// products in the last bits (another summation order), so the rows and sections a batched step writes are
+// decode rows above the taint, as every decode row already is: held to the greedy gate, never to a cold
+// prefill's bits. Prefill is untouched.
 //
 // On the cuda backend the slots are decoded one after another (decode() each): the same results
 // and no batching yet.
