@@ -7,7 +7,7 @@
 // Each slot is prefilled with its own prompt (lengths prompt, prompt + 64, ...); the sequential
 // run and the batched run then start from the same state (the sections put back, the length
 // reset) and feed the same tokens, so both do the same work; max_logit_diff compares their last
-// logits.
+// logits. lm_head: the LM head's product alone, BLAS against kernels/gemm_rows, per row count.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -92,6 +92,32 @@ nlohmann::json memory_figure(const model_config& c, const tensor_map& w, int n) 
   return out;
 }
 
+// The LM head alone (vocab x d_model, the largest weight), m rows: BLAS (GEMV for one row, GEMM
+// otherwise, as the engine's gemm) against gemm_rows, milliseconds per product. It separates
+// what the kernel gains over BLAS from what reading the weights once gains.
+nlohmann::json head_figure(const engine_weights& w, const std::vector<int>& rows, int reps) {
+  const model_config& c = w.config();
+  const int d = c.d_model, n = c.vocab;
+  nlohmann::json out = nlohmann::json::array();
+  for (int m : rows) {
+    const auto a = prose(static_cast<std::size_t>(m) * static_cast<std::size_t>(d), 9);
+    std::vector<float> x(a.begin(), a.end()), y(static_cast<std::size_t>(m) * static_cast<std::size_t>(n));
+    for (auto& v : x) v = v / 128.0f - 0.5f;
+    auto time = [&](bool rows_kernel) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int r = 0; r < reps; ++r) {
+        if (rows_kernel)
+          kernels::cpu::gemm_rows(m, n, d, x.data(), d, w.get("lm_head"), d, 0.0f, y.data(), n);
+        else
+          kernels::cpu::gemm(true, m, n, d, 1.0f, x.data(), d, w.get("lm_head"), d, 0.0f, y.data(), n);
+      }
+      return 1e3 * seconds_since(t0) / reps;
+    };
+    out.push_back({{"rows", m}, {"blas_ms", time(false)}, {"gemm_rows_ms", time(true)}});
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -132,6 +158,7 @@ int main(int argc, char** argv) {
     if (memory_slots > 0) out["memory"] = memory_figure(c, w, memory_slots);
 
     const auto shared = std::make_shared<const engine_weights>(c, w);
+    out["lm_head"] = head_figure(*shared, slot_counts, 10);
     for (int n : slot_counts) {
       std::vector<std::unique_ptr<engine>> owned;
       std::vector<engine*> slots;
