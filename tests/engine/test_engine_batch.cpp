@@ -1,6 +1,6 @@
 // decode_batch (runtime/engine/engine_batch.hpp): slots sharing one engine_weights stepped at
 // once, against each slot decoded alone. A batch of one must be decode() bit for bit; wider
-// batches are held to a tolerance (their dense GEMMs are not the solo matrix-vector products)
+// batches are held to a tolerance (their dense products sum in another order than the solo GEMV)
 // and to the greedy gate; prefill rows are never touched.
 #include <catch2/catch.hpp>
 
@@ -147,7 +147,7 @@ TEST_CASE("a batched step over four slots matches each slot's solo decode within
     engine& s = *solo.ptrs[i];
     REQUIRE(b.length() == before[i].length + 1);
     REQUIRE(b.length() == s.length());
-    // The logits agree to a few ulps of their scale (GEMM against GEMV).
+    // The logits agree to a few ulps of their scale (gemm_rows against BLAS GEMV).
     const float scale = std::max(1.0f, max_abs(s.last_logits()));
     logit_diff = std::max(logit_diff, max_diff(b.last_logits(), s.last_logits()) / scale);
     CHECK(max_diff(b.last_logits(), s.last_logits()) <= 1e-4f * scale);
