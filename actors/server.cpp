@@ -42,7 +42,9 @@ server::server(const server_config& cfg) : cfg_(cfg) {
     log_info() << "the checkpoint's chat template is recognised as '"
                << template_kind_name(recognize_template(model.chat_template))
                << "'; prompts are rendered with the built-in template until the native one is wired in";
-  auto eng = std::make_shared<engine>(mc, w, cfg_.engine.backend());
+  // One converted weight set for every slot (runtime/engine/engine_weights.hpp).
+  const auto weights = std::make_shared<const engine_weights>(mc, w, cfg_.engine.backend());
+  auto eng = std::make_shared<engine>(weights);
   system_ = std::make_unique<caf::actor_system>(sys_cfg_);
 
   conductor_options opts;
@@ -76,7 +78,7 @@ server::server(const server_config& cfg) : cfg_(cfg) {
     opts.checkpoint_tokens = d.checkpoint_tokens;
   }
   for (int i = 1; i < cfg_.cache.parallel; ++i)
-    bo.side_slots.push_back(std::make_shared<engine>(mc, w, cfg_.engine.backend()));
+    bo.side_slots.push_back(std::make_shared<engine>(weights));
   auto& sys = *system_;
   conductor_ = sys.spawn(anchorage::conductor, opts, [&sys, eng, bo](done_receiver c) mutable {
     return sys.spawn(anchorage::board, std::move(eng), bo, std::move(c));

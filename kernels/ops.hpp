@@ -10,6 +10,7 @@
 #include "kernels/gdn_gates.hpp"
 #include "kernels/gdn_step.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/gemm_rows.hpp"
 #include "kernels/l2norm.hpp"
 #include "kernels/rmsnorm.hpp"
 #include "kernels/rope.hpp"
@@ -37,6 +38,7 @@ struct ops {
   decltype(&cpu::embed) embed;
   decltype(&cpu::add) add;
   decltype(&cpu::block_checksum) block_checksum;
+  decltype(&cpu::gemm_rows) gemm_rows;
 };
 
 // The table for `b`. Asking for cuda when !cuda_available() is a programmer error.

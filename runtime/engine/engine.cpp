@@ -7,8 +7,6 @@
 #include <stdexcept>
 
 #include "runtime/engine/engine_impl.hpp"
-#include "runtime/engine/engine_tensors.hpp"
-#include "runtime/engine/model_weights.hpp"
 
 namespace anchorage {
 namespace {
@@ -26,28 +24,9 @@ std::string arithmetic_config(const model_config& c) {
 
 }  // namespace
 
-engine::impl::impl(const model_config& c, const tensor_map& w, kernels::backend b)
-    : cfg(c), where(b), k(kernels::ops_for(b)) {
-  cfg.validate();
-  if (b == kernels::backend::cuda && !kernels::cuda_available())
-    throw std::invalid_argument("the cuda backend was asked for but no CUDA device is present");
-  check_tensors(w, weight_specs(cfg), "engine weights");
-
-  // The model's tensors, converted once into the engine's (engine_tensors.hpp).
-  const auto tensors = engine_tensors(cfg, w);
-  std::size_t total = 0;
-  for (const auto& t : tensors) total += t.numel;
-  weights = device_buffer(b, total);
-  std::size_t at = 0;
-  for (const auto& t : tensors) {
-    if (!t.alias_of.empty()) continue;
-    t.fill(weights.data() + at);
-    weight_ptr[t.name] = weights.data() + at;
-    at += t.numel;
-  }
-  for (const auto& t : tensors)
-    if (!t.alias_of.empty()) weight_ptr[t.name] = weight_ptr.at(t.alias_of);
-
+engine::impl::impl(std::shared_ptr<const engine_weights> w)
+    : weights(std::move(w)), cfg(weights->config()), where(weights->where()), k(kernels::ops_for(where)) {
+  const kernels::backend b = where;
   const std::size_t cap = static_cast<std::size_t>(cfg.ctx_size);
   const int ng = cfg.count_gdn(), na = cfg.count_attention(), ch = cfg.conv_channels();
   const int d = cfg.d_model;
@@ -88,7 +67,7 @@ engine::impl::impl(const model_config& c, const tensor_map& w, kernels::backend 
   const std::string flags = kernels::arithmetic_flags(b) + ";" + arithmetic_config(cfg);
   XXH3_state_t* st = XXH3_createState();
   XXH3_64bits_reset(st);
-  const std::uint64_t wd = weights_digest(w);
+  const std::uint64_t wd = weights->digest();
   XXH3_64bits_update(st, &wd, sizeof wd);
   XXH3_64bits_update(st, engine_code_version, std::strlen(engine_code_version));
   XXH3_64bits_update(st, flags.data(), flags.size());
@@ -133,12 +112,18 @@ engine::impl::impl(const model_config& c, const tensor_map& w, kernels::backend 
 }
 
 engine::engine(const model_config& config, const tensor_map& weights, kernels::backend where)
-    : p_(std::make_unique<impl>(config, weights, where)) {}
+    : engine(std::make_shared<const engine_weights>(config, weights, where)) {}
+
+engine::engine(std::shared_ptr<const engine_weights> weights) {
+  if (!weights) throw std::invalid_argument("engine: no weights");
+  p_ = std::make_unique<impl>(std::move(weights));
+}
 
 engine::~engine() = default;
 
 const model_config& engine::config() const { return p_->cfg; }
 kernels::backend engine::where() const { return p_->where; }
+const std::shared_ptr<const engine_weights>& engine::weights() const { return p_->weights; }
 state_adapter& engine::cache_state() { return *p_->state; }
 const state_adapter& engine::cache_state() const { return *p_->state; }
 

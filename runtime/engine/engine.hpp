@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/device.hpp"
+#include "runtime/engine/engine_weights.hpp"
 #include "runtime/engine/model_config.hpp"
 #include "runtime/engine/state_adapter.hpp"
 #include "runtime/core/tensor.hpp"
@@ -30,17 +31,25 @@ inline constexpr const char* engine_code_version = "anchorage-engine/1";
 // keep sections at lines and re-run the partial chunk above the last one.
 // Decode forwards one token with the per-token form of the delta rule.
 //
+// The weights are an engine_weights, shared: engines built on one (the board's slots) hold one
+// copy between them, and decode_batch (engine_batch.hpp) steps several of them at once.
+//
 // Not thread-safe: one owner (the board) drives it.
 class engine {
  public:
+  // Converts `weights` into a weight set of its own (the same as engine(make_shared<const
+  // engine_weights>(config, weights, where))).
   engine(const model_config& config, const tensor_map& weights,
          kernels::backend where = kernels::backend::cpu);
+  // An engine on shared weights: config, backend and weights are the weight set's.
+  explicit engine(std::shared_ptr<const engine_weights> weights);
   ~engine();
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
 
   const model_config& config() const;
   kernels::backend where() const;
+  const std::shared_ptr<const engine_weights>& weights() const;
 
   // The state adapter (the seed's cache_state()).
   state_adapter& cache_state();
@@ -74,6 +83,7 @@ class engine {
   const std::vector<float>& last_draft_logits() const;
 
  private:
+  friend class engine_batch;  // decode_batch's forward (engine_batch.cpp)
   struct impl;
   std::unique_ptr<impl> p_;
 };

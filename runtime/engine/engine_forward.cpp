@@ -8,8 +8,6 @@
 
 namespace anchorage {
 
-const float* engine::impl::weight(const std::string& name) const { return weight_ptr.at(name); }
-
 void engine::impl::forward_rows(const token_id* tok, int m, bool chunked) {
   const int d = cfg.d_model;
   const int pos0 = static_cast<int>(state->valid_length());

@@ -44,19 +44,17 @@ class engine_state final : public state_adapter {
 };
 
 struct engine::impl {
-  impl(const model_config& c, const tensor_map& w, kernels::backend where);
+  explicit impl(std::shared_ptr<const engine_weights> w);
 
   // Runs rows [pos0, pos0 + ids.size()) through the model; chunked form when `chunked`.
   void forward_rows(const token_id* ids, int m, bool chunked);
 
-  const float* weight(const std::string& name) const;
+  const float* weight(const std::string& name) const { return weights->get(name); }
 
+  std::shared_ptr<const engine_weights> weights;
   model_config cfg;
   kernels::backend where;
   const kernels::ops& k;
-
-  device_buffer weights;
-  std::map<std::string, const float*> weight_ptr;
 
   // state
   device_buffer gdn_s, gdn_conv, kv_k, kv_v, mtp_k, mtp_v, mtp_h;
@@ -67,6 +65,9 @@ struct engine::impl {
   device_buffer cat, xm, gdn_scratch, attn_scratch, logits_dev, draft_dev;
   // qwen35: K before its per-head norm; the final-normed rows the draft layer reads
   device_buffer attn_k, hn;
+  // decode_batch, when this engine leads a batch: K and V rows before they go to each slot,
+  // the logits of every slot (grown on demand)
+  device_buffer batch_k, batch_v, batch_logits;
 
   std::vector<float> logits, draft_logits;
   std::vector<token_id> queued;  // begin_prefill's tokens not yet run

@@ -202,4 +202,20 @@ TEST_CASE("cuda sigmoid_gate matches cpu", "[cuda]") {
   expect_close(x_cpu, dx.download(), kRtol, kAtol, "sigmoid_gate");
 }
 
+TEST_CASE("cuda gemm_rows matches cpu", "[cuda]") {
+  SKIP_WITHOUT_CUDA();
+  const int m = 5, n = 300, k = 256, lda = k + 3, ldc = n + 1;
+  const float beta = GENERATE(0.0f, 1.0f);
+  const auto a = random_floats(static_cast<std::size_t>(m) * lda, 71);
+  const auto b = random_floats(static_cast<std::size_t>(n) * k, 72);
+  const auto c = random_floats(static_cast<std::size_t>(m) * ldc, 73);
+  auto c_cpu = c;
+  kn::cpu::gemm_rows(m, n, k, a.data(), lda, b.data(), k, beta, c_cpu.data(), ldc);
+
+  managed<float> da(a), db(b), dc(c);
+  kn::cuda::gemm_rows(m, n, k, da.get(), lda, db.get(), k, beta, dc.get(), ldc);
+  wait_cuda();
+  expect_close(c_cpu, dc.download(), kRtol, kAtol, "gemm_rows");
+}
+
 #endif  // ANCHORAGE_HAVE_CUDA
