@@ -9,48 +9,49 @@ namespace {
 
 using board_ptr = board_actor::stateful_pointer<board_state>;
 
-void send_all(board_ptr self, board_events out);
+void send_all(board_ptr self, slot_events out);
 
 void send_tiers(board_ptr self) {
-  self->send(self->state.conductor, tiers_atom::value, self->state.runner->stats());
+  self->send(self->state.conductor, tiers_atom::value, self->state.slots->stats());
 }
 
 // The disk's part of what the runner asked for: the read (at high priority, so it passes the
 // disk's queued submissions) and the plan come back to the runner as messages between steps;
 // a submission's reply releases its staging. Nothing here waits: without a disk actor the
 // read fails and the plan is empty.
-void send_to_disk(board_ptr self, board_events& out) {
+void send_to_disk(board_ptr self, std::size_t slot, board_events& out) {
   auto& st = self->state;
-  auto again = [self](board_events next) { send_all(self, std::move(next)); };
+  auto again = [self](slot_events next) { send_all(self, std::move(next)); };
   if (out.disk_read) {
     if (!st.disk) {
       disk_read_reply none;
       none.error = "no disk actor";
-      again(st.runner->restored(std::move(none)));
+      again(st.slots->restored(slot, std::move(none)));
     } else {
       self->request<caf::message_priority::high>(st.disk, caf::infinite, disk_read_atom::value,
                                                  *out.disk_read)
-          .then([self, again](disk_read_reply& r) { again(self->state.runner->restored(std::move(r))); },
-                [self, again](caf::error& e) {
+          .then([self, again,
+                 slot](disk_read_reply& r) { again(self->state.slots->restored(slot, std::move(r))); },
+                [self, again, slot](caf::error& e) {
                   disk_read_reply none;
                   none.error = caf::to_string(e);
-                  again(self->state.runner->restored(std::move(none)));
+                  again(self->state.slots->restored(slot, std::move(none)));
                 });
     }
   }
   if (out.disk_plan) {
     if (!st.disk) {
-      again(st.runner->planned({}));
+      again(st.slots->planned(slot, {}));
     } else {
       self->request(st.disk, caf::infinite, disk_plan_atom::value, *out.disk_plan)
-          .then([self, again](disk_write_lines& l) { again(self->state.runner->planned(l)); },
-                [self, again](caf::error&) { again(self->state.runner->planned({})); });
+          .then([self, again, slot](disk_write_lines& l) { again(self->state.slots->planned(slot, l)); },
+                [self, again, slot](caf::error&) { again(self->state.slots->planned(slot, {})); });
     }
   }
   for (auto& sub : out.disk_submissions) {
     const std::uint64_t bytes = sub->staged_bytes;
-    auto release = [self](std::uint64_t b) {
-      self->state.runner->disk_released(b);
+    auto release = [self, slot](std::uint64_t b) {
+      self->state.slots->disk_released(slot, b);
       send_tiers(self);  // a drain waits for the staging to come down
     };
     if (!st.disk) {
@@ -66,15 +67,20 @@ void send_to_disk(board_ptr self, board_events& out) {
   for (auto key : out.generations_finished) self->send(st.disk, generation_finished_atom::value, key);
 }
 
-// What the runner asked for: the disk's messages, the stats, the ledger entry before the sink's
-// events (so the conductor knows a request ended before its client does), the next step.
-void send_all(board_ptr self, board_events out) {
+// What a slot asked for: the disk's messages, the stats, the ledger entry before the sink's
+// events (so the conductor knows a request ended before its client does), and one step message
+// whenever some slot waits for a step.
+void send_all(board_ptr self, slot_events tagged) {
   auto& st = self->state;
-  send_to_disk(self, out);
+  board_events& out = tagged.events;
+  send_to_disk(self, tagged.slot, out);
   if (out.tiers_changed) send_tiers(self);
   if (out.done) self->send(st.conductor, done_atom::value, std::move(*out.done));
   for (auto& ev : out.events) self->send(out.sink, std::move(ev));
-  if (out.step_again) self->send(self, step_atom::value);
+  if (!st.step_queued && st.slots->wants_step()) {
+    st.step_queued = true;
+    self->send(self, step_atom::value);
+  }
 }
 
 }  // namespace
@@ -85,25 +91,27 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
   board_runner_options ro;
   ro.decode_block = opts.decode_block;
   ro.cache = opts.cache;
-  ro.side_slots = std::move(opts.side_slots);
   ro.disk = opts.disk;
-  init.runner = std::make_unique<board_runner>(std::move(eng), std::move(ro));
-  if (init.runner->has_disk()) init.disk = opts.disk_handle;
+  std::vector<std::shared_ptr<engine>> engines = {std::move(eng)};
+  for (auto& e : opts.slots) engines.push_back(std::move(e));
+  init.slots = std::make_unique<slot_board>(std::move(engines), std::move(ro));
+  if (init.slots->has_disk()) init.disk = opts.disk_handle;
   init.conductor = std::move(conductor);
   send_tiers(self);  // the conductor's stats show the tiers (empty) before the first request
   return {
-      [=](run_atom, board_job& j) { send_all(self, self->state.runner->start(std::move(j))); },
+      [=](run_atom, board_job& j) { send_all(self, self->state.slots->start(std::move(j))); },
       [=](step_atom) {
         auto& st = self->state;
-        if (st.runner->current_phase() != board_runner::phase::running) return;
+        st.step_queued = false;
+        if (!st.slots->wants_step()) return;
         ++st.steps;
-        send_all(self, st.runner->step());
+        send_all(self, st.slots->step());
       },
-      [=](cancel_atom, const std::string& id) { self->state.runner->cancel(id); },
+      [=](cancel_atom, const std::string& id) { self->state.slots->cancel(id); },
       [=](clear_atom, cache_tier tier) -> caf::result<clear_reply> {
         auto& st = self->state;
         // A tier this server does not have (the disk without --cache-dir) is the client's error.
-        auto cleared = st.runner->clear(tier);
+        auto cleared = st.slots->clear(tier);
         if (!cleared) return caf::make_error(error_code::unknown_tier);
         const bool disk = std::find(cleared->begin(), cleared->end(), cache_tier::disk) != cleared->end();
         if (!disk || !st.disk) {

@@ -45,11 +45,13 @@ void reject(conductor_actor::stateful_pointer<conductor_state> self, const reque
 
 void dispatch(conductor_actor::stateful_pointer<conductor_state> self) {
   auto& st = self->state;
-  if (st.running || st.queue.empty() || awaiting(st, st.queue.front().id)) return;
-  board_job j = std::move(st.queue.front());
-  st.queue.pop_front();
-  st.running = j.id;
-  self->send(st.board, run_atom::value, std::move(j));
+  while (static_cast<int>(st.running.size()) < std::max(1, st.opts.slots) && !st.queue.empty() &&
+         !awaiting(st, st.queue.front().id)) {
+    board_job j = std::move(st.queue.front());
+    st.queue.pop_front();
+    st.running.push_back(j.id);
+    self->send(st.board, run_atom::value, std::move(j));
+  }
 }
 
 // Every drain waiting is answered once the server is idle: nothing running or queued, and no
@@ -58,7 +60,7 @@ void dispatch(conductor_actor::stateful_pointer<conductor_state> self) {
 // With a disk tier, the disk actor is asked last: it answers once no write is out (committed).
 void answer_drains(conductor_actor::stateful_pointer<conductor_state> self) {
   auto& st = self->state;
-  if (st.drains.empty() || st.running || !st.queue.empty() || st.disk_staged_bytes != 0) return;
+  if (st.drains.empty() || !st.running.empty() || !st.queue.empty() || st.disk_staged_bytes != 0) return;
   auto deliver = [self](bool idle) {
     for (auto& rp : self->state.drains) rp.deliver(idle);
     self->state.drains.clear();
@@ -83,8 +85,11 @@ std::string stats_text(conductor_state& st) {
   nlohmann::json j;
   j["tiers"] = st.counters.tiers();  // one object per cache tier, as last reported
   j["requests"] = st.book->totals();
-  j["queue"] = {
-      {"waiting", st.queue.size()}, {"running", st.running.has_value()}, {"max_queue", st.opts.max_queue}};
+  j["queue"] = {{"waiting", st.queue.size()},
+                {"running", st.running.size()},
+                {"slots", st.opts.slots},
+                {"max_queue", st.opts.max_queue}};
+  j["slots"] = st.tiers.slots;
   nlohmann::json recent = nlohmann::json::array();
   for (const auto& e : st.book->recent()) recent.push_back(to_json(e));
   j["ledger"] = std::move(recent);
@@ -147,7 +152,7 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
       [=](generate_atom, request_envelope& env) {
         auto& st = self->state;
         const long waiting = static_cast<long>(st.queue.size());
-        if (st.running && waiting >= st.opts.max_queue)
+        if (static_cast<int>(st.running.size()) >= st.opts.slots && waiting >= st.opts.max_queue)
           return reject(self, env,
                         api_error{429, "rate_limit_error",
                                   "the server is busy: " + std::to_string(waiting) +
@@ -185,14 +190,14 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
           dispatch(self);
           return;
         }
-        if (st.running && *st.running == id)
+        if (std::find(st.running.begin(), st.running.end(), id) != st.running.end())
           self->send<caf::message_priority::high>(st.board, cancel_atom::value, id);
       },
       [=](done_atom, const ledger_entry& e) {
         auto& st = self->state;
         if (e.finish_reason != "error") st.counters.on_finished(e);
         st.book->record(e);
-        if (st.running && *st.running == e.id) st.running.reset();
+        st.running.erase(std::remove(st.running.begin(), st.running.end(), e.id), st.running.end());
         dispatch(self);
         answer_drains(self);
       },
@@ -218,7 +223,7 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
       [=](metrics_atom) -> caf::result<std::string> {
         return with_disk_stats(self, [self] {
           auto& st = self->state;
-          return st.counters.text(static_cast<long>(st.queue.size()), st.running.has_value());
+          return st.counters.text(static_cast<long>(st.queue.size()), static_cast<long>(st.running.size()));
         });
       },
       [=](clear_atom, cache_tier tier) -> caf::result<clear_reply> {

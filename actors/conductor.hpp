@@ -23,6 +23,7 @@ struct conductor_options {
   render_limits limits;
   tokenizer tok;  // renders and tokenizes the prompts (--tokenizer; the byte tokenizer by default)
   int max_queue = 16;
+  int slots = 1;  // --parallel: requests the board runs at once
   std::string ledger_path;
   // The disk tier's actor (none without --cache-dir): asked for its offer while a request
   // waits, for its stats, and for its drain. The two options are reported in its stats.
@@ -31,8 +32,8 @@ struct conductor_options {
   std::size_t checkpoint_tokens = 0;
 };
 
-// The conductor renders each request, queues it, and hands the board one request at a time in
-// arrival order (the board looks the device tiers up when it takes it: docs/CACHES.md, "Where
+// The conductor renders each request, queues it, and hands the board up to --parallel requests
+// at a time, in arrival order (the board looks the device tiers up when it takes it: docs/CACHES.md, "Where
 // the lookup runs"); while a request waits, the disk actor's offer for it is asked for and
 // rides along in its job (a request is handed over once its offer came). It keeps the ledger,
 // the metrics and the tiers' latest stats (the board's and the disk actor's).
@@ -43,7 +44,7 @@ struct conductor_state {
   board_actor board;
   std::deque<board_job> queue;
   std::vector<std::string> awaiting_offer;  // queued ids whose disk offer has not come yet
-  std::optional<std::string> running;
+  std::vector<std::string> running;         // handed to the board, at most opts.slots
   std::uint64_t sequence = 0;
   // Drains waiting (answered true once nothing runs, nothing is queued and the disk tier's
   // staging is written), and that staging as the board last reported it.

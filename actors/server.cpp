@@ -50,6 +50,7 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   conductor_options opts;
   opts.limits.ctx_size = mc.ctx_size;
   opts.max_queue = cfg_.max_queue;
+  opts.slots = cfg_.cache.parallel;
   opts.ledger_path = cfg_.ledger_path;
   opts.limits.reasoning_budget = cfg_.reasoning_budget;
   opts.tok = tok;
@@ -78,7 +79,7 @@ server::server(const server_config& cfg) : cfg_(cfg) {
     opts.checkpoint_tokens = d.checkpoint_tokens;
   }
   for (int i = 1; i < cfg_.cache.parallel; ++i)
-    bo.side_slots.push_back(std::make_shared<engine>(weights));
+    bo.slots.push_back(std::make_shared<engine>(weights));
   auto& sys = *system_;
   conductor_ = sys.spawn(anchorage::conductor, opts, [&sys, eng, bo](done_receiver c) mutable {
     return sys.spawn(anchorage::board, std::move(eng), bo, std::move(c));

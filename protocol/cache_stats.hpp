@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -57,6 +59,23 @@ struct store_stats {
   long long tokens_saved = 0;
 };
 
+// One slot (--parallel N): what it does and what its rows hold.
+struct slot_stats {
+  std::size_t slot = 0;
+  std::string state = "idle";  // idle | restoring | planning | running
+  std::size_t resident_tokens = 0;
+  std::string request;      // the id it serves, empty when idle
+  std::string session_key;  // the session it served last
+};
+
+inline void to_json(nlohmann::json& j, const slot_stats& s) {
+  j = {{"slot", s.slot},
+       {"state", s.state},
+       {"resident_tokens", s.resident_tokens},
+       {"request", s.request.empty() ? nlohmann::json() : nlohmann::json(s.request)},
+       {"session", s.session_key.empty() ? nlohmann::json() : nlohmann::json(s.session_key)}};
+}
+
 // Every tier. The board fills the device tiers' parts and its disk staging's; the conductor adds
 // the disk actor's own (disk_stats) and makes the wire's "disk" object of both
 // (runtime/disk/disk_stats_json), null when there is no disk tier.
@@ -69,6 +88,8 @@ struct cache_stats {
   // What the disk tier's staging holds and has not written yet (0 without a disk tier): a
   // drain waits for it to come down to 0, so a planned stop loses no staged write.
   std::uint64_t disk_staged_bytes = 0;
+  // Each slot's (the tiers above are the slots' together: counters summed, limits global).
+  std::vector<slot_stats> slots;
 };
 
 namespace detail {

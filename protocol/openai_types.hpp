@@ -72,6 +72,7 @@ struct x_cache_info {
   double ttft_ms = 0;
   std::string via;  // "", or what served it beyond the source: stash (a guest whose
                     // rows were copied aside and back), side (a side slot), pin, park
+  long slot = -1;   // the slot (--parallel) it ran on; -1 when not known
 };
 
 // The assistant's turn, split the way OpenAI's chat message is.

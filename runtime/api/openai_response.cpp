@@ -73,6 +73,7 @@ json x_cache_json(const x_cache_info& x) {
          {"restore_ms", x.restore_ms},
          {"ttft_ms", x.ttft_ms}};
   if (!x.via.empty()) j["via"] = x.via;
+  if (x.slot >= 0) j["slot"] = x.slot;
   return j;
 }
 

@@ -17,7 +17,7 @@ void metrics::on_finished(const ledger_entry& e) {
 
 void metrics::on_rejected(int status) { ++rejected_[status]; }
 
-std::string metrics::text(long queue_depth, bool running) const {
+std::string metrics::text(long queue_depth, long running) const {
   std::ostringstream o;
   o << "# HELP anchorage_requests_total Requests finished, by route, cache source and finish reason.\n"
     << "# TYPE anchorage_requests_total counter\n";
@@ -79,7 +79,16 @@ std::string metrics::text(long queue_depth, bool running) const {
   o << "# HELP anchorage_queue_depth Requests waiting for the engine.\n# TYPE anchorage_queue_depth gauge\n"
     << "anchorage_queue_depth " << queue_depth << "\n";
   o << "# HELP anchorage_running Requests on the engine.\n# TYPE anchorage_running gauge\n"
-    << "anchorage_running " << (running ? 1 : 0) << "\n";
+    << "anchorage_running " << running << "\n";
+  if (tiers_ && !tiers_->slots.empty()) {
+    o << "# HELP anchorage_slot_busy Whether the slot serves a request.\n# TYPE anchorage_slot_busy gauge\n";
+    for (const auto& sl : tiers_->slots)
+      o << "anchorage_slot_busy{slot=\"" << sl.slot << "\"} " << (sl.request.empty() ? 0 : 1) << "\n";
+    o << "# HELP anchorage_slot_resident_tokens Tokens the slot's rows hold.\n"
+      << "# TYPE anchorage_slot_resident_tokens gauge\n";
+    for (const auto& sl : tiers_->slots)
+      o << "anchorage_slot_resident_tokens{slot=\"" << sl.slot << "\"} " << sl.resident_tokens << "\n";
+  }
   return o.str();
 }
 

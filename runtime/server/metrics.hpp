@@ -20,7 +20,8 @@ class metrics {
   void set_tiers(cache_stats tiers) { tiers_ = std::move(tiers); }
   // As the stats route shows them: one object per tier ({} before the board reported).
   nlohmann::json tiers() const { return tiers_ ? nlohmann::json(*tiers_) : nlohmann::json::object(); }
-  std::string text(long queue_depth, bool running) const;
+  // running: requests on the board's slots now.
+  std::string text(long queue_depth, long running) const;
 
  private:
   std::map<std::string, long> requests_;  // "route|source|finish_reason"

@@ -40,7 +40,7 @@ request_info info_of(const board_job& j) {
 
 board_runner::board_runner(std::shared_ptr<engine> eng, board_runner_options opts)
     : eng_(std::move(eng)), decode_block_(opts.decode_block), side_slots_(std::move(opts.side_slots)) {
-  tiers_ = std::make_unique<cache_tiers>(opts.cache, eng_->where());
+  tiers_ = std::make_unique<cache_tiers>(opts.cache, eng_->where(), opts.budget);
   if (opts.disk && opts.cache.enabled) {
     disk_opts_ = opts.disk;
     staging_ = std::make_unique<disk_staging>(eng_->layout(), opts.disk->stage_bytes);

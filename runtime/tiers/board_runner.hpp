@@ -27,6 +27,8 @@ struct board_runner_options {
   // The disk tier (--cache-dir), an actor of its own: its options (the staging pool, the
   // checkpoint interval). Off without options or with the cache off.
   std::optional<disk_tier_options> disk;
+  // The device tiers' budget when several slots share it (slot_board); null: the runner's own.
+  std::shared_ptr<memory_budget> budget;
 };
 
 // What one call of the runner asks its owner to send: the disk's messages (`disk_read` at high

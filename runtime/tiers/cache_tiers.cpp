@@ -4,8 +4,12 @@
 
 namespace anchorage {
 
-cache_tiers::cache_tiers(cache_options opts, kernels::backend where)
-    : opts_(opts), where_(where), guests_(budget_, opts.guest_max, where) {
+cache_tiers::cache_tiers(cache_options opts, kernels::backend where, std::shared_ptr<memory_budget> budget)
+    : opts_(opts),
+      where_(where),
+      shared_budget_(budget ? std::move(budget) : std::make_shared<memory_budget>()),
+      budget_(*shared_budget_),
+      guests_(budget_, opts.guest_max, where) {
   budget_.set_limit(budget_pool::resident, opts_.enabled ? opts_.resident_bytes : 0);
   budget_.set_limit(budget_pool::store, opts_.enabled ? opts_.store_bytes : 0);
   budget_.set_limit(budget_pool::stash, opts_.enabled ? opts_.stash_bytes : 0);

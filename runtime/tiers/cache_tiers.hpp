@@ -36,7 +36,10 @@ namespace anchorage {
 // and a lookup must see the rows the board will actually resume from.
 class cache_tiers {
  public:
-  explicit cache_tiers(cache_options opts, kernels::backend where = kernels::backend::cpu);
+  // `budget`: the budget to hold the device tiers to, shared with other slots' tiers (the budgets
+  // are global, not per slot); null: a budget of their own. Its limits are set from `opts`.
+  explicit cache_tiers(cache_options opts, kernels::backend where = kernels::backend::cpu,
+                       std::shared_ptr<memory_budget> budget = nullptr);
 
   // What the tiers know of the next request before it begins: plan() does this first; a request
   // that does not plan (a generation resumed from its checkpoint) says it here.
@@ -87,7 +90,8 @@ class cache_tiers {
 
   cache_options opts_;
   kernels::backend where_;
-  memory_budget budget_;
+  std::shared_ptr<memory_budget> shared_budget_;
+  memory_budget& budget_;
   guest_stash guests_;
   std::vector<std::unique_ptr<tier>> tiers_;  // lookup order
   device_tier* device_ = nullptr;             // tiers_[0]

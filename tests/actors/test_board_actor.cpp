@@ -144,7 +144,7 @@ TEST_CASE("the conductor runs one request at a time in arrival order and bounds 
   REQUIRE(cst.book->recent().size() == 2);
   CHECK(cst.book->recent()[0].id == "a");
   CHECK(cst.book->recent()[1].id == "b");
-  CHECK_FALSE(cst.running.has_value());
+  CHECK(cst.running.empty());
 }
 
 TEST_CASE("a request cancelled while it waits never reaches the board", "[actors][conductor]") {

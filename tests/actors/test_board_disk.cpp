@@ -107,7 +107,7 @@ struct board_bench {
     j.sink = caf::actor_cast<sink_actor>(sink);
     return j;
   }
-  board_runner& runner() { return *caf_fixture::state_of<board_state>(b).runner; }
+  board_runner& runner() { return caf_fixture::state_of<board_state>(b).slots->runner(0); }
   disk_state& disk_st() { return caf_fixture::state_of<disk_state>(disk); }
 };
 

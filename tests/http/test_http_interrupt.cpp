@@ -1,5 +1,5 @@
 // End-to-end: a long conversation interrupted by a title request, by another session, and with
-// --parallel 2 by a guest on the side slot; each time its next turn resumes from its end anchor.
+// --parallel 2 by a guest on the other slot; each time its next turn resumes from its end anchor.
 #include "tests/support/chat_turns.hpp"
 
 using namespace anchorage;
@@ -94,17 +94,26 @@ TEST_CASE("sessions A, B, A: A comes back from the park and re-reads only its ne
   CHECK(b2.message == alone_b[1]);
 }
 
-TEST_CASE("with --parallel 2 a guest runs on the side slot", "[http][cache][side]") {
+TEST_CASE("with --parallel 2 a guest runs on the other slot", "[http][cache][slots]") {
   http_server s({"--reasoning-budget", "6", "--parallel", "2"});
   conversation a(long_system(), "List the files in src and read main.cpp.");
-  a.turn(s, 1);
+  const turn_reply first = a.turn(s, 1);
+  CHECK(first.x_cache["slot"] == 0);
+  // The title request takes the empty slot: nothing of the conversation's is stashed or moved.
   const turn_reply title = title_request(s);
-  CHECK(title.x_cache["via"] == "side");
+  CHECK(title.x_cache["slot"] == 1);
+  CHECK_FALSE(title.x_cache.contains("via"));
   const turn_reply next = a.turn(s, 2);
+  CHECK(next.x_cache["slot"] == 0);
   CHECK(next.x_cache["source"] == "end");
   CHECK(next.x_cache["prefilled_tokens"].get<std::size_t>() == 1 + count_tokens(tool_glue("exit code 1")));
   CHECK(next.message == uninterrupted(long_system(), "List the files in src and read main.cpp.", {1, 2})[1]);
   const json stats = s.get("/v1/cache/stats").body_json();
-  CHECK(stats["tiers"]["resident"]["guests_side"] == 1);
+  CHECK(stats["tiers"]["resident"]["guests_side"] == 0);
   CHECK(stats["tiers"]["resident"]["guests_stashed"] == 0);
+  REQUIRE(stats["slots"].size() == 2);
+  CHECK(stats["slots"][0]["resident_tokens"].get<std::size_t>() >
+        stats["slots"][1]["resident_tokens"].get<std::size_t>());
+  CHECK(stats["slots"][1]["resident_tokens"].get<std::size_t>() > 0);
+  CHECK(stats["queue"]["slots"] == 2);
 }

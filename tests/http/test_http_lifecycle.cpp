@@ -42,7 +42,7 @@ TEST_CASE("http: a client that disconnects mid-stream cancels its generation", "
   CHECK(metrics.find(
             "anchorage_requests_total{route=\"chat\",source=\"cold\",finish_reason=\"cancelled\"} 1") !=
         std::string::npos);
-  CHECK(s.get("/v1/cache/stats").body_json()["queue"]["running"] == false);
+  CHECK(s.get("/v1/cache/stats").body_json()["queue"]["running"] == 0);
   expect_valid_completion(s);
 }
 
@@ -139,7 +139,7 @@ TEST_CASE("http: with --max-queue 0 a second request gets 429 while one runs", "
   bool idle = false;
   for (int i = 0; i < 200 && !idle; ++i) {
     const json st = s.get("/v1/cache/stats").body_json();
-    idle = st["queue"]["running"] == false;
+    idle = st["queue"]["running"] == 0;
     if (!idle) std::this_thread::sleep_for(50ms);
   }
   REQUIRE(idle);

@@ -1,0 +1,183 @@
+#include "runtime/tiers/slot_board.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace anchorage {
+namespace {
+
+void add(resident_stats& t, const resident_stats& s) {
+  t.entries += s.entries;
+  t.anchors += s.anchors;
+  t.rows += s.rows;
+  t.bytes += s.bytes;
+  t.hits += s.hits;
+  t.end_hits += s.end_hits;
+  t.misses += s.misses;
+  t.evictions += s.evictions;
+  t.refusals += s.refusals;
+  t.tokens_saved += s.tokens_saved;
+  t.guests_stashed += s.guests_stashed;
+  t.guests_side += s.guests_side;
+  t.stash_refusals += s.stash_refusals;
+  t.pin_bytes += s.pin_bytes;
+  t.pin_hits += s.pin_hits;
+  t.park_bytes += s.park_bytes;
+  t.park_hits += s.park_hits;
+  t.set_aside_refusals += s.set_aside_refusals;
+}
+
+void add(store_stats& t, const store_stats& s) {
+  t.entries += s.entries;
+  t.bytes += s.bytes;
+  t.hits += s.hits;
+  t.misses += s.misses;
+  t.evictions += s.evictions;
+  t.refusals += s.refusals;
+  t.collisions += s.collisions;
+  t.superseded += s.superseded;
+  t.tokens_saved += s.tokens_saved;
+}
+
+const char* phase_name(board_runner::phase p) {
+  switch (p) {
+    case board_runner::phase::idle:
+      return "idle";
+    case board_runner::phase::restoring:
+      return "restoring";
+    case board_runner::phase::planning:
+      return "planning";
+    case board_runner::phase::running:
+      return "running";
+  }
+  return "?";
+}
+
+}  // namespace
+
+slot_board::slot_board(std::vector<std::shared_ptr<engine>> engines, board_runner_options opts,
+                       slot_policy policy)
+    : budget_(opts.budget ? opts.budget : std::make_shared<memory_budget>()), policy_(policy) {
+  if (engines.empty()) throw std::invalid_argument("slot_board: no slot");
+  if (!opts.side_slots.empty()) throw std::invalid_argument("slot_board: slots replace side slots");
+  opts.budget = budget_;
+  if (opts.disk && engines.size() > 1) {
+    // The staging pool is the server's, not each slot's.
+    opts.disk->stage_bytes = std::max<std::uint64_t>(1, opts.disk->stage_bytes / engines.size());
+  }
+  for (auto& e : engines) runners_.push_back(std::make_unique<board_runner>(std::move(e), opts));
+  wants_step_.assign(runners_.size(), false);
+  last_used_.assign(runners_.size(), 0);
+  session_of_.assign(runners_.size(), std::string());
+}
+
+std::size_t slot_board::idle_slots() const {
+  std::size_t n = 0;
+  for (const auto& r : runners_) n += r->busy() ? 0 : 1;
+  return n;
+}
+
+std::optional<slot_choice> slot_board::choose(const board_job& job) const {
+  std::vector<slot_view> views(runners_.size());
+  for (std::size_t k = 0; k < runners_.size(); ++k) {
+    views[k].busy = runners_[k]->busy();
+    views[k].resident = &runners_[k]->tiers().resident().tokens();
+    views[k].session_key = session_of_[k];
+    views[k].last_used = last_used_[k];
+  }
+  return policy_.choose(job.prompt, job.session_key, views);
+}
+
+slot_events slot_board::start(board_job job) {
+  const auto c = choose(job);
+  if (!c) throw std::logic_error("slot_board: every slot is busy");
+  last_used_[c->slot] = ++clock_;
+  session_of_[c->slot] = job.session_key;
+  return tagged(c->slot, runners_[c->slot]->start(std::move(job)));
+}
+
+bool slot_board::wants_step() const {
+  for (std::size_t k = 0; k < runners_.size(); ++k)
+    if (wants_step_[k] && runners_[k]->current_phase() == board_runner::phase::running) return true;
+  return false;
+}
+
+slot_events slot_board::step() {
+  const std::size_t n = runners_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t k = (next_ + i) % n;
+    if (!wants_step_[k] || runners_[k]->current_phase() != board_runner::phase::running) continue;
+    next_ = (k + 1) % n;
+    wants_step_[k] = false;
+    return tagged(k, runners_[k]->step());
+  }
+  return slot_events{};
+}
+
+slot_events slot_board::restored(std::size_t slot, disk_read_reply reply) {
+  return tagged(slot, runners_.at(slot)->restored(std::move(reply)));
+}
+
+slot_events slot_board::planned(std::size_t slot, const disk_write_lines& lines) {
+  return tagged(slot, runners_.at(slot)->planned(lines));
+}
+
+void slot_board::disk_released(std::size_t slot, std::uint64_t bytes) {
+  runners_.at(slot)->disk_released(bytes);
+}
+
+void slot_board::cancel(const std::string& id) {
+  // The slot running it ends it; with none running it, every slot remembers the early cancel
+  // (the job may still be on its way).
+  if (auto k = slot_of(id)) return runners_[*k]->cancel(id);
+  for (auto& r : runners_) r->cancel(id);
+}
+
+std::optional<std::vector<cache_tier>> slot_board::clear(cache_tier tier) {
+  std::optional<std::vector<cache_tier>> done;
+  for (auto& r : runners_) done = r->clear(tier);
+  return done;
+}
+
+std::optional<std::size_t> slot_board::slot_of(const std::string& id) const {
+  for (std::size_t k = 0; k < runners_.size(); ++k)
+    if (runners_[k]->busy() && runners_[k]->running_id() == id) return k;
+  return std::nullopt;
+}
+
+cache_stats slot_board::stats() const {
+  cache_stats total = runners_.front()->stats();
+  for (std::size_t k = 1; k < runners_.size(); ++k) {
+    const cache_stats s = runners_[k]->stats();
+    add(total.resident, s.resident);
+    add(total.store, s.store);
+    total.disk_staged_bytes += s.disk_staged_bytes;
+    if (total.disk_staging && s.disk_staging) {
+      total.disk_staging->staged_bytes += s.disk_staging->staged_bytes;
+      total.disk_staging->stage_limit_bytes += s.disk_staging->stage_limit_bytes;
+      total.disk_staging->stage_refusals += s.disk_staging->stage_refusals;
+      total.disk_staging->submissions += s.disk_staging->submissions;
+      total.disk_staging->checkpoints_staged += s.disk_staging->checkpoints_staged;
+    }
+  }
+  for (std::size_t k = 0; k < runners_.size(); ++k) {
+    slot_stats st;
+    st.slot = k;
+    st.state = phase_name(runners_[k]->current_phase());
+    st.resident_tokens = runners_[k]->tiers().resident().tokens().size();
+    if (runners_[k]->busy()) st.request = runners_[k]->running_id();
+    st.session_key = session_of_[k];
+    total.slots.push_back(std::move(st));
+  }
+  return total;
+}
+
+slot_events slot_board::tagged(std::size_t slot, board_events ev) {
+  if (ev.step_again) wants_step_[slot] = true;
+  ev.step_again = false;  // the owner asks wants_step()
+  for (auto& e : ev.events)
+    if (e.what == stream_event::kind::finished) e.cache.slot = static_cast<long>(slot);
+  return slot_events{slot, std::move(ev)};
+}
+
+}  // namespace anchorage

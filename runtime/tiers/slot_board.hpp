@@ -1,0 +1,74 @@
+#pragma once
+// The board's work over N slots (--parallel N, issue 13): each slot is a board_runner with its own
+// engine, rows and resident prefix; the device tiers' budget is one for all of them. Requests run
+// concurrently, one step of one slot at a time: a prefill chunk, or a block of decode tokens.
+//
+// start(job) puts a request on the slot slot_policy chooses (an idle one; the caller starts no
+// more requests than there are idle slots). step() steps the next slot that asked for a step,
+// round robin, so a slot waits at most one step of every other running slot between two of its
+// own, and a request that arrives during a long prefill starts after that prefill's current
+// chunk. Events come back tagged with their slot: the disk's replies go back to that slot.
+//
+// Not thread-safe: one owner (the board actor).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/cache/memory_budget.hpp"
+#include "runtime/tiers/board_runner.hpp"
+#include "runtime/tiers/slot_policy.hpp"
+
+namespace anchorage {
+
+struct slot_events {
+  std::size_t slot = 0;
+  board_events events;
+};
+
+class slot_board {
+ public:
+  // One slot per engine (at least one). `opts.side_slots` must be empty: slots replace them.
+  slot_board(std::vector<std::shared_ptr<engine>> engines, board_runner_options opts,
+             slot_policy policy = {});
+
+  std::size_t size() const { return runners_.size(); }
+  std::size_t idle_slots() const;
+  // The slot a request would take now (nullopt: every slot busy).
+  std::optional<slot_choice> choose(const board_job& job) const;
+  // Starts `job` on the slot choose() names. Throws std::logic_error when every slot is busy.
+  slot_events start(board_job job);
+  // One step of the next slot waiting for one; empty events (and no slot stepped) when none is.
+  slot_events step();
+  bool wants_step() const;
+
+  slot_events restored(std::size_t slot, disk_read_reply reply);
+  slot_events planned(std::size_t slot, const disk_write_lines& lines);
+  void disk_released(std::size_t slot, std::uint64_t bytes);
+  void cancel(const std::string& id);
+  std::optional<std::vector<cache_tier>> clear(cache_tier tier);
+
+  // The slots' tiers together (counters summed; the budget's limits are global) and each slot.
+  cache_stats stats() const;
+  bool has_disk() const { return runners_.front()->has_disk(); }
+  board_runner& runner(std::size_t slot) { return *runners_.at(slot); }
+  const board_runner& runner(std::size_t slot) const { return *runners_.at(slot); }
+  // Whether slot k's request runs (any phase); the slot a running request id is on.
+  std::optional<std::size_t> slot_of(const std::string& id) const;
+
+ private:
+  slot_events tagged(std::size_t slot, board_events ev);
+
+  std::vector<std::unique_ptr<board_runner>> runners_;
+  std::shared_ptr<memory_budget> budget_;
+  slot_policy policy_;
+  std::vector<bool> wants_step_;          // by slot: its last events asked for one more step
+  std::vector<std::uint64_t> last_used_;  // by slot: when it last took a request
+  std::vector<std::string> session_of_;   // by slot: the session it served last
+  std::uint64_t clock_ = 0;
+  std::size_t next_ = 0;  // where the round robin looks first
+};
+
+}  // namespace anchorage
