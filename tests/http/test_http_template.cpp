@@ -116,3 +116,12 @@ TEST_CASE("http: an unknown chat template refuses the start, naming its file", "
   const http_reply r = s.post_json("/v1/chat/completions", user_chat("hi", 2));
   CHECK(r.status == 200);
 }
+
+TEST_CASE("--chat-template: auto by default, any name or path kept, listed in --help", "[http][template]") {
+  CHECK(parse_server_args({}).chat_template == "auto");
+  CHECK(parse_server_args({"--chat-template", "qwen3.5"}).chat_template == "qwen3.5");
+  CHECK(parse_server_args({"--chat-template=/t/x.jinja"}).chat_template == "/t/x.jinja");
+  CHECK_THROWS_AS(parse_server_args({"--chat-template"}), std::invalid_argument);
+  CHECK_THROWS_AS(parse_server_args({"--chat-template="}), std::invalid_argument);
+  CHECK_THAT(server_help(), Catch::Contains("--chat-template"));
+}
