@@ -480,35 +480,3 @@ TEST_CASE("token ids in a request are checked against the vocabulary given", "[o
   CHECK(std::get<completion_request>(r).logit_bias.size() == 1);
   CHECK(std::holds_alternative<api_error>(parse_request(body, request_kind::completion, 151643)));
 }
-
-TEST_CASE("content parts are kept part by part, images and videos included", "[openai]") {
-  const completion_request r =
-      accept(std::string(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"},
-        {"type": "image_url", "image_url": {"url": "http://x"}}, {"type": "input_image"}, {"type": "image"},
-        {"type": "video_url", "video_url": {"url": "http://v"}}, {"type": "video"}, {"type": "text", "text": "b"}]},
-        {"role": "assistant", "content": "plain"}]})"),
-             request_kind::chat);
-  const std::vector<content_part>& p = r.messages[0].parts;
-  REQUIRE(p.size() == 7);
-  using k = content_part::kind;
-  CHECK(p[0].what == k::text);
-  CHECK(p[0].text == "a");
-  for (int i : {1, 2, 3}) CHECK(p[static_cast<std::size_t>(i)].what == k::image);
-  for (int i : {4, 5}) CHECK(p[static_cast<std::size_t>(i)].what == k::video);
-  CHECK(p[6].text == "b");
-  CHECK(r.messages[0].content == "a\nb");  // the text parts, as the built-in template reads them
-  CHECK(r.messages[1].parts.empty());
-  CHECK(r.messages[1].content == "plain");
-}
-
-TEST_CASE("tools and tool-call arguments keep the client's key order", "[openai]") {
-  const std::string tools =
-      R"([{"type":"function","function":{"name":"f","parameters":{"type":"object","required":["z","a"],)"
-      R"("properties":{"z":{"type":"string"},"a":{"type":"integer"}}},"description":"d"}}])";
-  const completion_request r = accept(
-      R"({"tools":)" + tools + R"(,"messages":[{"role":"user","content":"q"},{"role":"assistant",)" +
-          R"("tool_calls":[{"type":"function","function":{"name":"f","arguments":{"z":"1","a":2}}}]}]})",
-      request_kind::chat);
-  CHECK(r.tools.dump() == tools);
-  CHECK(r.messages[1].tool_calls[0].arguments == R"({"z":"1","a":2})");
-}
