@@ -117,7 +117,8 @@ TEST_CASE("http: an unknown chat template refuses the start, naming its file", "
   CHECK(r.status == 200);
 }
 
-TEST_CASE("--chat-template: auto by default, any name or path kept, listed in --help", "[http][template]") {
+TEST_CASE("the flag --chat-template: auto by default, any name or path kept, listed in --help",
+          "[http][template]") {
   CHECK(parse_server_args({}).chat_template == "auto");
   CHECK(parse_server_args({"--chat-template", "qwen3.5"}).chat_template == "qwen3.5");
   CHECK(parse_server_args({"--chat-template=/t/x.jinja"}).chat_template == "/t/x.jinja");
