@@ -11,7 +11,7 @@
 #include "actors/edge.hpp"
 #include "runtime/core/log.hpp"
 #include "runtime/engine/model_weights.hpp"
-#include "runtime/text/template_kind.hpp"
+#include "runtime/text/template_choice.hpp"
 #include "runtime/text/tokenizer.hpp"
 
 namespace anchorage {
@@ -38,10 +38,13 @@ server::server(const server_config& cfg) : cfg_(cfg) {
                                 std::to_string(tok.vocab_size()) + " but the engine's vocabulary (" +
                                 mc.preset + ") holds " + std::to_string(mc.vocab));
   }
-  if (!model.chat_template.empty())
-    log_info() << "the checkpoint's chat template is recognised as '"
-               << template_kind_name(recognize_template(model.chat_template))
-               << "'; prompts are rendered with the built-in template until the native one is wired in";
+  template_sources ts;
+  ts.flag = cfg_.chat_template;
+  ts.checkpoint_template = model.chat_template;
+  ts.checkpoint_source = model.source;
+  ts.tokenizer_path = cfg_.tokenizer_path;
+  const template_choice chat = choose_template(ts);
+  log_info() << "chat template: " << chat_renderer_name(chat.renderer) << " (from " << chat.origin << ")";
   // One converted weight set for every slot (runtime/engine/engine_weights.hpp).
   const auto weights = std::make_shared<const engine_weights>(mc, w, cfg_.engine.backend());
   auto eng = std::make_shared<engine>(weights);
@@ -53,6 +56,7 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   opts.slots = cfg_.cache.parallel;
   opts.ledger_path = cfg_.ledger_path;
   opts.limits.reasoning_budget = cfg_.reasoning_budget;
+  opts.limits.renderer = chat.renderer;
   opts.tok = tok;
   board_options bo;
   bo.decode_block = cfg_.decode_block;

@@ -38,10 +38,12 @@ struct completion_request {
   std::optional<std::vector<std::int32_t>> prompt_tokens;  // each in [0, vocab size)
 
   // chat
-  std::vector<chat_message> messages;              // non-empty
-  nlohmann::json tools = nlohmann::json::array();  // OpenAI tool definitions, as given
-  std::string tool_choice = "auto";                // auto | none | required | function:NAME
-  bool enable_thinking = true;                     // chat_template_kwargs.enable_thinking
+  std::vector<chat_message> messages;  // non-empty
+  // OpenAI tool definitions, as given: keys in the client's order, which the templates' `tojson`
+  // text of each tool depends on.
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  std::string tool_choice = "auto";  // auto | none | required | function:NAME
+  bool enable_thinking = true;       // chat_template_kwargs.enable_thinking
 
   // both
   std::optional<long> max_tokens;  // max_completion_tokens or max_tokens, >= 1; absent = no limit

@@ -15,7 +15,9 @@ namespace anchorage {
 
 namespace {
 
-using json = nlohmann::json;
+// ordered_json: objects keep the client's key order (tools and tool-call arguments are rendered
+// with `tojson`, which writes keys in the order given).
+using json = nlohmann::ordered_json;
 // The outcome of one validation step: nullopt when it passed.
 using failure = std::optional<api_error>;
 
@@ -254,14 +256,24 @@ failure read_function(const json& obj, const std::string& p, bool type_optional,
 
 // ---- chat: messages --------------------------------------------------------------------------
 
-// content: a string, null (""), or an array of text parts joined with "\n".
-failure read_content(const json& v, const std::string& param, std::string& out) {
+// A content part's type: text, or an image or a video, which the templates show as placeholders.
+std::optional<content_part::kind> part_kind(const std::string& type) {
+  if (type == "text") return content_part::kind::text;
+  if (type == "image_url" || type == "input_image" || type == "image") return content_part::kind::image;
+  if (type == "video_url" || type == "video") return content_part::kind::video;
+  return std::nullopt;
+}
+
+// content: a string, null (""), or an array of parts, kept in m.parts; m.content gets the text
+// parts joined with "\n".
+failure read_content(const json& v, const std::string& param, chat_message& m) {
   if (v.is_null()) return std::nullopt;
   if (v.is_string()) {
-    out = v.get<std::string>();
+    m.content = v.get<std::string>();
     return std::nullopt;
   }
   if (!v.is_array()) return wrong_type(param, "a string, null or an array of content parts", v);
+  bool first_text = true;
   for (std::size_t j = 0; j < v.size(); ++j) {
     const std::string part_param = param + "[" + std::to_string(j) + "]";
     const json& part = v[j];
@@ -271,19 +283,24 @@ failure read_content(const json& v, const std::string& param, std::string& out) 
       return invalid(part_param + ".type", part_param + ".type must be a string such as \"text\"");
     }
     const std::string& t = type->get_ref<const std::string&>();
-    if (t == "image_url" || t == "input_image" || t == "image") {
-      return invalid(part_param, "image input is not supported by this model");
+    const std::optional<content_part::kind> kind = part_kind(t);
+    if (!kind) {
+      return invalid(part_param + ".type", "content part type '" + t +
+                                               "' is not supported: text, image_url and video_url parts are");
     }
-    if (t != "text") {
-      return invalid(part_param + ".type",
-                     "content part type '" + t + "' is not supported: only text parts are");
+    content_part out;
+    out.what = *kind;
+    if (*kind == content_part::kind::text) {
+      const json* text = field(part, "text");
+      if (!text || !text->is_string()) {
+        return invalid(part_param + ".text", part_param + ".text must be a string");
+      }
+      out.text = text->get<std::string>();
+      if (!first_text) m.content += "\n";
+      m.content += out.text;
+      first_text = false;
     }
-    const json* text = field(part, "text");
-    if (!text || !text->is_string()) {
-      return invalid(part_param + ".text", part_param + ".text must be a string");
-    }
-    if (j > 0) out += "\n";
-    out += text->get_ref<const std::string&>();
+    m.parts.push_back(std::move(out));
   }
   return std::nullopt;
 }
@@ -327,7 +344,7 @@ failure read_message(const json& v, std::size_t index, chat_message& m) {
     return invalid(p + ".role", "a system message is only allowed as the first message");
   }
   if (const json* c = field(v, "content")) {
-    if (auto e = read_content(*c, p + ".content", m.content)) return e;
+    if (auto e = read_content(*c, p + ".content", m)) return e;
   }
   if (auto e = opt_string(v, "name", p + ".name", m.name)) return e;
   if (m.role == "assistant") {

@@ -23,9 +23,13 @@ namespace anchorage {
 //     or an array holding exactly one such string or id array.
 //   chat: messages a non-empty array of {role, content, name?} where role is system (only as the
 //     first message; "developer" is read as system), user, assistant or tool; content a string,
-//     null (read as "") or an array of {"type":"text","text":...} parts joined with "\n";
+//     null (read as "") or an array of parts, kept in chat_message::parts: {"type":"text",
+//     "text":...} (chat_message::content joins their texts with "\n"), and image parts
+//     (image_url, input_image, image) and video parts (video_url, video), which are accepted here
+//     and refused at rendering by a template that cannot show them (prompt_render.hpp);
 //     assistant messages may carry reasoning_content and tool_calls, tool messages tool_call_id.
-//     tools an array of {"type":"function","function":{"name",...}}; tool_choice auto | none |
+//     tools an array of {"type":"function","function":{"name",...}}, kept with the client's key
+//     order (as are tool-call arguments sent as objects); tool_choice auto | none |
 //     required | {"type":"function","function":{"name"}} (required and named need tools, and
 //     a named function must be among them); chat_template_kwargs.enable_thinking a boolean.
 // JSON nested deeper than 512 levels is rejected.

@@ -157,6 +157,15 @@ const std::vector<option>& options() {
        "its "
        "ids; default: the byte tokenizer)",
        [](server_config& c, const std::string& v) { c.tokenizer_path = v; }},
+      // The chat template (runtime/text/template_choice.hpp).
+      {"chat-template", "NAME|PATH",
+       "auto (the checkpoint's template, else one beside --tokenizer, else builtin), builtin, qwen3.5, "
+       "qwen3, or a .jinja file; a template none of these recognise refuses the start (auto)",
+       [](server_config& c, const std::string& v) {
+         if (v.empty())
+           throw std::invalid_argument("--chat-template wants auto, builtin, qwen3.5, qwen3 or a file");
+         c.chat_template = v;
+       }},
       {"ledger", "FILE", "append one JSON line per request to FILE",
        [](server_config& c, const std::string& v) { c.ledger_path = v; }},
       {"trace", "FILE", "record the client requests received, as JSON lines, to FILE",

@@ -18,6 +18,9 @@ struct server_config {
   // preset has). model() is the one in use.
   std::optional<model_config> model_override;
   std::string tokenizer_path;  // --tokenizer PATH: a tokenizer.json; empty: the byte tokenizer
+  // --chat-template auto|builtin|qwen3.5|qwen3|PATH.jinja: the template prompts are rendered with
+  // (auto: the checkpoint's, else one beside --tokenizer, else the built-in; template_choice.hpp).
+  std::string chat_template = "auto";
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string served_model_name = "anchorage";

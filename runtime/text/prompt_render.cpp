@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
-
-#include "runtime/text/chat_template.hpp"
+#include <optional>
+#include <string>
 
 namespace anchorage {
 namespace {
@@ -38,6 +38,24 @@ std::string chat_session_digest(const std::vector<chat_message>& messages) {
   return buf;
 }
 
+// The first image or video part, for a template that cannot show one: a 400 naming the part.
+std::optional<api_error> unshown_media(const std::vector<chat_message>& messages, chat_renderer renderer) {
+  if (shows_images(renderer)) return std::nullopt;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const auto& parts = messages[i].parts;
+    for (std::size_t j = 0; j < parts.size(); ++j) {
+      if (parts[j].what == content_part::kind::text) continue;
+      const char* what = parts[j].what == content_part::kind::image ? "image" : "video";
+      return api_error{400, "invalid_request_error",
+                       std::string(what) + " input is not supported by this model's chat template ('" +
+                           std::string(chat_renderer_name(renderer)) +
+                           "'); the qwen3.5 template shows images and videos as placeholders",
+                       "messages[" + std::to_string(i) + "].content[" + std::to_string(j) + "]"};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::variant<board_job, api_error> render_request(const completion_request& r, const render_limits& lim,
@@ -48,13 +66,12 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
   if (r.kind == request_kind::chat) {
     j.route = request_kind::chat;
     param = "messages";
-    template_options t;
-    t.enable_thinking = r.enable_thinking;
     const bool tools = r.tool_choice != "none" && r.tools.is_array() && !r.tools.empty();
-    if (tools) t.tools = r.tools;
+    if (auto e = unshown_media(r.messages, lim.renderer)) return *e;
+    static const nlohmann::ordered_json no_tools;
     std::string text;
     try {
-      text = render_chat(r.messages, t);
+      text = render_prompt_text(lim.renderer, r.messages, tools ? r.tools : no_tools, r.enable_thinking);
     } catch (const std::exception& e) {
       return api_error{400, "invalid_request_error", e.what(), "messages"};
     }
@@ -67,7 +84,7 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
       j.user_start = static_cast<long>(at - ids.begin());
     j.parse_reasoning = r.enable_thinking;
     j.parse_tool_calls = tools;
-    j.starts_in_reasoning = r.enable_thinking;  // the template ends its prompt with "<think>\n"
+    j.starts_in_reasoning = prompt_opens_reasoning(lim.renderer, r.enable_thinking);
     if (r.enable_thinking) j.reasoning_budget = lim.reasoning_budget;
   } else {
     j.route = request_kind::completion;

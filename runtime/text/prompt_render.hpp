@@ -4,6 +4,7 @@
 
 #include "protocol/board_job.hpp"
 #include "protocol/openai_types.hpp"
+#include "runtime/text/chat_renderer.hpp"
 #include "runtime/text/tokenizer.hpp"
 
 namespace anchorage {
@@ -12,10 +13,13 @@ struct render_limits {
   long ctx_size = 0;                        // context capacity in tokens
   long default_completion_max_tokens = 16;  // OpenAI's default for /v1/completions
   long reasoning_budget = -1;  // --reasoning-budget: reasoning tokens before a hidden close; -1 none
+  chat_renderer renderer = chat_renderer::builtin;  // the chat template the server chose at start
 };
 
-// Turns a parsed request into the board's job: the chat template (tools rendered unless
-// tool_choice is "none"), tokens, stop tokens (<|im_end|>, <|endoftext|>), what to parse out of
+// Turns a parsed request into the board's job: the chat template lim.renderer names (tools
+// rendered unless tool_choice is "none"; a conversation the template refuses is a 400 with its
+// message; image or video parts are a 400 naming the part unless the template shows them),
+// tokens, stop tokens (<|im_end|>, <|endoftext|>), what to parse out of
 // the output, and max_tokens clamped to the context left after the prompt (a request for more
 // is clamped, not refused). A prompt that leaves no room for one token is a 400 with code
 // context_length_exceeded. The session key is prompt_cache_key, or else a digest of a chat's
@@ -23,7 +27,10 @@ struct render_limits {
 // Without a seed, `fallback_seed` is used (the conductor passes the request's sequence number, so a trace
 // replayed in order samples the same tokens). logit_bias is passed through. A chat with thinking opens the
 // reasoning block in its prompt (starts_in_reasoning) and gets lim.reasoning_budget; every other request gets
-// -1 (no budget).
+// -1 (no budget). Reasoning is parsed out of a chat's output whenever thinking is on; whether the
+// output starts inside the block follows the template's generation prompt (chat_renderer.hpp:
+// Qwen3's leaves <think> to the model). user_start is where the last "<|im_start|>user" of the
+// rendered prompt begins, for every template.
 std::variant<board_job, api_error> render_request(const completion_request& r, const render_limits& lim,
                                                   const tokenizer& tok, std::uint64_t fallback_seed);
 

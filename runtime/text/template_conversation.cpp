@@ -6,10 +6,36 @@ namespace anchorage {
 
 using json = nlohmann::ordered_json;
 
-json template_messages(const std::vector<chat_message>& messages) {
+namespace {
+
+json content_parts(const std::vector<content_part>& parts) {
+  json out = json::array();
+  for (const content_part& p : parts) {
+    switch (p.what) {
+      case content_part::kind::text:
+        out.push_back({{"type", "text"}, {"text", p.text}});
+        break;
+      case content_part::kind::image:
+        out.push_back({{"type", "image"}});
+        break;
+      case content_part::kind::video:
+        out.push_back({{"type", "video"}});
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+json template_messages(const std::vector<chat_message>& messages, content_form form) {
   json out = json::array();
   for (const chat_message& m : messages) {
-    json message = {{"role", m.role}, {"content", m.content}};
+    json message = {{"role", m.role}};
+    if (form == content_form::parts && !m.parts.empty())
+      message["content"] = content_parts(m.parts);
+    else
+      message["content"] = m.content;
     if (m.reasoning_content) message["reasoning_content"] = *m.reasoning_content;
     if (!m.tool_calls.empty()) {
       json calls = json::array();

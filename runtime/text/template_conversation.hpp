@@ -36,9 +36,17 @@ struct chat_render_options {
   nlohmann::ordered_json tools;  // null, or the request's array of OpenAI tool definitions
 };
 
-// The protocol's messages as template JSON: role, content (a string), reasoning_content when
-// set, and tool_calls with their arguments parsed (kept as a string when they are not JSON).
-nlohmann::ordered_json template_messages(const std::vector<chat_message>& messages);
+// How a message's content reaches the template: as the text (chat_message::content, the text
+// parts joined with "\n", as OpenAI-compatible servers pass content to templates that read it
+// as a string), or as the parts the client sent ({"type":"text","text":...}, {"type":"image"},
+// {"type":"video"}) for a template that renders content arrays (Qwen3.5's).
+enum class content_form { text, parts };
+
+// The protocol's messages as template JSON: role, content, reasoning_content when set, and
+// tool_calls with their arguments parsed (kept as a string when they are not JSON; objects keep
+// the order their keys were written in).
+nlohmann::ordered_json template_messages(const std::vector<chat_message>& messages,
+                                         content_form form = content_form::text);
 
 namespace template_detail {
 

@@ -213,9 +213,6 @@ TEST_CASE("chat messages are validated", "[openai]") {
                 "only allowed as the first message");
   check_rejects(json{{"messages", {message("user", 5)}}}, k, "messages[0].content",
                 "a string, null or an array");
-  check_rejects(
-      json{{"messages", {message("user", {{{"type", "image_url"}, {"image_url", {{"url", "http://x"}}}}})}}},
-      k, "messages[0].content[0]", "image input is not supported by this model");
   check_rejects(json{{"messages", {message("user", {{{"type", "input_audio"}}})}}}, k,
                 "messages[0].content[0].type", "'input_audio' is not supported");
   check_rejects(json{{"messages", {message("user", {{{"type", "text"}, {"text", 3}}})}}}, k,
@@ -286,7 +283,7 @@ TEST_CASE("tools and tool_choice are validated", "[openai]") {
   CHECK(accept(with(body, "tool_choice", "required"), k).tool_choice == "required");
   CHECK(accept(with(body, "tool_choice", {{"type", "function"}, {"function", {{"name", "read"}}}}), k)
             .tool_choice == "function:read");
-  CHECK(accept(with(chat_base(), "tool_choice", "none"), k).tools == json::array());
+  CHECK(accept(with(chat_base(), "tool_choice", "none"), k).tools == nlohmann::ordered_json::array());
 }
 
 TEST_CASE("opencode-shaped chat request and its follow-up", "[openai]") {
@@ -323,7 +320,7 @@ TEST_CASE("opencode-shaped chat request and its follow-up", "[openai]") {
   REQUIRE(r.messages.size() == 2);
   CHECK(r.messages[0].content == system_prompt);
   CHECK(r.messages[1].content == "list the files");
-  CHECK(r.tools == tools);
+  CHECK(json::parse(r.tools.dump()) == tools);
   CHECK(r.tool_choice == "auto");
   CHECK(r.stream);
   CHECK(r.include_usage);
@@ -362,7 +359,7 @@ TEST_CASE("opencode-shaped chat request and its follow-up", "[openai]") {
 
   // What the parser accepts, the chat template renders.
   template_options options;
-  options.tools = r.tools;
+  options.tools = json::parse(r.tools.dump());
   options.enable_thinking = r.enable_thinking;
   const std::string prompt = render_chat(r.messages, options);
   CHECK_THAT(prompt, Catch::Contains("<think>\nI should list the directory.\n</think>"));

@@ -19,7 +19,10 @@ using namespace anchorage::testing;
 namespace {
 
 server_config qwen3_vocab_config() {
-  server_config cfg = parse_server_args({"--preset", "tiny", "--tokenizer", qwen3_tokenizer_json});
+  // The built-in template these tests were written against (auto would pick Qwen3's template
+  // from the tokenizer_config.json beside the file: tests/http/test_http_template.cpp).
+  server_config cfg = parse_server_args(
+      {"--preset", "tiny", "--tokenizer", qwen3_tokenizer_json, "--chat-template", "builtin"});
   model_config m = cfg.engine.config();
   m.vocab = 151936;
   cfg.model_override = m;
