@@ -370,6 +370,14 @@ struct http_front::impl {
     }
     const steady::time_point now = steady::now();
     for (conn_ptr& c : got) {
+      if (c->at == connection::phase::linger) {
+        c->buf.clear();
+        c->deadline = now + std::chrono::milliseconds(limits.linger_ms);
+        const int fd = c->fd;
+        conns.emplace(fd, std::move(c));
+        watch(fd);
+        continue;
+      }
       c->at = connection::phase::head;
       c->idle = true;
       c->chunks.reset();
@@ -413,7 +421,13 @@ struct http_front::impl {
     } catch (...) {
       again = false;
     }
-    if (!again || stopping) return close_fd(*c);
+    if (stopping) return close_fd(*c);
+    if (!again) {
+      // closing with unread bytes (a pipelined request past the maximum) would reset the
+      // connection before the client read the answer: the loop lingers on it instead
+      ::shutdown(c->fd, SHUT_WR);
+      c->at = connection::phase::linger;
+    }
     {
       std::lock_guard<std::mutex> g(back_m);
       back.push_back(std::move(c));
