@@ -136,7 +136,7 @@ json slow_phase(const args& a) {
   load::slow_pool slow(a.port, a.slow, std::chrono::milliseconds(a.slow_interval_ms));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   std::vector<double> health;
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < 5; ++i) {
     const load::outcome o = load::exchange(a.port, load::get("/health"), timeout_ms);
     health.push_back(o.status == 200 ? o.total_ms : static_cast<double>(timeout_ms));
   }
