@@ -1,7 +1,7 @@
 // Load on a running server's edge, printed as one JSON object (docs/BENCHMARKS.md, "The edge
 // under load"):
 //   1. for each count in --clients, that many streaming completions sent at once, one connection
-//      each, while /health is probed every 20 ms: how many got 200 (a whole stream), 429 (with a
+//      each, while /health is probed every 5 ms: how many got 200 (a whole stream), 429 (with a
 //      JSON body), another status, a reset (or a close without an answer) or no answer in time,
 //      and the slowest /health;
 //   2. --slow connections that send half a request's head, then a byte every --slow-interval-ms:
@@ -84,7 +84,7 @@ std::vector<double> probe_health(int port, int timeout_ms, const std::function<v
     while (!done) {
       const load::outcome o = load::exchange(port, load::get("/health"), timeout_ms);
       lat.push_back(o.status == 200 ? o.total_ms : static_cast<double>(timeout_ms));
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   });
   work();

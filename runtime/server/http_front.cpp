@@ -1,12 +1,10 @@
 #include "runtime/server/http_front.hpp"
 
-#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,6 +22,7 @@
 #include <vector>
 
 #include "runtime/server/http_head.hpp"
+#include "runtime/server/http_listen.hpp"
 
 namespace anchorage {
 namespace {
@@ -444,34 +443,8 @@ http_front::http_front(const http_limits& limits, std::size_t max_body_bytes, ha
 http_front::~http_front() { stop(); }
 
 int http_front::bind(const std::string& host, int port) {
-  rlimit nofile{};
-  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-    nofile.rlim_cur = nofile.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &nofile);
-  }
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  const std::string service = std::to_string(port);
-  if (::getaddrinfo(host.c_str(), service.c_str(), &hints, &res) != 0 || res == nullptr)
-    throw std::runtime_error("cannot resolve " + host);
-  const std::string where = host + ":" + service;
-  const int fd = ::socket(res->ai_family, res->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, res->ai_protocol);
-  const int one = 1;
-  if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  const bool ok = fd >= 0 && ::bind(fd, res->ai_addr, res->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0;
-  ::freeaddrinfo(res);
-  if (!ok) {
-    if (fd >= 0) ::close(fd);
-    throw std::runtime_error("cannot bind " + where + " (in use?)");
-  }
-  sockaddr_storage bound{};
-  socklen_t len = sizeof bound;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-  impl_->listen = fd;
-  if (bound.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
-  return ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  impl_->listen = listen_on(host, port);
+  return bound_port(impl_->listen);
 }
 
 int http_front::listen_fd() const { return impl_->listen; }

@@ -6,6 +6,7 @@
 
 #include "runtime/server/http_front.hpp"
 #include "runtime/server/http_head.hpp"
+#include "runtime/server/server_config.hpp"
 #include "tools/load_client.hpp"
 
 using namespace anchorage;
@@ -198,6 +199,10 @@ TEST_CASE("http_front: slow connections do not starve a new request; past the li
     check_json_error(o, 200);
     CHECK(o.total_ms < 500);
   }
+  // the probes' connections close once their clients read the answer; wait for that, so the
+  // count past the limit below is exact
+  for (int i = 0; i < 200 && f.front->counts().open != 140; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(f.front->counts().open == 140);
   load::slow_pool more(f.port, 20, 500ms);  // 160 > 150
   std::this_thread::sleep_for(300ms);
   const load::outcome refused = load::exchange(f.port, load::get("/health"), 5000);
@@ -205,6 +210,29 @@ TEST_CASE("http_front: slow connections do not starve a new request; past the li
   CHECK(refused.retry_after == "1");
   CHECK(f.front->counts().refused >= 11);
   CHECK(slow.alive() == 140);
+}
+
+TEST_CASE("http_front: the --http-* flags set the limits; a bad value names its flag", "[http][front]") {
+  const server_config c = parse_server_args({"--http-threads", "7", "--http-max-connections", "300",
+                                             "--http-max-header-kb", "4", "--http-header-timeout-s", "3",
+                                             "--http-body-timeout-s", "9", "--http-write-timeout-s", "11",
+                                             "--http-keepalive-s", "2", "--http-keepalive-max", "5"});
+  CHECK(c.http.threads == 7);
+  CHECK(c.http.max_connections == 300);
+  CHECK(c.http.max_header_bytes == 4 * kib);
+  CHECK(c.http.header_timeout_ms == 3000);
+  CHECK(c.http.body_timeout_ms == 9000);
+  CHECK(c.http.write_timeout_ms == 11000);
+  CHECK(c.http.keepalive_timeout_ms == 2000);
+  CHECK(c.http.keepalive_max == 5);
+  const server_config d = parse_server_args({});
+  CHECK(d.http.max_connections == http_limits{}.max_connections);
+  try {
+    parse_server_args({"--http-header-timeout-s", "0"});
+    FAIL("a header timeout of 0 was accepted");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("--http-header-timeout-s") != std::string::npos);
+  }
 }
 
 }  // namespace
