@@ -187,12 +187,16 @@ struct http_front::impl {
     }
   }
 
+  // The bytes a connection may buffer in its phase: a head, or a whole request and the next
+  // one's head (a chunked body's framing may double its data).
+  std::size_t cap_of(const connection& c) const {
+    if (c.at != connection::phase::body) return limits.max_header_bytes + 1;
+    return c.head.size + (c.head.chunked ? 2 * max_body + 65536 : max_body) + limits.max_header_bytes;
+  }
+
   void on_readable(connection& c) {
     char tmp[16384];
-    const std::size_t cap =
-        c.at == connection::phase::body
-            ? c.head.size + (c.head.chunked ? 2 * max_body + 65536 : max_body) + limits.max_header_bytes
-            : limits.max_header_bytes + 1;
+    const std::size_t cap = cap_of(c);
     for (;;) {
       const ssize_t k = ::recv(c.fd, tmp, sizeof tmp, 0);
       if (k > 0) {
@@ -219,7 +223,8 @@ struct http_front::impl {
     const auto it = conns.find(fd);
     if (it == conns.end() || it->second->at == connection::phase::linger) return;
     if (it->second->peer_closed) return drop(*it->second);
-    if (it->second->buf.size() >= cap) {  // a chunked body whose framing outgrew its data
+    if (it->second->at == connection::phase::body && it->second->buf.size() >= cap_of(*it->second)) {
+      // a chunked body whose framing outgrew its data
       ++too_large;
       fail(*it->second, 413, "the request body is larger than the server accepts (--max-body-mb)",
            limits.linger_ms);
@@ -232,8 +237,10 @@ struct http_front::impl {
     if (c.at == connection::phase::head) {
       if (c.buf.empty()) return;
       if (c.idle) {
+        // a new connection's header clock runs from its connect; a kept-alive one's from the
+        // first byte of its next request
         c.idle = false;
-        c.deadline = now + std::chrono::milliseconds(limits.header_timeout_ms);
+        if (c.served > 0) c.deadline = now + std::chrono::milliseconds(limits.header_timeout_ms);
       }
       head_result r = read_head(c.buf, limits.max_header_bytes, max_body);
       if (r.what == head_result::kind::incomplete) return;

@@ -125,6 +125,12 @@ TEST_CASE("http_front: each limit answers with its status and a JSON body", "[ht
     const load::outcome o = load::exchange(f.port, load::post("/x", "{}"), 5000);
     check_json_error(o, 200);
   }
+  SECTION("a body larger than the header limit and within the body limit reaches the handler") {
+    const std::string body(60 * kib, 'b');
+    const load::outcome o = load::exchange(f.port, load::post("/x", body), 5000);
+    check_json_error(o, 200);
+    CHECK(o.body.find(std::to_string(load::post("/x", body).size())) != std::string::npos);
+  }
   SECTION("headers over --http-max-header-kb: 431") {
     const std::string big = "GET / HTTP/1.1\r\nX-Big: " + std::string(20 * kib, 'a') + "\r\n\r\n";
     check_json_error(load::exchange(f.port, big, 5000), 431);
