@@ -4,15 +4,18 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 #include "actors/admin.hpp"
 #include "actors/edge_exchange.hpp"
+#include "actors/edge_stream.hpp"
 #include "protocol/error_code.hpp"
 #include "runtime/api/openai_request.hpp"
 #include "runtime/api/openai_response.hpp"
 #include "runtime/api/sse_encoder.hpp"
 #include "runtime/io/clock.hpp"
+#include "runtime/server/http_front.hpp"
 #include "runtime/server/trace.hpp"
 
 namespace anchorage {
@@ -161,7 +164,7 @@ void internal_error(const httplib::Request&, httplib::Response& res, std::except
 }  // namespace
 
 http_edge::http_edge(caf::actor_system& sys, conductor_actor conductor, const server_config& cfg)
-    : sys_(sys), conductor_(std::move(conductor)), cfg_(cfg), server_(std::make_unique<httplib::Server>()) {
+    : sys_(sys), conductor_(std::move(conductor)), cfg_(cfg), server_(std::make_unique<edge_http_server>()) {
   started_s_ = unix_seconds();
   admin_ = sys_.spawn(admin, cfg_.admin_token, conductor_);
   if (!cfg_.trace_path.empty()) {
@@ -174,35 +177,36 @@ http_edge::http_edge(caf::actor_system& sys, conductor_actor conductor, const se
                                                            {"weights-seed", cfg_.engine.weights_seed},
                                                            {"served-model-name", cfg_.served_model_name}});
   }
-  const int threads = cfg_.http_threads;
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+  // Each request the conductor holds (running or queued) holds a worker while it streams; with
+  // fewer workers than that, requests would wait in the edge rather than hear the queue's 429.
+  http_limits limits = cfg_.http;
+  limits.threads = std::max(limits.threads, cfg_.cache.parallel + cfg_.max_queue + 4);
   server_->set_payload_max_length(static_cast<std::size_t>(cfg_.max_body_bytes));
+  // what httplib's Keep-Alive header advertises; the front enforces both
+  server_->set_keep_alive_max_count(static_cast<std::size_t>(limits.keepalive_max));
+  server_->set_keep_alive_timeout(static_cast<time_t>(limits.keepalive_timeout_ms / 1000));
+  front_ = std::make_unique<http_front>(
+      limits, static_cast<std::size_t>(cfg_.max_body_bytes),
+      [this](http_wire& wire) { return server_->answer(wire); },
+      [](int status, const std::string& message) {
+        const char* type = status == 503 ? "server_error" : "invalid_request_error";
+        return json_text(error_body({status, type, message, ""}));
+      });
   routes();
 }
 
 http_edge::~http_edge() { stop(); }
 
 int http_edge::start() {
-  int port = cfg_.port;
-  if (port == 0) {
-    port = server_->bind_to_any_port(cfg_.host);
-    if (port < 0) throw std::runtime_error("cannot bind " + cfg_.host);
-  } else if (!server_->bind_to_port(cfg_.host, port)) {
-    throw std::runtime_error("cannot bind " + cfg_.host + ":" + std::to_string(port) + " (in use?)");
-  }
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
-  // httplib's stop() does nothing before the listener runs; wait for it, so a stop() right
-  // after start() cannot leave the listener running and its thread unjoinable.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!server_->is_running() && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (!server_->is_running()) throw std::runtime_error("the HTTP listener did not start");
+  const int port = front_->bind(cfg_.host, cfg_.port);
+  server_->open(front_->listen_fd());
+  front_->start();
   return port;
 }
 
 void http_edge::stop() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (server_) server_->close();  // streams in progress end at their next chunk
+  if (front_) front_->stop();
   if (admin_) {
     caf::anon_send_exit(admin_, caf::exit_reason::user_shutdown);
     admin_ = nullptr;

@@ -2,7 +2,6 @@
 #include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include <caf/fwd.hpp>
 
@@ -12,7 +11,6 @@
 #include "runtime/server/server_config.hpp"
 
 namespace httplib {
-class Server;
 struct Request;
 struct Response;
 }  // namespace httplib
@@ -20,17 +18,21 @@ struct Response;
 namespace anchorage {
 
 class trace_writer;
+class http_front;
+class edge_http_server;
 
-// The HTTP edge (cpp-httplib): parses and validates, then talks to the conductor through a
-// short-lived blocking actor per request (a caf::scoped_actor in the HTTP worker thread).
-// A streaming client that goes away cancels its generation at the next step.
+// The HTTP edge: an event loop (runtime/server/http_front) holds the connections and reads each
+// request whole under the --http-* limits; a worker then answers it with cpp-httplib's routes,
+// which parse and validate and talk to the conductor through a short-lived blocking actor per
+// request (a caf::scoped_actor in the worker thread). A streaming client that goes away cancels
+// its generation at the next step. docs/EDGE.md.
 class http_edge {
  public:
   http_edge(caf::actor_system& sys, conductor_actor conductor, const server_config& cfg);
   ~http_edge();
 
-  // Binds and starts serving in a thread of its own; returns the bound port (cfg.port 0 picks
-  // a free one). Throws std::runtime_error when it cannot bind.
+  // Binds and starts serving (the front's loop and workers); returns the bound port (cfg.port 0
+  // picks a free one). Throws std::runtime_error when it cannot bind.
   int start();
   // Stop accepting: new requests get 503 while running ones go on.
   void begin_drain() { draining_ = true; }
@@ -51,9 +53,9 @@ class http_edge {
   conductor_actor conductor_;
   admin_actor admin_;
   server_config cfg_;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<edge_http_server> server_;
+  std::unique_ptr<http_front> front_;
   std::unique_ptr<trace_writer> trace_;
-  std::thread thread_;
   std::atomic<bool> draining_{false};
   std::atomic<long> next_id_{0};
   std::int64_t started_s_ = 0;

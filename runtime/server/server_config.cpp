@@ -170,9 +170,41 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) { c.ledger_path = v; }},
       {"trace", "FILE", "record the client requests received, as JSON lines, to FILE",
        [](server_config& c, const std::string& v) { c.trace_path = v; }},
-      {"http-threads", "N", "HTTP worker threads (8)",
+      // The edge's connection limits (runtime/server/http_limits.hpp, docs/EDGE.md).
+      {"http-threads", "N",
+       "HTTP workers for POST requests (64; at least --parallel + --max-queue + 4 are started, so the "
+       "queue's 429 comes before the edge runs out of workers)",
        [](server_config& c, const std::string& v) {
-         c.http_threads = static_cast<int>(parse_long("http-threads", v, 1, 1024));
+         c.http.threads = static_cast<int>(parse_long("http-threads", v, 1, 4096));
+       }},
+      {"http-max-connections", "N", "open client connections (1024); beyond: 503 with Retry-After",
+       [](server_config& c, const std::string& v) {
+         c.http.max_connections = static_cast<int>(parse_long("http-max-connections", v, 1, 1L << 20));
+       }},
+      {"http-max-header-kb", "N", "largest request line and headers in KiB (16); beyond: 431",
+       [](server_config& c, const std::string& v) {
+         c.http.max_header_bytes = static_cast<std::size_t>(parse_long("http-max-header-kb", v, 1, 1024))
+                                   << 10;
+       }},
+      {"http-header-timeout-s", "N", "seconds a client has to send a request's headers (10); beyond: 408",
+       [](server_config& c, const std::string& v) {
+         c.http.header_timeout_ms = parse_long("http-header-timeout-s", v, 1, 3600) * 1000;
+       }},
+      {"http-body-timeout-s", "N", "seconds a client has to send a request's body (60); beyond: 408",
+       [](server_config& c, const std::string& v) {
+         c.http.body_timeout_ms = parse_long("http-body-timeout-s", v, 1, 36000) * 1000;
+       }},
+      {"http-write-timeout-s", "N", "seconds an answer may wait on a client that does not read (30)",
+       [](server_config& c, const std::string& v) {
+         c.http.write_timeout_ms = parse_long("http-write-timeout-s", v, 1, 36000) * 1000;
+       }},
+      {"http-keepalive-s", "N", "seconds an idle keep-alive connection is kept (5)",
+       [](server_config& c, const std::string& v) {
+         c.http.keepalive_timeout_ms = parse_long("http-keepalive-s", v, 1, 3600) * 1000;
+       }},
+      {"http-keepalive-max", "N", "requests served on one connection before it is closed (100)",
+       [](server_config& c, const std::string& v) {
+         c.http.keepalive_max = static_cast<int>(parse_long("http-keepalive-max", v, 1, 1L << 20));
        }},
   };
   return all;

@@ -6,6 +6,7 @@
 
 #include "runtime/cache/cache_options.hpp"
 #include "runtime/engine/engine_options.hpp"
+#include "runtime/server/http_limits.hpp"
 
 namespace anchorage {
 
@@ -43,7 +44,7 @@ struct server_config {
                                // the block with a hidden phrase; -1 unlimited
   std::string ledger_path;     // --ledger FILE: one JSON line per request
   std::string trace_path;      // --trace FILE: record client requests as JSON lines
-  int http_threads = 8;
+  http_limits http;            // the edge's connection limits: --http-* (runtime/server/http_limits.hpp)
   bool help = false;
 
   model_config model() const { return model_override ? *model_override : engine.config(); }
