@@ -164,8 +164,8 @@ json wait_written(const live_server& s, std::chrono::seconds within) {
 // The prompt's length and where its last user message starts, rendered and tokenized as the
 // server does (the default template options: thinking on, no tools).
 std::pair<std::size_t, std::size_t> prompt_shape(const std::string& head, const std::string& user) {
-  const std::vector<chat_message> m = {{"system", head, std::nullopt, {}, {}, {}},
-                                       {"user", user, std::nullopt, {}, {}, {}}};
+  const std::vector<chat_message> m = {{"system", head, std::nullopt, {}, {}, {}, {}},
+                                       {"user", user, std::nullopt, {}, {}, {}, {}}};
   const tokenizer tok;
   const auto ids = tok.encode(render_chat(m, template_options{}), true);
   const auto mark = tok.encode("<|im_start|>user", true);

@@ -62,7 +62,10 @@ int main(int argc, char** argv) {
     if (!chat.empty()) {
       template_options t;
       t.enable_thinking = think;
-      text = render_chat({chat_message{"user", chat, std::nullopt, {}, {}, {}}}, t);
+      chat_message m;
+      m.role = "user";
+      m.content = chat;
+      text = render_chat({m}, t);
     }
     if (text.empty()) throw std::invalid_argument("give --prompt TEXT or --chat TEXT");
     const auto ids = tok.encode(text, !chat.empty());
