@@ -1,0 +1,182 @@
+// Several slots at once (issue 13): requests on their own slots, stepped one step of one slot at
+// a time. A short request that arrives during a long prefill starts after that prefill's current
+// chunk and finishes first; every request answers what it answers alone; a session's follow-up
+// goes back to its own slot and resumes at its end anchor there.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "runtime/tiers/slot_board.hpp"
+#include "tests/support/disk_driver.hpp"
+#include "tests/support/engine_fixture.hpp"
+
+using namespace anchorage;
+using namespace anchorage::testing;
+
+namespace {
+
+board_runner_options slot_options() {
+  board_runner_options o;
+  o.decode_block = 2;
+  o.cache.resident_bytes = 256ULL << 20;
+  o.cache.store_bytes = 256ULL << 20;
+  o.cache.store_entry_bytes = 128ULL << 20;
+  return o;
+}
+
+std::vector<std::shared_ptr<engine>> engines(const model_config& c, int n) {
+  std::vector<std::shared_ptr<engine>> v;
+  for (int i = 0; i < n; ++i) v.push_back(std::shared_ptr<engine>(make_engine(c).release()));
+  return v;
+}
+
+// What each request got: its events by id, in order, and the step at which each arrived.
+struct board_log {
+  std::map<std::string, std::vector<stream_event>> events;
+  std::map<std::string, long> first_token_step, finished_step;
+  std::map<std::string, std::size_t> slot_of;
+  long steps = 0;
+
+  void take(const slot_events& s) {
+    for (const auto& ev : s.events.events) {
+      events[ev.id].push_back(ev);
+      slot_of[ev.id] = s.slot;
+      if (ev.what == stream_event::kind::delta && !first_token_step.count(ev.id)) first_token_step[ev.id] = steps;
+      if (ev.what == stream_event::kind::finished) finished_step[ev.id] = steps;
+    }
+  }
+  const stream_event& finished(const std::string& id) const { return events.at(id).back(); }
+};
+
+void run_all(slot_board& b, board_log& log) {
+  while (b.wants_step()) {
+    ++log.steps;
+    log.take(b.step());
+  }
+}
+
+// The text a job answers on a board of one slot with nothing cached.
+std::string alone(const model_config& c, const board_job& j) {
+  board_runner r(std::shared_ptr<engine>(make_engine(c).release()), slot_options());
+  const run_result res = run_to_end(r, r.start(j));
+  return res.text;
+}
+
+}  // namespace
+
+TEST_CASE("slots: a short request during a long prefill starts within one chunk and ends first", "[tiers][slots]") {
+  const model_config c = test_config("tiny", 1024);
+  slot_board b(engines(c, 2), slot_options());
+  const auto long_prompt = test_tokens(static_cast<std::size_t>(8 * c.grid), 701);
+  const auto short_prompt = test_tokens(40, 702);
+  board_log log;
+  log.take(b.start(job_of(long_prompt, 6, "long", "A")));
+  ++log.steps;
+  log.take(b.step());  // the long prefill's first chunk
+  const long arrived = log.steps;
+  REQUIRE(b.idle_slots() == 1);
+  const slot_events started = b.start(job_of(short_prompt, 6, "short", "B"));
+  const std::size_t short_slot = started.slot;
+  log.take(started);
+  // Which slot each step ran, from the short request's arrival on.
+  std::vector<std::size_t> order;
+  while (b.wants_step()) {
+    ++log.steps;
+    const slot_events st = b.step();
+    order.push_back(st.slot);
+    log.take(st);
+  }
+  REQUIRE(log.finished_step.count("long"));
+  REQUIRE(log.finished_step.count("short"));
+  CHECK(log.slot_of["long"] != log.slot_of["short"]);
+  // The short one runs its first step after at most one more step of the long one, and it is
+  // done before the long prefill is.
+  REQUIRE_FALSE(order.empty());
+  const auto first_short = std::find(order.begin(), order.end(), short_slot);
+  CHECK(first_short - order.begin() <= 1);
+  CHECK(log.finished_step["short"] < log.first_token_step["long"]);
+  CHECK(log.finished_step["short"] - arrived < 12);
+  // Each answered what it answers alone.
+  CHECK(log.finished("long").output.content == alone(c, job_of(long_prompt, 6, "long", "A")));
+  CHECK(log.finished("short").output.content == alone(c, job_of(short_prompt, 6, "short", "B")));
+  CHECK(log.finished("long").cache.slot == static_cast<long>(log.slot_of["long"]));
+}
+
+TEST_CASE("slots: decoding slots take turns step by step", "[tiers][slots]") {
+  const model_config c = test_config("tiny", 1024);
+  slot_board b(engines(c, 3), slot_options());
+  board_log log;
+  for (int k = 0; k < 3; ++k) {
+    const std::string id = "r" + std::to_string(k);
+    log.take(b.start(job_of(test_tokens(60, static_cast<std::uint64_t>(710 + k)), 12, id, id)));
+  }
+  CHECK(b.idle_slots() == 0);
+  CHECK_FALSE(b.choose(job_of(test_tokens(10, 719), 1, "late", "late")));
+  CHECK_THROWS_AS(b.start(job_of(test_tokens(10, 719), 1, "late", "late")), std::logic_error);
+  // Steps alternate: over any three consecutive steps while all three decode, each slot runs once.
+  std::vector<std::size_t> order;
+  while (b.wants_step()) {
+    const slot_events s = b.step();
+    order.push_back(s.slot);
+    log.take(s);
+  }
+  for (std::size_t i = 0; i + 2 < order.size() && i < 9; i += 3) {
+    CHECK(order[i] != order[i + 1]);
+    CHECK(order[i + 1] != order[i + 2]);
+    CHECK(order[i] != order[i + 2]);
+  }
+  for (int k = 0; k < 3; ++k) {
+    const std::string id = "r" + std::to_string(k);
+    CHECK(log.finished(id).output.content ==
+          alone(c, job_of(test_tokens(60, static_cast<std::uint64_t>(710 + k)), 12, id, id)));
+  }
+  const cache_stats st = b.stats();
+  REQUIRE(st.slots.size() == 3);
+  for (const auto& sl : st.slots) {
+    CHECK(sl.state == "idle");
+    CHECK(sl.resident_tokens > 60);
+  }
+}
+
+TEST_CASE("slots: a session's follow-up goes back to its slot and resumes there", "[tiers][slots]") {
+  const model_config c = test_config("tiny", 1024);
+  slot_board b(engines(c, 2), slot_options());
+  const auto a = test_tokens(static_cast<std::size_t>(2 * c.grid + 30), 731);
+  const auto other = test_tokens(static_cast<std::size_t>(c.grid + 10), 732);
+  board_log log;
+  log.take(b.start(job_of(a, 4, "a1", "A")));
+  run_all(b, log);
+  log.take(b.start(job_of(other, 4, "b1", "B")));
+  run_all(b, log);
+  CHECK(log.slot_of["a1"] != log.slot_of["b1"]);
+  // A's next turn: what its slot's rows hold, plus more.
+  auto next = b.runner(log.slot_of["a1"]).tiers().resident().tokens();
+  const auto more = test_tokens(12, 733);
+  next.insert(next.end(), more.begin(), more.end());
+  const auto choice = b.choose(job_of(next, 4, "a2", "A"));
+  REQUIRE(choice);
+  CHECK(choice->slot == log.slot_of["a1"]);
+  CHECK(choice->why == slot_reason::shared);
+  log.take(b.start(job_of(next, 4, "a2", "A")));
+  run_all(b, log);
+  CHECK(log.slot_of["a2"] == log.slot_of["a1"]);
+  CHECK(log.finished("a2").cache.source == "end");
+  // B's rows are as B left them.
+  CHECK(b.runner(log.slot_of["b1"]).tiers().resident().tokens().size() >= other.size());
+}
+
+TEST_CASE("slots: the budget is one for all slots", "[tiers][slots]") {
+  const model_config c = test_config("tiny", 1024);
+  board_runner_options o = slot_options();
+  slot_board b(engines(c, 2), o);
+  CHECK(&b.runner(0).tiers().budget() == &b.runner(1).tiers().budget());
+  CHECK(b.runner(0).tiers().budget().limit(budget_pool::resident) == o.cache.resident_bytes);
+  board_log log;
+  log.take(b.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid), 741), 2, "x", "X")));
+  run_all(b, log);
+  // What slot 0 holds counts in the budget slot 1 sees.
+  CHECK(b.runner(1).tiers().budget().used(budget_pool::resident) > 0);
+}
