@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
@@ -58,6 +60,9 @@ struct board_job {
   std::vector<std::pair<std::int32_t, float>> logit_bias;  // OpenAI logit_bias, ids in the vocabulary
   bool parse_reasoning = false;
   bool parse_tool_calls = false;
+  // The request's tool definitions (with parse_tool_calls): the types of a call's parameters when
+  // the model writes it in Qwen3.5's XML form.
+  std::shared_ptr<const nlohmann::ordered_json> tools;
   bool starts_in_reasoning = false;  // the generation prompt opened the <think> block
   long reasoning_budget = -1;        // --reasoning-budget: thinking tokens before a hidden close; -1 none
   long user_start = -1;              // where the last user message starts in the prompt; -1 unknown

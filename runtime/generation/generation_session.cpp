@@ -35,7 +35,7 @@ std::size_t reasoning_close_length(const tokenizer& tok) {
 generation_session::generation_session(engine& e, generation_job job)
     : engine_(e),
       job_(std::move(job)),
-      parser_(job_.parse_reasoning, job_.parse_tool_calls, job_.starts_in_reasoning, job_.tok) {
+      parser_(job_.parse_reasoning, job_.parse_tool_calls, job_.starts_in_reasoning, job_.tok, job_.tools) {
   job_.gen.sampling.allowed = job_.tok.defined_mask();
   if (job_.parse_reasoning && job_.reasoning_budget >= 0 && job_.tok.ids().think_close != no_token) {
     close_.ids = job_.tok.encode(reasoning_close_phrase, /*parse_special=*/true);

@@ -36,6 +36,7 @@ struct generation_job {
   std::vector<std::string> stop_strings;  // cut the content where one appears
   bool parse_reasoning = false;
   bool parse_tool_calls = false;
+  nlohmann::ordered_json tools;  // the request's tool definitions (output_parser)
   bool starts_in_reasoning = false;
   // Reasoning tokens the generation may produce before the session closes the block with
   // reasoning_close_phrase; -1: no budget. Only read with parse_reasoning.

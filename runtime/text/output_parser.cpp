@@ -1,5 +1,7 @@
 #include "runtime/text/output_parser.hpp"
 
+#include "runtime/text/qwen35_tool_parser.hpp"
+
 #include <string_view>
 #include <utility>
 
@@ -97,7 +99,19 @@ json parse_limited(const std::string& text) {
 }
 
 // The call in `text` ({"name": ..., "arguments": {...}}), or false when it is not one.
-bool parse_call(const std::string& text, tool_call& call) {
+// The call in Qwen3.5's XML form: exactly one <function=...> and nothing else around it.
+bool parse_xml_call(const std::string& text, const nlohmann::ordered_json& tools, tool_call& call) {
+  const qwen35_parsed_output p = parse_qwen35_output("<tool_call>" + text + "</tool_call>", tools);
+  if (p.malformed_call || p.tool_calls.size() != 1 || !p.content.empty() || p.tool_calls[0].name.empty())
+    return false;
+  call.name = p.tool_calls[0].name;
+  call.arguments =
+      p.tool_calls[0].arguments.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  return true;
+}
+
+bool parse_call(const std::string& text, const nlohmann::ordered_json& tools, tool_call& call) {
+  if (text.find("<function=") != std::string::npos) return parse_xml_call(text, tools, call);
   const json parsed = parse_limited(text);
   if (!parsed.is_object()) return false;  // discarded counts as not an object
   const auto name = parsed.find("name");
@@ -118,8 +132,11 @@ bool parse_call(const std::string& text, tool_call& call) {
 }  // namespace
 
 output_parser::output_parser(bool parse_reasoning, bool parse_tool_calls, bool starts_in_reasoning,
-                             tokenizer tok)
-    : tok_(std::move(tok)), parse_reasoning_(parse_reasoning), parse_tool_calls_(parse_tool_calls) {
+                             tokenizer tok, nlohmann::ordered_json tools)
+    : tok_(std::move(tok)),
+      tools_(std::move(tools)),
+      parse_reasoning_(parse_reasoning),
+      parse_tool_calls_(parse_tool_calls) {
   if (parse_reasoning_ && starts_in_reasoning) section_ = section::reasoning;
 }
 
@@ -237,7 +254,7 @@ void output_parser::open_tool_call(std::vector<output_delta>& out) {
 void output_parser::close_tool_call(std::vector<output_delta>& out) {
   section_ = section::content;
   tool_call call;
-  if (!parse_call(call_bytes_, call)) {
+  if (!parse_call(call_bytes_, tools_, call)) {
     route_content(std::move(call_ws_) + "<tool_call>" + lossy(call_bytes_) + "</tool_call>", out);
   } else {
     const int index = static_cast<int>(result_.tool_calls.size());

@@ -5,6 +5,9 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+#include <vector>
+
 #include "protocol/openai_types.hpp"
 #include "runtime/core/token.hpp"
 #include "runtime/text/tokenizer.hpp"
@@ -35,6 +38,8 @@ namespace anchorage {
 //  * Tool calls (parse_tool_calls): outside reasoning, the bytes between <tool_call> and
 //    </tool_call> are parsed at the closing tag as {"name": string, "arguments": object}
 //    (arguments may also be absent or null, read as {}, or a string holding a JSON object).
+//    A call that is not that JSON is read in Qwen3.5's XML form (<function=NAME> with
+//    <parameter=KEY> blocks, qwen35_tool_parser.hpp; `tools` gives the parameters' types).
 //    A valid call becomes one tool_call delta: id "call_<index>", arguments dumped compactly.
 //    Anything else, and a call still open at finish(), is emitted as content verbatim, tags
 //    included. Other special tokens inside a call are dropped; a nested <tool_call> emits the
@@ -53,7 +58,7 @@ std::string shown_text(const tokenizer& tok, std::string_view bytes);
 class output_parser {
  public:
   output_parser(bool parse_reasoning, bool parse_tool_calls, bool starts_in_reasoning = false,
-                tokenizer tok = tokenizer());
+                tokenizer tok = tokenizer(), nlohmann::ordered_json tools = nullptr);
 
   // The deltas token `t` completes (often none, e.g. mid UTF-8 sequence or inside a tool call).
   std::vector<output_delta> feed(token_id t);
@@ -79,6 +84,7 @@ class output_parser {
   void emit_text(output_delta::kind what, std::string text, std::vector<output_delta>& out);
 
   tokenizer tok_;
+  nlohmann::ordered_json tools_;
   bool parse_reasoning_;
   bool parse_tool_calls_;
   section section_ = section::start;

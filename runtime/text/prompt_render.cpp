@@ -84,6 +84,7 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
       j.user_start = static_cast<long>(at - ids.begin());
     j.parse_reasoning = r.enable_thinking;
     j.parse_tool_calls = tools;
+    if (tools) j.tools = std::make_shared<const nlohmann::ordered_json>(r.tools);
     j.starts_in_reasoning = prompt_opens_reasoning(lim.renderer, r.enable_thinking);
     if (r.enable_thinking) j.reasoning_budget = lim.reasoning_budget;
   } else {

@@ -22,6 +22,7 @@ generation_job to_generation_job(const board_job& j) {
   g.stop_strings = j.stop_strings;
   g.parse_reasoning = j.parse_reasoning;
   g.parse_tool_calls = j.parse_tool_calls;
+  if (j.tools) g.tools = *j.tools;
   g.starts_in_reasoning = j.starts_in_reasoning;
   g.reasoning_budget = j.reasoning_budget;
   return g;

@@ -44,7 +44,8 @@ struct board_log {
     for (const auto& ev : s.events.events) {
       events[ev.id].push_back(ev);
       slot_of[ev.id] = s.slot;
-      if (ev.what == stream_event::kind::delta && !first_token_step.count(ev.id)) first_token_step[ev.id] = steps;
+      if (ev.what == stream_event::kind::delta && !first_token_step.count(ev.id))
+        first_token_step[ev.id] = steps;
       if (ev.what == stream_event::kind::finished) finished_step[ev.id] = steps;
     }
   }
@@ -67,7 +68,8 @@ std::string alone(const model_config& c, const board_job& j) {
 
 }  // namespace
 
-TEST_CASE("slots: a short request during a long prefill starts within one chunk and ends first", "[tiers][slots]") {
+TEST_CASE("slots: a short request during a long prefill starts within one chunk and ends first",
+          "[tiers][slots]") {
   const model_config c = test_config("tiny", 1024);
   slot_board b(engines(c, 2), slot_options());
   const auto long_prompt = test_tokens(static_cast<std::size_t>(8 * c.grid), 701);
