@@ -105,7 +105,7 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
         st.step_queued = false;
         if (!st.slots->wants_step()) return;
         ++st.steps;
-        send_all(self, st.slots->step());
+        for (auto& ev : st.slots->step()) send_all(self, std::move(ev));
       },
       [=](cancel_atom, const std::string& id) { self->state.slots->cancel(id); },
       [=](clear_atom, cache_tier tier) -> caf::result<clear_reply> {

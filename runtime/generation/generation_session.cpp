@@ -128,17 +128,38 @@ generation_session::step_result generation_session::step(int block) {
     return r;
   }
   if (!gen_) start_decoding();
-  for (int i = 0; i < block && !gen_->done(); ++i) {
+  for (int i = 0; i < block && !gen_->done() && !done_; ++i) {
     const auto t = gen_->step();
     if (!t) break;
-    ++r.tokens;
-    ++output_tokens_;
-    ids_.push_back(*t);
-    on_token(*t, gen_->last_forced(), r.deltas);
-    if (done_) return r;  // a stop string ended it
+    after_token(t, r);
   }
-  if (gen_->done()) finish(gen_->reason() == finish_reason::stop ? "stop" : "length", r.deltas);
+  if (!done_ && gen_->done()) finish(gen_->reason() == finish_reason::stop ? "stop" : "length", r.deltas);
   return r;
+}
+
+bool generation_session::batchable() const {
+  return !done_ && !cancelled_ && replayed_.empty() && !prefilling() && gen_;
+}
+
+std::optional<token_id> generation_session::batch_token() const {
+  if (!batchable()) return std::nullopt;
+  return gen_->to_forward();
+}
+
+generation_session::step_result generation_session::step_forwarded() {
+  step_result r;
+  if (!batchable()) throw std::logic_error("generation_session: no batched step to take");
+  if (const auto t = gen_->step_forwarded()) after_token(t, r);
+  if (!done_ && gen_->done()) finish(gen_->reason() == finish_reason::stop ? "stop" : "length", r.deltas);
+  return r;
+}
+
+// One emitted token's bookkeeping (a stop string may end the session here).
+void generation_session::after_token(std::optional<token_id> t, step_result& r) {
+  ++r.tokens;
+  ++output_tokens_;
+  ids_.push_back(*t);
+  on_token(*t, gen_->last_forced(), r.deltas);
 }
 
 void generation_session::on_token(token_id t, bool forced, std::vector<output_delta>& into) {

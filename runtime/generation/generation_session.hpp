@@ -88,6 +88,13 @@ class generation_session {
     long tokens = 0;                // tokens decoded in this step
   };
   step_result step(int block);
+  // A decode step of one token in two halves, for a decode batched over several sessions: the
+  // token the step forwards first, when the next step is such a step (decoding, the generator
+  // started, a pending token to forward; nullopt otherwise: prefilling, the first token after
+  // the prefill, a replay to hand out, a cancel, done), and the step once the caller forwarded
+  // it (decode_batch). step_forwarded() gives what step(1) would have.
+  std::optional<token_id> batch_token() const;
+  step_result step_forwarded();
 
   void cancel() { cancelled_ = true; }
   const tokenizer& tok() const { return job_.tok; }
@@ -141,6 +148,8 @@ class generation_session {
 
   void replay();
   void start_decoding();
+  void after_token(std::optional<token_id> t, step_result& r);
+  bool batchable() const;
   bool out_of_tokens() const;
   void on_token(token_id t, bool forced, std::vector<output_delta>& into);
   void track_reasoning(token_id t);

@@ -28,6 +28,22 @@ std::optional<token_id> generator::step() {
     }
     engine_.decode(*pending_);
   }
+  return emit();
+}
+
+std::optional<token_id> generator::to_forward() const {
+  if (done() || !pending_) return std::nullopt;
+  if (engine_.length() >= static_cast<std::size_t>(engine_.config().ctx_size)) return std::nullopt;
+  return pending_;
+}
+
+std::optional<token_id> generator::step_forwarded() {
+  if (done()) return std::nullopt;
+  return emit();
+}
+
+// The step's second half: the next token made pending and emitted.
+std::optional<token_id> generator::emit() {
   token_id t = 0;
   last_forced_ = !forced_.empty();
   if (last_forced_) {

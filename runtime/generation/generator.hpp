@@ -43,6 +43,12 @@ class generator {
 
   // One step: the emitted token, or nullopt once finished.
   std::optional<token_id> step();
+  // A step in two halves, for a decode batched over several generations (decode_batch): the
+  // token this step forwards first (the pending one; nullopt when it forwards none: the first
+  // step, a finished generation, or a full context, which step() then handles), and the step
+  // after the caller forwarded that token itself. step() is exactly the two in order.
+  std::optional<token_id> to_forward() const;
+  std::optional<token_id> step_forwarded();
   // Runs to the end; returns the emitted tokens.
   std::vector<token_id> run();
 
@@ -61,6 +67,8 @@ class generator {
   int emitted() const { return emitted_; }
 
  private:
+  std::optional<token_id> emit();
+
   engine& engine_;
   generation_request req_;
   std::uint64_t step_;

@@ -350,7 +350,25 @@ board_events board_runner::step() {
   out.sink = job_.sink;
   ++steps_;
   const bool was_prefilling = session_->prefilling();
-  auto r = session_->step(decode_block_);
+  return after_step(session_->step(decode_block_), was_prefilling);
+}
+
+std::optional<token_id> board_runner::batch_token() const {
+  if (!session_ || phase_ != phase::running) return std::nullopt;
+  return session_->batch_token();
+}
+
+board_events board_runner::step_forwarded() {
+  if (!session_ || phase_ != phase::running) throw std::logic_error("board_runner: no request to step");
+  ++steps_;
+  return after_step(session_->step_forwarded(), false);
+}
+
+// What a step leaves: the tiers' and the staging's anchors after a prefill chunk, progress, the
+// first token's time, a checkpoint, the deltas, the end.
+board_events board_runner::after_step(generation_session::step_result r, bool was_prefilling) {
+  board_events out;
+  out.sink = job_.sink;
   engine& e = *active_;
   if (was_prefilling) {
     guarded([&] { tiers_->after_prefill_step(e.cache_state(), e.where()); });

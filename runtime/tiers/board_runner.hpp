@@ -79,6 +79,12 @@ class board_runner {
   // The disk's answer to disk_plan (empty lines when the disk could not be asked).
   board_events planned(const disk_write_lines& lines);
   board_events step();
+  // A decode step batched with other slots' (slot_board): the running request's engine and the
+  // token its next step forwards, when that step is a plain decode token (batch_token()); then
+  // the step once the caller forwarded it with decode_batch. step_forwarded() gives the events
+  // step() would have for a one-token step.
+  std::optional<token_id> batch_token() const;
+  board_events step_forwarded();
   void cancel(const std::string& id);
   // Empties a tier here (the device tiers; the disk tier's offer and staging); nullopt when this
   // server has no such tier (the disk without --cache-dir). The disk's files are the disk
@@ -111,6 +117,7 @@ class board_runner {
   void finish(board_events& out);
   void take_submissions(board_events& out);
   board_events run_now(board_events out);
+  board_events after_step(generation_session::step_result r, bool was_prefilling);
   std::size_t checkpoint_every() const;
   board_events failed(const board_job& j, int status, const std::string& message);
   void take_early_cancel();

@@ -1,5 +1,7 @@
 #include "runtime/tiers/slot_board.hpp"
 
+#include "runtime/engine/engine_batch.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -102,16 +104,47 @@ bool slot_board::wants_step() const {
   return false;
 }
 
-slot_events slot_board::step() {
+std::vector<slot_events> slot_board::step() {
   const std::size_t n = runners_.size();
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t k = (next_ + i) % n;
     if (!wants_step_[k] || runners_[k]->current_phase() != board_runner::phase::running) continue;
     next_ = (k + 1) % n;
+    if (runners_[k]->batch_token()) {
+      auto batch = batched_decode();
+      if (!batch.empty()) return batch;
+    }
     wants_step_[k] = false;
-    return tagged(k, runners_[k]->step());
+    return {tagged(k, runners_[k]->step())};
   }
-  return slot_events{};
+  return {};
+}
+
+// Every slot waiting for a plain decode token, on one weight set, decoded in one batch; empty
+// when fewer than two are.
+std::vector<slot_events> slot_board::batched_decode() {
+  std::vector<std::size_t> slots;
+  std::vector<engine*> engines;
+  std::vector<token_id> tokens;
+  for (std::size_t k = 0; k < runners_.size(); ++k) {
+    if (!wants_step_[k]) continue;
+    const auto t = runners_[k]->batch_token();
+    if (!t) continue;
+    engine& e = runners_[k]->active();
+    if (!engines.empty() && e.weights() != engines.front()->weights()) continue;
+    slots.push_back(k);
+    engines.push_back(&e);
+    tokens.push_back(*t);
+  }
+  if (slots.size() < 2) return {};
+  decode_batch(engines, tokens);
+  ++batched_steps_;
+  std::vector<slot_events> out;
+  for (std::size_t k : slots) {
+    wants_step_[k] = false;
+    out.push_back(tagged(k, runners_[k]->step_forwarded()));
+  }
+  return out;
 }
 
 slot_events slot_board::restored(std::size_t slot, disk_read_reply reply) {

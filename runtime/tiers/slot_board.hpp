@@ -7,7 +7,9 @@
 // more requests than there are idle slots). step() steps the next slot that asked for a step,
 // round robin, so a slot waits at most one step of every other running slot between two of its
 // own, and a request that arrives during a long prefill starts after that prefill's current
-// chunk. Events come back tagged with their slot: the disk's replies go back to that slot.
+// chunk. The decoding slots decode together, one token each per batched step (decode_batch;
+// their rows are decode rows, above the taint, as a solo decode's). Events come back tagged with
+// their slot: the disk's replies go back to that slot.
 //
 // Not thread-safe: one owner (the board actor).
 #include <cstddef>
@@ -40,8 +42,10 @@ class slot_board {
   std::optional<slot_choice> choose(const board_job& job) const;
   // Starts `job` on the slot choose() names. Throws std::logic_error when every slot is busy.
   slot_events start(board_job job);
-  // One step of the next slot waiting for one; empty events (and no slot stepped) when none is.
-  slot_events step();
+  // One step: of the next slot waiting for one, round robin; when that slot decodes and other
+  // slots decode too (engines of one weight set), one batched decode token for all of them
+  // (decode_batch: the weights read once). Empty when no slot waits for a step.
+  std::vector<slot_events> step();
   bool wants_step() const;
 
   slot_events restored(std::size_t slot, disk_read_reply reply);
@@ -57,9 +61,14 @@ class slot_board {
   const board_runner& runner(std::size_t slot) const { return *runners_.at(slot); }
   // Whether slot k's request runs (any phase); the slot a running request id is on.
   std::optional<std::size_t> slot_of(const std::string& id) const;
+  // Steps that decoded several slots in one batch.
+  long batched_steps() const { return batched_steps_; }
 
  private:
   slot_events tagged(std::size_t slot, board_events ev);
+  std::vector<slot_events> batched_decode();
+
+  long batched_steps_ = 0;
 
   std::vector<std::unique_ptr<board_runner>> runners_;
   std::shared_ptr<memory_budget> budget_;
