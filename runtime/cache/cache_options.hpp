@@ -17,7 +17,7 @@ struct cache_options {
   std::size_t stash_bytes = 1024ULL << 20;        // --resident-stash-gb 1
   std::size_t pin_bytes = 4096ULL << 20;          // --resident-pin-gb 4
   std::size_t park_bytes = 4096ULL << 20;         // --resident-park-gb 4
-  int parallel = 1;                               // --parallel N: slot 0 and N - 1 side slots
+  int parallel = 2;                               // --parallel N: slots serving requests at once
 };
 
 }  // namespace anchorage

@@ -131,7 +131,7 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) { c.cache.pin_bytes = parse_gib("resident-pin-gb", v); }},
       {"resident-park-gb", "GB", "budget of the parked session another session replaced (4)",
        [](server_config& c, const std::string& v) { c.cache.park_bytes = parse_gib("resident-park-gb", v); }},
-      {"parallel", "N", "slots: the resident one and N-1 side slots for guests (1)",
+      {"parallel", "N", "slots: requests served at once, each with its own rows and resident prefix (2)",
        [](server_config& c, const std::string& v) {
          c.cache.parallel = static_cast<int>(parse_long("parallel", v, 1, 64));
        }},

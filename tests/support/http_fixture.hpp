@@ -117,11 +117,12 @@ struct sse_stream {
 };
 
 // A server on 127.0.0.1 and a port the kernel picks, built from `--preset tiny --port 0` and the
-// given flags; stopped in the destructor.
+// given flags; stopped in the destructor. One slot unless the flags say --parallel: the tests of
+// the resident prefix (a second session parks the first) are about one slot's rows.
 class http_server {
  public:
   explicit http_server(const std::vector<std::string>& flags = {}) {
-    std::vector<std::string> args = {"--preset", "tiny", "--host", "127.0.0.1", "--port", "0"};
+    std::vector<std::string> args = {"--preset", "tiny", "--host", "127.0.0.1", "--port", "0", "--parallel", "1"};
     args.insert(args.end(), flags.begin(), flags.end());
     cfg_ = parse_server_args(args);
     // ANCHORAGE_ADMIN_TOKEN from the environment must not turn admin routes on behind a test's
