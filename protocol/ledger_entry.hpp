@@ -14,6 +14,8 @@ struct ledger_entry {
   cache_source source = cache_source::cold;  // which tier answered
   long resumed_at = 0;                       // the position the prefill started from
   long prefilled = 0;                        // tokens forwarded by the prefill
+  double queue_ms = 0;                       // from its arrival to a slot taking it (the wait in the queue)
+  int slot = -1;                             // the slot (--parallel) that served it
   double restore_ms = 0;
   double ttft_ms = 0;
   double total_ms = 0;

@@ -12,6 +12,8 @@ nlohmann::json to_json(const ledger_entry& e) {
           {"source", e.source},
           {"resumed_at", e.resumed_at},
           {"prefilled", e.prefilled},
+          {"queue_ms", e.queue_ms},
+          {"slot", e.slot},
           {"restore_ms", e.restore_ms},
           {"ttft_ms", e.ttft_ms},
           {"total_ms", e.total_ms},
@@ -40,6 +42,8 @@ ledger_entry ledger_entry_from_json(const nlohmann::json& j) {
   e.source = from_text(cache_source_from_string(j.at("source").get<std::string>()), "source");
   e.resumed_at = j.at("resumed_at").get<long>();
   e.prefilled = j.at("prefilled").get<long>();
+  e.queue_ms = j.value("queue_ms", 0.0);
+  e.slot = j.value("slot", -1);
   e.restore_ms = j.at("restore_ms").get<double>();
   e.ttft_ms = j.at("ttft_ms").get<double>();
   e.total_ms = j.at("total_ms").get<double>();

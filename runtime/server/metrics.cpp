@@ -12,6 +12,7 @@ void metrics::on_finished(const ledger_entry& e) {
   output_tokens_ += e.output_tokens;
   ttft_sum_s_ += e.ttft_ms / 1000.0;
   total_sum_s_ += e.total_ms / 1000.0;
+  queue_sum_s_ += e.queue_ms / 1000.0;
   ++finished_;
 }
 
@@ -46,6 +47,10 @@ std::string metrics::text(long queue_depth, long running) const {
        "anchorage_request_seconds summary\n"
     << "anchorage_request_seconds_sum " << total_sum_s_ << "\nanchorage_request_seconds_count " << finished_
     << "\n";
+  o << "# HELP anchorage_queue_wait_seconds Time from arrival to a slot taking the request.\n# TYPE "
+       "anchorage_queue_wait_seconds summary\n"
+    << "anchorage_queue_wait_seconds_sum " << queue_sum_s_ << "\nanchorage_queue_wait_seconds_count "
+    << finished_ << "\n";
   struct tier_series {
     const char* key;
     const char* name;

@@ -27,7 +27,7 @@ class metrics {
   std::map<std::string, long> requests_;  // "route|source|finish_reason"
   std::map<int, long> rejected_;
   long prompt_tokens_ = 0, prefilled_ = 0, cached_ = 0, output_tokens_ = 0;
-  double ttft_sum_s_ = 0, total_sum_s_ = 0;
+  double ttft_sum_s_ = 0, total_sum_s_ = 0, queue_sum_s_ = 0;
   long finished_ = 0;
   std::optional<cache_stats> tiers_;
 };

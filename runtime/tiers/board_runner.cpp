@@ -457,6 +457,7 @@ void board_runner::finish(board_events& out) {
   l.source = source_;
   l.resumed_at = ev.cache.resumed_at;
   l.prefilled = s.prefilled_tokens();
+  if (job_.received_ns > 0) l.queue_ms = static_cast<double>(start_ns_ - job_.received_ns) / 1e6;
   l.restore_ms = ev.cache.restore_ms;
   l.ttft_ms = ev.cache.ttft_ms;
   l.total_ms = static_cast<double>(now - job_.received_ns) / 1e6;

@@ -209,7 +209,11 @@ slot_events slot_board::tagged(std::size_t slot, board_events ev) {
   if (ev.step_again) wants_step_[slot] = true;
   ev.step_again = false;  // the owner asks wants_step()
   for (auto& e : ev.events)
-    if (e.what == stream_event::kind::finished) e.cache.slot = static_cast<long>(slot);
+    if (e.what == stream_event::kind::finished) {
+      e.cache.slot = static_cast<long>(slot);
+      e.ledger.slot = static_cast<int>(slot);
+    }
+  if (ev.done) ev.done->slot = static_cast<int>(slot);
   return slot_events{slot, std::move(ev)};
 }
 
