@@ -82,8 +82,7 @@ server::server(const server_config& cfg) : cfg_(cfg) {
     opts.disk_min_tokens = d.admission.min_tokens;
     opts.checkpoint_tokens = d.checkpoint_tokens;
   }
-  for (int i = 1; i < cfg_.cache.parallel; ++i)
-    bo.slots.push_back(std::make_shared<engine>(weights));
+  for (int i = 1; i < cfg_.cache.parallel; ++i) bo.slots.push_back(std::make_shared<engine>(weights));
   auto& sys = *system_;
   conductor_ = sys.spawn(anchorage::conductor, opts, [&sys, eng, bo](done_receiver c) mutable {
     return sys.spawn(anchorage::board, std::move(eng), bo, std::move(c));

@@ -10,8 +10,8 @@ void gemm_rows(int m, int n, int k, const float* a, int lda, const float* b, int
                int ldc) {
   if (m <= 0 || n <= 0) return;
   const float alpha = 1.0f;
-  CUBLAS_CHECK(cublasSgemm(cuda_impl::cublas_handle(), CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda,
-                           &beta, c, ldc));
+  CUBLAS_CHECK(cublasSgemm(cuda_impl::cublas_handle(), CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a,
+                           lda, &beta, c, ldc));
 }
 
 }  // namespace anchorage::kernels::cuda

@@ -33,8 +33,8 @@ server_config roundtrip_config(const std::string& preset, const std::string& tok
 // Six turns on a fresh server; every follow-up must resume at the end anchor.
 void six_turns(const server_config& cfg, const tokenizer& tok, bool thinking, std::uint64_t seed) {
   http_server s(http_server::from_config{}, cfg);
-  json messages = json::array({{{"role", "system"}, {"content", system_prompt}},
-                               {{"role", "user"}, {"content", "Say something."}}});
+  json messages = json::array(
+      {{{"role", "system"}, {"content", system_prompt}}, {{"role", "user"}, {"content", "Say something."}}});
   for (int turn = 0; turn < 6; ++turn) {
     const json body = {{"model", "anchorage"},
                        {"messages", messages},
@@ -47,9 +47,11 @@ void six_turns(const server_config& cfg, const tokenizer& tok, bool thinking, st
     if (turn > 0) {
       CHECK(t.x_cache["source"] == "end");
       // Only the new turn is read: the pending token, a bridge, the glue and the message.
-      const std::string glue = "<|im_end|>\n<|im_start|>user\n" + messages.back()["content"].get<std::string>() +
+      const std::string glue = "<|im_end|>\n<|im_start|>user\n" +
+                               messages.back()["content"].get<std::string>() +
                                "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
-      CHECK(t.x_cache["prefilled_tokens"].get<long>() <= static_cast<long>(tok.encode(glue, true).size()) + 4);
+      CHECK(t.x_cache["prefilled_tokens"].get<long>() <=
+            static_cast<long>(tok.encode(glue, true).size()) + 4);
     }
     json reply = {{"role", "assistant"}, {"content", t.message.value("content", "")}};
     if (t.message.contains("reasoning_content")) reply["reasoning_content"] = t.message["reasoning_content"];
@@ -64,14 +66,16 @@ TEST_CASE("http: six raw turns of the byte tokenizer each resume at the end anch
   for (bool thinking : {true, false}) six_turns(roundtrip_config("tiny", "", 0), tokenizer(), thinking, 11);
 }
 
-TEST_CASE("http: six raw turns of a BPE on the qwen35 layout each resume at the end anchor", "[http][roundtrip]") {
+TEST_CASE("http: six raw turns of a BPE on the qwen35 layout each resume at the end anchor",
+          "[http][roundtrip]") {
   const std::string path = bpe_fixture("tiny_qwen3.json");
   const tokenizer bpe = tokenizer::from_json_file(path);
   for (bool thinking : {true, false})
     six_turns(roundtrip_config("qwen35-tiny", path, bpe.vocab_size()), bpe, thinking, 21);
 }
 
-TEST_CASE("http: six raw turns of Qwen3's tokenizer each resume at the end anchor", "[http][roundtrip][bpe]") {
+TEST_CASE("http: six raw turns of Qwen3's tokenizer each resume at the end anchor",
+          "[http][roundtrip][bpe]") {
   std::string why;
   const auto qwen3 = qwen3_tokenizer(why);
   if (!qwen3) {

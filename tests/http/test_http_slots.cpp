@@ -24,21 +24,25 @@ json entry(const json& ledger, const std::string& prompt_kind, long prompt_token
   return {};
 }
 
+// A long completion on a thread; once it runs, a short one, whose reply is returned.
+http_reply short_beside_long(const http_server& s, std::size_t long_tokens, http_reply& long_reply) {
+  std::thread t([&] { long_reply = s.post_json("/v1/completions", long_completion(long_tokens)); });
+  for (int i = 0; i < 400; ++i) {
+    if (s.get("/v1/cache/stats").body_json()["queue"]["running"] == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  http_reply short_reply = s.post_json("/v1/completions", small_completion("Title:", 4));
+  t.join();
+  return short_reply;
+}
+
 }  // namespace
 
 TEST_CASE("http: a short request beside a long prefill answers first, on the other slot", "[http][slots]") {
   http_server s({"--parallel", "2", "--ctx-size", "32768"});
   const std::size_t long_tokens = 16 * 1024;
   http_reply long_reply;
-  std::thread t([&] { long_reply = s.post_json("/v1/completions", long_completion(long_tokens)); });
-  // Once the long prefill is under way, the short one arrives.
-  for (int i = 0; i < 400; ++i) {
-    const json st = s.get("/v1/cache/stats").body_json();
-    if (st["queue"]["running"] == 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  const http_reply short_reply = s.post_json("/v1/completions", small_completion("Title:", 4));
-  t.join();
+  const http_reply short_reply = short_beside_long(s, long_tokens, long_reply);
   REQUIRE(short_reply.status == 200);
   REQUIRE(long_reply.status == 200);
   const json ledger = s.ledger();
@@ -58,13 +62,7 @@ TEST_CASE("http: with one slot the second request waits, and the wait is recorde
   http_server s({"--parallel", "1", "--ctx-size", "32768"});
   const std::size_t long_tokens = 8 * 1024;
   http_reply long_reply;
-  std::thread t([&] { long_reply = s.post_json("/v1/completions", long_completion(long_tokens)); });
-  for (int i = 0; i < 400; ++i) {
-    if (s.get("/v1/cache/stats").body_json()["queue"]["running"] == 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  const http_reply short_reply = s.post_json("/v1/completions", small_completion("Title:", 4));
-  t.join();
+  const http_reply short_reply = short_beside_long(s, long_tokens, long_reply);
   REQUIRE(short_reply.status == 200);
   REQUIRE(long_reply.status == 200);
   const json ledger = s.ledger();

@@ -87,6 +87,16 @@ inline run_result run_to_end(board_runner& r, board_events first, disk_driver* d
   }
 }
 
+// A runner's options for tests: small decode blocks, device tiers of a few hundred MiB.
+inline board_runner_options small_runner_options() {
+  board_runner_options o;
+  o.decode_block = 2;
+  o.cache.resident_bytes = 256ULL << 20;
+  o.cache.store_bytes = 256ULL << 20;
+  o.cache.store_entry_bytes = 128ULL << 20;
+  return o;
+}
+
 inline board_job job_of(const std::vector<token_id>& prompt, long max_tokens, const std::string& id = "r1",
                         const std::string& session = "s") {
   board_job j;

@@ -122,7 +122,8 @@ struct sse_stream {
 class http_server {
  public:
   explicit http_server(const std::vector<std::string>& flags = {}) {
-    std::vector<std::string> args = {"--preset", "tiny", "--host", "127.0.0.1", "--port", "0", "--parallel", "1"};
+    std::vector<std::string> args = {"--preset", "tiny", "--host",     "127.0.0.1",
+                                     "--port",   "0",    "--parallel", "1"};
     args.insert(args.end(), flags.begin(), flags.end());
     cfg_ = parse_server_args(args);
     // ANCHORAGE_ADMIN_TOKEN from the environment must not turn admin routes on behind a test's

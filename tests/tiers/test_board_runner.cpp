@@ -16,22 +16,9 @@
 using namespace anchorage;
 using namespace anchorage::testing;
 
-namespace {
-
-board_runner_options small_options() {
-  board_runner_options o;
-  o.decode_block = 2;
-  o.cache.resident_bytes = 256ULL << 20;
-  o.cache.store_bytes = 256ULL << 20;
-  o.cache.store_entry_bytes = 128ULL << 20;
-  return o;
-}
-
-}  // namespace
-
 TEST_CASE("a started job steps to one finished event with its ledger entry", "[tiers][runner]") {
   const model_config c = test_config("tiny", 1024);
-  board_runner r(make_engine(c), small_options());
+  board_runner r(make_engine(c), small_runner_options());
   const auto prompt = test_tokens(static_cast<std::size_t>(3 * c.grid), 601);
   board_events first = r.start(job_of(prompt, 5));
   CHECK(first.step_again);
@@ -74,7 +61,7 @@ TEST_CASE("a started job steps to one finished event with its ledger entry", "[t
 
 TEST_CASE("a cancel inside the prefill ends the request at its next step", "[tiers][runner]") {
   const model_config c = test_config("tiny", 1024);
-  board_runner r(make_engine(c), small_options());
+  board_runner r(make_engine(c), small_runner_options());
   const auto prompt = test_tokens(static_cast<std::size_t>(6 * c.grid), 602);
   board_events out = r.start(job_of(prompt, 4));
   out = r.step();
@@ -105,7 +92,7 @@ TEST_CASE("a disk restore that fails falls back to the cold path with the same o
   const std::size_t g = static_cast<std::size_t>(c.grid);
   uring_env base;  // outlives every runner below
   auto env = std::make_shared<fault_env>(base);
-  board_runner_options o = small_options();
+  board_runner_options o = small_runner_options();
   disk_tier_options d;
   d.store.dir = dir.str();
   d.store.eviction.min_free_bytes = 0;
@@ -130,7 +117,7 @@ TEST_CASE("a disk restore that fails falls back to the cold path with the same o
   const auto more = test_tokens(g + 1, 604);
   prompt.insert(prompt.end(), more.begin(), more.end());
 
-  board_runner cold(make_engine(c), small_options());
+  board_runner cold(make_engine(c), small_runner_options());
   const run_result ref = run_to_end(cold, cold.start(job_of(prompt, 6, "ref")));
   REQUIRE(ref.done);
 
@@ -158,7 +145,7 @@ TEST_CASE("an identical request resumes a cut generation from its checkpoint",
   temp_dir dir("anchorage-board-runner");
   const model_config c = test_config("tiny", 1024);
   uring_env env;  // outlives every runner below
-  board_runner_options o = small_options();
+  board_runner_options o = small_runner_options();
   o.decode_block = 1;
   disk_tier_options d;
   d.store.dir = dir.str();
@@ -168,7 +155,7 @@ TEST_CASE("an identical request resumes a cut generation from its checkpoint",
   const auto prompt = test_tokens(static_cast<std::size_t>(2 * c.grid), 605);
   const long max_tokens = 40;
 
-  board_runner ref(make_engine(c), small_options());
+  board_runner ref(make_engine(c), small_runner_options());
   const run_result whole = run_to_end(ref, ref.start(job_of(prompt, max_tokens, "ref")));
   REQUIRE(whole.done);
   REQUIRE(whole.done->output_tokens == max_tokens);

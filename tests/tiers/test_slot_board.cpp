@@ -19,15 +19,6 @@ using namespace anchorage::testing;
 
 namespace {
 
-board_runner_options slot_options() {
-  board_runner_options o;
-  o.decode_block = 2;
-  o.cache.resident_bytes = 256ULL << 20;
-  o.cache.store_bytes = 256ULL << 20;
-  o.cache.store_entry_bytes = 128ULL << 20;
-  return o;
-}
-
 std::vector<std::shared_ptr<engine>> engines(const model_config& c, int n) {
   std::vector<std::shared_ptr<engine>> v;
   for (int i = 0; i < n; ++i) v.push_back(std::shared_ptr<engine>(make_engine(c).release()));
@@ -62,7 +53,7 @@ void run_all(slot_board& b, board_log& log) {
 
 // The text a job answers on a board of one slot with nothing cached.
 std::string alone(const model_config& c, const board_job& j) {
-  board_runner r(std::shared_ptr<engine>(make_engine(c).release()), slot_options());
+  board_runner r(std::shared_ptr<engine>(make_engine(c).release()), small_runner_options());
   const run_result res = run_to_end(r, r.start(j));
   return res.text;
 }
@@ -72,7 +63,7 @@ std::string alone(const model_config& c, const board_job& j) {
 TEST_CASE("slots: a short request during a long prefill starts within one chunk and ends first",
           "[tiers][slots]") {
   const model_config c = test_config("tiny", 1024);
-  slot_board b(engines(c, 2), slot_options());
+  slot_board b(engines(c, 2), small_runner_options());
   const auto long_prompt = test_tokens(static_cast<std::size_t>(8 * c.grid), 701);
   const auto short_prompt = test_tokens(40, 702);
   board_log log;
@@ -111,7 +102,7 @@ TEST_CASE("slots: a short request during a long prefill starts within one chunk 
 
 TEST_CASE("slots: decoding slots take turns step by step", "[tiers][slots]") {
   const model_config c = test_config("tiny", 1024);
-  slot_board b(engines(c, 3), slot_options());
+  slot_board b(engines(c, 3), small_runner_options());
   board_log log;
   for (int k = 0; k < 3; ++k) {
     const std::string id = "r" + std::to_string(k);
@@ -148,7 +139,7 @@ TEST_CASE("slots: decoding slots take turns step by step", "[tiers][slots]") {
 
 TEST_CASE("slots: a session's follow-up goes back to its slot and resumes there", "[tiers][slots]") {
   const model_config c = test_config("tiny", 1024);
-  slot_board b(engines(c, 2), slot_options());
+  slot_board b(engines(c, 2), small_runner_options());
   const auto a = test_tokens(static_cast<std::size_t>(2 * c.grid + 30), 731);
   const auto other = test_tokens(static_cast<std::size_t>(c.grid + 10), 732);
   board_log log;
@@ -175,7 +166,7 @@ TEST_CASE("slots: a session's follow-up goes back to its slot and resumes there"
 
 TEST_CASE("slots: the budget is one for all slots", "[tiers][slots]") {
   const model_config c = test_config("tiny", 1024);
-  board_runner_options o = slot_options();
+  board_runner_options o = small_runner_options();
   slot_board b(engines(c, 2), o);
   CHECK(&b.runner(0).tiers().budget() == &b.runner(1).tiers().budget());
   CHECK(b.runner(0).tiers().budget().limit(budget_pool::resident) == o.cache.resident_bytes);
@@ -194,7 +185,7 @@ TEST_CASE("slots: decoding slots of one weight set decode in one batch and answe
     const auto w = std::make_shared<const engine_weights>(c, test_weights(c));
     std::vector<std::shared_ptr<engine>> shared;
     for (int i = 0; i < 3; ++i) shared.push_back(std::make_shared<engine>(w));
-    slot_board b(shared, slot_options());
+    slot_board b(shared, small_runner_options());
     board_log log;
     std::vector<board_job> jobs;
     for (int k = 0; k < 3; ++k) {
