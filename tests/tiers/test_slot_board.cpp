@@ -213,3 +213,61 @@ TEST_CASE("slots: decoding slots of one weight set decode in one batch and answe
     }
   }
 }
+
+TEST_CASE("slots: a mixed load with a cancel answers as alone, decode steps never a chunk apart",
+          "[tiers][slots][batch]") {
+  for (const char* preset : {"tiny", "tiny-mtp"}) {
+    INFO(preset);
+    const model_config c = test_config(preset, 1024);
+    const auto w = std::make_shared<const engine_weights>(c, test_weights(c));
+    std::vector<std::shared_ptr<engine>> shared;
+    for (int i = 0; i < 4; ++i) shared.push_back(std::make_shared<engine>(w));
+    slot_board b(shared, small_runner_options());
+    board_log log;
+    // Two short prompts decode while a long one prefills; a third short one comes later; one of
+    // them is cancelled on the way.
+    std::vector<board_job> jobs = {
+        job_of(test_tokens(40, 761), 24, "s1", "s1"),
+        job_of(test_tokens(70, 762), 24, "s2", "s2"),
+        job_of(test_tokens(static_cast<std::size_t>(6 * c.grid + 17), 763), 8, "long", "L"),
+        job_of(test_tokens(33, 764), 16, "s3", "s3"),
+    };
+    for (int k = 0; k < 3; ++k) log.take(b.start(jobs[static_cast<std::size_t>(k)]));
+    // Per step: whether it was one of the long prompt's prefill chunks, and whether a short
+    // request was still decoding then.
+    std::vector<std::pair<bool, bool>> steps;
+    bool cancelled = false, late = false;
+    while (b.wants_step()) {
+      bool chunk = false;
+      for (const auto& s : b.step()) {
+        for (const auto& ev : s.events.events)
+          chunk = chunk || (ev.id == "long" && ev.what == stream_event::kind::progress);
+        log.take(s);
+      }
+      const bool shorts_left = !log.finished_step.count("s1") || !log.finished_step.count("s3");
+      steps.emplace_back(chunk, shorts_left && late);
+      if (steps.size() == 3 && !late) {
+        log.take(b.start(jobs[3]));
+        late = true;
+      }
+      if (steps.size() == 6 && !cancelled) {
+        b.cancel("s2");
+        cancelled = true;
+      }
+    }
+    // While short requests decode, no two prefill chunks of the long one run back to back.
+    std::size_t chunks_in_a_row = 0, most = 0;
+    for (const auto& [chunk, decoding] : steps) {
+      chunks_in_a_row = chunk ? chunks_in_a_row + 1 : 0;
+      if (decoding) most = std::max(most, chunks_in_a_row);
+    }
+    CHECK(most == 1);
+    CHECK(log.finished("s2").finish_reason == "cancelled");
+    for (const auto& j : jobs) {
+      if (j.id == "s2") continue;
+      REQUIRE(log.finished_step.count(j.id));
+      CHECK(log.finished(j.id).output.content == alone(c, j));
+    }
+    CHECK(b.batched_steps() > 0);
+  }
+}
