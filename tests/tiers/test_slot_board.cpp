@@ -12,6 +12,7 @@
 #include "runtime/engine/engine_weights.hpp"
 #include "runtime/tiers/slot_board.hpp"
 #include "tests/support/disk_driver.hpp"
+#include "tests/support/disk_fixture.hpp"
 #include "tests/support/engine_fixture.hpp"
 
 using namespace anchorage;
@@ -269,5 +270,46 @@ TEST_CASE("slots: a mixed load with a cancel answers as alone, decode steps neve
       CHECK(log.finished(j.id).output.content == alone(c, j));
     }
     CHECK(b.batched_steps() > 0);
+  }
+}
+
+TEST_CASE("slots: a grid-anchor resume on one of 2 or 4 slots equals a cold prefill bit for bit",
+          "[tiers][slots][exact]") {
+  for (int n : {2, 4}) {
+    for (const char* preset : {"tiny", "qwen35-tiny"}) {
+      INFO(n << " slots, " << preset);
+      const model_config c = test_config(preset, 1024);
+      const std::size_t g = static_cast<std::size_t>(c.grid);
+      const auto w = std::make_shared<const engine_weights>(c, test_weights(c));
+      std::vector<std::shared_ptr<engine>> shared;
+      for (int i = 0; i < n; ++i) shared.push_back(std::make_shared<engine>(w));
+      slot_board b(shared, small_runner_options());
+      board_log log;
+      const auto head = test_tokens(3 * g, 771);
+      log.take(b.start(job_of(concat(head, test_tokens(g / 3, 772)), 6, "a1", "A")));
+      // Other sessions on the other slots, decoding while A's second turn prefills.
+      for (int k = 1; k < n; ++k) {
+        const std::string id = "o" + std::to_string(k);
+        log.take(b.start(job_of(test_tokens(50, static_cast<std::uint64_t>(780 + k)), 20, id, id)));
+      }
+      run_all(b, log);
+      const auto second = concat(head, test_tokens(g / 2 + 5, 773));
+      log.take(b.start(job_of(second, 1, "a2", "A")));
+      for (int k = 1; k < n; ++k) {
+        const std::string id = "p" + std::to_string(k);
+        log.take(b.start(job_of(test_tokens(40, static_cast<std::uint64_t>(790 + k)), 20, id, id)));
+      }
+      run_all(b, log);
+      REQUIRE(log.slot_of["a2"] == log.slot_of["a1"]);
+      CHECK(log.finished("a2").cache.source == "resident");
+      CHECK(log.finished("a2").cache.resumed_at == static_cast<long>(3 * g));
+      // One output token, never forwarded: the slot's engine holds the prompt's rows only.
+      const engine& e = b.runner(log.slot_of["a2"]).active();
+      REQUIRE(e.length() == second.size());
+      const auto cold = make_engine(c);
+      cold->prefill(second);
+      require_same_state(state_bytes(e.cache_state(), second.size()),
+                         state_bytes(cold->cache_state(), second.size()), e.layout());
+    }
   }
 }
