@@ -2,6 +2,8 @@
 // route and counters, and a generation cut short resumed from its durable checkpoint with the
 // same tokens an uninterrupted server gives.
 #include <filesystem>
+#include <thread>
+#include <utility>
 
 #include "tests/support/chat_turns.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -150,4 +152,36 @@ TEST_CASE("a planned stop (the drain) waits for the disk tier's staged writes", 
   CHECK(files_under(dir.str(), ".tmp") == 0);
   http_server b(flags);
   CHECK(wait_disk(b, [](const json&) { return true; })["entries"] == 4);
+}
+
+TEST_CASE("two slots write two sessions' heads at once; after a restart both come back from disk",
+          "[http][disk][slots]") {
+  temp_dir dir("anchorage-http-disk-slots");
+  const std::vector<std::string> flags = {"--cache-dir", dir.str(),    "--disk-min-tokens",
+                                          "256",         "--parallel", "2"};
+  auto messages = [](const std::string& system, const std::string& user) {
+    return json::array(
+        {{{"role", "system"}, {"content", filler(system, 1700)}}, {{"role", "user"}, {"content", user}}});
+  };
+  const std::string sys_a = system_prompt, sys_b = std::string("You review pull requests. ") + system_prompt;
+  {
+    http_server a(flags);
+    turn_reply ta, tb;
+    std::thread other([&] { tb = post_turn(a, chat_body(messages(sys_b, "Review the diff."), 21, 8)); });
+    ta = post_turn(a, chat_body(messages(sys_a, "List the files in src."), 22, 8));
+    other.join();
+    CHECK(ta.x_cache["slot"] != tb.x_cache["slot"]);
+    const json d =
+        wait_disk(a, [](const json& stats) { return stats["entries"] >= 8 && stats["staged_bytes"] == 0; });
+    CHECK(d["entries"] == 8);
+  }
+  http_server b(flags);
+  wait_disk(b, [](const json&) { return true; });
+  for (const auto& [sys, user] : {std::pair{sys_a, "Read main.cpp."}, std::pair{sys_b, "Check the tests."}}) {
+    const json body = chat_body(messages(sys, user), 23, 8);
+    const turn_reply t = post_turn(b, body);
+    CHECK(t.x_cache["source"] == "disk");
+    http_server ref({"--no-cache"});
+    CHECK(t.message == post_turn(ref, body).message);
+  }
 }
