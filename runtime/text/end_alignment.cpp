@@ -44,27 +44,20 @@ class end_walk {
         mark();
         continue;
       }
-      const bool same = j_ < client_.size() && rows_[i_] == client_[j_];
-      if (end_align_ && !same &&
-          (tok_.is_whitespace(rows_[i_]) || (j_ < client_.size() && tok_.is_whitespace(client_[j_])))) {
-        if (align_text() || align_whitespace() || skip_to_last_close()) {
-          mark();
-          continue;
-        }
-        return false;
-      }
-      if (same) {
+      if (j_ < client_.size() && rows_[i_] == client_[j_]) {
         ++i_;
         ++j_;
         continue;
       }
-      if (!align_text() && !skip_to_last_close()) {
+      const bool at_whitespace =
+          tok_.is_whitespace(rows_[i_]) || (j_ < client_.size() && tok_.is_whitespace(client_[j_]));
+      if (!align_text() && !(end_align_ && at_whitespace && align_whitespace()) && !skip_to_last_close())
         return false;
-      }
       mark();
     }
     return true;
   }
+
   std::size_t matched() const { return j_; }
   const std::vector<token_id>& bridge() const { return bridge_; }
   bool used_hidden = false;
@@ -74,6 +67,11 @@ class end_walk {
   std::vector<token_span> dropped;
 
  private:
+  void mark() {
+    exact_i_ = i_;
+    exact_j_ = j_;
+  }
+
   // A position of R where a whitespace run of R stops and which counts as a boundary: the end of
   // R, either end of the reasoning span, either end of a hidden span.
   bool is_boundary(std::size_t q) const {
@@ -271,12 +269,9 @@ class end_walk {
   std::size_t j_;
   std::size_t next_hidden_ = 0;     // first hidden span that may still lie at or after i_
   std::size_t next_reasoning_ = 0;  // first reasoning span whose rule is not decided yet
-  std::size_t skipped_to_ = none;
-  std::size_t exact_i_, exact_j_;  // where the walk stood after the last rule: one for one since
-  void mark() {
-    exact_i_ = i_;
-    exact_j_ = j_;
-  }                               // where the last skipped span ended
+  std::size_t skipped_to_ = none;   // where the last skipped span ended
+  // Where the walk stood after the last rule applied; R and C matched one for one since.
+  std::size_t exact_i_, exact_j_;
   std::vector<token_id> bridge_;  // the text rule's bridge at R's end (end_text::match)
 };
 
