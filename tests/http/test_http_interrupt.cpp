@@ -1,5 +1,7 @@
 // End-to-end: a long conversation interrupted by a title request, by another session, and with
 // --parallel 2 by a guest on the other slot; each time its next turn resumes from its end anchor.
+#include <thread>
+
 #include "tests/support/chat_turns.hpp"
 
 using namespace anchorage;
@@ -116,4 +118,31 @@ TEST_CASE("with --parallel 2 a guest runs on the other slot", "[http][cache][slo
         stats["slots"][1]["resident_tokens"].get<std::size_t>());
   CHECK(stats["slots"][1]["resident_tokens"].get<std::size_t>() > 0);
   CHECK(stats["queue"]["slots"] == 2);
+}
+
+TEST_CASE(
+    "with --parallel 2 a title sent during the conversation's prefill answers first; the next turn resumes "
+    "at its end",
+    "[http][cache][slots]") {
+  http_server s({"--reasoning-budget", "6", "--parallel", "2"});
+  conversation a(filler(system_prompt, 6000), "List the files in src and read main.cpp.");
+  turn_reply first;
+  std::thread t([&] { first = a.turn(s, 1); });
+  for (int i = 0; i < 400; ++i) {
+    if (s.get("/v1/cache/stats").body_json()["queue"]["running"] == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const turn_reply title = title_request(s);
+  t.join();
+  CHECK(title.x_cache["slot"] != first.x_cache["slot"]);
+  // The title did not wait for the conversation's prefill: it finished first, well before the
+  // conversation's first token.
+  const json ledger = s.ledger();
+  REQUIRE(ledger.size() == 2);
+  CHECK(ledger[0]["prompt_tokens"] == title.usage["prompt_tokens"]);
+  CHECK(title.x_cache["ttft_ms"].get<double>() < first.x_cache["ttft_ms"].get<double>());
+  const turn_reply next = a.turn(s, 2);
+  CHECK(next.x_cache["source"] == "end");
+  CHECK(next.x_cache["slot"] == first.x_cache["slot"]);
+  CHECK(next.x_cache["prefilled_tokens"].get<std::size_t>() == 1 + count_tokens(tool_glue("exit code 1")));
 }
