@@ -11,7 +11,8 @@ namespace anchorage::testing {
 
 inline bool same_bytes(const std::vector<float>& a, const std::vector<float>& b) {
   // memcmp may not be given the null data() of an empty vector, even for 0 bytes.
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // Compares every section and every view row [0, length) byte for byte, naming what differs.
