@@ -34,7 +34,8 @@ class end_walk {
         i_(from),
         j_(from),
         exact_i_(from),
-        exact_j_(from) {}
+        exact_j_(from),
+        boundaries_(boundaries_of(r)) {}
 
   // True when every token of R was matched or skipped; matched() is then C's position.
   bool run() {
@@ -73,32 +74,29 @@ class end_walk {
   }
 
   // A position of R where a whitespace run of R stops and which counts as a boundary: the end of
-  // R, either end of the reasoning span, either end of a hidden span.
+  // R, either end of a reasoning span, either end of a hidden span, the <think> that opens a
+  // reasoning span.
   bool is_boundary(std::size_t q) const {
-    if (q == rows_.size()) return true;
-    return at_span_end(r_.reasoning, q) || at_span_end(r_.hidden, q) || is_opener(q);
-  }
-
-  // q is the <think> that opens a reasoning span.
-  bool is_opener(std::size_t q) const {
-    for (const auto& s : r_.reasoning)
-      if (opener_of(r_, s) == q) return true;
-    return false;
+    return std::binary_search(boundaries_.begin(), boundaries_.end(), q);
   }
 
   // The next boundary position after i_ (e when none).
-  std::size_t next_boundary() const {
-    std::size_t q = i_ + 1;
-    while (q < rows_.size() && !is_boundary(q)) ++q;
-    return q;
-  }
+  std::size_t next_boundary() const { return *std::upper_bound(boundaries_.begin(), boundaries_.end(), i_); }
 
-  // q is the start or the end of one of `spans` (sorted, disjoint).
-  static bool at_span_end(const std::vector<token_span>& spans, std::size_t q) {
-    const auto starts_before = [](const token_span& s, std::size_t v) { return s.first < v; };
-    const auto it = std::lower_bound(spans.begin(), spans.end(), q, starts_before);
-    if (it != spans.end() && it->first == q) return true;
-    return it != spans.begin() && std::prev(it)->second == q;
+  // Every boundary position of R, sorted, e last; made once per walk.
+  static std::vector<std::size_t> boundaries_of(const end_record& r) {
+    std::vector<std::size_t> b;
+    for (const auto* spans : {&r.reasoning, &r.hidden})
+      for (const auto& [first, second] : *spans) {
+        b.push_back(first);
+        b.push_back(second);
+      }
+    for (const auto& sp : r.reasoning)
+      if (const std::size_t o = opener_of(r, sp); o != none) b.push_back(o);
+    b.push_back(r.rows.size());
+    std::sort(b.begin(), b.end());
+    b.erase(std::unique(b.begin(), b.end()), b.end());
+    return b;
   }
 
   // If i_ lies in a hidden span, moves it past the span.
@@ -273,6 +271,7 @@ class end_walk {
   // Where the walk stood after the last rule applied; R and C matched one for one since.
   std::size_t exact_i_, exact_j_;
   std::vector<token_id> bridge_;  // the text rule's bridge at R's end (end_text::match)
+  const std::vector<std::size_t> boundaries_;
 };
 
 alignment make_alignment(const std::vector<token_id>& rows, const std::vector<token_id>& client,

@@ -36,17 +36,23 @@ http_reply short_beside_long(const http_server& s, std::size_t long_tokens, http
   return short_reply;
 }
 
+// Both answered 200; the ledger of the two.
+json both_answered(const http_server& s, std::size_t long_tokens) {
+  http_reply long_reply;
+  const http_reply short_reply = short_beside_long(s, long_tokens, long_reply);
+  REQUIRE(short_reply.status == 200);
+  REQUIRE(long_reply.status == 200);
+  json ledger = s.ledger();
+  REQUIRE(ledger.size() == 2);
+  return ledger;
+}
+
 }  // namespace
 
 TEST_CASE("http: a short request beside a long prefill answers first, on the other slot", "[http][slots]") {
   http_server s({"--parallel", "2", "--ctx-size", "32768"});
   const std::size_t long_tokens = 16 * 1024;
-  http_reply long_reply;
-  const http_reply short_reply = short_beside_long(s, long_tokens, long_reply);
-  REQUIRE(short_reply.status == 200);
-  REQUIRE(long_reply.status == 200);
-  const json ledger = s.ledger();
-  REQUIRE(ledger.size() == 2);
+  const json ledger = both_answered(s, long_tokens);
   const json& first_done = ledger[0];
   CHECK(first_done["prompt_tokens"].get<long>() < 100);  // the short one finished first
   const json long_entry = entry(ledger, "the long prompt", static_cast<long>(long_tokens));
@@ -61,12 +67,7 @@ TEST_CASE("http: a short request beside a long prefill answers first, on the oth
 TEST_CASE("http: with one slot the second request waits, and the wait is recorded", "[http][slots]") {
   http_server s({"--parallel", "1", "--ctx-size", "32768"});
   const std::size_t long_tokens = 8 * 1024;
-  http_reply long_reply;
-  const http_reply short_reply = short_beside_long(s, long_tokens, long_reply);
-  REQUIRE(short_reply.status == 200);
-  REQUIRE(long_reply.status == 200);
-  const json ledger = s.ledger();
-  REQUIRE(ledger.size() == 2);
+  const json ledger = both_answered(s, long_tokens);
   CHECK(ledger[0]["prompt_tokens"].get<long>() ==
         static_cast<long>(long_tokens));  // first come, first served
   CHECK(ledger[1]["slot"] == 0);
