@@ -1,0 +1,168 @@
+#pragma once
+// The session spill's durable store (docs/SPILL.md): content-addressed block and anchor files
+// and one manifest per conversation, through the file seam (runtime/io/file_env.hpp).
+//
+// Directory: <dir>/<fingerprint, 16 hex>/spill/ (the disk tier's folder; its scanner leaves
+// other names alone):
+//   b-<name, 16 hex>.blk   a block: rows [a, b) of every view, its token ids
+//   s-<name, 16 hex>.sec   an anchor: every section at one position
+//   m-<id, 16 hex>.man     a conversation's manifest (protocol/spill_format.hpp)
+//
+// Integrity (invariants 2, 3, 5): every file goes through file_env::write_atomic (tmp, fsync,
+// rename, directory fsync); a spill's manifest is written last, after every new block and
+// anchor it names was renamed, so a crash at any point leaves the previous manifest of the
+// conversation and the files it names. Every file has a crc32 per section; a read verifies the
+// manifest's crc, each file's header (magic, version, fingerprint, grid, layout), its place
+// (a, b or at), its token ids against the manifest's, every crc, and the block sums recomputed
+// against the manifest's, before it returns a byte. A file that fails is deleted with the
+// manifests that name it. No I/O failure throws; a failed write is a soft failure (counted,
+// warned once through the log seam) and the previous spill stays.
+//
+// Content addressing: a block or anchor whose name is indexed (or in flight in a prepared
+// write) is not written again; files are reference-counted by the manifests that name them and
+// deleted when none does. The budget counts every file; room is made before a write by
+// evicting the least recently used manifests (never one a prepared write names or the one the
+// write replaces), and a file shared by several conversations stays while one of them names it.
+//
+// Not thread-safe: one owner (the board). The spill writer actor runs execute_spill_write on
+// its own env between prepare() and commit().
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/core/status.hpp"
+#include "runtime/engine/state_layout.hpp"
+#include "runtime/io/file_env.hpp"
+#include "runtime/spill/spill_image.hpp"
+
+namespace anchorage {
+
+struct spill_store_options {
+  std::string dir;                // --cache-dir: the store works in dir/<fingerprint hex>/spill
+  std::uint64_t budget_bytes = 0; // --session-spill-gb
+};
+
+struct spill_scan_report {
+  std::size_t manifests = 0;        // indexed
+  std::size_t blocks = 0, anchors = 0;
+  std::size_t tmp_reaped = 0;       // .tmp orphans removed
+  std::size_t foreign = 0;          // files of another fingerprint, grid or layout removed
+  std::size_t damaged = 0;          // files with a bad header or length, manifests naming a missing file
+  std::size_t orphans = 0;          // blocks and anchors no manifest names, removed
+};
+
+// One file a prepared write writes.
+struct spill_file_job {
+  enum class kind { block, anchor, manifest } what = kind::block;
+  std::size_t index = 0;  // into image.blocks / image.anchors (a staged one); unused for the manifest
+  std::string name;       // file name in the folder
+  std::uint64_t bytes = 0;
+};
+
+// What prepare() decided for one image.
+struct spill_write_plan {
+  std::uint64_t plan_id = 0;          // names the in-flight marks commit() releases
+  std::string folder;                 // where execute_spill_write writes
+  std::vector<spill_file_job> files;  // new blocks, new anchors, then the manifest last
+  std::size_t blocks_present = 0;     // named by the manifest and already held (not written)
+  std::size_t anchors_present = 0;
+  std::uint64_t bytes = 0;            // what the files add
+  std::size_t evicted = 0;            // manifests evicted to make room
+  bool refused = false;               // over the budget even after evicting, or a named file is neither held nor staged
+  std::string error;
+};
+
+// What one write did (commit()).
+struct spill_write_report {
+  std::size_t blocks_written = 0, blocks_present = 0;
+  std::size_t anchors_written = 0, anchors_present = 0;
+  std::uint64_t bytes_written = 0;
+  std::size_t evicted = 0;
+  bool refused = false;
+  bool failed = false;  // a file failed to write: nothing of this spill is indexed, the previous stays
+  std::string error;
+};
+
+// Encodes and writes the plan's files in order through `env`, stopping at the first failure
+// (the results then end with it). Touches no index: the spill writer actor runs it.
+std::vector<file_result> execute_spill_write(file_env& env, const state_layout& layout, const spill_image& image,
+                                             const spill_write_plan& plan);
+
+// A conversation read back and verified: rows [0, manifest.tokens.size()) of every view and
+// every anchor's sections, host memory.
+struct spill_read {
+  spill_manifest manifest;
+  std::vector<std::vector<unsigned char>> rows;                  // per view
+  std::vector<std::vector<std::vector<unsigned char>>> anchors;  // per manifest.anchors entry, per section
+  std::uint64_t bytes_read = 0;
+};
+
+class spill_store {
+ public:
+  // Does no I/O: call scan() first. `env` must outlive the store.
+  spill_store(file_env& env, const state_layout& layout, spill_store_options opts);
+  spill_store(const spill_store&) = delete;
+  spill_store& operator=(const spill_store&) = delete;
+
+  // Start-up: creates the folder, reaps .tmp orphans, removes files of another fingerprint,
+  // grid or layout and damaged ones, reads every manifest (a manifest naming a missing or
+  // wrong-sized file is removed), removes blocks and anchors no manifest names, and rebuilds
+  // the index; a manifest's last use is its file's modification time.
+  spill_scan_report scan();
+
+  // ---- The catalog (no I/O) ---------------------------------------------------------------
+  bool has_block(std::uint64_t name) const;   // indexed or in flight
+  bool has_anchor(std::uint64_t name) const;  // indexed or in flight
+  // Every indexed manifest, most recently used first.
+  std::vector<const spill_manifest*> manifests() const;
+  const spill_manifest* find(std::uint64_t id) const;
+  // The bytes a read of manifest `id` costs (every file it names); 0 when not indexed.
+  std::uint64_t read_bytes(std::uint64_t id) const;
+
+  // ---- Writes -----------------------------------------------------------------------------
+  // prepare(): decides the files (a block or anchor not held must be staged in the image),
+  // makes room (evictions, files deleted now), marks the new files in flight. Every prepare()
+  // is committed, with the writer's results (possibly none), to release its marks.
+  spill_write_plan prepare(const spill_image& image);
+  // Indexes what was written: on success the manifest replaces the conversation's earlier one
+  // (the files only it named are deleted); on a failure the files this write renamed and no
+  // manifest names are deleted and the earlier manifest stays.
+  spill_write_report commit(const spill_image& image, const spill_write_plan& plan,
+                            const std::vector<file_result>& results);
+
+  // ---- Reads ------------------------------------------------------------------------------
+  // Reads and verifies every file of manifest `id` (see the header comment); counts a hit and
+  // makes it the most recently used. On any failure: the failing file and the manifests naming
+  // it are deleted, and the status names what failed.
+  expected<spill_read> read_verified(std::uint64_t id);
+
+  // ---- Maintenance --------------------------------------------------------------------------
+  // Deletes one manifest (and the files only it names); false when not indexed.
+  bool remove(std::uint64_t id);
+  // Deletes every file of the folder and empties the index; returns the files deleted.
+  std::size_t clear();
+
+  // manifests, blocks, anchors, bytes, limit_bytes, hits, restore_failures, writes,
+  // write_failures, refusals, evictions, blocks_written, blocks_skipped, anchors_written,
+  // anchors_skipped, bytes_written, bytes_read.
+  nlohmann::json stats() const;
+
+  std::size_t manifest_count() const;
+  std::size_t block_count() const;
+  std::uint64_t total_bytes() const;
+  std::uint64_t max_bytes() const { return opts_.budget_bytes; }
+  const std::string& folder() const { return folder_; }
+  const state_layout& layout() const { return layout_; }
+
+ private:
+  file_env& env_;
+  state_layout layout_;
+  spill_store_options opts_;
+  std::string folder_;
+  // The implementation's index follows (helper: add what you need below this line).
+};
+
+}  // namespace anchorage
