@@ -1,8 +1,11 @@
 #include "actors/board.hpp"
 
 #include <caf/all.hpp>
+#include <functional>
 
 #include "protocol/error_code.hpp"
+#include "runtime/core/log.hpp"
+#include "runtime/io/clock.hpp"
 
 namespace anchorage {
 namespace {
@@ -67,6 +70,27 @@ void send_to_disk(board_ptr self, std::size_t slot, board_events& out) {
   for (auto key : out.generations_finished) self->send(st.disk, generation_finished_atom::value, key);
 }
 
+// A staged spill to the writer (write-behind: nothing waits for it); its results come back to
+// the keeper, which indexes what was written, then `then` runs. Without a writer nothing is
+// written and the job is committed empty (its plan's marks released).
+void send_spill(board_ptr self, spill_job_ptr job, std::function<void(const spill_write_report&)> then) {
+  auto& st = self->state;
+  auto commit = [self, then](spill_job_ptr j) {
+    spill_keeper* k = self->state.slots->spill();
+    spill_write_report r;
+    if (k && j) r = k->committed(*j);
+    send_tiers(self);
+    if (then) then(r);
+  };
+  if (!st.spill_writer) return commit(std::move(job));
+  self->request(st.spill_writer, caf::infinite, spill_write_atom::value, job)
+      .then([commit](spill_job_ptr& done) { commit(std::move(done)); },
+            [commit, job](caf::error&) {
+              job->results.clear();
+              commit(job);
+            });
+}
+
 // What a slot asked for: the disk's messages, the stats, the ledger entry before the sink's
 // events (so the conductor knows a request ended before its client does), and one step message
 // whenever some slot waits for a step.
@@ -74,6 +98,7 @@ void send_all(board_ptr self, slot_events tagged) {
   auto& st = self->state;
   board_events& out = tagged.events;
   send_to_disk(self, tagged.slot, out);
+  for (auto& job : out.spill_writes) send_spill(self, std::move(job), nullptr);
   if (out.tiers_changed) send_tiers(self);
   if (out.done) self->send(st.conductor, done_atom::value, std::move(*out.done));
   for (auto& ev : out.events) self->send(out.sink, std::move(ev));
@@ -92,6 +117,8 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
   ro.decode_block = opts.decode_block;
   ro.cache = opts.cache;
   ro.disk = opts.disk;
+  ro.spill = opts.spill;
+  init.spill_writer = opts.spill_writer;
   std::vector<std::shared_ptr<engine>> engines = {std::move(eng)};
   for (auto& e : opts.slots) engines.push_back(std::move(e));
   init.slots = std::make_unique<slot_board>(std::move(engines), std::move(ro));
@@ -108,6 +135,37 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
         for (auto& ev : st.slots->step()) send_all(self, std::move(ev));
       },
       [=](cancel_atom, const std::string& id) { self->state.slots->cancel(id); },
+      // A planned stop (the conductor asks once nothing runs): every slot's resident and parked
+      // conversations spilled, answered once each is written and indexed.
+      [=](spill_atom) -> caf::result<spill_stop_reply> {
+        auto& st = self->state;
+        const std::int64_t t0 = steady_ns();
+        std::vector<spill_job_ptr> jobs = st.slots->spill_for_stop();
+        if (jobs.empty()) return spill_stop_reply{};
+        log_info() << "session spill: writing " << jobs.size() << " conversation(s) before the stop";
+        auto rp = self->make_response_promise<spill_stop_reply>();
+        auto tally = std::make_shared<spill_stop_reply>();
+        tally->conversations = jobs.size();
+        auto left = std::make_shared<std::size_t>(jobs.size());
+        for (auto& job : jobs) {
+          const std::size_t tokens = job->image.manifest.tokens.size();
+          send_spill(self, std::move(job), [rp, tally, left, t0, tokens](const spill_write_report& r) mutable {
+            if (r.failed || r.refused) {
+              ++tally->failed;
+            } else {
+              ++tally->written;
+            }
+            tally->bytes += r.bytes_written;
+            log_info() << "session spill: " << tokens << " tokens, " << r.blocks_written << " blocks written, "
+                       << r.blocks_present << " on disk already (" << r.bytes_written << " bytes)"
+                       << (r.failed ? ", failed: " + r.error : std::string());
+            if (--*left > 0) return;
+            tally->seconds = static_cast<double>(steady_ns() - t0) / 1e9;
+            rp.deliver(*tally);
+          });
+        }
+        return rp;
+      },
       [=](clear_atom, cache_tier tier) -> caf::result<clear_reply> {
         auto& st = self->state;
         // A tier this server does not have (the disk without --cache-dir) is the client's error.

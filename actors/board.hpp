@@ -22,6 +22,11 @@ struct board_options {
   // the disk actor (actors/disk.hpp) that reads, plans and writes.
   std::optional<disk_tier_options> disk;
   disk_actor disk_handle;
+  // The session spill (--session-spill): the keeper (its store scanned; the board reads the
+  // conversations a planned stop left back into their slots before its first request) and the
+  // writer actor that writes its jobs.
+  std::shared_ptr<spill_keeper> spill;
+  spill_writer_actor spill_writer;
 };
 
 // The board: the only owner of the engines and of the device tiers (each slot's resident prefix
@@ -36,6 +41,7 @@ struct board_state {
   bool step_queued = false;  // a step message is on its way
   disk_actor disk;
   done_receiver conductor;
+  spill_writer_actor spill_writer;
   long steps = 0;  // steps run, for tests
   static inline const char* name = "board";
 };

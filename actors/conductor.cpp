@@ -65,6 +65,24 @@ void answer_drains(conductor_actor::stateful_pointer<conductor_state> self) {
     for (auto& rp : self->state.drains) rp.deliver(idle);
     self->state.drains.clear();
   };
+  // The planned stop's spill first (the board answers once it is written), then the disk.
+  using step = conductor_state::spill_step;
+  if (st.opts.spill && st.spill_drain != step::done) {
+    if (st.spill_drain == step::out) return;
+    st.spill_drain = step::out;
+    self->request(st.board, caf::infinite, spill_atom::value)
+        .then(
+            [self](spill_stop_reply& r) {
+              self->state.spill_drain = step::done;
+              self->state.spilled = r;
+              answer_drains(self);
+            },
+            [self](caf::error&) {
+              self->state.spill_drain = step::done;
+              answer_drains(self);
+            });
+    return;
+  }
   if (!st.opts.disk) return deliver(true);
   if (st.disk_drain_out) return;
   st.disk_drain_out = true;

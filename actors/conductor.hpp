@@ -29,6 +29,9 @@ struct conductor_options {
   // waits, for its stats, and for its drain. The two options are reported in its stats.
   disk_actor disk;
   std::size_t disk_min_tokens = 0;
+  // The session spill is on: a drain asks the board to spill the slots' conversations once
+  // nothing runs, before the disk's drain.
+  bool spill = false;
   std::size_t checkpoint_tokens = 0;
 };
 
@@ -51,6 +54,8 @@ struct conductor_state {
   std::vector<caf::typed_response_promise<bool>> drains;
   std::uint64_t disk_staged_bytes = 0;
   bool disk_drain_out = false;  // the disk actor was asked for its drain
+  enum class spill_step { not_asked, out, done } spill_drain = spill_step::not_asked;
+  spill_stop_reply spilled;      // what the planned stop's spill wrote
   // The tiers as the board last reported them, and the disk actor's stats.
   cache_stats tiers;
   disk_stats disk;

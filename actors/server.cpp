@@ -9,8 +9,11 @@
 #include "actors/conductor.hpp"
 #include "actors/disk.hpp"
 #include "actors/edge.hpp"
+#include "actors/spill_writer.hpp"
 #include "runtime/core/log.hpp"
 #include "runtime/engine/model_weights.hpp"
+#include "runtime/io/uring_env.hpp"
+#include "runtime/tiers/spill_keeper.hpp"
 #include "runtime/text/template_choice.hpp"
 #include "runtime/text/tokenizer.hpp"
 
@@ -82,6 +85,23 @@ server::server(const server_config& cfg) : cfg_(cfg) {
     opts.disk_min_tokens = d.admission.min_tokens;
     opts.checkpoint_tokens = d.checkpoint_tokens;
   }
+  if (!cfg_.cache_dir.empty() && cfg_.spill.enabled && cfg_.spill.budget_bytes > 0 && !cfg_.no_cache) {
+    // The session spill: its store scanned here, before any actor runs; the board reads the
+    // conversations a planned stop left back into their slots before its first request.
+    spill_options so;
+    so.dir = cfg_.cache_dir + "/disk";
+    so.budget_bytes = cfg_.spill.budget_bytes;
+    so.min_tokens = cfg_.spill.min_tokens;
+    auto keeper = std::make_shared<spill_keeper>(std::make_unique<uring_env>(), eng->layout(), so, tok);
+    const spill_scan_report r = keeper->scan();
+    log_info() << "session spill: " << r.manifests << " conversation(s), " << r.blocks << " blocks in "
+               << keeper->store().folder() << " (" << r.tmp_reaped << " temporary files reaped, " << r.foreign
+               << " foreign and " << r.damaged << " damaged removed)";
+    bo.spill = keeper;
+    spill_writer_ = system_->spawn(anchorage::spill_writer, eng->layout(), std::make_shared<uring_env>());
+    bo.spill_writer = spill_writer_;
+    opts.spill = true;
+  }
   for (int i = 1; i < cfg_.cache.parallel; ++i) bo.slots.push_back(std::make_shared<engine>(weights));
   auto& sys = *system_;
   conductor_ = sys.spawn(anchorage::conductor, opts, [&sys, eng, bo](done_receiver c) mutable {
@@ -114,6 +134,10 @@ void server::stop() {
   if (disk_) {
     caf::anon_send_exit(disk_, caf::exit_reason::user_shutdown);
     disk_ = nullptr;
+  }
+  if (spill_writer_) {
+    caf::anon_send_exit(spill_writer_, caf::exit_reason::user_shutdown);
+    spill_writer_ = nullptr;
   }
 }
 

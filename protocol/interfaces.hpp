@@ -6,6 +6,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "protocol/messages.hpp"
+#include "protocol/spill_messages.hpp"
 
 namespace anchorage {
 
@@ -19,12 +20,18 @@ using done_receiver =
 // The board: the only owner of the engine.
 using board_actor = caf::typed_actor<caf::reacts_to<run_atom, board_job>, caf::reacts_to<step_atom>,
                                      caf::reacts_to<cancel_atom, std::string>,
-                                     caf::replies_to<clear_atom, cache_tier>::with<clear_reply>>;
+                                     caf::replies_to<clear_atom, cache_tier>::with<clear_reply>,
+                                     caf::replies_to<spill_atom>::with<spill_stop_reply>>;
 
 // The disk writer: writes a staged job's files through its own env and hands the job back, in
 // the order the jobs came (write-behind: the board never waits for it).
 using disk_writer_actor =
     caf::typed_actor<caf::replies_to<disk_write_atom, disk_job_ptr>::with<disk_job_ptr>>;
+
+// The spill writer: writes a staged spill's files through its own env and hands the job back,
+// in the order the jobs came.
+using spill_writer_actor =
+    caf::typed_actor<caf::replies_to<spill_write_atom, spill_job_ptr>::with<spill_job_ptr>>;
 
 // The conductor: renders, looks up, queues, dispatches; keeps the ledger and the metrics.
 using conductor_actor = caf::typed_actor<

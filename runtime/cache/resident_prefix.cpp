@@ -170,6 +170,27 @@ void resident_prefix::end_generation(const state_adapter& state, kernels::backen
   end_ = std::move(record);
 }
 
+void resident_prefix::adopt(adopted_prompt p) {
+  anchors_.clear();
+  drop_end();
+  tokens_ = std::move(p.tokens);
+  taint_ = std::min(p.taint, tokens_.size());
+  reasoning_ = std::move(p.reasoning);
+  hidden_ = std::move(p.hidden);
+  answers_ = std::move(p.answers);
+  think_close_ = p.think_close;
+  served_.clear();
+  exact_run_ = false;
+  for (auto& [pos, copy] : p.anchors)
+    if (pos <= taint_ && pos <= tokens_.size()) anchors_.adopt(pos, std::move(copy));
+  if (p.end && opts_.end_anchor && !p.end_copy.empty() && p.end->rows.size() <= tokens_.size() &&
+      std::equal(p.end->rows.begin(), p.end->rows.end(), tokens_.begin()) &&
+      anchors_.reserve_evicting(p.end_copy.bytes())) {
+    end_copy_ = std::move(p.end_copy);
+    end_ = std::move(p.end);
+  }
+}
+
 void resident_prefix::drop_end() {
   if (!end_copy_.empty()) budget_.release(pool_, end_copy_.bytes());
   end_copy_ = state_copy{};

@@ -36,6 +36,19 @@ constexpr budget_pool pool_of(cache_via kind) {
   return kind == cache_via::park ? budget_pool::park : budget_pool::pin;
 }
 
+// A conversation that becomes the resident prompt whole (read back from the session spill): the
+// tokens its rows hold (the caller has written rows [0, tokens.size()) into the engine), how far
+// they are exact, its spans, its grid anchors and its end anchor.
+struct adopted_prompt {
+  std::vector<token_id> tokens;
+  std::size_t taint = 0;
+  std::vector<token_span> reasoning, hidden, answers;
+  token_id think_close = no_token;
+  std::map<std::size_t, state_copy> anchors;  // at lines <= taint
+  std::optional<end_record> end;              // end->rows is a prefix of tokens
+  state_copy end_copy;
+};
+
 struct resident_options {
   bool end_anchor = true;       // --end-anchor
   bool end_align = true;        // --end-align
@@ -97,6 +110,11 @@ class resident_prefix {
   bool set_aside(const state_adapter& state, kernels::backend where, cache_via kind, std::size_t from);
   const saved_prompt* saved(cache_via kind) const;
 
+  // The rows in place are `p`'s now (the caller wrote them): its tokens, taint, spans, anchors
+  // (as many as the pool holds, newest kept) and end anchor (when the pool holds it) replace the
+  // resident ones. The pinned head and the parked session stay (they check the rows in place).
+  void adopt(adopted_prompt p);
+
   // Everything dropped: the next request starts cold.
   void clear();
   // Drops the set-aside prompts (pin, park) only.
@@ -109,6 +127,13 @@ class resident_prefix {
   std::size_t end_position() const { return end_ ? end_->rows.size() : 0; }
   std::size_t bytes() const { return anchors_.bytes() + end_copy_.bytes(); }
   long end_refusals() const { return end_refusals_; }
+  // What a spill of the conversation in place needs (docs/SPILL.md).
+  const std::vector<token_span>& reasoning() const { return reasoning_; }
+  const std::vector<token_span>& hidden() const { return hidden_; }
+  const std::vector<token_span>& answers() const { return answers_; }
+  token_id think_close() const { return think_close_; }
+  const end_record* end() const { return end_ ? &*end_ : nullptr; }
+  const state_copy& end_copy() const { return end_copy_; }
 
  private:
   void drop_end();

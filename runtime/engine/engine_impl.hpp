@@ -29,6 +29,9 @@ class engine_state final : public state_adapter {
   void copy_rows_in(std::size_t view, std::size_t a, std::size_t b, const void* src) override;
   std::size_t valid_length() const override { return length_; }
   void set_valid_length(std::size_t n) override;
+  // On the engine's backend, over its own buffers (no copy).
+  void checksum_rows(std::size_t view, std::size_t a, std::size_t b, std::uint64_t out[2]) const override;
+  void checksum_section(std::size_t section, std::uint64_t out[2]) const override;
 
   void zero_sections();
   void set_fingerprint(std::uint64_t f) { layout_.fingerprint = f; }

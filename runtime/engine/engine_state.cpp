@@ -1,6 +1,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "kernels/ops.hpp"
 #include "runtime/engine/engine_impl.hpp"
 
 namespace anchorage {
@@ -41,6 +42,21 @@ void engine_state::copy_rows_in(std::size_t v, std::size_t a, std::size_t b, con
   kernels::device_sync(where_);
   const std::size_t row = views_[v].bytes;
   std::memcpy(reinterpret_cast<char*>(views_[v].base) + a * row, src, (b - a) * row);
+}
+
+void engine_state::checksum_rows(std::size_t v, std::size_t a, std::size_t b, std::uint64_t out[2]) const {
+  check_rows(v, a, b);
+  const std::size_t row = views_[v].bytes;
+  if (row % 8 != 0) return state_adapter::checksum_rows(v, a, b, out);
+  kernels::ops_for(where_).block_checksum(views_[v].base, static_cast<long>(row), static_cast<long>(a),
+                                           static_cast<long>(b), out);
+}
+
+void engine_state::checksum_section(std::size_t i, std::uint64_t out[2]) const {
+  if (i >= sections_.size()) throw std::out_of_range("no section " + std::to_string(i));
+  const std::size_t bytes = sections_[i].bytes;
+  if (bytes % 8 != 0) return state_adapter::checksum_section(i, out);
+  kernels::ops_for(where_).block_checksum(sections_[i].base, static_cast<long>(bytes), 0, 1, out);
 }
 
 void engine_state::set_valid_length(std::size_t n) {

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/device.hpp"
@@ -23,6 +24,14 @@ class row_copy {
   // Writes the rows back where they came from. The valid length is not touched.
   void restore(state_adapter& into) const;
 
+  // The copy's bytes of view `view` (rows [first(), last()) of it, contiguous), readable on the
+  // host once the device is synced (kernels::device_sync); `layout` is the one it was taken from.
+  const unsigned char* view_rows(const state_layout& layout, std::size_t view) const;
+  // kernels::block_checksum over rows [a, b) (positions of the engine, within [first(), last()))
+  // of one view, on the copy's backend.
+  void checksum(const state_layout& layout, std::size_t view, std::size_t a, std::size_t b,
+                std::uint64_t out[2]) const;
+
   std::size_t first() const { return a_; }
   std::size_t last() const { return b_; }  // one past
   std::size_t bytes() const { return buf_.bytes(); }
@@ -30,6 +39,7 @@ class row_copy {
 
  private:
   std::size_t a_ = 0, b_ = 0;
+  kernels::backend where_ = kernels::backend::cpu;
   device_buffer buf_;
 };
 

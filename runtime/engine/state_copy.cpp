@@ -1,6 +1,9 @@
 #include "runtime/engine/state_copy.hpp"
 
+#include <cstring>
 #include <stdexcept>
+
+#include "kernels/ops.hpp"
 
 namespace anchorage {
 namespace {
@@ -20,6 +23,7 @@ state_copy state_copy::take(const state_adapter& from, kernels::backend where, s
   const state_layout& l = from.layout();
   state_copy c;
   c.rows_ = rows;
+  c.where_ = where;
   c.buf_ = device_buffer(where, floats_for(l.section_bytes() + rows * l.row_bytes()));
   auto* at = reinterpret_cast<unsigned char*>(c.buf_.data());
   for (std::size_t i = 0; i < l.sections.size(); ++i) {
@@ -58,6 +62,41 @@ void state_copy::restore(state_adapter& into, std::size_t length) const {
     at += rows_ * row_sizes_[i];
   }
   into.set_valid_length(length);
+}
+
+state_copy state_copy::from_sections(const state_layout& layout, kernels::backend where,
+                                     const std::vector<std::vector<unsigned char>>& sections) {
+  if (sections.size() != layout.sections.size())
+    throw std::invalid_argument("state_copy::from_sections: " + std::to_string(sections.size()) +
+                                " sections for a layout of " + std::to_string(layout.sections.size()));
+  state_copy c;
+  c.where_ = where;
+  c.buf_ = device_buffer(where, floats_for(layout.section_bytes()));
+  auto* at = reinterpret_cast<unsigned char*>(c.buf_.data());
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    if (sections[i].size() != layout.sections[i].bytes)
+      throw std::invalid_argument("state_copy::from_sections: section " + layout.sections[i].name +
+                                  " differs in size");
+    std::memcpy(at, sections[i].data(), sections[i].size());
+    at += sections[i].size();
+    c.section_sizes_.push_back(sections[i].size());
+  }
+  for (const auto& v : layout.views) c.row_sizes_.push_back(v.bytes_per_token);
+  return c;
+}
+
+const unsigned char* state_copy::section_data(std::size_t i) const {
+  if (i >= section_sizes_.size()) throw std::out_of_range("state_copy: no section " + std::to_string(i));
+  const auto* at = reinterpret_cast<const unsigned char*>(buf_.data());
+  for (std::size_t s = 0; s < i; ++s) at += section_sizes_[s];
+  return at;
+}
+
+void state_copy::checksum_section(std::size_t i, std::uint64_t out[2]) const {
+  const std::size_t bytes = section_sizes_.at(i);
+  if (bytes % 8 != 0)
+    throw std::invalid_argument("state_copy::checksum_section: sections of a whole number of 64-bit words only");
+  kernels::ops_for(where_).block_checksum(section_data(i), static_cast<long>(bytes), 0, 1, out);
 }
 
 }  // namespace anchorage

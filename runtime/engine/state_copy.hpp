@@ -1,5 +1,6 @@
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/device.hpp"
@@ -28,12 +29,22 @@ class state_copy {
   // whose rows are the engine's own). Throws std::invalid_argument when the layout differs.
   void restore(state_adapter& into, std::size_t length) const;
 
+  // A copy without rows of every section's bytes as given (host memory, layout order): an anchor
+  // read back from a file. Throws std::invalid_argument when a size differs from the layout's.
+  static state_copy from_sections(const state_layout& layout, kernels::backend where,
+                                  const std::vector<std::vector<unsigned char>>& sections);
+  // Section i's bytes, readable on the host once the device is synced; and
+  // kernels::block_checksum over them, on the copy's backend.
+  const unsigned char* section_data(std::size_t i) const;
+  void checksum_section(std::size_t i, std::uint64_t out[2]) const;
+
   std::size_t rows() const { return rows_; }
   std::size_t bytes() const { return buf_.bytes(); }
   bool empty() const { return buf_.size() == 0; }
 
  private:
   std::size_t rows_ = 0;
+  kernels::backend where_ = kernels::backend::cpu;
   std::vector<std::size_t> section_sizes_;
   std::vector<std::size_t> row_sizes_;
   device_buffer buf_;

@@ -104,6 +104,17 @@ const std::vector<option>& options() {
        }},
       {"disk-stage-gb", "GB", "host memory holding staged disk writes not yet written (1)",
        [](server_config& c, const std::string& v) { c.disk.stage_bytes = parse_gib("disk-stage-gb", v); }},
+      {"session-spill", "on|off",
+       "keep whole live conversations under --cache-dir at a planned stop and before an eviction (on "
+       "whenever --cache-dir is set)",
+       [](server_config& c, const std::string& v) { c.spill.enabled = parse_bool("session-spill", v); }},
+      {"session-spill-gb", "GB", "budget of the session spill's files under --cache-dir (40)",
+       [](server_config& c, const std::string& v) { c.spill.budget_bytes = parse_gib("session-spill-gb", v); }},
+      {"spill-min-tokens", "N",
+       "shortest conversation an eviction spills when the park cannot hold it (16384)",
+       [](server_config& c, const std::string& v) {
+         c.spill.min_tokens = static_cast<std::size_t>(parse_long("spill-min-tokens", v, 1, 1L << 30));
+       }},
       {"no-cache", nullptr, "every cache tier off: the cold path only",
        [](server_config& c, const std::string& v) { c.no_cache = parse_bool("no-cache", v); }},
       {"resident-gb", "GB", "budget of the resident prefix's anchors and end anchor (2.5)",

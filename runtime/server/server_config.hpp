@@ -35,6 +35,13 @@ struct server_config {
     std::uint64_t stage_bytes = 1ULL << 30;     // --disk-stage-gb 1
     std::size_t checkpoint_tokens = 0;          // --generation-checkpoint-tokens (0: off)
   } disk;
+  // The session spill (docs/SPILL.md): whole conversations to --cache-dir at a planned stop and
+  // before an eviction.
+  struct spill_knobs {
+    bool enabled = true;                       // --session-spill on|off (on whenever --cache-dir is set)
+    std::uint64_t budget_bytes = 40ULL << 30;  // --session-spill-gb 40
+    std::size_t min_tokens = 16384;            // --spill-min-tokens
+  } spill;
   bool no_cache = false;  // --no-cache: every tier off, the cold path only
   cache_options cache;    // --resident-gb, --end-anchor, --end-align, --cache-budget-gb, --store-entry-gb
   int max_queue = 16;     // requests waiting beyond the running one; past it: 429

@@ -47,6 +47,20 @@ board_runner::board_runner(std::shared_ptr<engine> eng, board_runner_options opt
     staging_ = std::make_unique<disk_staging>(eng_->layout(), opts.disk->stage_bytes);
     tiers_->attach_disk();
   }
+  slot_ = opts.slot;
+  if (opts.spill && opts.cache.enabled) {
+    spill_ = opts.spill;
+    // An eviction spills what the park cannot hold, before the rows are rewritten.
+    tiers_->attach_spill(spill_, [this](const state_adapter& state, const resident_prefix& r,
+                                        const std::string& session) {
+      try {
+        if (auto job = spill_->stage_resident(r, state, eng_->where(), session, slot_, false, "evict"))
+          pending_spills_.push_back(std::move(job));
+      } catch (const std::exception& e) {
+        log_warn() << "staging a session spill failed (" << e.what() << ")";
+      }
+    });
+  }
   active_ = eng_.get();
 }
 
@@ -78,6 +92,64 @@ resume_offer board_runner::cold_after_failure(const resume_offer& failed, std::v
 void board_runner::take_submissions(board_events& out) {
   if (!staging_) return;
   for (auto& sub : staging_->take_submissions()) out.disk_submissions.push_back(std::move(sub));
+}
+
+void board_runner::take_spills(board_events& out) {
+  for (auto& j : pending_spills_) out.spill_writes.push_back(std::move(j));
+  pending_spills_.clear();
+}
+
+std::vector<spill_job_ptr> board_runner::spill_for_stop() {
+  std::vector<spill_job_ptr> out;
+  if (!spill_ || busy()) return out;
+  const resident_prefix& r = tiers_->resident();
+  const device_tier& d = tiers_->device();
+  const state_adapter& state = eng_->cache_state();
+  try {
+    if (auto j = spill_->stage_resident(r, state, eng_->where(), d.resident_session(), slot_, true, "drain"))
+      out.push_back(std::move(j));
+    if (auto j = spill_->stage_parked(r, state, eng_->where(), d.parked_session(), slot_, "drain"))
+      out.push_back(std::move(j));
+  } catch (const std::exception& e) {
+    log_warn() << "staging a session spill failed (" << e.what() << ")";
+  }
+  for (auto& j : pending_spills_) out.push_back(std::move(j));
+  pending_spills_.clear();
+  return out;
+}
+
+bool board_runner::read_back(std::uint64_t id) {
+  if (!spill_ || busy()) return false;
+  auto read = spill_->read(id);
+  if (!read) return false;
+  try {
+    const spill_manifest& m = read->manifest;
+    tiers_->device().make_way(eng_->cache_state(), m.tokens, m.session_key);
+    spill_->apply(*read, eng_->cache_state(), eng_->where(), tiers_->device().resident());
+    // The sections at the conversation's end (its end anchor, else its newest grid anchor):
+    // the engine stands where the conversation stood.
+    const resident_prefix& r = tiers_->resident();
+    resume_offer at;
+    at.via = cache_via::none;
+    if (r.has_end_anchor()) {
+      at.source = cache_source::end;
+      at.at = r.end_position();
+    } else if (auto p = r.anchors().best_at_or_below(r.tokens().size())) {
+      at.source = cache_source::resident;
+      at.at = *p;
+    } else {
+      read_back_ = true;
+      return true;
+    }
+    tiers_->device().resident().restore(eng_->cache_state(), eng_->where(), at);
+    read_back_ = true;
+  } catch (const std::exception& e) {
+    log_warn() << "reading a session spill back failed (" << e.what() << "); the slot starts empty";
+    tiers_->clear(cache_tier::resident);
+    eng_->reset();
+    return false;
+  }
+  return true;
 }
 
 void board_runner::disk_released(std::uint64_t bytes) {
@@ -124,9 +196,18 @@ void board_runner::restore_start(resume_offer& o) {
     }
   }
   if (o.source == cache_source::cold) active_->reset();
+  // The first request that resumes in a conversation read back from the spill at the start
+  // was served by the spill: its rows and anchors are the spill's.
+  reported_ = o.source;
+  if (read_back_ && o.via == cache_via::none &&
+      (o.source == cache_source::end || o.source == cache_source::resident)) {
+    reported_ = cache_source::spill;
+    spill_->count_hit(o.at);
+  }
+  if (o.via != cache_via::stash && o.via != cache_via::side) read_back_ = false;
   job_.prompt.assign(o.served.begin(), o.served.end());
   job_.cache = x_cache_info{};
-  job_.cache.source = to_string(o.source);
+  job_.cache.source = to_string(reported_);
   job_.cache.resumed_at = static_cast<long>(o.at);
   job_.cache.restore_ms = static_cast<double>(steady_ns() - start_ns_) / 1e6;
 }
@@ -202,6 +283,7 @@ board_events board_runner::start(board_job j) {
   take_early_cancel();
   // The plan now; with a disk tier its offer (made while the request waited) competes.
   if (auto* d = tiers_->disk()) d->expect(job_.disk, staging_->prefill_tokens_per_s());
+  if (auto* sp = tiers_->spill()) sp->expect_rate(staging_ ? staging_->prefill_tokens_per_s() : 0);
   request_info info = info_of(job_);
   info.side_slot_free = !side_slots_.empty();
   pending_ = tiers_->plan(asked_, info);
@@ -283,10 +365,11 @@ board_events board_runner::begin_request() {
     }
   }
   guarded([&] { tiers_->begin(o, active_->cache_state()); });
+  take_spills(out);
   job_.cache.via = to_string(tiers_->running_via());
   served_as_asked_ =
       job_.prompt.size() == asked_.size() && std::equal(asked_.begin(), asked_.end(), job_.prompt.begin());
-  source_ = o.source;
+  source_ = reported_;
   if (cancel_pending_) session_->cancel();
   const cache_via via = tiers_->running_via();
   staging_active_ = staging_ && via != cache_via::stash && via != cache_via::side;

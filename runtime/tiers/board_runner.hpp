@@ -29,6 +29,10 @@ struct board_runner_options {
   std::optional<disk_tier_options> disk;
   // The device tiers' budget when several slots share it (slot_board); null: the runner's own.
   std::shared_ptr<memory_budget> budget;
+  // The session spill (--session-spill), one for every slot; null: none. `slot`: this
+  // runner's slot, which its spills name.
+  std::shared_ptr<spill_keeper> spill;
+  int slot = 0;
 };
 
 // What one call of the runner asks its owner to send: the disk's messages (`disk_read` at high
@@ -44,6 +48,8 @@ struct board_events {
   std::optional<disk_plan_request> disk_plan;
   std::vector<disk_submission_ptr> disk_submissions;
   std::vector<std::uint64_t> generations_started, generations_finished;
+  // Spills staged (an eviction): each goes to the spill writer, its reply to spill_written().
+  std::vector<spill_job_ptr> spill_writes;
   bool tiers_changed = false;
   bool step_again = false;
 };
@@ -92,6 +98,15 @@ class board_runner {
   std::optional<std::vector<cache_tier>> clear(cache_tier tier);
   // A submission's reply came back (or failed): its staged bytes leave the pool.
   void disk_released(std::uint64_t bytes);
+
+  // A planned stop: the resident conversation (marked to be read back at the next start) and
+  // the parked one, staged for the spill writer; nothing while a request runs or without a
+  // spill.
+  std::vector<spill_job_ptr> spill_for_stop();
+  // At the start, before any request: a conversation a planned stop spilled, read back and
+  // verified, becomes this slot's resident prompt (its rows in the engine, its anchors and end
+  // anchor in the resident prefix). False (the slot untouched) when it cannot be read.
+  bool read_back(std::uint64_t manifest_id);
 
   // The tiers' stats with the disk staging's.
   cache_stats stats() const;
@@ -145,6 +160,12 @@ class board_runner {
   bool served_as_asked_ = true;            // the served prompt is the client's (no end alignment)
   std::size_t next_checkpoint_ = 0;        // output ids at which the next checkpoint is staged
   std::deque<std::string> early_cancels_;  // the last few cancels that found no request running
+  std::shared_ptr<spill_keeper> spill_;
+  int slot_ = 0;
+  std::vector<spill_job_ptr> pending_spills_;  // staged by the eviction hook, not handed out yet
+  bool read_back_ = false;                     // the resident prompt came from the spill, unused since
+  cache_source reported_ = cache_source::cold; // the running request's source as reported
+  void take_spills(board_events& out);
 };
 
 }  // namespace anchorage

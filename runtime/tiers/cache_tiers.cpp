@@ -27,6 +27,14 @@ void cache_tiers::attach_disk() {
   tiers_.push_back(std::move(a));
 }
 
+void cache_tiers::attach_spill(std::shared_ptr<spill_keeper> keeper, device_tier::evict_hook hook) {
+  if (spill_) throw std::logic_error("cache_tiers: a spill tier is attached already");
+  device_->set_evict_hook(std::move(hook), keeper->min_tokens());
+  auto t = std::make_unique<spill_tier>(std::move(keeper), *device_, opts_, where_);
+  spill_ = t.get();
+  tiers_.push_back(std::move(t));
+}
+
 tier* cache_tiers::owner_of(cache_tier name) const {
   for (const auto& t : tiers_)
     for (cache_tier n : t->names())

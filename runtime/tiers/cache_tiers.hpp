@@ -12,6 +12,7 @@
 #include "runtime/tiers/device_tier.hpp"
 #include "runtime/tiers/disk_offer_tier.hpp"
 #include "runtime/tiers/guest_stash.hpp"
+#include "runtime/tiers/spill_tier.hpp"
 #include "runtime/tiers/tier.hpp"
 
 namespace anchorage {
@@ -61,6 +62,12 @@ class cache_tiers {
   // The disk tier (docs/DISK_TIER.md): consulted after the store. Optional: without one the
   // tiers are the device's only.
   void attach_disk();
+  // The session spill (docs/SPILL.md): consulted after the disk; `hook` is called when a request
+  // of another session evicts a conversation the park cannot hold (device_tier::set_evict_hook).
+  void attach_spill(std::shared_ptr<spill_keeper> keeper, device_tier::evict_hook hook);
+  spill_tier* spill() { return spill_; }
+  const device_tier& device() const { return *device_; }
+  device_tier& device() { return *device_; }
   // Any other tier, asked after those attached before it (a tier to come, a test's fake).
   void attach(std::unique_ptr<tier> t) { tiers_.push_back(std::move(t)); }
   disk_offer_tier* disk() { return disk_; }
@@ -96,6 +103,7 @@ class cache_tiers {
   std::vector<std::unique_ptr<tier>> tiers_;  // lookup order
   device_tier* device_ = nullptr;             // tiers_[0]
   disk_offer_tier* disk_ = nullptr;           // when attached
+  spill_tier* spill_ = nullptr;               // when attached
   tier_lookup lookup_;                        // the running request's
   std::vector<token_id> prompt_;              // what lookup_.prompt points at
   // The offers plan() took, best last: a restore that fails falls back to the one before.

@@ -85,8 +85,16 @@ void device_tier::begin(const resume_offer& o, const state_adapter& state, const
     if (o.source != cache_source::store && o.via == cache_via::none && shared < rows.size() &&
         o.at < rows.size()) {
       const bool other = !resident_session_.empty() && l.info.session_key != resident_session_;
-      resident_.set_aside(state, where_, other ? cache_via::park : cache_via::pin, o.at);
+      // A restore that wrote rows (the disk's) left the old rows below o.at only where both are
+      // a cold prefill's of the same tokens.
+      const bool intact = !o.rows_replaced || (shared >= o.at && o.at <= resident_.taint());
+      if (other && intact) maybe_spill(state, o.at);
+      const std::string was = resident_session_;
+      if (resident_.set_aside(state, where_, other ? cache_via::park : cache_via::pin, o.at) && other)
+        parked_session_ = was;
     }
+    // A parked session came back by swapping: the one in place is parked now.
+    if (o.via == cache_via::park) parked_session_ = resident_session_;
     resident_.begin(o);
     // A restored prompt becomes the resident one with the disk anchor as its anchor.
     if (o.source == cache_source::disk) resident_.after_prefill_step(state, where_);
@@ -102,6 +110,31 @@ void device_tier::begin(const resume_offer& o, const state_adapter& state, const
   std::size_t line = o.served.size() / grid * grid;
   while (line > o.at && state_copy::bytes_for(layout, line) > opts_.store_entry_bytes) line -= grid;
   if (line > o.at) prefix_target_ = line;
+}
+
+void device_tier::maybe_spill(const state_adapter& state, std::size_t from) {
+  const std::size_t rows = resident_.tokens().size();
+  if (!evict_hook_ || rows < spill_min_tokens_ || from >= rows) return;
+  // The park holds rows [from, rows) and up to 5 anchors (the newest 4 and the end): when it
+  // can, nothing is lost and nothing is spilled.
+  const state_layout& l = state.layout();
+  const std::size_t need = row_copy::bytes_for(l, from, rows) + 5 * state_copy::bytes_for(l, 0);
+  if (need <= budget_.limit(budget_pool::park)) return;
+  evict_hook_(state, resident_, resident_session_);
+}
+
+void device_tier::make_way(const state_adapter& state, const std::vector<token_id>& incoming,
+                           const std::string& session) {
+  const auto& rows = resident_.tokens();
+  const std::size_t from = std::min(common_prefix(rows, incoming), resident_.taint());
+  if (opts_.enabled && from < rows.size()) {
+    const bool other = !resident_session_.empty() && session != resident_session_;
+    if (other) maybe_spill(state, from);
+    const std::string was = resident_session_;
+    if (resident_.set_aside(state, where_, other ? cache_via::park : cache_via::pin, from) && other)
+      parked_session_ = was;
+  }
+  resident_session_ = session;
 }
 
 void device_tier::after_prefill_step(const state_adapter& state, kernels::backend where) {

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,25 @@ class device_tier final : public tier {
   void stats(cache_stats& into) const override;
 
   const resident_prefix& resident() const { return resident_; }
+  resident_prefix& resident() { return resident_; }
+
+  // The session spill's eviction (docs/SPILL.md): called with the conversation in place before a
+  // request of another session that is no guest overwrites it, when it holds at least
+  // `min_tokens` tokens and the park pool cannot hold the rows it would lose. The hook copies
+  // what it needs at once (the rows are rewritten right after).
+  using evict_hook =
+      std::function<void(const state_adapter& state, const resident_prefix& r, const std::string& session)>;
+  void set_evict_hook(evict_hook hook, std::size_t min_tokens) {
+    evict_hook_ = std::move(hook);
+    spill_min_tokens_ = min_tokens;
+  }
+  // Before a conversation of `session` holding `incoming` replaces the rows in place whole (the
+  // spill's read back): the one in place is set aside as for any request (another session's is
+  // spilled by the hook when it must be, and parked from where the two part; the same session's
+  // head is pinned), and `session` becomes the resident one.
+  void make_way(const state_adapter& state, const std::vector<token_id>& incoming, const std::string& session);
+  const std::string& resident_session() const { return resident_session_; }
+  const std::string& parked_session() const { return parked_session_; }
   const state_store& store() const { return store_; }
 
  private:
@@ -53,6 +73,11 @@ class device_tier final : public tier {
   bool guest_ = false;            // the running request is a guest
   bool run_exact_ = false;        // the running request started from a cold prefill's state
   std::string resident_session_;  // the session key of the resident prompt
+  std::string parked_session_;    // the session key of the parked one
+  evict_hook evict_hook_;
+  std::size_t spill_min_tokens_ = 0;
+  // The spill's eviction rule, before rows [from, end) of the resident prompt are set aside.
+  void maybe_spill(const state_adapter& state, std::size_t from);
 };
 
 }  // namespace anchorage

@@ -1,6 +1,8 @@
 #include "runtime/tiers/slot_board.hpp"
 
+#include "runtime/core/log.hpp"
 #include "runtime/engine/engine_batch.hpp"
+#include "runtime/io/clock.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -63,14 +65,46 @@ slot_board::slot_board(std::vector<std::shared_ptr<engine>> engines, board_runne
   if (engines.empty()) throw std::invalid_argument("slot_board: no slot");
   if (!opts.side_slots.empty()) throw std::invalid_argument("slot_board: slots replace side slots");
   opts.budget = budget_;
+  spill_ = opts.spill;
   if (opts.disk && engines.size() > 1) {
     // The staging pool is the server's, not each slot's.
     opts.disk->stage_bytes = std::max<std::uint64_t>(1, opts.disk->stage_bytes / engines.size());
   }
-  for (auto& e : engines) runners_.push_back(std::make_unique<board_runner>(std::move(e), opts));
+  for (auto& e : engines) {
+    opts.slot = static_cast<int>(runners_.size());
+    runners_.push_back(std::make_unique<board_runner>(std::move(e), opts));
+  }
   wants_step_.assign(runners_.size(), false);
   last_used_.assign(runners_.size(), 0);
   session_of_.assign(runners_.size(), std::string());
+  if (opts.spill && opts.cache.enabled) read_back(*opts.spill);
+}
+
+// The conversations a planned stop left resident, newest first, each back on its slot (or the
+// first free one), before the first request.
+void slot_board::read_back(const spill_keeper& keeper) {
+  struct wanted {
+    std::uint64_t id;
+    int slot;
+    std::string session;
+    std::size_t tokens;
+  };
+  std::vector<wanted> all;
+  for (const spill_manifest* m : keeper.resident_manifests())
+    all.push_back({m->id, m->slot, m->session_key, m->tokens.size()});
+  std::vector<bool> used(runners_.size(), false);
+  for (const wanted& w : all) {
+    std::size_t k = w.slot >= 0 && static_cast<std::size_t>(w.slot) < runners_.size() && !used[w.slot]
+                        ? static_cast<std::size_t>(w.slot)
+                        : static_cast<std::size_t>(std::find(used.begin(), used.end(), false) - used.begin());
+    if (k >= runners_.size()) break;
+    const std::int64_t t0 = steady_ns();
+    if (!runners_[k]->read_back(w.id)) continue;
+    used[k] = true;
+    session_of_[k] = w.session;
+    log_info() << "session spill: slot " << k << " holds its conversation again (" << w.tokens << " tokens, "
+               << static_cast<double>(steady_ns() - t0) / 1e6 << " ms)";
+  }
 }
 
 std::size_t slot_board::idle_slots() const {
@@ -176,6 +210,13 @@ std::optional<std::size_t> slot_board::slot_of(const std::string& id) const {
   for (std::size_t k = 0; k < runners_.size(); ++k)
     if (runners_[k]->busy() && runners_[k]->running_id() == id) return k;
   return std::nullopt;
+}
+
+std::vector<spill_job_ptr> slot_board::spill_for_stop() {
+  std::vector<spill_job_ptr> out;
+  for (auto& r : runners_)
+    for (auto& j : r->spill_for_stop()) out.push_back(std::move(j));
+  return out;
 }
 
 cache_stats slot_board::stats() const {

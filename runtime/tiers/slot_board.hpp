@@ -61,17 +61,24 @@ class slot_board {
   const board_runner& runner(std::size_t slot) const { return *runners_.at(slot); }
   // Whether slot k's request runs (any phase); the slot a running request id is on.
   std::optional<std::size_t> slot_of(const std::string& id) const;
+  // A planned stop: every idle slot's resident and parked conversations, staged for the spill
+  // writer (runtime/tiers/spill_keeper).
+  std::vector<spill_job_ptr> spill_for_stop();
+  const spill_keeper* spill() const { return spill_.get(); }
+  spill_keeper* spill() { return spill_.get(); }
   // Steps that decoded several slots in one batch.
   long batched_steps() const { return batched_steps_; }
 
  private:
   slot_events tagged(std::size_t slot, board_events ev);
+  void read_back(const spill_keeper& keeper);
   std::vector<slot_events> batched_decode();
 
   long batched_steps_ = 0;
 
   std::vector<std::unique_ptr<board_runner>> runners_;
   std::shared_ptr<memory_budget> budget_;
+  std::shared_ptr<spill_keeper> spill_;
   slot_policy policy_;
   std::vector<bool> wants_step_;          // by slot: its last events asked for one more step
   std::vector<std::uint64_t> last_used_;  // by slot: when it last took a request

@@ -1,0 +1,131 @@
+#pragma once
+// The session spill as the board holds it (docs/SPILL.md): the durable store (its catalog, its
+// budget, its reads) and what the board does with it, without actors:
+//   - stage: a conversation in a slot (the resident one, or the parked one) becomes a
+//     spill_image, its blocks named by sums computed where the rows live; only the blocks and
+//     anchors the store does not hold are copied to host memory. Then prepare() decides the
+//     files, and the job goes to the spill writer actor; its results come back to committed().
+//   - offer: the spilled conversation that serves a prompt best (its end anchor after the end
+//     alignment, or its newest usable grid anchor), when reading it costs less than the prefill
+//     it saves.
+//   - read back: a conversation read and verified, its rows written into a slot's engine, made
+//     the slot's resident prompt.
+// Shared by every slot of a board (slot_board); not thread-safe: one owner (the board actor).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "protocol/spill_messages.hpp"
+#include "runtime/cache/resident_prefix.hpp"
+#include "runtime/cache/resume_offer.hpp"
+#include "runtime/io/file_env.hpp"
+#include "runtime/spill/spill_store.hpp"
+#include "runtime/text/tokenizer.hpp"
+
+namespace anchorage {
+
+struct spill_options {
+  std::string dir;                         // the cache directory (--cache-dir)
+  std::uint64_t budget_bytes = 40ULL * 1000 * 1000 * 1000;  // --session-spill-gb 40
+  std::size_t min_tokens = 16384;          // --spill-min-tokens: an eviction spills at least this many
+  std::uint64_t stage_bytes = 8ULL << 30;  // host bytes staged and not yet written, at most
+  double read_bytes_per_s = 1e9;           // the read rate assumed until one is measured
+};
+
+// One spill on its way to the writer and back. Only its holder at the time touches it.
+struct spill_job {
+  spill_image image;
+  spill_write_plan plan;
+  std::vector<file_result> results;  // the writer's, one per file written (shorter: it stopped)
+  std::string why;                   // "drain" or "evict"
+  std::int64_t staged_ns = 0;        // when the board staged it
+  double write_s = 0;                // the writer's time
+};
+
+// What offer() found: the manifest and the resume it gives.
+struct spill_offer {
+  std::uint64_t id = 0;
+  resume_offer offer;  // source spill, via none
+  std::uint64_t read_bytes = 0;
+  double read_s = 0;
+};
+
+class spill_keeper {
+ public:
+  // `env` is the board's own (reads, the scan's deletes); the writer has another.
+  spill_keeper(std::unique_ptr<file_env> env, const state_layout& layout, spill_options opts,
+               tokenizer tok = tokenizer());
+
+  spill_scan_report scan() { return store_.scan(); }
+
+  // ---- Staging ------------------------------------------------------------------------------
+  // The conversation in place in `state` (the slot's resident prompt, rows [0, tokens) of
+  // `state`), with its newest 4 grid anchors and its end anchor; nullptr when there is nothing
+  // to spill (no rows), when the host staging cannot hold it, or when the store refused it.
+  // The job's plan is prepared: send it to the writer, then committed(), always.
+  spill_job_ptr stage_resident(const resident_prefix& r, const state_adapter& state, kernels::backend where,
+                               const std::string& session, int slot, bool resident, const std::string& why);
+  // The parked session of that slot (rows [0, from) in place, [from, end) in its copy).
+  spill_job_ptr stage_parked(const resident_prefix& r, const state_adapter& state, kernels::backend where,
+                             const std::string& session, int slot, const std::string& why);
+  // The writer's answer: the store indexes what was written; the staged bytes are released.
+  spill_write_report committed(spill_job& job);
+
+  // ---- Lookups ------------------------------------------------------------------------------
+  // The spilled conversation that starts `prompt` later than `floor` (resident_prefix's rules:
+  // its end anchor after the end alignment, else its largest grid anchor at or below the
+  // tokens it shares, at or below its taint, leaving one token to forward), when its read
+  // costs less than prefilling from `floor` at `prefill_tokens_per_s` (unmeasured: it reads).
+  std::optional<spill_offer> offer(const std::vector<token_id>& prompt, std::size_t floor,
+                                   double prefill_tokens_per_s, bool end_anchor, bool end_align) const;
+
+  // Reads manifest `id` back and verifies it: nothing reaches an engine before that (a failure
+  // is counted and the status says why).
+  expected<spill_read> read(std::uint64_t id);
+  // Writes a verified read's rows into `into` and makes it `r`'s resident prompt (valid length:
+  // its rows; the caller restores the sections from r's anchors). Throws only what an
+  // allocation throws, before the first row is written.
+  void apply(const spill_read& read, state_adapter& into, kernels::backend where, resident_prefix& r);
+
+  // Manifests a planned stop left as some slot's resident conversation, newest first.
+  std::vector<const spill_manifest*> resident_manifests() const;
+
+  // ---- Maintenance ----------------------------------------------------------------------------
+  std::size_t clear();
+  nlohmann::json stats() const;
+  std::uint64_t staged_bytes() const { return staged_; }
+  std::size_t min_tokens() const { return opts_.min_tokens; }
+  spill_store& store() { return store_; }
+  const spill_store& store() const { return store_; }
+  const state_layout& layout() const { return layout_; }
+  double read_rate() const { return read_bps_ > 0 ? read_bps_ : opts_.read_bytes_per_s; }
+  long hits() const { return hits_; }
+  void count_hit(std::size_t tokens_saved) {
+    ++hits_;
+    tokens_saved_ += tokens_saved;
+  }
+
+ private:
+  struct conversation;
+  spill_job_ptr stage(const conversation& c, const std::string& why);
+
+  std::unique_ptr<file_env> env_;
+  state_layout layout_;
+  spill_options opts_;
+  tokenizer tok_;
+  spill_store store_;
+  std::uint64_t staged_ = 0;  // host bytes in jobs not committed yet
+  double read_bps_ = 0, write_bps_ = 0;
+  long spills_ = 0, spill_refusals_ = 0, stage_refusals_ = 0, hits_ = 0, read_failures_ = 0;
+  long blocks_staged_ = 0, blocks_skipped_ = 0;
+  std::size_t tokens_saved_ = 0;
+  double last_write_s_ = 0, last_read_s_ = 0;
+  std::uint64_t last_write_bytes_ = 0, last_read_bytes_ = 0;
+};
+
+}  // namespace anchorage

@@ -1,0 +1,249 @@
+// The spill keeper's staging (docs/SPILL.md, "Staging"): a conversation in a slot becomes a
+// spill_image. Every block and anchor is named by sums computed where its bytes live (the
+// engine's buffers, a parked copy), and only what the store does not hold is copied to host
+// memory, after the staging budget was checked.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "kernels/device.hpp"
+#include "runtime/core/log.hpp"
+#include "runtime/core/token_prefix.hpp"
+#include "runtime/io/clock.hpp"
+#include "runtime/tiers/spill_keeper.hpp"
+
+namespace anchorage {
+
+// Where a conversation's rows and anchors are: rows below `copy->first()` (all of them without
+// a copy) in the engine, the rest in the parked copy.
+struct spill_keeper::conversation {
+  const state_adapter* state = nullptr;
+  const row_copy* copy = nullptr;
+  kernels::backend where = kernels::backend::cpu;
+  const std::vector<token_id>* tokens = nullptr;
+  std::size_t taint = 0;
+  const std::vector<token_span>*reasoning = nullptr, *hidden = nullptr, *answers = nullptr;
+  token_id think_close = no_token;
+  std::vector<std::pair<std::size_t, const state_copy*>> anchors;  // grid anchors, ascending
+  const end_record* end = nullptr;
+  const state_copy* end_copy = nullptr;
+  std::string session;
+  int slot = 0;
+  bool resident = false;
+
+  std::size_t split() const { return copy ? copy->first() : tokens->size(); }
+
+  spill_sum sum(std::size_t v, std::size_t a, std::size_t b) const {
+    std::uint64_t o[2] = {0, 0};
+    const std::size_t from = split();
+    if (b <= from) {
+      state->checksum_rows(v, a, b, o);
+      return {o[0], o[1]};
+    }
+    const state_layout& l = state->layout();
+    if (a >= from) {
+      copy->checksum(l, v, a, b, o);
+      return {o[0], o[1]};
+    }
+    state->checksum_rows(v, a, from, o);
+    const spill_sum first{o[0], o[1]};
+    copy->checksum(l, v, from, b, o);
+    return combine_sums(first, {o[0], o[1]}, (from - a) * l.views[v].bytes_per_token / 8);
+  }
+
+  void copy_out(std::size_t v, std::size_t a, std::size_t b, unsigned char* dst) const {
+    const std::size_t from = split();
+    const state_layout& l = state->layout();
+    const std::size_t row = l.views[v].bytes_per_token;
+    const std::size_t low = std::min(b, from);
+    if (a < low) state->copy_rows_out(v, a, low, dst);
+    if (b > from) {
+      const std::size_t lo = std::max(a, from);
+      kernels::device_sync(where);
+      std::memcpy(dst + (lo - a) * row, copy->view_rows(l, v) + (lo - from) * row, (b - lo) * row);
+    }
+  }
+};
+
+namespace {
+
+spill_anchor_ref anchor_ref(const state_copy& c, const std::vector<token_id>& tokens, std::size_t at, bool end,
+                            std::size_t sections) {
+  spill_anchor_ref a;
+  a.at = at;
+  a.end = end;
+  for (std::size_t i = 0; i < sections; ++i) {
+    std::uint64_t o[2];
+    c.checksum_section(i, o);
+    a.sums.push_back({o[0], o[1]});
+  }
+  a.name = spill_anchor_name(spill_prefix_hash(tokens.data(), at), at, end, a.sums);
+  return a;
+}
+
+}  // namespace
+
+spill_job_ptr spill_keeper::stage(const conversation& c, const std::string& why) {
+  const state_layout& l = layout_;
+  const std::vector<token_id>& tokens = *c.tokens;
+  const std::size_t n = tokens.size();
+  const std::size_t grid = static_cast<std::size_t>(l.grid);
+  if (n == 0 || grid == 0) return nullptr;
+  spill_image img;
+  spill_manifest& m = img.manifest;
+  m.id = spill_conversation_id(c.session, tokens, grid);
+  m.session_key = c.session;
+  m.tokens = tokens;
+  m.taint = std::min(c.taint, n);
+  m.reasoning = *c.reasoning;
+  m.hidden = *c.hidden;
+  m.answers = *c.answers;
+  m.think_close = c.think_close;
+  m.resident = c.resident;
+  m.slot = c.slot;
+  m.sequence = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  // Names first (sums where the bytes are), then the bytes of what the store lacks.
+  std::uint64_t need = 0;
+  std::vector<std::size_t> new_blocks, new_anchors;
+  for (std::size_t a = 0; a < n; a += grid) {
+    spill_block_ref b;
+    b.a = a;
+    b.b = std::min(n, a + grid);
+    for (std::size_t v = 0; v < l.views.size(); ++v) b.sums.push_back(c.sum(v, b.a, b.b));
+    b.name = spill_block_name(spill_prefix_hash(tokens.data(), b.b), b.a, b.b, b.sums);
+    if (!store_.has_block(b.name)) {
+      new_blocks.push_back(m.blocks.size());
+      need += (b.b - b.a) * l.row_bytes();
+    }
+    m.blocks.push_back(std::move(b));
+  }
+  for (const auto& [at, copy] : c.anchors) m.anchors.push_back(anchor_ref(*copy, tokens, at, false, l.sections.size()));
+  if (c.end && c.end_copy && !c.end_copy->empty() && c.end->rows.size() <= n &&
+      std::equal(c.end->rows.begin(), c.end->rows.end(), tokens.begin())) {
+    spill_end e;
+    e.at = c.end->rows.size();
+    e.prompt_len = c.end->prompt_len;
+    e.pending = c.end->pending;
+    e.reasoning = c.end->reasoning;
+    e.hidden = c.end->hidden;
+    e.answers = c.end->answers;
+    m.end = std::move(e);
+    m.anchors.push_back(anchor_ref(*c.end_copy, tokens, m.end->at, true, l.sections.size()));
+  }
+  std::vector<const state_copy*> anchor_copies;
+  for (const auto& [at, copy] : c.anchors) anchor_copies.push_back(copy);
+  if (m.end) anchor_copies.push_back(c.end_copy);
+  for (std::size_t i = 0; i < m.anchors.size(); ++i)
+    if (!store_.has_anchor(m.anchors[i].name)) {
+      new_anchors.push_back(i);
+      need += l.section_bytes();
+    }
+  // Budgets before copying (invariant 6): the host staging and the spill's own.
+  if (staged_ + need > opts_.stage_bytes || need > store_.max_bytes()) {
+    ++stage_refusals_;
+    log_warn() << "the session spill refused " << n << " tokens (" << need << " bytes to stage, " << staged_
+               << " staged, staging limit " << opts_.stage_bytes << ", spill budget " << store_.max_bytes()
+               << ")";
+    return nullptr;
+  }
+  for (std::size_t i : new_blocks) {
+    const spill_block_ref& b = m.blocks[i];
+    spill_staged_block s;
+    s.index = i;
+    for (std::size_t v = 0; v < l.views.size(); ++v) {
+      s.rows.emplace_back((b.b - b.a) * l.views[v].bytes_per_token);
+      c.copy_out(v, b.a, b.b, s.rows.back().data());
+    }
+    img.blocks.push_back(std::move(s));
+  }
+  if (!new_anchors.empty()) kernels::device_sync(c.where);
+  for (std::size_t i : new_anchors) {
+    spill_staged_anchor s;
+    s.index = i;
+    for (std::size_t k = 0; k < l.sections.size(); ++k) {
+      const unsigned char* p = anchor_copies[i]->section_data(k);
+      s.sections.emplace_back(p, p + l.sections[k].bytes);
+    }
+    img.anchors.push_back(std::move(s));
+  }
+  blocks_staged_ += static_cast<long>(new_blocks.size());
+  blocks_skipped_ += static_cast<long>(m.blocks.size() - new_blocks.size());
+  auto job = std::make_shared<spill_job>();
+  job->image = std::move(img);
+  job->why = why;
+  job->staged_ns = steady_ns();
+  job->plan = store_.prepare(job->image);
+  if (job->plan.refused) {
+    ++spill_refusals_;
+    log_warn() << "the session spill refused a conversation of " << n << " tokens (" << job->plan.error << ")";
+    store_.commit(job->image, job->plan, {});
+    return nullptr;
+  }
+  staged_ += job->image.staged_bytes();
+  ++spills_;
+  return job;
+}
+
+spill_job_ptr spill_keeper::stage_resident(const resident_prefix& r, const state_adapter& state,
+                                           kernels::backend where, const std::string& session, int slot,
+                                           bool resident, const std::string& why) {
+  conversation c;
+  c.state = &state;
+  c.where = where;
+  c.tokens = &r.tokens();
+  c.taint = r.taint();
+  c.reasoning = &r.reasoning();
+  c.hidden = &r.hidden();
+  c.answers = &r.answers();
+  c.think_close = r.think_close();
+  // The newest 4 grid anchors (the next turn resumes near the end).
+  std::vector<std::pair<std::uint64_t, std::size_t>> by_age;
+  for (const auto& [pos, stamp] : r.anchors().positions())
+    if (pos <= r.taint() && pos <= r.tokens().size()) by_age.emplace_back(stamp, pos);
+  std::sort(by_age.begin(), by_age.end(), std::greater<>());
+  if (by_age.size() > 4) by_age.resize(4);
+  std::vector<std::size_t> chosen;
+  for (const auto& [stamp, pos] : by_age) chosen.push_back(pos);
+  std::sort(chosen.begin(), chosen.end());
+  for (std::size_t pos : chosen)
+    if (const state_copy* cp = r.anchors().at(pos)) c.anchors.emplace_back(pos, cp);
+  c.end = r.end();
+  c.end_copy = &r.end_copy();
+  c.session = session;
+  c.slot = slot;
+  c.resident = resident;
+  if (r.tokens().size() > state.layout().views.front().capacity) return nullptr;
+  return stage(c, why);
+}
+
+spill_job_ptr spill_keeper::stage_parked(const resident_prefix& r, const state_adapter& state,
+                                         kernels::backend where, const std::string& session, int slot,
+                                         const std::string& why) {
+  const saved_prompt* s = r.saved(cache_via::park);
+  if (!s || s->rows.empty()) return nullptr;
+  const std::size_t from = s->rows.first();
+  // Its rows below `from` are the ones in place: they must still hold its tokens, a cold
+  // prefill's bits.
+  if (from > r.taint() || common_prefix(r.tokens(), s->tokens) < from || s->rows.last() != s->tokens.size())
+    return nullptr;
+  conversation c;
+  c.state = &state;
+  c.copy = &s->rows;
+  c.where = where;
+  c.tokens = &s->tokens;
+  c.taint = s->taint;
+  c.reasoning = &s->reasoning;
+  c.hidden = &s->hidden;
+  c.answers = &s->answers;
+  c.think_close = r.think_close();
+  for (const auto& [pos, copy] : s->anchors) c.anchors.emplace_back(pos, &copy);
+  c.end = s->end ? &*s->end : nullptr;
+  c.end_copy = &s->end_copy;
+  c.session = session;
+  c.slot = slot;
+  return stage(c, why);
+}
+
+}  // namespace anchorage

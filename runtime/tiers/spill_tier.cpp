@@ -1,0 +1,48 @@
+#include "runtime/tiers/spill_tier.hpp"
+
+#include "runtime/core/log.hpp"
+
+namespace anchorage {
+
+spill_tier::spill_tier(std::shared_ptr<spill_keeper> keeper, device_tier& device, const cache_options& opts,
+                       kernels::backend where)
+    : keeper_(std::move(keeper)), device_(device), opts_(opts), where_(where) {}
+
+std::optional<resume_offer> spill_tier::offer(tier_lookup& l, std::size_t floor) {
+  planned_.reset();
+  if (l.guest) return std::nullopt;
+  planned_ = keeper_->offer(*l.prompt, floor, prefill_tps_, opts_.end_anchor, opts_.end_align);
+  if (!planned_) return std::nullopt;
+  return planned_->offer;
+}
+
+bool spill_tier::restore(state_adapter& into, const resume_offer& o) {
+  if (!planned_ || planned_->offer.at != o.at) return false;
+  const std::uint64_t id = planned_->id;
+  // Every file read and verified before anything changes: a failure is the tiers above.
+  auto read = keeper_->read(id);
+  if (!read) return false;
+  const spill_manifest& m = read->manifest;
+  device_.make_way(into, m.tokens, m.session_key);
+  keeper_->apply(*read, into, where_, device_.resident());
+  // The sections at the resume point, from the anchors the conversation brought.
+  resume_offer at = o;
+  at.source = m.end && m.end->at == o.at ? cache_source::end : cache_source::resident;
+  at.via = cache_via::none;
+  device_.resident().restore(into, where_, at);
+  return true;
+}
+
+void spill_tier::begin(const resume_offer& o, const state_adapter&, const tier_lookup&, bool) {
+  if (o.source == cache_source::spill) keeper_->count_hit(o.at);
+  planned_.reset();
+}
+
+void spill_tier::clear(cache_tier) {
+  planned_.reset();
+  keeper_->clear();
+}
+
+void spill_tier::stats(cache_stats& into) const { into.spill = keeper_->stats(); }
+
+}  // namespace anchorage

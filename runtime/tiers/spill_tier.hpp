@@ -1,0 +1,46 @@
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <optional>
+
+#include "runtime/tiers/device_tier.hpp"
+#include "runtime/tiers/spill_keeper.hpp"
+#include "runtime/tiers/tier.hpp"
+
+namespace anchorage {
+
+// The session spill as the coordinator sees it (docs/SPILL.md), after the disk tier: a spilled
+// conversation whose tokens the prompt starts with resumes at its end anchor or its newest
+// usable grid anchor (source spill), when reading it costs less than the prefill it saves. Its
+// restore reads and verifies every file first; then the conversation in place is set aside as
+// for any request (device_tier::make_way: spilled when it must be, parked), the spilled rows are
+// written, and the conversation becomes the resident one with its anchors and end anchor.
+// A guest never takes it (its rows would replace the resident ones). Name: spill.
+class spill_tier final : public tier {
+ public:
+  spill_tier(std::shared_ptr<spill_keeper> keeper, device_tier& device, const cache_options& opts,
+             kernels::backend where);
+  // The board's measured prefill rate, for the cost rule (0: unmeasured, the spill reads).
+  void expect_rate(double prefill_tokens_per_s) { prefill_tps_ = prefill_tokens_per_s; }
+
+  bool serves(cache_source s) const override { return s == cache_source::spill; }
+  std::vector<cache_tier> names() const override { return {cache_tier::spill}; }
+  std::optional<resume_offer> offer(tier_lookup& l, std::size_t floor) override;
+  bool restore(state_adapter& into, const resume_offer& offer) override;
+  void begin(const resume_offer& offer, const state_adapter&, const tier_lookup&, bool) override;
+  void after_prefill_step(const state_adapter&, kernels::backend) override {}
+  void end_generation(const state_adapter&, kernels::backend, end_record) override {}
+  void finish(state_adapter&) override { planned_.reset(); }
+  void clear(cache_tier) override;
+  void stats(cache_stats& into) const override;
+
+ private:
+  std::shared_ptr<spill_keeper> keeper_;
+  device_tier& device_;
+  cache_options opts_;
+  kernels::backend where_;
+  double prefill_tps_ = 0;
+  std::optional<spill_offer> planned_;  // what offer() found, until begin()
+};
+
+}  // namespace anchorage

@@ -1,0 +1,148 @@
+// End-to-end: the session spill (issue 14). A restart through the drain (what SIGTERM runs)
+// resumes the next turn from the spill at its end anchor with the greedy tokens of a server that
+// never stopped, and the drain waits for the spill; another session that evicts a conversation
+// the park cannot hold spills it, and its next turn comes back from the spill with the answer of
+// a server that ran only it; clear and the counters cover the spill.
+#include <filesystem>
+#include <thread>
+
+#include "tests/support/chat_turns.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace anchorage;
+using namespace anchorage::testing;
+
+namespace {
+
+std::size_t files_with(const std::string& dir, const std::string& ext) {
+  std::size_t n = 0;
+  if (!std::filesystem::exists(dir)) return 0;
+  for (auto& f : std::filesystem::recursive_directory_iterator(dir))
+    if (f.is_regular_file() && f.path().extension() == ext) ++n;
+  return n;
+}
+
+// Greedy turns whose answers survive the round trip (letters only).
+json greedy(const json& messages, long max_tokens) {
+  json b = chat_body(messages, 5, max_tokens);
+  b["temperature"] = 0;
+  b["chat_template_kwargs"] = {{"enable_thinking", false}};
+  return b;
+}
+
+json conversation(const std::string& who) {
+  return json::array({{{"role", "system"}, {"content", filler(who + " " + system_prompt, 900)}},
+                      {{"role", "user"}, {"content", "List the files in src."}}});
+}
+
+void answer(json& messages, const turn_reply& t, const std::string& next) {
+  messages.push_back({{"role", "assistant"}, {"content", t.message.value("content", "")}});
+  messages.push_back({{"role", "user"}, {"content", next}});
+}
+
+}  // namespace
+
+TEST_CASE("http: a restart through the drain resumes the next turn from the spill with the same tokens",
+          "[http][spill]") {
+  temp_dir dir("anchorage-http-spill");
+  const std::vector<std::string> flags = {"--cache-dir", dir.str(), "--disk-min-tokens", "1000000"};
+  json messages = conversation("A");
+  long end_rows = 0;
+  {
+    http_server a(flags);
+    const turn_reply t1 = post_turn(a, greedy(messages, 12));
+    answer(messages, t1, "Now read main.cpp.");
+    const turn_reply t2 = post_turn(a, greedy(messages, 12));
+    CHECK(t2.x_cache["source"] == "end");
+    answer(messages, t2, "And the tests?");
+    end_rows = a.get("/v1/cache/stats").body_json()["tiers"]["resident"]["end_anchor"].get<long>();
+    CHECK(a.srv().drain(std::chrono::seconds(30)));
+    // Right when the drain returns, before the process would exit: the spill is on disk.
+    CHECK(files_with(dir.str(), ".man") == 1);
+    CHECK(files_with(dir.str(), ".blk") >= 1);
+    CHECK(files_with(dir.str(), ".tmp") == 0);
+  }
+  http_server b(flags);
+  const json spill = b.get("/v1/cache/stats").body_json()["tiers"]["spill"];
+  CHECK(spill["entries"] == 1);
+  CHECK(b.get("/v1/cache/stats").body_json()["tiers"]["resident"]["end_anchor"] == end_rows);
+  const turn_reply t3 = post_turn(b, greedy(messages, 12));
+  CHECK(t3.x_cache["source"] == "spill");
+  CHECK(t3.x_cache["resumed_at"] == end_rows);
+  // A server that never stopped.
+  temp_dir other("anchorage-http-spill-ref");
+  http_server ref({"--cache-dir", other.str(), "--disk-min-tokens", "1000000"});
+  json again = conversation("A");
+  const turn_reply r1 = post_turn(ref, greedy(again, 12));
+  answer(again, r1, "Now read main.cpp.");
+  const turn_reply r2 = post_turn(ref, greedy(again, 12));
+  answer(again, r2, "And the tests?");
+  REQUIRE(again == messages);
+  const turn_reply r3 = post_turn(ref, greedy(again, 12));
+  CHECK(r3.x_cache["source"] == "end");
+  CHECK(t3.message == r3.message);
+  CHECK(t3.x_cache["prefilled_tokens"] == r3.x_cache["prefilled_tokens"]);
+  const std::string metrics = b.get("/metrics").body;
+  CHECK_THAT(metrics, Catch::Contains("anchorage_cache_hits_total{tier=\"spill\"} 1"));
+  CHECK_THAT(metrics, Catch::Contains("anchorage_cache_bytes_read_total{tier=\"spill\"}"));
+}
+
+TEST_CASE("http: a conversation another session evicts comes back from the spill with the answer of a "
+          "server that ran only it",
+          "[http][spill]") {
+  temp_dir dir("anchorage-http-spill-evict");
+  const std::vector<std::string> flags = {"--cache-dir",        dir.str(), "--disk-min-tokens", "1000000",
+                                          "--spill-min-tokens", "256",     "--resident-park-gb", "0",
+                                          "--resident-guest-max", "0",     "--cache-budget-gb",  "0"};
+  http_server s(flags);
+  json a = conversation("A");
+  const turn_reply a1 = post_turn(s, greedy(a, 10));
+  answer(a, a1, "Now read main.cpp.");
+  // Session B replaces A's rows; the park holds nothing, so A is spilled first.
+  const turn_reply b1 = post_turn(s, greedy(conversation("B"), 10));
+  CHECK(b1.x_cache["source"] == "cold");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  json spill;
+  do {
+    spill = s.get("/v1/cache/stats").body_json()["tiers"]["spill"];
+    if (spill.value("entries", 0) >= 1 && spill.value("staged_bytes", 1) == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (std::chrono::steady_clock::now() < until);
+  REQUIRE(spill["entries"] == 1);
+  const turn_reply a2 = post_turn(s, greedy(a, 10));
+  CHECK(a2.x_cache["source"] == "spill");
+  // A server that ran only A.
+  http_server ref({"--disk-min-tokens", "1000000"});
+  json alone = conversation("A");
+  const turn_reply r1 = post_turn(ref, greedy(alone, 10));
+  answer(alone, r1, "Now read main.cpp.");
+  REQUIRE(alone == a);
+  const turn_reply r2 = post_turn(ref, greedy(alone, 10));
+  CHECK(r2.x_cache["source"] == "end");
+  CHECK(a2.message == r2.message);
+  CHECK(a2.x_cache["prefilled_tokens"] == r2.x_cache["prefilled_tokens"]);
+}
+
+TEST_CASE("http: clear with tier=spill deletes the spill's files", "[http][spill]") {
+  temp_dir dir("anchorage-http-spill-clear");
+  const std::vector<std::string> flags = {"--cache-dir", dir.str(), "--disk-min-tokens", "1000000",
+                                          "--admin-token", "secret"};
+  const httplib::Headers admin = {{"Authorization", "Bearer secret"}};
+  {
+    http_server a(flags);
+    post_turn(a, greedy(conversation("A"), 6));
+    CHECK(a.srv().drain(std::chrono::seconds(30)));
+  }
+  REQUIRE(files_with(dir.str(), ".man") == 1);
+  http_server b(flags);
+  const http_reply r = b.post("/v1/cache/clear?tier=spill", "", admin);
+  REQUIRE(r.status == 200);
+  CHECK(r.body_json()["cleared"] == json::array({"spill"}));
+  CHECK(files_with(dir.str(), ".man") == 0);
+  CHECK(files_with(dir.str(), ".blk") == 0);
+  CHECK(b.get("/v1/cache/stats").body_json()["tiers"]["spill"]["entries"] == 0);
+  // With the spill off nothing is named spill.
+  http_server off({"--cache-dir", dir.str(), "--session-spill", "off", "--admin-token", "secret"});
+  CHECK(off.get("/v1/cache/stats").body_json()["tiers"]["spill"]["enabled"] == false);
+  CHECK(off.post("/v1/cache/clear?tier=spill", "", admin).status == 400);
+}
