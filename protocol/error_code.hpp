@@ -35,7 +35,7 @@ inline error_code_text describe(error_code c) {
               ""};
     case error_code::unknown_tier:
       // the names cache_tier_from_string() accepts (protocol/cache_source.hpp)
-      return {400, "invalid_request_error", "unknown tier (all, resident, store, disk)", "tier"};
+      return {400, "invalid_request_error", "unknown tier (all, resident, store, disk, spill)", "tier"};
     case error_code::none:
       break;
   }

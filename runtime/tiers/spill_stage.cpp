@@ -10,6 +10,7 @@
 #include "runtime/core/log.hpp"
 #include "runtime/core/token_prefix.hpp"
 #include "runtime/io/clock.hpp"
+#include "runtime/spill/spill_codec.hpp"
 #include "runtime/tiers/spill_keeper.hpp"
 
 namespace anchorage {
@@ -167,6 +168,13 @@ spill_job_ptr spill_keeper::stage(const conversation& c, const std::string& why)
       s.sections.emplace_back(p, p + l.sections[k].bytes);
     }
     img.anchors.push_back(std::move(s));
+  }
+  // A conversation that did not change since its last spill keeps that spill's time, so its
+  // manifest is the same bytes and nothing at all is written.
+  if (const spill_manifest* old = store_.find(m.id); old && new_blocks.empty() && new_anchors.empty()) {
+    spill_manifest same = m;
+    same.sequence = old->sequence;
+    if (encode_spill_manifest(l, same) == encode_spill_manifest(l, *old)) m.sequence = old->sequence;
   }
   blocks_staged_ += static_cast<long>(new_blocks.size());
   blocks_skipped_ += static_cast<long>(m.blocks.size() - new_blocks.size());

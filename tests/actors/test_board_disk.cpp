@@ -150,7 +150,7 @@ TEST_CASE("a cancel and a clear sent while the board restores from disk are hand
   CHECK(t.disk_st().service->stats().hits == 1);
 }
 
-TEST_CASE("a staged write goes out and comes back between two board steps; the board never waits",
+TEST_CASE("a staged write goes out and comes back between two board steps, the board never waits",
           "[actors][board][disk]") {
   board_bench t;
   t.spawn();

@@ -22,6 +22,37 @@ board_actor::behavior_type held_board(board_actor::pointer, std::shared_ptr<std:
       [](clear_atom, cache_tier tier) -> clear_reply {
         return clear_reply{tier, {}};
       },
+      [](spill_atom) -> spill_stop_reply { return {}; },
+  };
+}
+
+// A board whose planned-stop spill answers only when the test says so: a job named "release"
+// delivers it (from inside the board, as a real board answers when its writes come back).
+struct held_spill {
+  std::vector<std::string> runs;
+  int asked = 0;
+  board_actor board;
+  caf::typed_response_promise<spill_stop_reply> pending;
+};
+
+board_actor::behavior_type spilling_board(board_actor::pointer self, std::shared_ptr<held_spill> h) {
+  return {
+      [h](run_atom, const board_job& j) {
+        if (j.id != "release") return h->runs.push_back(j.id);
+        spill_stop_reply r;
+        r.conversations = r.written = 1;
+        h->pending.deliver(r);
+      },
+      [](step_atom) {},
+      [](cancel_atom, const std::string&) {},
+      [](clear_atom, cache_tier tier) -> clear_reply {
+        return clear_reply{tier, {}};
+      },
+      [self, h](spill_atom) -> caf::result<spill_stop_reply> {
+        ++h->asked;
+        h->pending = self->make_response_promise<spill_stop_reply>();
+        return h->pending;
+      },
   };
 }
 
@@ -112,4 +143,45 @@ TEST_CASE("a drain is answered once nothing runs or waits and the staged disk wr
     REQUIRE(b->has_value());
     CHECK(**b);
   }
+}
+
+TEST_CASE("with the session spill a drain asks the board to spill once nothing runs, and waits for it",
+          "[actors][conductor][spill]") {
+  caf_fixture f;
+  auto h = std::make_shared<held_spill>();
+  conductor_options opts;
+  opts.limits.ctx_size = 1024;
+  opts.spill = true;
+  auto& sys = *f.sys;
+  auto cond = f.spawn(conductor, opts, [&sys, h](done_receiver) {
+    h->board = sys.spawn(spilling_board, h);
+    return h->board;
+  });
+  auto seen = std::make_shared<recorded>();
+  auto sink = f.spawn(recorder, seen);
+  f.sched->run();
+  auto answer = std::make_shared<std::optional<bool>>();
+  caf::anon_send(cond, generate_atom::value,
+                 request_envelope{"r1", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
+  f.sched->run();
+  f.spawn(
+      [cond, answer](caf::event_based_actor* self, int) -> caf::behavior {
+        self->request(cond, caf::infinite, drain_atom::value).then([answer](bool idle) { *answer = idle; });
+        return {[](int) {}};
+      },
+      0);
+  f.sched->run();
+  CHECK(h->asked == 0);  // r1 runs: its conversation is not final yet
+  CHECK_FALSE(answer->has_value());
+  caf::anon_send(cond, done_atom::value, ended("r1"));
+  f.sched->run();
+  CHECK(h->asked == 1);  // idle now: the spill is asked for
+  CHECK_FALSE(answer->has_value());  // and the drain waits for it
+  board_job release;
+  release.id = "release";
+  caf::anon_send(h->board, run_atom::value, release);
+  f.sched->run();
+  REQUIRE(answer->has_value());
+  CHECK(**answer);
+  CHECK(h->asked == 1);
 }

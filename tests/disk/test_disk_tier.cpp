@@ -126,7 +126,7 @@ std::size_t files_with(const std::string& dir, const std::string& ext) {
 
 }  // namespace
 
-TEST_CASE("a prompt seen once writes chunks and no anchor; seen twice, an anchor at its longest line",
+TEST_CASE("a prompt seen once writes chunks and no anchor, seen twice, an anchor at its longest line",
           "[disk][admission]") {
   temp_dir dir("anchorage-disk-tier");
   process p(dir.str());
@@ -235,7 +235,7 @@ TEST_CASE("the disk is read only when the read costs less than the prefill it sa
   CHECK(q.service().stats().declined == 1);
 }
 
-TEST_CASE("a session resume's prefill writes nothing to disk; a guest neither", "[disk][admission]") {
+TEST_CASE("a session resume's prefill writes nothing to disk, a guest neither", "[disk][admission]") {
   temp_dir dir("anchorage-disk-tier");
   process p(dir.str());
   const std::size_t g = static_cast<std::size_t>(p.c.grid);

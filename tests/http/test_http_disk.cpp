@@ -75,7 +75,7 @@ TEST_CASE("after a restart a new session's head comes back from disk with the co
   CHECK_THAT(metrics, Catch::Contains("anchorage_cache_bytes_read_total{tier=\"disk\"}"));
 }
 
-TEST_CASE("clear with tier=disk deletes the tier's files; tier=all too", "[http][disk]") {
+TEST_CASE("clear with tier=disk deletes the tier's files, tier=all too", "[http][disk]") {
   temp_dir dir("anchorage-http-disk");
   http_server a({"--cache-dir", dir.str(), "--disk-min-tokens", "256", "--admin-token", "secret"});
   const httplib::Headers admin = {{"Authorization", "Bearer secret"}};
@@ -91,7 +91,7 @@ TEST_CASE("clear with tier=disk deletes the tier's files; tier=all too", "[http]
   wait_disk(a, [](const json& d) { return d["entries"] >= 4 && d["staged_bytes"] == 0; });
   const http_reply all = a.post("/v1/cache/clear?tier=all", "", admin);
   REQUIRE(all.status == 200);
-  CHECK(all.body_json()["cleared"] == json::array({"resident", "store", "disk"}));
+  CHECK(all.body_json()["cleared"] == json::array({"resident", "store", "disk", "spill"}));
   CHECK(files_under(dir.str(), "") == 0);
 }
 
@@ -154,7 +154,7 @@ TEST_CASE("a planned stop (the drain) waits for the disk tier's staged writes", 
   CHECK(wait_disk(b, [](const json&) { return true; })["entries"] == 4);
 }
 
-TEST_CASE("two slots write two sessions' heads at once; after a restart both come back from disk",
+TEST_CASE("two slots write two sessions' heads at once, after a restart both come back from disk",
           "[http][disk][slots]") {
   temp_dir dir("anchorage-http-disk-slots");
   const std::vector<std::string> flags = {"--cache-dir", dir.str(),    "--disk-min-tokens",

@@ -193,7 +193,7 @@ TEST_CASE("http_front: keep-alive carries several requests, within its maximum a
   CHECK(load::ms_since(t0) < 3000);
 }
 
-TEST_CASE("http_front: slow connections do not starve a new request; past the limit, 503", "[http][front]") {
+TEST_CASE("http_front: slow connections do not starve a new request, past the limit, 503", "[http][front]") {
   http_limits l = quick_limits();
   l.header_timeout_ms = 30'000;
   l.max_connections = 150;
@@ -218,7 +218,7 @@ TEST_CASE("http_front: slow connections do not starve a new request; past the li
   CHECK(slow.alive() == 140);
 }
 
-TEST_CASE("http_front: the --http-* flags set the limits; a bad value names its flag", "[http][front]") {
+TEST_CASE("http_front: the --http-* flags set the limits, a bad value names its flag", "[http][front]") {
   const server_config c = parse_server_args({"--http-threads", "7", "--http-max-connections", "300",
                                              "--http-max-header-kb", "4", "--http-header-timeout-s", "3",
                                              "--http-body-timeout-s", "9", "--http-write-timeout-s", "11",

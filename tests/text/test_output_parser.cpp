@@ -84,7 +84,7 @@ TEST_CASE("without parse_reasoning think tags are content", "[openai]") {
   CHECK(r.result.content == "<think>x</think>y");
 }
 
-TEST_CASE("think not first is not reasoning; stray </think> is dropped", "[openai]") {
+TEST_CASE("think not first is not reasoning, stray </think> is dropped", "[openai]") {
   run_result r = run(true, false, "Hi <think>x</think> there");
   CHECK(r.result.reasoning.empty());
   CHECK(r.result.content == "Hi x there");

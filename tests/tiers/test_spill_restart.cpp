@@ -150,7 +150,7 @@ TEST_CASE("spill: a planned stop and a new start resume the next turn from the s
   CHECK(k2->stats()["hits"] == 1);
 }
 
-TEST_CASE("spill: re-spilling an unchanged conversation writes no block; a grown one at most ceil(d/grid)+1",
+TEST_CASE("spill: re-spilling an unchanged conversation writes no block, a grown one at most ceil(d/grid)+1",
           "[spill][tiers]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-content");
@@ -192,7 +192,7 @@ TEST_CASE("spill: re-spilling an unchanged conversation writes no block; a grown
   CHECK(count_files(dir.str(), ".blk") == k->store().block_count());
 }
 
-TEST_CASE("spill: another session's request evicts a conversation the park cannot hold; it comes back from "
+TEST_CASE("spill: another session's request evicts a conversation the park cannot hold, it comes back from "
           "the spill with the answer of a server that ran it alone",
           "[spill][tiers][exact]") {
   const model_config c = test_config("tiny", 1024);
@@ -246,7 +246,7 @@ TEST_CASE("spill: another session's request evicts a conversation the park canno
   CHECK(w.reports.size() == 2);
 }
 
-TEST_CASE("spill: a damaged block is never read back; the slot starts empty and the turn is cold", "[spill][tiers]") {
+TEST_CASE("spill: a damaged block is never read back, the slot starts empty and the turn is cold", "[spill][tiers]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-damage");
   std::vector<token_id> p2;
