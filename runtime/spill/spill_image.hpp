@@ -103,5 +103,9 @@ std::uint64_t spill_conversation_id(const std::string& session_key, const std::v
                                     std::size_t grid);
 // XXH3-64 (seed 0) of tokens[0, n) as int32 little-endian bytes (the disk tier's prefix_hash).
 std::uint64_t spill_prefix_hash(const token_id* tokens, std::size_t n);
+// spill_prefix_hash(tokens, e) for every e of `ends` (ascending, each <= tokens.size()), in one
+// pass over tokens[0, ends.back()).
+std::vector<std::uint64_t> spill_prefix_hashes(const std::vector<token_id>& tokens,
+                                               const std::vector<std::size_t>& ends);
 
 }  // namespace anchorage
