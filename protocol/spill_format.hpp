@@ -56,7 +56,8 @@ inline constexpr std::size_t reserved = 72;    // u64 zero
 }  // namespace block_offset
 inline constexpr std::size_t block_fixed_bytes = 80;
 static_assert(block_offset::name == common_bytes, "a block's own fields follow the common ones");
-static_assert(block_offset::reserved + 8 == block_fixed_bytes, "the block header ends with its reserved field");
+static_assert(block_offset::reserved + 8 == block_fixed_bytes,
+              "the block header ends with its reserved field");
 
 // ---- Anchor file: s-<name, 16 hex>.sec ------------------------------------------------------------
 // [0, anchor_fixed_bytes)    the fixed header (offsets below)
@@ -71,7 +72,8 @@ inline constexpr std::size_t reserved = 64;       // u64 zero
 }  // namespace anchor_offset
 inline constexpr std::size_t anchor_fixed_bytes = 72;
 static_assert(anchor_offset::name == common_bytes, "an anchor's own fields follow the common ones");
-static_assert(anchor_offset::reserved + 8 == anchor_fixed_bytes, "the anchor header ends with its reserved field");
+static_assert(anchor_offset::reserved + 8 == anchor_fixed_bytes,
+              "the anchor header ends with its reserved field");
 
 // ---- Table entries (block views and anchor sections alike) --------------------------------------
 //   [0, 8)   u64 size: bytes_per_token for a view, the section's bytes for a section
@@ -101,7 +103,8 @@ inline constexpr std::size_t reserved = 60;       // u32 zero
 }  // namespace manifest_offset
 inline constexpr std::size_t manifest_fixed_bytes = 64;
 static_assert(manifest_offset::id == common_bytes, "a manifest's own fields follow the common ones");
-static_assert(manifest_offset::reserved + 4 == manifest_fixed_bytes, "the manifest header ends with its reserved field");
+static_assert(manifest_offset::reserved + 4 == manifest_fixed_bytes,
+              "the manifest header ends with its reserved field");
 
 // The largest manifest a reader accepts (a scan reads every manifest whole): 64 MiB holds the
 // ids of about 16 million tokens.

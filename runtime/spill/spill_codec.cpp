@@ -13,7 +13,9 @@ namespace {
 
 std::size_t grid_of(const state_layout& l) { return static_cast<std::size_t>(l.grid); }
 
-std::size_t block_header_bytes(std::size_t views) { return sf::block_fixed_bytes + views * sf::sum_entry_bytes; }
+std::size_t block_header_bytes(std::size_t views) {
+  return sf::block_fixed_bytes + views * sf::sum_entry_bytes;
+}
 std::size_t anchor_header_bytes(std::size_t sections) {
   return sf::anchor_fixed_bytes + sections * sf::sum_entry_bytes;
 }
@@ -41,13 +43,14 @@ bool parse_name(const std::string& file, const char* prefix, const char* suffix,
 void check_ref(const state_layout& l, const spill_block_ref& ref, const std::vector<token_id>& tokens) {
   const std::size_t g = grid_of(l);
   if (g == 0 || ref.a % g != 0 || ref.b <= ref.a || ref.b - ref.a > g)
-    throw std::invalid_argument("spill block [" + num(ref.a) + ", " + num(ref.b) + ") is not a block of grid " +
-                                num(g));
+    throw std::invalid_argument("spill block [" + num(ref.a) + ", " + num(ref.b) +
+                                ") is not a block of grid " + num(g));
   if (ref.sums.size() != l.views.size())
     throw std::invalid_argument("spill block: " + num(ref.sums.size()) + " sums for " + num(l.views.size()) +
                                 " views");
   if (tokens.size() < ref.b)
-    throw std::invalid_argument("spill block: " + num(tokens.size()) + " tokens, the block ends at " + num(ref.b));
+    throw std::invalid_argument("spill block: " + num(tokens.size()) + " tokens, the block ends at " +
+                                num(ref.b));
 }
 
 }  // namespace
@@ -63,7 +66,9 @@ std::uint64_t spill_anchor_file_bytes(const state_layout& layout) {
   return anchor_header_bytes(layout.sections.size()) + layout.section_bytes();
 }
 
-std::string spill_block_file(std::uint64_t name) { return file_name(sf::block_prefix, name, sf::block_suffix); }
+std::string spill_block_file(std::uint64_t name) {
+  return file_name(sf::block_prefix, name, sf::block_suffix);
+}
 std::string spill_anchor_file(std::uint64_t name) {
   return file_name(sf::anchor_prefix, name, sf::anchor_suffix);
 }
@@ -130,7 +135,8 @@ spill_decode<sf::block_header> read_spill_block_header(const unsigned char* d, s
   const std::uint32_t count = get_u32(d + sf::block_offset::view_count);
   if (count > sf::max_table_entries) return R::failure(fault::bad_header, num(count) + " views");
   if (!check_header(r, d, size, block_header_bytes(count), h)) return r;
-  if (get_u64(d + sf::block_offset::reserved) != 0) return R::failure(fault::bad_header, "reserved field not 0");
+  if (get_u64(d + sf::block_offset::reserved) != 0)
+    return R::failure(fault::bad_header, "reserved field not 0");
   h.name = get_u64(d + sf::block_offset::name);
   h.a = get_u64(d + sf::block_offset::a);
   h.b = get_u64(d + sf::block_offset::b);
@@ -166,8 +172,8 @@ spill_decode<spill_block_view> verify_spill_block(const unsigned char* d, std::s
   if (std::string e = spill_foreign_block(h, layout); !e.empty()) return R::failure(fault::foreign_engine, e);
   if (h.name != ref.name || h.a != ref.a || h.b != ref.b)
     return R::failure(fault::wrong_place, "block " + hex(h.name) + " [" + num(h.a) + ", " + num(h.b) +
-                                              "), the manifest's is " + hex(ref.name) + " [" + num(ref.a) + ", " +
-                                              num(ref.b) + ")");
+                                              "), the manifest's is " + hex(ref.name) + " [" + num(ref.a) +
+                                              ", " + num(ref.b) + ")");
   R r;
   if (!check_length(r, h.file_bytes, spill_block_file_bytes(layout, ref.a, ref.b), size)) return r;
   if (ref.sums.size() != layout.views.size())
@@ -201,8 +207,9 @@ spill_decode<spill_block_view> verify_spill_block(const unsigned char* d, std::s
 std::vector<unsigned char> encode_spill_anchor_head(const state_layout& layout, const spill_anchor_ref& ref,
                                                     const std::vector<const unsigned char*>& sections) {
   if (ref.sums.size() != layout.sections.size() || sections.size() != layout.sections.size())
-    throw std::invalid_argument("spill anchor: " + num(ref.sums.size()) + " sums and " + num(sections.size()) +
-                                " sections for " + num(layout.sections.size()) + " layout sections");
+    throw std::invalid_argument("spill anchor: " + num(ref.sums.size()) + " sums and " +
+                                num(sections.size()) + " sections for " + num(layout.sections.size()) +
+                                " layout sections");
   const std::size_t hb = anchor_header_bytes(layout.sections.size());
   bytes b(hb, 0);
   put_common(b, sf::anchor_magic, hb, layout, spill_anchor_file_bytes(layout));
@@ -240,7 +247,8 @@ spill_decode<sf::anchor_header> read_spill_anchor_header(const unsigned char* d,
   const std::uint32_t count = get_u32(d + sf::anchor_offset::section_count);
   if (count > sf::max_table_entries) return R::failure(fault::bad_header, num(count) + " sections");
   if (!check_header(r, d, size, anchor_header_bytes(count), h)) return r;
-  if (get_u64(d + sf::anchor_offset::reserved) != 0) return R::failure(fault::bad_header, "reserved field not 0");
+  if (get_u64(d + sf::anchor_offset::reserved) != 0)
+    return R::failure(fault::bad_header, "reserved field not 0");
   const std::uint32_t end = get_u32(d + sf::anchor_offset::end);
   if (end > 1) return R::failure(fault::bad_header, "end flag " + num(end));
   h.name = get_u64(d + sf::anchor_offset::name);
@@ -272,10 +280,12 @@ spill_decode<spill_anchor_view> verify_spill_anchor(const unsigned char* d, std:
   auto hr = read_spill_anchor_header(d, size);
   if (!hr.ok()) return R::from(hr);
   const sf::anchor_header& h = hr.value;
-  if (std::string e = spill_foreign_anchor(h, layout); !e.empty()) return R::failure(fault::foreign_engine, e);
+  if (std::string e = spill_foreign_anchor(h, layout); !e.empty())
+    return R::failure(fault::foreign_engine, e);
   if (h.name != ref.name || h.at != ref.at || h.end != ref.end)
-    return R::failure(fault::wrong_place, "anchor " + hex(h.name) + " at " + num(h.at) + (h.end ? " (end)" : "") +
-                                              ", the manifest's is " + hex(ref.name) + " at " + num(ref.at) +
+    return R::failure(fault::wrong_place, "anchor " + hex(h.name) + " at " + num(h.at) +
+                                              (h.end ? " (end)" : "") + ", the manifest's is " +
+                                              hex(ref.name) + " at " + num(ref.at) +
                                               (ref.end ? " (end)" : ""));
   R r;
   if (!check_length(r, h.file_bytes, spill_anchor_file_bytes(layout), size)) return r;

@@ -97,7 +97,8 @@ bool check_start(R& r, const unsigned char* d, std::size_t size, std::size_t fix
   }
   h.version = get_u32(d + sf::common_offset::version);
   if (h.version != sf::version) {
-    r = R::failure(fault::bad_version, "version " + num(h.version) + ", this reader knows " + num(sf::version));
+    r = R::failure(fault::bad_version,
+                   "version " + num(h.version) + ", this reader knows " + num(sf::version));
     return false;
   }
   h.header_bytes = get_u32(d + sf::common_offset::header_bytes);
@@ -112,7 +113,8 @@ template <class R>
 bool check_header(R& r, const unsigned char* d, std::size_t size, std::uint64_t expect_hb,
                   const sf::common_header& h) {
   if (h.header_bytes != expect_hb) {
-    r = R::failure(fault::bad_header, "header_bytes " + num(h.header_bytes) + ", its counts make " + num(expect_hb));
+    r = R::failure(fault::bad_header,
+                   "header_bytes " + num(h.header_bytes) + ", its counts make " + num(expect_hb));
     return false;
   }
   if (size < expect_hb) {

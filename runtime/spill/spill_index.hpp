@@ -64,7 +64,8 @@ class spill_index {
   const manifest_entry* find(std::uint64_t id) const;
   // Indexes `m` (every file it names must be present), replacing the manifest of its id if any;
   // returns the files that became dead (named only by the one replaced).
-  std::vector<spill_file_key> install(spill_manifest m, std::vector<unsigned char> encoded, std::uint64_t last_use);
+  std::vector<spill_file_key> install(spill_manifest m, std::vector<unsigned char> encoded,
+                                      std::uint64_t last_use);
   // Drops manifest `id`; returns the files that became dead. Empty when not indexed.
   std::vector<spill_file_key> remove_manifest(std::uint64_t id);
   // The manifests naming `k`.

@@ -57,7 +57,8 @@ json to_payload(const spill_manifest& m) {
     j["end"] = nullptr;
   }
   json blocks = json::array();
-  for (const auto& b : m.blocks) blocks.push_back({{"name", b.name}, {"a", b.a}, {"b", b.b}, {"sums", sums_to(b.sums)}});
+  for (const auto& b : m.blocks)
+    blocks.push_back({{"name", b.name}, {"a", b.a}, {"b", b.b}, {"sums", sums_to(b.sums)}});
   j["blocks"] = std::move(blocks);
   json anchors = json::array();
   for (const auto& a : m.anchors)
@@ -84,7 +85,9 @@ std::uint64_t get_uint(const json& j, const std::string& name) {
   if (!v.is_number_unsigned()) bad(name, "an unsigned integer");
   return v.get<std::uint64_t>();
 }
-std::size_t get_size(const json& j, const std::string& name) { return static_cast<std::size_t>(get_uint(j, name)); }
+std::size_t get_size(const json& j, const std::string& name) {
+  return static_cast<std::size_t>(get_uint(j, name));
+}
 std::int64_t get_int(const json& j, const std::string& name) {
   const json& v = field(j, name);
   if (!v.is_number_integer()) bad(name, "an integer");
@@ -110,7 +113,8 @@ std::vector<spill_span> get_spans(const json& j, const std::string& name) {
   std::vector<spill_span> out;
   for (const json& s : a) {
     if (!s.is_array() || s.size() != 2) bad(name, "an array of [first, second] pairs");
-    out.emplace_back(static_cast<std::size_t>(as_uint(s[0], name)), static_cast<std::size_t>(as_uint(s[1], name)));
+    out.emplace_back(static_cast<std::size_t>(as_uint(s[0], name)),
+                     static_cast<std::size_t>(as_uint(s[1], name)));
   }
   return out;
 }
@@ -182,8 +186,8 @@ spill_manifest from_payload(const json& j) {
 std::string check_spans(const std::vector<spill_span>& spans, std::size_t n, const char* what) {
   for (const auto& s : spans)
     if (s.first > s.second || s.second > n)
-      return std::string(what) + " span [" + num(s.first) + ", " + num(s.second) + ") is not inside [0, " + num(n) +
-             ")";
+      return std::string(what) + " span [" + num(s.first) + ", " + num(s.second) + ") is not inside [0, " +
+             num(n) + ")";
   return {};
 }
 
@@ -209,7 +213,8 @@ std::string check_spill_manifest(const state_layout& layout, const spill_manifes
     if (b.a % g != 0 || b.b <= b.a || b.b - b.a > g)
       return "block [" + num(b.a) + ", " + num(b.b) + ") is not a block of grid " + num(g);
     if (b.sums.size() != layout.views.size())
-      return "block at " + num(b.a) + ": " + num(b.sums.size()) + " sums for " + num(layout.views.size()) + " views";
+      return "block at " + num(b.a) + ": " + num(b.sums.size()) + " sums for " + num(layout.views.size()) +
+             " views";
     next = b.b;
     ends.push_back(b.b);
   }
@@ -222,8 +227,8 @@ std::string check_spill_manifest(const state_layout& layout, const spill_manifes
   for (std::size_t i = 0; i < m.anchors.size(); ++i) {
     const auto& a = m.anchors[i];
     if (a.sums.size() != layout.sections.size())
-      return "anchor at " + num(a.at) + ": " + num(a.sums.size()) + " sums for " + num(layout.sections.size()) +
-             " sections";
+      return "anchor at " + num(a.at) + ": " + num(a.sums.size()) + " sums for " +
+             num(layout.sections.size()) + " sections";
     if (a.end) {
       if (i + 1 != m.anchors.size()) return "the end anchor is not the last anchor";
       if (!m.end || m.end->at != a.at) return "the end anchor at " + num(a.at) + " has no end record there";
@@ -268,7 +273,8 @@ std::vector<unsigned char> encode_spill_manifest(const state_layout& layout, con
     throw std::invalid_argument("spill manifest: " + e);
   const std::vector<std::uint8_t> payload = json::to_cbor(to_payload(m));
   bytes b(sf::manifest_fixed_bytes, 0);
-  put_common(b, sf::manifest_magic, sf::manifest_fixed_bytes, layout, sf::manifest_fixed_bytes + payload.size());
+  put_common(b, sf::manifest_magic, sf::manifest_fixed_bytes, layout,
+             sf::manifest_fixed_bytes + payload.size());
   put_u64(b, sf::manifest_offset::id, m.id);
   put_u64(b, sf::manifest_offset::payload_bytes, payload.size());
   put_u32(b, sf::manifest_offset::payload_crc, crc32(payload.data(), payload.size()));
@@ -283,7 +289,8 @@ spill_decode<sf::manifest_header> read_spill_manifest_header(const unsigned char
   sf::manifest_header& h = r.value;
   if (!check_start(r, d, size, sf::manifest_fixed_bytes, sf::manifest_magic, "a spill manifest", h)) return r;
   if (!check_header(r, d, size, sf::manifest_fixed_bytes, h)) return r;
-  if (get_u32(d + sf::manifest_offset::reserved) != 0) return R::failure(fault::bad_header, "reserved field not 0");
+  if (get_u32(d + sf::manifest_offset::reserved) != 0)
+    return R::failure(fault::bad_header, "reserved field not 0");
   h.id = get_u64(d + sf::manifest_offset::id);
   h.payload_bytes = get_u64(d + sf::manifest_offset::payload_bytes);
   h.payload_crc = get_u32(d + sf::manifest_offset::payload_crc);
@@ -306,7 +313,8 @@ spill_decode<spill_manifest> decode_spill_manifest(const unsigned char* d, std::
   const unsigned char* p = d + sf::manifest_fixed_bytes;
   const auto n = static_cast<std::size_t>(h.payload_bytes);
   const std::uint32_t c = crc32(p, n);
-  if (c != h.payload_crc) return R::failure(fault::bad_crc, "payload crc32 " + hex(c) + ", stored " + hex(h.payload_crc));
+  if (c != h.payload_crc)
+    return R::failure(fault::bad_crc, "payload crc32 " + hex(c) + ", stored " + hex(h.payload_crc));
   const json j = json::from_cbor(p, p + n, true, false);
   if (j.is_discarded()) return R::failure(fault::bad_payload, "the payload is not CBOR");
   try {
@@ -316,7 +324,8 @@ spill_decode<spill_manifest> decode_spill_manifest(const unsigned char* d, std::
   }
   if (r.value.id != h.id)
     return R::failure(fault::bad_payload, "payload id " + hex(r.value.id) + ", header id " + hex(h.id));
-  if (std::string e = check_spill_manifest(layout, r.value); !e.empty()) return R::failure(fault::bad_payload, e);
+  if (std::string e = check_spill_manifest(layout, r.value); !e.empty())
+    return R::failure(fault::bad_payload, e);
   return r;
 }
 

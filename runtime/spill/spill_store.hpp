@@ -28,6 +28,8 @@
 // its own env between prepare() and commit().
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,21 +39,22 @@
 #include "runtime/engine/state_layout.hpp"
 #include "runtime/io/file_env.hpp"
 #include "runtime/spill/spill_image.hpp"
+#include "runtime/spill/spill_index.hpp"
 
 namespace anchorage {
 
 struct spill_store_options {
-  std::string dir;                // --cache-dir: the store works in dir/<fingerprint hex>/spill
-  std::uint64_t budget_bytes = 0; // --session-spill-gb
+  std::string dir;                 // --cache-dir: the store works in dir/<fingerprint hex>/spill
+  std::uint64_t budget_bytes = 0;  // --session-spill-gb
 };
 
 struct spill_scan_report {
-  std::size_t manifests = 0;        // indexed
+  std::size_t manifests = 0;  // indexed
   std::size_t blocks = 0, anchors = 0;
-  std::size_t tmp_reaped = 0;       // .tmp orphans removed
-  std::size_t foreign = 0;          // files of another fingerprint, grid or layout removed
-  std::size_t damaged = 0;          // files with a bad header or length, manifests naming a missing file
-  std::size_t orphans = 0;          // blocks and anchors no manifest names, removed
+  std::size_t tmp_reaped = 0;  // .tmp orphans removed
+  std::size_t foreign = 0;     // files of another fingerprint, grid or layout removed
+  std::size_t damaged = 0;     // files with a bad header or length, manifests naming a missing file
+  std::size_t orphans = 0;     // blocks and anchors no manifest names, removed
 };
 
 // One file a prepared write writes.
@@ -69,9 +72,9 @@ struct spill_write_plan {
   std::vector<spill_file_job> files;  // new blocks, new anchors, then the manifest last
   std::size_t blocks_present = 0;     // named by the manifest and already held (not written)
   std::size_t anchors_present = 0;
-  std::uint64_t bytes = 0;            // what the files add
-  std::size_t evicted = 0;            // manifests evicted to make room
-  bool refused = false;               // over the budget even after evicting, or a named file is neither held nor staged
+  std::uint64_t bytes = 0;  // what the files add
+  std::size_t evicted = 0;  // manifests evicted to make room
+  bool refused = false;     // over the budget even after evicting, or a named file is neither held nor staged
   std::string error;
 };
 
@@ -88,8 +91,8 @@ struct spill_write_report {
 
 // Encodes and writes the plan's files in order through `env`, stopping at the first failure
 // (the results then end with it). Touches no index: the spill writer actor runs it.
-std::vector<file_result> execute_spill_write(file_env& env, const state_layout& layout, const spill_image& image,
-                                             const spill_write_plan& plan);
+std::vector<file_result> execute_spill_write(file_env& env, const state_layout& layout,
+                                             const spill_image& image, const spill_write_plan& plan);
 
 // A conversation read back and verified: rows [0, manifest.tokens.size()) of every view and
 // every anchor's sections, host memory.
@@ -163,6 +166,45 @@ class spill_store {
   spill_store_options opts_;
   std::string folder_;
   // The implementation's index follows (helper: add what you need below this line).
+  // A prepared write until its commit: what it pins (every file its manifest names, the new
+  // ones included) and what it writes.
+  struct plan_state {
+    std::uint64_t id = 0;     // the conversation
+    std::uint64_t epoch = 0;  // clear() moves the store's epoch: an older plan installs nothing
+    bool unchanged = false;   // the held manifest is this one: nothing to write
+    std::set<spill_file_key> pinned;
+  };
+
+  std::string path_of(const spill_file_key& k) const;
+  std::string manifest_path(std::uint64_t id) const;
+  // Deletes dead files from disk and the index; returns how many.
+  std::size_t delete_files(const std::vector<spill_file_key>& dead);
+  // Drops manifest `id` from the index and disk, with the files only it named.
+  void drop_manifest(std::uint64_t id);
+  // Makes `id` the most recently used, in memory and in its file's mtime.
+  void touch(std::uint64_t id);
+  std::int64_t next_stamp();
+  // Room for `need` more bytes besides `freed` (the manifest the write replaces): evictions
+  // (LRU, never `keep` or a conversation in flight, never freeing a file in `named`). False
+  // (nothing evicted) when even evicting every candidate would not make it.
+  bool make_room(std::uint64_t need, std::uint64_t freed, std::uint64_t keep,
+                 const std::set<spill_file_key>& named, std::size_t& evicted);
+  // A failed spill's manifest file: the held manifest's bytes again, or no file when none.
+  void restore_manifest_file(std::uint64_t id);
+  void warn_once(const std::string& what);
+  spill_write_plan refuse(spill_write_plan p, std::string why);
+
+  spill_index index_;
+  std::map<std::uint64_t, plan_state> plans_;  // by plan_id
+  std::uint64_t next_plan_id_ = 1;
+  std::uint64_t epoch_ = 0;
+  std::uint64_t use_clock_ = 0;  // last_use order within the process
+  std::int64_t last_stamp_ = 0;  // the newest mtime given a manifest (seconds)
+  bool warned_ = false;
+  std::uint64_t hits_ = 0, restore_failures_ = 0, writes_ = 0, unchanged_ = 0, write_failures_ = 0,
+                refusals_ = 0, evictions_ = 0, blocks_written_ = 0, blocks_skipped_ = 0, anchors_written_ = 0,
+                anchors_skipped_ = 0, bytes_written_ = 0, bytes_read_ = 0, scan_damaged_ = 0,
+                scan_foreign_ = 0;
 };
 
 }  // namespace anchorage
