@@ -322,10 +322,10 @@ spill_write_report spill_store::commit(const spill_image& image, const spill_wri
       dead.push_back(k);  // dead once unpinned, unless the manifest takes it
       continue;
     }
-    if (i < results.size()) {
-      fail(results[i].message);
-      env_.remove(path_of(k));  // a failure after the rename leaves the file: not durable, not ours
-    }
+    if (i < results.size()) fail(results[i].message);
+    // A failure after the rename (the directory's fsync) leaves the file: not durable, not ours.
+    // A file the writer never reached is not there; removing it costs a failed unlink.
+    env_.remove(path_of(k));
     index_.erase_file(k);
   }
 
