@@ -92,6 +92,13 @@ TEST_CASE("a spill written and read back holds exactly the conversation's bytes"
   CHECK(stats.at("manifests") == 1);
   CHECK(stats.at("bytes") == f.bytes);
   CHECK(stats.at("bytes_read") == f.bytes);
+  for (const char* key :
+       {"manifests", "blocks", "anchors", "bytes", "limit_bytes", "hits", "restore_failures", "writes",
+        "write_failures", "refusals", "evictions", "blocks_written", "blocks_skipped", "anchors_written",
+        "anchors_skipped", "bytes_written", "bytes_read"}) {
+    INFO(key);
+    CHECK(stats.contains(key));
+  }
 }
 
 TEST_CASE("re-spilling an unchanged conversation writes nothing, not even the manifest", "[spill]") {

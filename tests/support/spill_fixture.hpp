@@ -101,59 +101,79 @@ struct spill_image_options {
   std::uint64_t sequence = 1;
 };
 
-// The spill image of `c`: blocks of one grid line over [0, n), the anchors asked for, and the
-// bytes of every block and anchor `held` does not hold (all of them when it is null).
-inline spill_image make_spill_image(const state_layout& l, const spill_conversation& c,
-                                    const spill_image_options& o = {}, const spill_store* held = nullptr) {
+// The bytes of one anchor: every section at `at` (the end anchor, or a grid anchor).
+struct spill_anchor_bytes {
+  std::size_t at = 0;
+  bool end = false;
+  std::vector<spill_bytes> sections;  // per layout section
+};
+
+// The spill image of a conversation given its bytes: `rows[v]` holds view v's rows
+// [0, tokens.size()), `anchors` the grid anchors ascending then the end anchor, if any (an end
+// record is made for it). Blocks of one grid line over [0, n), sums by host_sum, names by the
+// spill's functions; staged: every block and anchor `held` does not hold (all when it is null).
+// `o`'s taint, resident, slot and sequence are used; its grid_anchors and end are not.
+inline spill_image build_spill_image(const state_layout& l, const std::string& session_key,
+                                     const std::vector<token_id>& tokens,
+                                     const std::vector<spill_bytes>& rows,
+                                     const std::vector<spill_anchor_bytes>& anchors,
+                                     const spill_image_options& o = {}, const spill_store* held = nullptr) {
   const std::size_t g = static_cast<std::size_t>(l.grid);
-  const std::size_t n = c.tokens.size();
+  const std::size_t n = tokens.size();
   spill_image img;
   spill_manifest& m = img.manifest;
-  m.session_key = c.session_key;
-  m.tokens = c.tokens;
-  m.id = spill_conversation_id(c.session_key, c.tokens, g);
+  m.session_key = session_key;
+  m.tokens = tokens;
+  m.id = spill_conversation_id(session_key, tokens, g);
   m.taint = std::min(o.taint, n);
   m.resident = o.resident;
   m.slot = o.slot;
   m.sequence = o.sequence;
+  m.answers = {{n / 2, n}};
   for (std::size_t a = 0; a < n; a += g) {
     const std::size_t b = std::min(a + g, n);
     spill_block_ref ref;
     ref.a = a;
     ref.b = b;
-    std::vector<spill_bytes> rows;
+    std::vector<spill_bytes> block;
     for (std::size_t v = 0; v < l.views.size(); ++v) {
       const std::size_t bpt = l.views[v].bytes_per_token;
-      rows.emplace_back(c.rows[v].begin() + static_cast<long>(a * bpt),
-                        c.rows[v].begin() + static_cast<long>(b * bpt));
-      ref.sums.push_back(host_sum(rows.back().data(), rows.back().size()));
+      block.emplace_back(rows[v].begin() + static_cast<long>(a * bpt),
+                         rows[v].begin() + static_cast<long>(b * bpt));
+      ref.sums.push_back(host_sum(block.back().data(), block.back().size()));
     }
-    ref.name = spill_block_name(spill_prefix_hash(c.tokens.data(), b), a, b, ref.sums);
-    if (!held || !held->has_block(ref.name)) img.blocks.push_back({m.blocks.size(), std::move(rows)});
+    ref.name = spill_block_name(spill_prefix_hash(tokens.data(), b), a, b, ref.sums);
+    if (!held || !held->has_block(ref.name)) img.blocks.push_back({m.blocks.size(), std::move(block)});
     m.blocks.push_back(std::move(ref));
   }
-  auto add_anchor = [&](std::size_t at, bool end) {
+  for (const spill_anchor_bytes& x : anchors) {
     spill_anchor_ref ref;
-    ref.at = at;
-    ref.end = end;
-    std::vector<spill_bytes> sections = c.sections(l, at, end);
-    for (const auto& s : sections) ref.sums.push_back(host_sum(s.data(), s.size()));
-    ref.name = spill_anchor_name(spill_prefix_hash(c.tokens.data(), at), at, end, ref.sums);
-    if (!held || !held->has_anchor(ref.name)) img.anchors.push_back({m.anchors.size(), std::move(sections)});
+    ref.at = x.at;
+    ref.end = x.end;
+    for (const auto& s : x.sections) ref.sums.push_back(host_sum(s.data(), s.size()));
+    ref.name = spill_anchor_name(spill_prefix_hash(tokens.data(), x.at), x.at, x.end, ref.sums);
+    if (!held || !held->has_anchor(ref.name)) img.anchors.push_back({m.anchors.size(), x.sections});
     m.anchors.push_back(std::move(ref));
-  };
-  for (std::size_t at : o.grid_anchors) add_anchor(at, false);
-  if (o.end) {
-    spill_end e;
-    e.at = n;
-    e.prompt_len = n > 2 ? n - 2 : 0;
-    e.pending = c.tokens.back();
-    e.reasoning = {{0, std::min<std::size_t>(1, n)}};
-    m.end = e;
-    add_anchor(n, true);
+    if (x.end) {
+      spill_end e;
+      e.at = x.at;
+      e.prompt_len = x.at > 2 ? x.at - 2 : 0;
+      e.pending = x.at > 0 ? tokens[x.at - 1] : no_spill_token;
+      e.reasoning = {{0, std::min<std::size_t>(1, x.at)}};
+      m.end = e;
+    }
   }
-  m.answers = {{n / 2, n}};
   return img;
+}
+
+// The spill image of `c`: the grid anchors `o` asks for and, when o.end, the end anchor at
+// tokens.size(), with c's sections.
+inline spill_image make_spill_image(const state_layout& l, const spill_conversation& c,
+                                    const spill_image_options& o = {}, const spill_store* held = nullptr) {
+  std::vector<spill_anchor_bytes> anchors;
+  for (std::size_t at : o.grid_anchors) anchors.push_back({at, false, c.sections(l, at, false)});
+  if (o.end) anchors.push_back({c.tokens.size(), true, c.sections(l, c.tokens.size(), true)});
+  return build_spill_image(l, c.session_key, c.tokens, c.rows, anchors, o, held);
 }
 
 // prepare, execute on `env`, commit: one spill as the board and the writer actor do it.
