@@ -56,6 +56,8 @@ TEST_CASE("a spill written and read back holds exactly the conversation's bytes"
   auto store = t.open();
   const auto c = make_conversation(t.layout, "alice", 10, 5);
   const spill_image img = make_spill_image(t.layout, c, anchors_at({4, 8}));
+  // Every row once (16 + 24 bytes a row), and three anchors of 64 + 48 bytes.
+  CHECK(img.staged_bytes() == 10 * (16 + 24) + 3 * (64 + 48));
   const auto r = t.spill(*store, img);
   INFO(r.error);
   REQUIRE_FALSE(r.failed);
