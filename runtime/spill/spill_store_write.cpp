@@ -310,9 +310,9 @@ spill_write_report spill_store::commit(const spill_image& image, const spill_wri
   for (std::size_t i = 0; i + 1 < plan.files.size(); ++i) {
     const spill_file_job& f = plan.files[i];
     const bool block = f.what == spill_file_job::kind::block;
-    const spill_file_key k{
-        block ? spill_file_kind::block : spill_file_kind::anchor,
-        block ? m.blocks[image.blocks[f.index].index].name : m.anchors[image.anchors[f.index].index].name};
+    const spill_file_key k{block ? spill_file_kind::block : spill_file_kind::anchor,
+                           block ? m.blocks.at(image.blocks.at(f.index).index).name
+                                 : m.anchors.at(image.anchors.at(f.index).index).name};
     if (i < results.size() && results[i].ok) {
       index_.set_present(k);
       ++(block ? r.blocks_written : r.anchors_written);
@@ -322,10 +322,10 @@ spill_write_report spill_store::commit(const spill_image& image, const spill_wri
       dead.push_back(k);  // dead once unpinned, unless the manifest takes it
       continue;
     }
-    if (i < results.size()) {
-      fail(results[i].message);
-      env_.remove(path_of(k));  // a failure after the rename leaves the file: not durable, not ours
-    }
+    if (i < results.size()) fail(results[i].message);
+    // A failure after the rename (the directory's fsync) leaves the file: not durable, not ours.
+    // A file the writer never reached is not there; removing it costs a failed unlink.
+    env_.remove(path_of(k));
     index_.erase_file(k);
   }
 
