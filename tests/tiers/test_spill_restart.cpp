@@ -17,6 +17,7 @@
 #include "tests/support/disk_driver.hpp"
 #include "tests/support/disk_fixture.hpp"
 #include "tests/support/engine_fixture.hpp"
+#include "tests/support/fault_env.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace anchorage;
@@ -292,4 +293,118 @@ TEST_CASE("spill: a damaged block is never read back, the slot starts empty and 
   board_run rlog;
   run_all(ref, rlog, nullptr, ref.start(job_of(p2, 5, "t2", "A")));
   CHECK(log.finished.at("t2").output.content == rlog.finished.at("t2").output.content);
+}
+
+TEST_CASE("spill: a kill -9 during a spill leaves the previous one, which the next start uses", "[spill][tiers]") {
+  const model_config c = test_config("tiny", 1024);
+  temp_dir dir("anchorage-spill-kill");
+  std::vector<token_id> p2, p3;
+  std::size_t first_rows = 0;
+  std::string never_answer;
+  {
+    board_runner_options o = small_runner_options();
+    auto k = keeper_on(dir.str(), fresh(c)->layout());
+    o.spill = k;
+    slot_board a({fresh(c)}, o);
+    spill_driver w;
+    board_run log;
+    run_all(a, log, &w, a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid + 5), 841), 5, "t1", "A")));
+    auto jobs = a.spill_for_stop();
+    w.serve(*k, jobs);  // the first spill, whole
+    first_rows = a.runner(0).tiers().resident().tokens().size();
+    p2 = next_turn(a, 11, 842);
+    run_all(a, log, &w, a.start(job_of(p2, 5, "t2", "A")));
+    never_answer = log.finished.at("t2").output.content;
+    // The second spill: its new blocks reach the disk, then the process dies writing the manifest.
+    jobs = a.spill_for_stop();
+    REQUIRE(jobs.size() == 1);
+    spill_job& j = *jobs[0];
+    REQUIRE(j.plan.files.size() >= 2);
+    REQUIRE(j.plan.files.back().what == spill_file_job::kind::manifest);
+    spill_write_plan blocks = j.plan;
+    blocks.files.pop_back();
+    uring_env env;
+    for (const auto& r : execute_spill_write(env, k->layout(), j.image, blocks)) REQUIRE(r.ok);
+    fault_env dying(env);
+    dying.crash_before_rename();
+    spill_write_plan manifest = j.plan;
+    manifest.files = {j.plan.files.back()};
+    CHECK_FALSE(execute_spill_write(dying, k->layout(), j.image, manifest).front().ok);
+    CHECK(count_files(dir.str(), ".tmp") == 1);
+    // No commit: the process is gone.
+  }
+  board_runner_options o = small_runner_options();
+  auto k = keeper_on(dir.str(), fresh(c)->layout());
+  CHECK(count_files(dir.str(), ".tmp") == 0);
+  CHECK(count_files(dir.str(), ".blk") == k->store().block_count());
+  o.spill = k;
+  slot_board b({fresh(c)}, o);
+  REQUIRE(b.runner(0).tiers().resident().tokens().size() == first_rows);
+  // Turn 2 again: from the first spill's end anchor, the answer the server that never died gave.
+  board_run log;
+  run_all(b, log, nullptr, b.start(job_of(p2, 5, "t2", "A")));
+  CHECK(log.finished.at("t2").cache.source == "spill");
+  CHECK(log.finished.at("t2").cache.resumed_at == static_cast<long>(first_rows));
+  CHECK(log.finished.at("t2").output.content == never_answer);
+}
+
+TEST_CASE("spill: a full disk during a spill is a soft failure, the earlier spill stays and serving goes on",
+          "[spill][tiers]") {
+  const model_config c = test_config("tiny", 1024);
+  temp_dir dir("anchorage-spill-enospc");
+  board_runner_options o = small_runner_options();
+  auto k = keeper_on(dir.str(), fresh(c)->layout());
+  o.spill = k;
+  slot_board a({fresh(c)}, o);
+  spill_driver w;
+  board_run log;
+  run_all(a, log, &w, a.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 5), 851), 5, "t1", "A")));
+  auto jobs = a.spill_for_stop();
+  w.serve(*k, jobs);
+  const auto before = k->store().find(k->store().manifests().front()->id)->tokens;
+  run_all(a, log, &w, a.start(job_of(next_turn(a, 9, 852), 5, "t2", "A")));
+  jobs = a.spill_for_stop();
+  REQUIRE(jobs.size() == 1);
+  fault_env full(w.env);
+  full.no_space_after(0);
+  jobs[0]->results = execute_spill_write(full, k->layout(), jobs[0]->image, jobs[0]->plan);
+  const spill_write_report r = k->committed(*jobs[0]);
+  CHECK(r.failed);
+  CHECK(full.counters().no_space >= 1);
+  REQUIRE(k->store().manifest_count() == 1);
+  CHECK(k->store().manifests().front()->tokens == before);
+  CHECK(k->staged_bytes() == 0);
+  CHECK(count_files(dir.str(), ".tmp") == 0);
+  // Serving goes on.
+  run_all(a, log, &w, a.start(job_of(next_turn(a, 7, 853), 5, "t3", "A")));
+  CHECK(log.finished.at("t3").cache.source == "end");
+}
+
+TEST_CASE("spill: an engine of other weights never reads another's spill", "[spill][tiers]") {
+  const model_config c = test_config("tiny", 1024);
+  temp_dir dir("anchorage-spill-foreign");
+  std::vector<token_id> p2;
+  {
+    board_runner_options o = small_runner_options();
+    auto k = keeper_on(dir.str(), fresh(c)->layout());
+    o.spill = k;
+    slot_board a({fresh(c)}, o);
+    spill_driver w;
+    board_run log;
+    run_all(a, log, &w, a.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 5), 861), 5, "t1", "A")));
+    p2 = next_turn(a, 9, 862);
+    auto jobs = a.spill_for_stop();
+    w.serve(*k, jobs);
+    REQUIRE(k->store().manifest_count() == 1);
+  }
+  auto other = std::shared_ptr<engine>(make_engine(c, 8).release());  // other weights: another fingerprint
+  board_runner_options o = small_runner_options();
+  auto k = keeper_on(dir.str(), other->layout());
+  CHECK(k->store().manifest_count() == 0);
+  o.spill = k;
+  slot_board b({other}, o);
+  CHECK(b.runner(0).tiers().resident().tokens().empty());
+  board_run log;
+  run_all(b, log, nullptr, b.start(job_of(p2, 5, "t2", "A")));
+  CHECK(log.finished.at("t2").cache.source == "cold");
 }
