@@ -408,3 +408,90 @@ TEST_CASE("spill: an engine of other weights never reads another's spill", "[spi
   run_all(b, log, nullptr, b.start(job_of(p2, 5, "t2", "A")));
   CHECK(log.finished.at("t2").cache.source == "cold");
 }
+
+TEST_CASE("spill: two slots' conversations come back to their own slots after a stop", "[spill][tiers][slots]") {
+  const model_config c = test_config("tiny", 1024);
+  temp_dir dir("anchorage-spill-slots");
+  std::map<std::size_t, std::vector<token_id>> held;
+  std::map<std::size_t, std::string> session;
+  {
+    board_runner_options o = small_runner_options();
+    auto k = keeper_on(dir.str(), fresh(c)->layout());
+    o.spill = k;
+    slot_board a({fresh(c), fresh(c)}, o);
+    spill_driver w;
+    board_run log;
+    slot_events sa = a.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 3), 871), 4, "a1", "A"));
+    const std::size_t slot_a = sa.slot;
+    slot_events sb = a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid + 1), 872), 4, "b1", "B"));
+    const std::size_t slot_b = sb.slot;
+    REQUIRE(slot_a != slot_b);
+    run_all(a, log, &w, std::move(sa));
+    run_all(a, log, &w, std::move(sb));
+    held[slot_a] = a.runner(slot_a).tiers().resident().tokens();
+    held[slot_b] = a.runner(slot_b).tiers().resident().tokens();
+    session[slot_a] = "A";
+    session[slot_b] = "B";
+    auto jobs = a.spill_for_stop();
+    REQUIRE(jobs.size() == 2);
+    w.serve(*k, jobs);
+  }
+  board_runner_options o = small_runner_options();
+  auto k = keeper_on(dir.str(), fresh(c)->layout());
+  REQUIRE(k->resident_manifests().size() == 2);
+  o.spill = k;
+  slot_board b({fresh(c), fresh(c)}, o);
+  for (std::size_t s = 0; s < 2; ++s) {
+    CHECK(b.runner(s).tiers().resident().tokens() == held[s]);
+    // The session's next turn goes to its slot and resumes there from the spill.
+    auto next = held[s];
+    const auto more = test_tokens(9, 873 + s);
+    next.insert(next.end(), more.begin(), more.end());
+    board_run log;
+    slot_events first = b.start(job_of(next, 4, "n" + std::to_string(s), session[s]));
+    CHECK(first.slot == s);
+    run_all(b, log, nullptr, std::move(first));
+    CHECK(log.finished.at("n" + std::to_string(s)).cache.source == "spill");
+  }
+}
+
+TEST_CASE("spill: the tier reads only when reading costs less than the prefill it saves", "[spill][tiers]") {
+  const model_config c = test_config("tiny", 1024);
+  temp_dir dir("anchorage-spill-cost");
+  board_runner_options o = small_runner_options();
+  auto k = keeper_on(dir.str(), fresh(c)->layout());
+  o.spill = k;
+  slot_board a({fresh(c)}, o);
+  spill_driver w;
+  board_run log;
+  run_all(a, log, &w, a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid + 2), 881), 4, "t1", "A")));
+  auto jobs = a.spill_for_stop();
+  w.serve(*k, jobs);
+  const auto next = next_turn(a, 10, 882);
+  const std::size_t end = a.runner(0).tiers().resident().tokens().size();
+  // Unmeasured prefill: it reads. At the end anchor, via the end alignment.
+  auto offer = k->offer(next, 0, 0, true, true);
+  REQUIRE(offer);
+  CHECK(offer->offer.source == cache_source::spill);
+  CHECK(offer->offer.at == end);
+  CHECK(offer->read_bytes == k->store().read_bytes(offer->id));
+  // A floor at or above it: nothing to gain.
+  CHECK_FALSE(k->offer(next, end, 0, true, true));
+  // A prefill faster than the read: declined.
+  const double fast = static_cast<double>(end) / (offer->read_s / 2);
+  CHECK_FALSE(k->offer(next, 0, fast, true, true));
+  const double slow = static_cast<double>(end) / (offer->read_s * 2);
+  CHECK(k->offer(next, 0, slow, true, true));
+  // Without the end anchor: its newest grid anchor at or below what the prompt shares.
+  auto grid = k->offer(next, 0, 0, false, true);
+  REQUIRE(grid);
+  CHECK(grid->offer.at == (end / c.grid) * c.grid);
+  CHECK(grid->offer.exact);
+  // A prompt that parts early gets the grid anchor below where it parts.
+  auto parted = next;
+  parted[static_cast<std::size_t>(c.grid) + 3] ^= 1;
+  auto low = k->offer(parted, 0, 0, true, true);
+  REQUIRE(low);
+  CHECK(low->offer.at == static_cast<std::size_t>(c.grid));
+  CHECK(low->offer.served == parted);
+}
