@@ -149,20 +149,22 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
         auto left = std::make_shared<std::size_t>(jobs.size());
         for (auto& job : jobs) {
           const std::size_t tokens = job->image.manifest.tokens.size();
-          send_spill(self, std::move(job), [rp, tally, left, t0, tokens](const spill_write_report& r) mutable {
-            if (r.failed || r.refused) {
-              ++tally->failed;
-            } else {
-              ++tally->written;
-            }
-            tally->bytes += r.bytes_written;
-            log_info() << "session spill: " << tokens << " tokens, " << r.blocks_written << " blocks written, "
-                       << r.blocks_present << " on disk already (" << r.bytes_written << " bytes)"
-                       << (r.failed ? ", failed: " + r.error : std::string());
-            if (--*left > 0) return;
-            tally->seconds = static_cast<double>(steady_ns() - t0) / 1e9;
-            rp.deliver(*tally);
-          });
+          send_spill(self, std::move(job),
+                     [rp, tally, left, t0, tokens](const spill_write_report& r) mutable {
+                       if (r.failed || r.refused) {
+                         ++tally->failed;
+                       } else {
+                         ++tally->written;
+                       }
+                       tally->bytes += r.bytes_written;
+                       log_info() << "session spill: " << tokens << " tokens, " << r.blocks_written
+                                  << " blocks written, " << r.blocks_present << " on disk already ("
+                                  << r.bytes_written << " bytes)"
+                                  << (r.failed ? ", failed: " + r.error : std::string());
+                       if (--*left > 0) return;
+                       tally->seconds = static_cast<double>(steady_ns() - t0) / 1e9;
+                       rp.deliver(*tally);
+                     });
         }
         return rp;
       },

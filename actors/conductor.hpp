@@ -55,7 +55,7 @@ struct conductor_state {
   std::uint64_t disk_staged_bytes = 0;
   bool disk_drain_out = false;  // the disk actor was asked for its drain
   enum class spill_step { not_asked, out, done } spill_drain = spill_step::not_asked;
-  spill_stop_reply spilled;      // what the planned stop's spill wrote
+  spill_stop_reply spilled;  // what the planned stop's spill wrote
   // The tiers as the board last reported them, and the disk actor's stats.
   cache_stats tiers;
   disk_stats disk;

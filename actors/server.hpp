@@ -36,7 +36,7 @@ class server {
   caf::actor_system_config sys_cfg_;
   std::unique_ptr<caf::actor_system> system_;
   conductor_actor conductor_;
-  disk_actor disk_;  // with --cache-dir
+  disk_actor disk_;                  // with --cache-dir
   spill_writer_actor spill_writer_;  // with --cache-dir and --session-spill on
   std::unique_ptr<http_edge> edge_;
 };

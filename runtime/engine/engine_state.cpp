@@ -49,7 +49,7 @@ void engine_state::checksum_rows(std::size_t v, std::size_t a, std::size_t b, st
   const std::size_t row = views_[v].bytes;
   if (row % 8 != 0) return state_adapter::checksum_rows(v, a, b, out);
   kernels::ops_for(where_).block_checksum(views_[v].base, static_cast<long>(row), static_cast<long>(a),
-                                           static_cast<long>(b), out);
+                                          static_cast<long>(b), out);
 }
 
 void engine_state::checksum_section(std::size_t i, std::uint64_t out[2]) const {

@@ -48,12 +48,13 @@ const unsigned char* row_copy::view_rows(const state_layout& layout, std::size_t
 void row_copy::checksum(const state_layout& layout, std::size_t view, std::size_t a, std::size_t b,
                         std::uint64_t out[2]) const {
   if (a < a_ || b > b_ || a > b)
-    throw std::out_of_range("row_copy: rows [" + std::to_string(a) + ", " + std::to_string(b) + ") outside [" +
-                            std::to_string(a_) + ", " + std::to_string(b_) + ")");
+    throw std::out_of_range("row_copy: rows [" + std::to_string(a) + ", " + std::to_string(b) +
+                            ") outside [" + std::to_string(a_) + ", " + std::to_string(b_) + ")");
   const std::size_t row = layout.views.at(view).bytes_per_token;
-  if (row % 8 != 0) throw std::invalid_argument("row_copy::checksum: rows of a whole number of 64-bit words only");
+  if (row % 8 != 0)
+    throw std::invalid_argument("row_copy::checksum: rows of a whole number of 64-bit words only");
   kernels::ops_for(where_).block_checksum(view_rows(layout, view), static_cast<long>(row),
-                                           static_cast<long>(a - a_), static_cast<long>(b - a_), out);
+                                          static_cast<long>(a - a_), static_cast<long>(b - a_), out);
 }
 
 }  // namespace anchorage

@@ -15,7 +15,8 @@ void sum_host(std::vector<unsigned char>& bytes, std::uint64_t out[2]) {
 
 }  // namespace
 
-void state_adapter::checksum_rows(std::size_t view, std::size_t a, std::size_t b, std::uint64_t out[2]) const {
+void state_adapter::checksum_rows(std::size_t view, std::size_t a, std::size_t b,
+                                  std::uint64_t out[2]) const {
   std::vector<unsigned char> bytes(b > a ? (b - a) * layout().views.at(view).bytes_per_token : 0);
   if (b > a) copy_rows_out(view, a, b, bytes.data());
   sum_host(bytes, out);

@@ -95,7 +95,8 @@ const unsigned char* state_copy::section_data(std::size_t i) const {
 void state_copy::checksum_section(std::size_t i, std::uint64_t out[2]) const {
   const std::size_t bytes = section_sizes_.at(i);
   if (bytes % 8 != 0)
-    throw std::invalid_argument("state_copy::checksum_section: sections of a whole number of 64-bit words only");
+    throw std::invalid_argument(
+        "state_copy::checksum_section: sections of a whole number of 64-bit words only");
   kernels::ops_for(where_).block_checksum(section_data(i), static_cast<long>(bytes), 0, 1, out);
 }
 

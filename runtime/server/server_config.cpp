@@ -109,7 +109,9 @@ const std::vector<option>& options() {
        "whenever --cache-dir is set)",
        [](server_config& c, const std::string& v) { c.spill.enabled = parse_bool("session-spill", v); }},
       {"session-spill-gb", "GB", "budget of the session spill's files under --cache-dir (40)",
-       [](server_config& c, const std::string& v) { c.spill.budget_bytes = parse_gib("session-spill-gb", v); }},
+       [](server_config& c, const std::string& v) {
+         c.spill.budget_bytes = parse_gib("session-spill-gb", v);
+       }},
       {"spill-min-tokens", "N",
        "shortest conversation an eviction spills when the park cannot hold it (16384)",
        [](server_config& c, const std::string& v) {

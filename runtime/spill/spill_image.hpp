@@ -19,7 +19,7 @@
 
 namespace anchorage {
 
-inline constexpr token_id no_spill_token = -1;  // text/tokenizer.hpp's no_token
+inline constexpr token_id no_spill_token = -1;           // text/tokenizer.hpp's no_token
 using spill_span = std::pair<std::size_t, std::size_t>;  // [first, second) row positions
 
 // The two sums of kernels::block_checksum over one byte range.
@@ -37,14 +37,14 @@ spill_sum host_sum(const void* data, std::size_t bytes);
 
 // One block: rows [a, b) of every view.
 struct spill_block_ref {
-  std::uint64_t name = 0;       // spill_block_name(prefix hash of tokens[0, b), a, b, sums)
+  std::uint64_t name = 0;  // spill_block_name(prefix hash of tokens[0, b), a, b, sums)
   std::size_t a = 0, b = 0;
   std::vector<spill_sum> sums;  // per view (layout order), over rows [a, b)
 };
 
 // One anchor: every section at position `at`.
 struct spill_anchor_ref {
-  std::uint64_t name = 0;       // spill_anchor_name(prefix hash of tokens[0, at), at, end, sums)
+  std::uint64_t name = 0;  // spill_anchor_name(prefix hash of tokens[0, at), at, end, sums)
   std::size_t at = 0;
   bool end = false;             // the end anchor (else a grid anchor, at <= taint, on the grid)
   std::vector<spill_sum> sums;  // per section (layout order)
@@ -62,16 +62,16 @@ struct spill_end {
 struct spill_manifest {
   std::uint64_t id = 0;  // spill_conversation_id(session_key, tokens): one manifest per id
   std::string session_key;
-  std::vector<token_id> tokens;  // rows [0, tokens.size()) hold these
-  std::size_t taint = 0;         // rows [0, taint) are a cold grid prefill's
+  std::vector<token_id> tokens;                        // rows [0, tokens.size()) hold these
+  std::size_t taint = 0;                               // rows [0, taint) are a cold grid prefill's
   std::vector<spill_span> reasoning, hidden, answers;  // the resident prefix's spans
   token_id think_close = no_spill_token;
   std::optional<spill_end> end;
   std::vector<spill_block_ref> blocks;    // ascending, covering [0, tokens.size()) without a gap
   std::vector<spill_anchor_ref> anchors;  // grid anchors ascending, then the end anchor if any
-  bool resident = false;      // a slot's resident conversation at a planned stop (read back at start)
-  int slot = 0;               // which slot held it
-  std::uint64_t sequence = 0; // when it was spilled (ns since the epoch): the newest wins
+  bool resident = false;       // a slot's resident conversation at a planned stop (read back at start)
+  int slot = 0;                // which slot held it
+  std::uint64_t sequence = 0;  // when it was spilled (ns since the epoch): the newest wins
 };
 
 // Host bytes of one block the store did not hold when it was staged.

@@ -44,17 +44,17 @@
 namespace anchorage {
 
 struct spill_store_options {
-  std::string dir;                // --cache-dir: the store works in dir/<fingerprint hex>/spill
-  std::uint64_t budget_bytes = 0; // --session-spill-gb
+  std::string dir;                 // --cache-dir: the store works in dir/<fingerprint hex>/spill
+  std::uint64_t budget_bytes = 0;  // --session-spill-gb
 };
 
 struct spill_scan_report {
-  std::size_t manifests = 0;        // indexed
+  std::size_t manifests = 0;  // indexed
   std::size_t blocks = 0, anchors = 0;
-  std::size_t tmp_reaped = 0;       // .tmp orphans removed
-  std::size_t foreign = 0;          // files of another fingerprint, grid or layout removed
-  std::size_t damaged = 0;          // files with a bad header or length, manifests naming a missing file
-  std::size_t orphans = 0;          // blocks and anchors no manifest names, removed
+  std::size_t tmp_reaped = 0;  // .tmp orphans removed
+  std::size_t foreign = 0;     // files of another fingerprint, grid or layout removed
+  std::size_t damaged = 0;     // files with a bad header or length, manifests naming a missing file
+  std::size_t orphans = 0;     // blocks and anchors no manifest names, removed
 };
 
 // One file a prepared write writes.
@@ -72,9 +72,9 @@ struct spill_write_plan {
   std::vector<spill_file_job> files;  // new blocks, new anchors, then the manifest last
   std::size_t blocks_present = 0;     // named by the manifest and already held (not written)
   std::size_t anchors_present = 0;
-  std::uint64_t bytes = 0;            // what the files add
-  std::size_t evicted = 0;            // manifests evicted to make room
-  bool refused = false;               // over the budget even after evicting, or a named file is neither held nor staged
+  std::uint64_t bytes = 0;  // what the files add
+  std::size_t evicted = 0;  // manifests evicted to make room
+  bool refused = false;     // over the budget even after evicting, or a named file is neither held nor staged
   std::string error;
 };
 
@@ -91,8 +91,8 @@ struct spill_write_report {
 
 // Encodes and writes the plan's files in order through `env`, stopping at the first failure
 // (the results then end with it). Touches no index: the spill writer actor runs it.
-std::vector<file_result> execute_spill_write(file_env& env, const state_layout& layout, const spill_image& image,
-                                             const spill_write_plan& plan);
+std::vector<file_result> execute_spill_write(file_env& env, const state_layout& layout,
+                                             const spill_image& image, const spill_write_plan& plan);
 
 // A conversation read back and verified: rows [0, manifest.tokens.size()) of every view and
 // every anchor's sections, host memory.

@@ -51,15 +51,15 @@ board_runner::board_runner(std::shared_ptr<engine> eng, board_runner_options opt
   if (opts.spill && opts.cache.enabled) {
     spill_ = opts.spill;
     // An eviction spills what the park cannot hold, before the rows are rewritten.
-    tiers_->attach_spill(spill_, [this](const state_adapter& state, const resident_prefix& r,
-                                        const std::string& session) {
-      try {
-        if (auto job = spill_->stage_resident(r, state, eng_->where(), session, slot_, false, "evict"))
-          pending_spills_.push_back(std::move(job));
-      } catch (const std::exception& e) {
-        log_warn() << "staging a session spill failed (" << e.what() << ")";
-      }
-    });
+    tiers_->attach_spill(
+        spill_, [this](const state_adapter& state, const resident_prefix& r, const std::string& session) {
+          try {
+            if (auto job = spill_->stage_resident(r, state, eng_->where(), session, slot_, false, "evict"))
+              pending_spills_.push_back(std::move(job));
+          } catch (const std::exception& e) {
+            log_warn() << "staging a session spill failed (" << e.what() << ")";
+          }
+        });
   }
   active_ = eng_.get();
 }

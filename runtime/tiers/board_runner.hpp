@@ -162,9 +162,9 @@ class board_runner {
   std::deque<std::string> early_cancels_;  // the last few cancels that found no request running
   std::shared_ptr<spill_keeper> spill_;
   int slot_ = 0;
-  std::vector<spill_job_ptr> pending_spills_;  // staged by the eviction hook, not handed out yet
-  bool read_back_ = false;                     // the resident prompt came from the spill, unused since
-  cache_source reported_ = cache_source::cold; // the running request's source as reported
+  std::vector<spill_job_ptr> pending_spills_;   // staged by the eviction hook, not handed out yet
+  bool read_back_ = false;                      // the resident prompt came from the spill, unused since
+  cache_source reported_ = cache_source::cold;  // the running request's source as reported
   void take_spills(board_events& out);
 };
 

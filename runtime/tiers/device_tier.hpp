@@ -54,7 +54,8 @@ class device_tier final : public tier {
   // spill's read back): the one in place is set aside as for any request (another session's is
   // spilled by the hook when it must be, and parked from where the two part; the same session's
   // head is pinned), and `session` becomes the resident one.
-  void make_way(const state_adapter& state, const std::vector<token_id>& incoming, const std::string& session);
+  void make_way(const state_adapter& state, const std::vector<token_id>& incoming,
+                const std::string& session);
   const std::string& resident_session() const { return resident_session_; }
   const std::string& parked_session() const { return parked_session_; }
   const state_store& store() const { return store_; }

@@ -116,11 +116,13 @@ expected<spill_read> spill_keeper::read(std::uint64_t id) {
   }
   last_read_s_ = static_cast<double>(steady_ns() - t0) / 1e9;
   last_read_bytes_ = got->bytes_read;
-  if (last_read_s_ > 0) read_bps_ = blend_rate(read_bps_, static_cast<double>(got->bytes_read) / last_read_s_);
+  if (last_read_s_ > 0)
+    read_bps_ = blend_rate(read_bps_, static_cast<double>(got->bytes_read) / last_read_s_);
   return got;
 }
 
-void spill_keeper::apply(const spill_read& got, state_adapter& into, kernels::backend where, resident_prefix& r) {
+void spill_keeper::apply(const spill_read& got, state_adapter& into, kernels::backend where,
+                         resident_prefix& r) {
   const spill_manifest& m = got.manifest;
   const state_layout& l = into.layout();
   const std::size_t n = m.tokens.size();

@@ -30,7 +30,7 @@
 namespace anchorage {
 
 struct spill_options {
-  std::string dir;                         // the cache directory (--cache-dir)
+  std::string dir;                                          // the cache directory (--cache-dir)
   std::uint64_t budget_bytes = 40ULL * 1000 * 1000 * 1000;  // --session-spill-gb 40
   std::size_t min_tokens = 16384;          // --spill-min-tokens: an eviction spills at least this many
   std::uint64_t stage_bytes = 8ULL << 30;  // host bytes staged and not yet written, at most

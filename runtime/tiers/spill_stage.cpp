@@ -68,8 +68,8 @@ struct spill_keeper::conversation {
 
 namespace {
 
-spill_anchor_ref anchor_ref(const state_copy& c, const std::vector<token_id>& tokens, std::size_t at, bool end,
-                            std::size_t sections) {
+spill_anchor_ref anchor_ref(const state_copy& c, const std::vector<token_id>& tokens, std::size_t at,
+                            bool end, std::size_t sections) {
   spill_anchor_ref a;
   a.at = at;
   a.end = end;
@@ -102,9 +102,9 @@ spill_job_ptr spill_keeper::stage(const conversation& c, const std::string& why)
   m.think_close = c.think_close;
   m.resident = c.resident;
   m.slot = c.slot;
-  m.sequence = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  m.sequence = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count());
   // Names first (sums where the bytes are), then the bytes of what the store lacks.
   std::uint64_t need = 0;
   std::vector<std::size_t> new_blocks, new_anchors;
@@ -120,7 +120,8 @@ spill_job_ptr spill_keeper::stage(const conversation& c, const std::string& why)
     }
     m.blocks.push_back(std::move(b));
   }
-  for (const auto& [at, copy] : c.anchors) m.anchors.push_back(anchor_ref(*copy, tokens, at, false, l.sections.size()));
+  for (const auto& [at, copy] : c.anchors)
+    m.anchors.push_back(anchor_ref(*copy, tokens, at, false, l.sections.size()));
   if (c.end && c.end_copy && !c.end_copy->empty() && c.end->rows.size() <= n &&
       std::equal(c.end->rows.begin(), c.end->rows.end(), tokens.begin())) {
     spill_end e;
@@ -185,7 +186,8 @@ spill_job_ptr spill_keeper::stage(const conversation& c, const std::string& why)
   job->plan = store_.prepare(job->image);
   if (job->plan.refused) {
     ++spill_refusals_;
-    log_warn() << "the session spill refused a conversation of " << n << " tokens (" << job->plan.error << ")";
+    log_warn() << "the session spill refused a conversation of " << n << " tokens (" << job->plan.error
+               << ")";
     store_.commit(job->image, job->plan, {});
     return nullptr;
   }

@@ -175,7 +175,7 @@ TEST_CASE("with the session spill a drain asks the board to spill once nothing r
   CHECK_FALSE(answer->has_value());
   caf::anon_send(cond, done_atom::value, ended("r1"));
   f.sched->run();
-  CHECK(h->asked == 1);  // idle now: the spill is asked for
+  CHECK(h->asked == 1);              // idle now: the spill is asked for
   CHECK_FALSE(answer->has_value());  // and the drain waits for it
   board_job release;
   release.id = "release";

@@ -124,8 +124,9 @@ TEST_CASE("bpe alignment: a client's empty think block stands for the reasoning"
   CHECK_FALSE(align_to_end(as_bytes, client, true).has_value());
 }
 
-TEST_CASE("bpe alignment: Qwen3's empty block after a prompt ending in <think> and a newline resumes at the end",
-          "[end_alignment][bpe]") {
+TEST_CASE(
+    "bpe alignment: Qwen3's empty block after a prompt ending in <think> and a newline resumes at the end",
+    "[end_alignment][bpe]") {
   std::string why;
   const auto qwen3 = qwen3_tokenizer(why);
   if (!qwen3) {

@@ -120,7 +120,8 @@ TEST_CASE("with --parallel 2 a guest runs on the other slot", "[http][cache][slo
   CHECK(stats["queue"]["slots"] == 2);
 }
 
-TEST_CASE("with --parallel 2 a title sent during the conversation's prefill answers first, the next turn resumes "
+TEST_CASE(
+    "with --parallel 2 a title sent during the conversation's prefill answers first, the next turn resumes "
     "at its end",
     "[http][cache][slots]") {
   http_server s({"--reasoning-budget", "6", "--parallel", "2"});

@@ -101,13 +101,14 @@ TEST_CASE("http: a restart through the drain resumes the next turn from the spil
   CHECK_THAT(metrics, Catch::Contains("anchorage_cache_bytes_read_total{tier=\"spill\"}"));
 }
 
-TEST_CASE("http: a conversation another session evicts comes back from the spill with the answer of a "
-          "server that ran only it",
-          "[http][spill]") {
+TEST_CASE(
+    "http: a conversation another session evicts comes back from the spill with the answer of a "
+    "server that ran only it",
+    "[http][spill]") {
   temp_dir dir("anchorage-http-spill-evict");
-  const std::vector<std::string> flags = {"--cache-dir",        dir.str(), "--disk-min-tokens", "1000000",
-                                          "--spill-min-tokens", "256",     "--resident-park-gb", "0",
-                                          "--resident-guest-max", "0",     "--cache-budget-gb",  "0"};
+  const std::vector<std::string> flags = {"--cache-dir",          dir.str(), "--disk-min-tokens",  "1000000",
+                                          "--spill-min-tokens",   "256",     "--resident-park-gb", "0",
+                                          "--resident-guest-max", "0",       "--cache-budget-gb",  "0"};
   http_server s(flags);
   json a = conversation("A");
   const turn_reply a1 = post_turn(s, greedy(a, 10));
@@ -139,8 +140,8 @@ TEST_CASE("http: a conversation another session evicts comes back from the spill
 
 TEST_CASE("http: clear with tier=spill deletes the spill's files", "[http][spill]") {
   temp_dir dir("anchorage-http-spill-clear");
-  const std::vector<std::string> flags = {"--cache-dir", dir.str(), "--disk-min-tokens", "1000000",
-                                          "--admin-token", "secret"};
+  const std::vector<std::string> flags = {"--cache-dir", dir.str(),       "--disk-min-tokens",
+                                          "1000000",     "--admin-token", "secret"};
   const httplib::Headers admin = {{"Authorization", "Bearer secret"}};
   {
     http_server a(flags);

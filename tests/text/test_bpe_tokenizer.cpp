@@ -98,7 +98,8 @@ TEST_CASE("bpe: added tokens are split out with parse_special and not without", 
   CHECK(tok.encode(think, added_token_matching::none) == bytes_of(think));
 }
 
-TEST_CASE("bpe: the longest added token wins, lstrip/rstrip eat white space, normalized tokens match NFC text",
+TEST_CASE(
+    "bpe: the longest added token wins, lstrip/rstrip eat white space, normalized tokens match NFC text",
     "[bpe]") {
   const auto tok = load("gpt2_style.json");  // ByteLevel(add_prefix_space, use_regex), NFC
   CHECK(tok.encode("<|im_start|>assistant", true) == std::vector<token_id>{302});
@@ -160,7 +161,9 @@ TEST_CASE("bpe: the Qwen3.5 pattern keeps combining marks in the letter run, the
   CHECK_NOTHROW(load("tiny_qwen35.json"));
 }
 
-TEST_CASE("bpe: the white space class in UCP mode is Unicode white space: U+0085 and U+2003 are, U+FEFF is not", "[bpe]") {
+TEST_CASE(
+    "bpe: the white space class in UCP mode is Unicode white space: U+0085 and U+2003 are, U+FEFF is not",
+    "[bpe]") {
   // The one place PCRE2 departs from transformers.js (whose \s has U+FEFF and lacks U+0085).
   const split_regex spaces("\\s+", split_regex::syntax::regex);
   std::vector<std::string_view> out;

@@ -66,7 +66,9 @@ void run_all(slot_board& b, board_run& log, spill_driver* w, slot_events first) 
     for (auto& s : b.step()) take(s);
 }
 
-std::shared_ptr<engine> fresh(const model_config& c) { return std::shared_ptr<engine>(make_engine(c).release()); }
+std::shared_ptr<engine> fresh(const model_config& c) {
+  return std::shared_ptr<engine>(make_engine(c).release());
+}
 
 // The next turn of the conversation slot 0 holds: its tokens and `n` more.
 std::vector<token_id> next_turn(const slot_board& b, std::size_t n, std::uint64_t seed) {
@@ -147,7 +149,8 @@ TEST_CASE("spill: a planned stop and a new start resume the next turn from the s
   CHECK(back.ledger.source == cache_source::spill);
   const std::size_t n3 = a.runner(0).slot0().length();
   REQUIRE(b.runner(0).slot0().length() == n3);
-  CHECK(same(state_bytes(b.runner(0).slot0().cache_state(), n3), state_bytes(a.runner(0).slot0().cache_state(), n3)));
+  CHECK(same(state_bytes(b.runner(0).slot0().cache_state(), n3),
+             state_bytes(a.runner(0).slot0().cache_state(), n3)));
   CHECK(k2->stats()["hits"] == 1);
 }
 
@@ -161,7 +164,8 @@ TEST_CASE("spill: re-spilling an unchanged conversation writes no block, a grown
   slot_board a({fresh(c)}, o);
   spill_driver w;
   board_run log;
-  run_all(a, log, &w, a.start(job_of(test_tokens(static_cast<std::size_t>(4 * c.grid + 3), 811), 5, "t1", "A")));
+  run_all(a, log, &w,
+          a.start(job_of(test_tokens(static_cast<std::size_t>(4 * c.grid + 3), 811), 5, "t1", "A")));
   auto jobs = a.spill_for_stop();
   w.serve(*k, jobs);
   REQUIRE(w.reports.size() == 1);
@@ -193,14 +197,15 @@ TEST_CASE("spill: re-spilling an unchanged conversation writes no block, a grown
   CHECK(count_files(dir.str(), ".blk") == k->store().block_count());
 }
 
-TEST_CASE("spill: another session's request evicts a conversation the park cannot hold, it comes back from "
-          "the spill with the answer of a server that ran it alone",
-          "[spill][tiers][exact]") {
+TEST_CASE(
+    "spill: another session's request evicts a conversation the park cannot hold, it comes back from "
+    "the spill with the answer of a server that ran it alone",
+    "[spill][tiers][exact]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-evict");
   board_runner_options o = small_runner_options();
-  o.cache.guest_max = 0;    // B is no guest
-  o.cache.park_bytes = 1;   // the park cannot hold A
+  o.cache.guest_max = 0;   // B is no guest
+  o.cache.park_bytes = 1;  // the park cannot hold A
   o.cache.pin_bytes = 1;
   o.cache.session_cache = false;  // the store would hold A's turn otherwise
   o.cache.prefix_cache = false;
@@ -216,7 +221,8 @@ TEST_CASE("spill: another session's request evicts a conversation the park canno
   REQUIRE(log.finished.at("a2").cache.source == "end");
   const auto a_rows = s.runner(0).tiers().resident().tokens();
   // B replaces A's rows: A is spilled first.
-  run_all(s, log, &w, s.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 9), 823), 6, "b1", "B")));
+  run_all(s, log, &w,
+          s.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 9), 823), 6, "b1", "B")));
   REQUIRE(w.reports.size() == 1);
   CHECK_FALSE(w.reports[0].failed);
   REQUIRE(k->store().manifest_count() == 1);
@@ -242,12 +248,14 @@ TEST_CASE("spill: another session's request evicts a conversation the park canno
   CHECK(got.output.content == want.output.content);
   const std::size_t n = ref.runner(0).slot0().length();
   REQUIRE(s.runner(0).slot0().length() == n);
-  CHECK(same(state_bytes(s.runner(0).slot0().cache_state(), n), state_bytes(ref.runner(0).slot0().cache_state(), n)));
+  CHECK(same(state_bytes(s.runner(0).slot0().cache_state(), n),
+             state_bytes(ref.runner(0).slot0().cache_state(), n)));
   // B, the one in place when A came back, was set aside in turn (spilled: the park holds nothing).
   CHECK(w.reports.size() == 2);
 }
 
-TEST_CASE("spill: a damaged block is never read back, the slot starts empty and the turn is cold", "[spill][tiers]") {
+TEST_CASE("spill: a damaged block is never read back, the slot starts empty and the turn is cold",
+          "[spill][tiers]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-damage");
   std::vector<token_id> p2;
@@ -259,7 +267,8 @@ TEST_CASE("spill: a damaged block is never read back, the slot starts empty and 
     slot_board a({fresh(c)}, o);
     spill_driver w;
     board_run log;
-    run_all(a, log, &w, a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid), 831), 5, "t1", "A")));
+    run_all(a, log, &w,
+            a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid), 831), 5, "t1", "A")));
     p2 = next_turn(a, 9, 832);
     auto jobs = a.spill_for_stop();
     w.serve(*k, jobs);
@@ -295,7 +304,8 @@ TEST_CASE("spill: a damaged block is never read back, the slot starts empty and 
   CHECK(log.finished.at("t2").output.content == rlog.finished.at("t2").output.content);
 }
 
-TEST_CASE("spill: a kill -9 during a spill leaves the previous one, which the next start uses", "[spill][tiers]") {
+TEST_CASE("spill: a kill -9 during a spill leaves the previous one, which the next start uses",
+          "[spill][tiers]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-kill");
   std::vector<token_id> p2, p3;
@@ -308,7 +318,8 @@ TEST_CASE("spill: a kill -9 during a spill leaves the previous one, which the ne
     slot_board a({fresh(c)}, o);
     spill_driver w;
     board_run log;
-    run_all(a, log, &w, a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid + 5), 841), 5, "t1", "A")));
+    run_all(a, log, &w,
+            a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid + 5), 841), 5, "t1", "A")));
     auto jobs = a.spill_for_stop();
     w.serve(*k, jobs);  // the first spill, whole
     first_rows = a.runner(0).tiers().resident().tokens().size();
@@ -358,7 +369,8 @@ TEST_CASE("spill: a full disk during a spill is a soft failure, the earlier spil
   slot_board a({fresh(c)}, o);
   spill_driver w;
   board_run log;
-  run_all(a, log, &w, a.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 5), 851), 5, "t1", "A")));
+  run_all(a, log, &w,
+          a.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 5), 851), 5, "t1", "A")));
   auto jobs = a.spill_for_stop();
   w.serve(*k, jobs);
   const auto before = k->store().find(k->store().manifests().front()->id)->tokens;
@@ -391,7 +403,8 @@ TEST_CASE("spill: an engine of other weights never reads another's spill", "[spi
     slot_board a({fresh(c)}, o);
     spill_driver w;
     board_run log;
-    run_all(a, log, &w, a.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 5), 861), 5, "t1", "A")));
+    run_all(a, log, &w,
+            a.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 5), 861), 5, "t1", "A")));
     p2 = next_turn(a, 9, 862);
     auto jobs = a.spill_for_stop();
     w.serve(*k, jobs);
@@ -409,7 +422,8 @@ TEST_CASE("spill: an engine of other weights never reads another's spill", "[spi
   CHECK(log.finished.at("t2").cache.source == "cold");
 }
 
-TEST_CASE("spill: two slots' conversations come back to their own slots after a stop", "[spill][tiers][slots]") {
+TEST_CASE("spill: two slots' conversations come back to their own slots after a stop",
+          "[spill][tiers][slots]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-slots");
   std::map<std::size_t, std::vector<token_id>> held;
@@ -421,9 +435,11 @@ TEST_CASE("spill: two slots' conversations come back to their own slots after a 
     slot_board a({fresh(c), fresh(c)}, o);
     spill_driver w;
     board_run log;
-    slot_events sa = a.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 3), 871), 4, "a1", "A"));
+    slot_events sa =
+        a.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 3), 871), 4, "a1", "A"));
     const std::size_t slot_a = sa.slot;
-    slot_events sb = a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid + 1), 872), 4, "b1", "B"));
+    slot_events sb =
+        a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid + 1), 872), 4, "b1", "B"));
     const std::size_t slot_b = sb.slot;
     REQUIRE(slot_a != slot_b);
     run_all(a, log, &w, std::move(sa));
@@ -464,7 +480,8 @@ TEST_CASE("spill: the tier reads only when reading costs less than the prefill i
   slot_board a({fresh(c)}, o);
   spill_driver w;
   board_run log;
-  run_all(a, log, &w, a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid + 2), 881), 4, "t1", "A")));
+  run_all(a, log, &w,
+          a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid + 2), 881), 4, "t1", "A")));
   auto jobs = a.spill_for_stop();
   w.serve(*k, jobs);
   const auto next = next_turn(a, 10, 882);
