@@ -12,14 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "protocol/file_magic.hpp"
+
 namespace anchorage::disk_format {
 
-// An 8-byte magic as a little-endian u64: the file starts with these ASCII bytes.
-constexpr std::uint64_t magic_of(const char (&s)[9]) {
-  std::uint64_t m = 0;
-  for (int i = 7; i >= 0; --i) m = (m << 8) | static_cast<unsigned char>(s[i]);
-  return m;
-}
+constexpr std::uint64_t magic_of(const char (&s)[9]) { return file_magic_of(s); }
 
 inline constexpr std::uint64_t chunk_magic = magic_of("ANCR.CHK");
 inline constexpr std::uint64_t anchor_magic = magic_of("ANCR.ANC");

@@ -8,6 +8,7 @@
 
 #include "protocol/spill_format.hpp"
 #include "runtime/core/crc32.hpp"
+#include "runtime/core/little_endian.hpp"
 #include "runtime/spill/spill_codec.hpp"
 
 namespace anchorage::spill_codec_detail {
@@ -16,28 +17,11 @@ namespace sf = spill_format;
 using sf::fault;
 using bytes = std::vector<unsigned char>;
 
-inline void put_u32(bytes& b, std::size_t at, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) b[at + static_cast<std::size_t>(i)] = static_cast<unsigned char>(v >> (8 * i));
-}
-inline void put_u64(bytes& b, std::size_t at, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) b[at + static_cast<std::size_t>(i)] = static_cast<unsigned char>(v >> (8 * i));
-}
-inline std::uint32_t get_u32(const unsigned char* p) {
-  std::uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-inline std::uint64_t get_u64(const unsigned char* p) {
-  std::uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-
-inline std::string hex(std::uint64_t v) {
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
-  return buf;
-}
+using little_endian::get_u32;
+using little_endian::get_u64;
+using little_endian::hex;
+using little_endian::put_u32;
+using little_endian::put_u64;
 inline std::string num(std::uint64_t v) { return std::to_string(v); }
 
 // The common fields (magic, version, grid, fingerprint, file_bytes) at their offsets, with the
