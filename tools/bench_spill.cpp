@@ -45,14 +45,18 @@
 
 using namespace anchorage;
 using namespace anchorage::bench;
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+std::string run_dir;  // removed on the way out, failures included
+
 [[noreturn]] void die(const std::string& what) {
   log_error() << "anchorage-bench-spill: " << what;
+  std::error_code ec;
+  if (!run_dir.empty()) std::filesystem::remove_all(run_dir, ec);
   std::exit(1);
 }
 
@@ -188,6 +192,7 @@ int main(int argc, char** argv) {
   const std::string dir = (std::filesystem::path(root) / ("run-" + std::to_string(::getpid()))).string();
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  run_dir = dir;
   const bool o_direct = raw_io::o_direct_accepted(dir);
   if (!o_direct) die("the file system under " + dir + " refuses O_DIRECT: no raw baseline");
 
@@ -228,7 +233,8 @@ int main(int argc, char** argv) {
   const double read_back_s = seconds_since(t0);
   if (b->runner(0).tiers().resident().tokens().size() != rows)
     die("the new board did not read the conversation back");
-  const json last_read = k2->stats()["last_read"];  // spill_store::read_verified alone, timed by the keeper
+  const nlohmann::json last_read =
+      k2->stats()["last_read"];  // spill_store::read_verified alone, timed by the keeper
   const double read_bytes = last_read.value("bytes", 0.0), read_s = last_read.value("seconds", 0.0);
   const stream_event spill = run_turn(*b, p2, max_tokens, "t2-spill");
   b.reset();
@@ -258,8 +264,7 @@ int main(int argc, char** argv) {
   out["tokens"] = tokens;
   out["rows"] = rows;
   out["turn2_tokens"] = p2.size();
-  out["spill"] = turn_json(spill);
-  out["spill"].update({{"bytes", writer.bytes},
+  out["spill"] = json({{"bytes", writer.bytes},
                        {"blocks", writer.blocks},
                        {"anchors", writer.anchors},
                        {"stage_ms", stage_s * 1e3},
@@ -270,6 +275,7 @@ int main(int argc, char** argv) {
                        {"read_s", read_s},
                        {"read_gbps", spill_r},
                        {"read_back_ms", read_back_s * 1e3}});
+  out["spill"].update(turn_json(spill));
   out["resident"] = turn_json(resident);
   out["cold"] = turn_json(cold);
   out["raw"] = {{"write_gbps", raw_wg}, {"read_gbps", raw_rg}, {"write_s", raw_w}, {"read_s", raw_r}};
