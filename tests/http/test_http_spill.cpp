@@ -149,6 +149,18 @@ TEST_CASE("http: clear with tier=spill deletes the spill's files", "[http][spill
     CHECK(a.srv().drain(std::chrono::seconds(30)));
   }
   REQUIRE(files_with(dir.str(), ".man") == 1);
+  const std::size_t blocks = files_with(dir.str(), ".blk");
+  {
+    // A start that reads the conversation back and stops again: nothing changed, nothing written.
+    http_server again(flags);
+    CHECK(again.srv().drain(std::chrono::seconds(30)));
+    const json sp = tiers_of(again)["spill"];
+    CHECK(sp["blocks_written"] == 0);
+    CHECK(sp["bytes_written"] == 0);
+    CHECK(sp["writes_unchanged"] == 1);
+    CHECK(sp["reads"] == 1);
+  }
+  CHECK(files_with(dir.str(), ".blk") == blocks);
   http_server b(flags);
   const http_reply r = b.post("/v1/cache/clear?tier=spill", "", admin);
   REQUIRE(r.status == 200);
