@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "runtime/disk/disk_stats_json.hpp"
+#include "runtime/text/compaction_plan.hpp"
 
 namespace anchorage {
 namespace {
@@ -179,6 +180,10 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
         auto rendered = render_request(*env.request, st.opts.limits, st.opts.tok, ++st.sequence);
         if (auto* err = std::get_if<api_error>(&rendered)) return reject(self, env, std::move(*err));
         board_job j = std::move(std::get<board_job>(rendered));
+        if (st.opts.compaction) {
+          if (auto plan = plan_compaction(*env.request, st.opts.limits.renderer, st.opts.tok))
+            j.compaction = std::move(*plan);
+        }
         j.id = env.id;
         j.sink = env.sink;
         j.received_ns = env.received_ns;

@@ -29,6 +29,9 @@ struct conductor_options {
   // waits, for its stats, and for its drain. The two options are reported in its stats.
   disk_actor disk;
   std::size_t disk_min_tokens = 0;
+  // --compaction: a compaction request is planned as the continuation of the conversation its
+  // session holds (docs/COMPACTION.md); the board serves it so when the guard holds.
+  bool compaction = true;
   // The session spill is on: a drain asks the board to spill the slots' conversations once
   // nothing runs, before the disk's drain.
   bool spill = false;

@@ -236,7 +236,11 @@ void http_edge::generate(request_kind kind, const httplib::Request& http, httpli
   const std::string& model = cfg_.served_model_name;
   auto parsed = parse_request(http.body, kind, cfg_.model().vocab);
   if (auto* err = std::get_if<api_error>(&parsed)) return fail(trace_.get(), http, res, *err);
-  auto req = std::make_shared<const completion_request>(std::move(std::get<completion_request>(parsed)));
+  completion_request& body = std::get<completion_request>(parsed);
+  // A session id a client sends with every request of one session (headers are case-insensitive).
+  for (const char* h : {"X-Session-Id", "X-Session-Affinity"})
+    if (body.session_header.empty() && http.has_header(h)) body.session_header = http.get_header_value(h);
+  auto req = std::make_shared<const completion_request>(std::move(body));
   if (!req->model.empty() && req->model != model)
     return fail(
         trace_.get(), http, res,

@@ -61,6 +61,7 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   opts.limits.reasoning_budget = cfg_.reasoning_budget;
   opts.limits.renderer = chat.renderer;
   opts.tok = tok;
+  opts.compaction = cfg_.compaction && !cfg_.no_cache;
   board_options bo;
   bo.decode_block = cfg_.decode_block;
   bo.cache = cfg_.cache;

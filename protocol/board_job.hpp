@@ -40,6 +40,17 @@ struct stream_event {
 // Whoever receives a request's stream_events (the edge's per-request actor).
 using sink_actor = caf::typed_actor<caf::reacts_to<stream_event>>;
 
+// A compaction request the board may serve as the continuation of the conversation it holds
+// for the session (docs/COMPACTION.md): the continuation's own tokens (the glue that closes the
+// held answer, one user turn with the client's system text and instructions, the generation
+// prompt with thinking off) and the guard's lines (the client's history's user lines, in order).
+struct compaction_plan {
+  std::string shape;                    // how the request was recognised
+  std::vector<std::int32_t> turn;       // appended to the held rows
+  std::vector<std::string> user_lines;  // the guard looks for the first and the last
+  bool starts_in_reasoning = false;     // the continuation's generation prompt opens <think>
+};
+
 // A rendered request as the conductor hands it to the board.
 struct board_job {
   std::string id;
@@ -70,6 +81,9 @@ struct board_job {
   // or nothing on it); the board re-checks it against the device tiers and the disk re-checks
   // it at the read (a clear in between makes the read fail cleanly).
   std::optional<disk_offer> disk;
+  // A compaction request's continuation (none: not one, or compaction off); the prompt above is
+  // the request as sent, served when the guard fails.
+  std::optional<compaction_plan> compaction;
   // what the lookup decided (the board fills it in when it takes the request)
   x_cache_info cache;
   std::int64_t received_ns = 0;  // steady clock, when the edge received the request

@@ -87,6 +87,8 @@ struct cache_stats {
   nlohmann::json disk;
   // The session spill's (runtime/tiers/spill_keeper stats()); null without one.
   nlohmann::json spill;
+  // Compaction requests served as continuations and as sent (docs/COMPACTION.md).
+  nlohmann::json compaction;
   // What the disk tier's staging holds and has not written yet (0 without a disk tier): a
   // drain waits for it to come down to 0, so a planned stop loses no staged write.
   std::uint64_t disk_staged_bytes = 0;
@@ -152,6 +154,7 @@ inline void to_json(nlohmann::json& j, const cache_stats& s) {
   j = {{"resident", s.resident}, {"store", s.store}, {"enabled", s.enabled}};
   j["disk"] = s.disk.is_object() ? s.disk : nlohmann::json{{"enabled", false}};
   j["spill"] = s.spill.is_object() ? s.spill : nlohmann::json{{"enabled", false}};
+  if (s.compaction.is_object()) j["compaction"] = s.compaction;
 }
 
 }  // namespace anchorage

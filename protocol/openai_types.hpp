@@ -57,6 +57,9 @@ struct completion_request {
   bool include_usage = false;  // stream_options.include_usage, as sent (meaningful if stream)
   std::optional<std::string> prompt_cache_key;
   std::string user;
+  // The client's session id from the X-Session-Id (or x-session-affinity) header: opencode sends
+  // the same `ses_...` on a session's title, main and compaction requests. Empty: none.
+  std::string session_header;
 };
 
 struct usage_info {

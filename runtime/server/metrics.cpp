@@ -81,6 +81,13 @@ std::string metrics::text(long queue_depth, long running) const {
       o << s.name << "{tier=\"" << tier << "\"} " << values[s.key].dump() << "\n";
     }
   }
+  if (tiers_json.contains("compaction") && tiers_json["compaction"].is_object()) {
+    const nlohmann::json& c = tiers_json["compaction"];
+    o << "# HELP anchorage_compactions_total Compaction requests, by how they were served.\n"
+      << "# TYPE anchorage_compactions_total counter\n"
+      << "anchorage_compactions_total{served=\"continuation\"} " << c.value("continuations", 0L) << "\n"
+      << "anchorage_compactions_total{served=\"as_sent\"} " << c.value("as_sent", 0L) << "\n";
+  }
   o << "# HELP anchorage_queue_depth Requests waiting for the engine.\n# TYPE anchorage_queue_depth gauge\n"
     << "anchorage_queue_depth " << queue_depth << "\n";
   o << "# HELP anchorage_running Requests on the engine.\n# TYPE anchorage_running gauge\n"

@@ -117,6 +117,10 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) {
          c.spill.min_tokens = static_cast<std::size_t>(parse_long("spill-min-tokens", v, 1, 1L << 30));
        }},
+      {"compaction", "on|off",
+       "serve a compaction request (opencode's) as the continuation of the conversation its session "
+       "holds, reading only the new turn (on)",
+       [](server_config& c, const std::string& v) { c.compaction = parse_bool("compaction", v); }},
       {"no-cache", nullptr, "every cache tier off: the cold path only",
        [](server_config& c, const std::string& v) { c.no_cache = parse_bool("no-cache", v); }},
       {"resident-gb", "GB", "budget of the resident prefix's anchors and end anchor (2.5)",

@@ -117,6 +117,8 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
   j.logit_bias = r.logit_bias;
   if (r.prompt_cache_key)
     j.session_key = *r.prompt_cache_key;
+  else if (!r.session_header.empty())
+    j.session_key = "header:" + r.session_header;
   else if (r.kind == request_kind::chat)
     j.session_key = chat_session_digest(r.messages);
   else

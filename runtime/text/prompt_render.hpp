@@ -22,8 +22,9 @@ struct render_limits {
 // tokens, stop tokens (<|im_end|>, <|endoftext|>), what to parse out of
 // the output, and max_tokens clamped to the context left after the prompt (a request for more
 // is clamped, not refused). A prompt that leaves no room for one token is a 400 with code
-// context_length_exceeded. The session key is prompt_cache_key, or else a digest of a chat's
-// messages up to its first user message (a completion's: of the prompt's first 512 tokens).
+// context_length_exceeded. The session key is prompt_cache_key, else the X-Session-Id header's
+// id (completion_request::session_header), else a digest of a chat's messages up to its first
+// user message (a completion's: of the prompt's first 512 tokens).
 // Without a seed, `fallback_seed` is used (the conductor passes the request's sequence number, so a trace
 // replayed in order samples the same tokens). logit_bias is passed through. A chat with thinking opens the
 // reasoning block in its prompt (starts_in_reasoning) and gets lim.reasoning_budget; every other request gets

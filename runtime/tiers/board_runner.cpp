@@ -4,6 +4,7 @@
 
 #include "runtime/core/log.hpp"
 #include "runtime/generation/generation_key.hpp"
+#include "runtime/text/compaction_plan.hpp"
 #include "runtime/text/end_record_builder.hpp"
 
 namespace anchorage {
@@ -270,6 +271,35 @@ void board_runner::take_early_cancel() {
   cancel_pending_ = true;
 }
 
+// A compaction request (docs/COMPACTION.md) whose guard holds against the conversation this slot
+// holds is served as that conversation's continuation: its rows up to the end anchor, then the
+// plan's one turn. It runs as a guest, so the conversation's rows, anchors and end anchor stay as
+// they were and its next ordinary turn resumes at its end anchor. Otherwise it is served as sent.
+void board_runner::maybe_continue_compaction() {
+  const compaction_plan& plan = *job_.compaction;
+  const resident_prefix& r = tiers_->resident();
+  const end_record* e = r.end();
+  const tokenizer tok = job_.tok ? *job_.tok : tokenizer();
+  const std::size_t capacity = eng_->layout().views.empty() ? 0 : eng_->layout().views.front().capacity;
+  const bool held = e && !e->rows.empty() && r.tokens().size() >= e->rows.size() &&
+                    std::equal(e->rows.begin(), e->rows.end(), r.tokens().begin());
+  if (!held || !compaction_guard_holds(plan, tok, e->rows) ||
+      e->rows.size() + plan.turn.size() + 1 >= capacity) {
+    ++compactions_as_sent_;
+    return;
+  }
+  std::vector<token_id> p = e->rows;
+  p.insert(p.end(), plan.turn.begin(), plan.turn.end());
+  asked_ = p;
+  job_.prompt.assign(p.begin(), p.end());
+  job_.starts_in_reasoning = plan.starts_in_reasoning;
+  job_.reasoning_budget = -1;
+  job_.max_tokens = std::min<long>(job_.max_tokens, static_cast<long>(capacity - p.size()));
+  job_key_ = 0;  // a continuation is not the request a restart would send again
+  compaction_served_ = true;
+  ++compactions_continued_;
+}
+
 board_events board_runner::start(board_job j) {
   if (phase_ != phase::idle) return failed(j, 503, "the board is busy");
   start_ns_ = steady_ns();
@@ -281,11 +311,14 @@ board_events board_runner::start(board_job j) {
   first_token_ns_ = 0;
   job_ = std::move(j);
   take_early_cancel();
+  compaction_served_ = false;
+  if (job_.compaction) maybe_continue_compaction();
   // The plan now; with a disk tier its offer (made while the request waited) competes.
   if (auto* d = tiers_->disk()) d->expect(job_.disk, staging_->prefill_tokens_per_s());
   if (auto* sp = tiers_->spill()) sp->expect_rate(staging_ ? staging_->prefill_tokens_per_s() : 0);
   request_info info = info_of(job_);
   info.side_slot_free = !side_slots_.empty();
+  info.force_guest = compaction_served_;
   pending_ = tiers_->plan(asked_, info);
   const bool read_prefix = pending_.source == cache_source::disk;
   if (!read_prefix && job_key_ == 0) return begin_request();
@@ -323,6 +356,7 @@ board_events board_runner::restored(disk_read_reply reply) {
     d->expect(reply.kind == disk_read_kind::prefix ? taken : std::nullopt, 0);
     request_info info = info_of(job_);
     info.side_slot_free = !side_slots_.empty();
+    info.force_guest = compaction_served_;
     pending_ = tiers_->plan(asked_, info);
   }
   d->take_read(reply.kind == disk_read_kind::prefix ? std::move(reply.prefix) : nullptr);
@@ -366,7 +400,7 @@ board_events board_runner::begin_request() {
   }
   guarded([&] { tiers_->begin(o, active_->cache_state()); });
   take_spills(out);
-  job_.cache.via = to_string(tiers_->running_via());
+  job_.cache.via = compaction_served_ ? "compaction" : to_string(tiers_->running_via());
   served_as_asked_ =
       job_.prompt.size() == asked_.size() && std::equal(asked_.begin(), asked_.end(), job_.prompt.begin());
   source_ = reported_;

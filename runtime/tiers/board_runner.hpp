@@ -108,6 +108,11 @@ class board_runner {
   // anchor in the resident prefix). False (the slot untouched) when it cannot be read.
   bool read_back(std::uint64_t manifest_id);
 
+  // Compaction requests this slot served as continuations, and as sent (the guard failed or no
+  // conversation with an end anchor was held).
+  long compactions_continued() const { return compactions_continued_; }
+  long compactions_as_sent() const { return compactions_as_sent_; }
+
   // The tiers' stats with the disk staging's.
   cache_stats stats() const;
   bool has_disk() const { return staging_ != nullptr; }
@@ -163,6 +168,10 @@ class board_runner {
   std::shared_ptr<spill_keeper> spill_;
   int slot_ = 0;
   std::vector<spill_job_ptr> pending_spills_;   // staged by the eviction hook, not handed out yet
+  // A compaction request served as the continuation of this slot's conversation (docs/COMPACTION.md).
+  bool compaction_served_ = false;
+  long compactions_continued_ = 0, compactions_as_sent_ = 0;
+  void maybe_continue_compaction();
   bool read_back_ = false;                      // the resident prompt came from the spill, unused since
   cache_source reported_ = cache_source::cold;  // the running request's source as reported
   void take_spills(board_events& out);

@@ -19,7 +19,8 @@ std::optional<resume_offer> device_tier::offer(tier_lookup& l, std::size_t floor
   std::optional<resume_offer> best = resident_.offer(prompt);
   // A short request is a guest, unless it continues the resident conversation (a client that
   // dropped a long reasoning sends a prompt much shorter than the rows).
-  if (best && best->source == cache_source::end && best->via == cache_via::none) l.guest = false;
+  if (best && best->source == cache_source::end && best->via == cache_via::none && !l.info.force_guest)
+    l.guest = false;
   const bool side = l.info.side_slot_free;
   if (l.guest) {
     // A guest reads the rows in place (a side slot none of them); bringing back a set-aside

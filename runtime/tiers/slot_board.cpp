@@ -3,6 +3,7 @@
 #include "runtime/core/log.hpp"
 #include "runtime/engine/engine_batch.hpp"
 #include "runtime/io/clock.hpp"
+#include "runtime/text/compaction_plan.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -114,6 +115,19 @@ std::size_t slot_board::idle_slots() const {
 }
 
 std::optional<slot_choice> slot_board::choose(const board_job& job) const {
+  // A compaction request shares no token with the conversation it summarises: it goes to the
+  // idle slot of its session, else to one whose conversation passes its guard.
+  if (job.compaction) {
+    const tokenizer tok = job.tok ? *job.tok : tokenizer();
+    for (int pass = 0; pass < 2; ++pass)
+      for (std::size_t k = 0; k < runners_.size(); ++k) {
+        if (runners_[k]->busy()) continue;
+        const resident_prefix& r = runners_[k]->tiers().resident();
+        const bool fits = pass == 0 ? !job.session_key.empty() && session_of_[k] == job.session_key
+                                    : r.end() && compaction_guard_holds(*job.compaction, tok, r.end()->rows);
+        if (fits) return slot_choice{k, slot_reason::shared, r.tokens().size()};
+      }
+  }
   std::vector<slot_view> views(runners_.size());
   for (std::size_t k = 0; k < runners_.size(); ++k) {
     views[k].busy = runners_[k]->busy();
@@ -234,6 +248,12 @@ cache_stats slot_board::stats() const {
       total.disk_staging->checkpoints_staged += s.disk_staging->checkpoints_staged;
     }
   }
+  long continued = 0, as_sent = 0;
+  for (const auto& r : runners_) {
+    continued += r->compactions_continued();
+    as_sent += r->compactions_as_sent();
+  }
+  total.compaction = {{"continuations", continued}, {"as_sent", as_sent}};
   for (std::size_t k = 0; k < runners_.size(); ++k) {
     slot_stats st;
     st.slot = k;

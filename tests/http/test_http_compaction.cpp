@@ -1,0 +1,134 @@
+// End-to-end: a compaction request as opencode sends it (its summarisation agent's system text
+// and the whole history flattened into one user message) is served as the continuation of the
+// conversation the session holds: the prefill reads only the continuation turn, never the
+// transcript, and the conversation's next ordinary turn still resumes at its end anchor. A
+// request whose first or last user line the held conversation does not hold is served as sent.
+#include <string>
+
+#include "tests/support/chat_turns.hpp"
+
+using namespace anchorage;
+using namespace anchorage::testing;
+
+namespace {
+
+const httplib::Headers session = {{"x-session-id", "ses_0123456789abcdef"},
+                                  {"x-session-affinity", "ses_0123456789abcdef"}};
+
+turn_reply post_session(const http_server& s, const json& body) {
+  const http_reply r = s.post("/v1/chat/completions", body.dump(), session);
+  INFO(r.body.substr(0, 400));
+  REQUIRE(r.status == 200);
+  const json j = r.body_json();
+  turn_reply t;
+  t.message = j["choices"][0]["message"];
+  t.finish_reason = j["choices"][0]["finish_reason"];
+  t.x_cache = j["x_cache"];
+  t.usage = j["usage"];
+  return t;
+}
+
+json greedy(const json& messages, long max_tokens) {
+  json b = chat_body(messages, 5, max_tokens);
+  b["temperature"] = 0;
+  b["chat_template_kwargs"] = {{"enable_thinking", false}};
+  return b;
+}
+
+const char* summarizer =
+    "You are a context summarization agent. You are given a conversation between a user and an agent. "
+    "Your goal is to produce a structured summary matching the format specified so another coding agent "
+    "can continue the work.\n";
+const char* instructions =
+    "Create a new anchored summary from the conversation history in the <conversation> tags above so "
+    "another coding agent can continue the work.\n\nOutput exactly the Markdown structure shown inside "
+    "<template>.\n<template>\n## Objective\n- [one or two brief sentences]\n</template>";
+
+// The history flattened as opencode does: quoted user lines, the answers as they were streamed.
+json compaction_body(const json& messages, const std::string& first_user_override = {}) {
+  std::string t = "Here is the conversation so far:\n\n<conversation>\n";
+  bool first = true;
+  for (const json& m : messages) {
+    const std::string role = m["role"];
+    if (role == "user") {
+      const std::string text = first && !first_user_override.empty() ? first_user_override
+                                                                     : m["content"].get<std::string>();
+      t += "[User]: " + json(text).dump() + "\n\n";
+      first = false;
+    } else if (role == "assistant") {
+      t += "[Assistant]: " + m["content"].get<std::string>() + "\n\n";
+    }
+  }
+  t += "</conversation>\n\n";
+  t += instructions;
+  json b = {{"model", "anchorage"},
+            {"max_tokens", 12},
+            {"temperature", 0},
+            {"logit_bias", letters_only()},
+            {"messages", json::array({{{"role", "system"}, {"content", summarizer}},
+                                      {{"role", "user"}, {"content", t}}})}};
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("http: a compaction request is served as the continuation of the session's conversation",
+          "[http][compaction]") {
+  http_server s;
+  json messages = json::array({{{"role", "system"}, {"content", filler(system_prompt, 900)}},
+                               {{"role", "user"}, {"content", "List the files in src."}}});
+  const turn_reply t1 = post_session(s, greedy(messages, 12));
+  messages.push_back({{"role", "assistant"}, {"content", t1.message.value("content", "")}});
+  messages.push_back({{"role", "user"}, {"content", "Now read main.cpp."}});
+  const turn_reply t2 = post_session(s, greedy(messages, 12));
+  REQUIRE(t2.x_cache["source"] == "end");
+  messages.push_back({{"role", "assistant"}, {"content", t2.message.value("content", "")}});
+  const long end_rows = s.get("/v1/cache/stats").body_json()["tiers"]["resident"]["end_anchor"].get<long>();
+
+  // The compaction: only the continuation turn is read.
+  const json body = compaction_body(messages);
+  const turn_reply c = post_session(s, body);
+  INFO(c.x_cache.dump());
+  CHECK(c.x_cache["via"] == "compaction");
+  CHECK(c.x_cache["source"] == "end");
+  CHECK(c.x_cache["resumed_at"] == end_rows);
+  const std::string turn = std::string("<|im_end|>\n<|im_start|>user\n") + summarizer + "\n\n" + instructions +
+                           "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+  CHECK(c.x_cache["prefilled_tokens"].get<long>() <= static_cast<long>(count_tokens(turn)) + 2);
+  const long transcript = static_cast<long>(count_tokens(body["messages"][1]["content"].get<std::string>()));
+  CHECK(c.x_cache["prefilled_tokens"].get<long>() < transcript);
+  CHECK(c.usage["prompt_tokens_details"]["cached_tokens"] == end_rows);
+
+  // The conversation goes on from its end anchor, as if the compaction had not run.
+  messages.push_back({{"role", "user"}, {"content", "And the tests?"}});
+  const turn_reply t3 = post_session(s, greedy(messages, 8));
+  CHECK(t3.x_cache["source"] == "end");
+  CHECK(t3.x_cache["resumed_at"] == end_rows);
+  const json stats = s.get("/v1/cache/stats").body_json()["tiers"]["compaction"];
+  CHECK(stats["continuations"] == 1);
+  CHECK(stats["as_sent"] == 0);
+  CHECK_THAT(s.get("/metrics").body, Catch::Contains("anchorage_compactions_total{served=\"continuation\"} 1"));
+}
+
+TEST_CASE("http: a compaction whose first user line the held conversation lacks is served as sent",
+          "[http][compaction]") {
+  http_server s;
+  json messages = json::array({{{"role", "system"}, {"content", filler(system_prompt, 900)}},
+                               {{"role", "user"}, {"content", "List the files in src."}}});
+  const turn_reply t1 = post_session(s, greedy(messages, 12));
+  messages.push_back({{"role", "assistant"}, {"content", t1.message.value("content", "")}});
+  const json body = compaction_body(messages, "Something this conversation never said.");
+  const turn_reply c = post_session(s, body);
+  CHECK(c.x_cache["via"] != "compaction");
+  CHECK(c.x_cache["prefilled_tokens"] == c.usage["prompt_tokens"]);
+  CHECK(s.get("/v1/cache/stats").body_json()["tiers"]["compaction"]["as_sent"] == 1);
+  // With --compaction off, a compaction the held conversation would pass is served as sent too.
+  http_server off({"--compaction", "off"});
+  json again = json::array({messages[0], messages[1]});
+  const turn_reply a1 = post_session(off, greedy(again, 12));
+  again.push_back({{"role", "assistant"}, {"content", a1.message.value("content", "")}});
+  REQUIRE(again == messages);
+  const turn_reply o = post_session(off, compaction_body(again));
+  CHECK(o.x_cache["via"] != "compaction");
+  CHECK(o.x_cache["prefilled_tokens"] == o.usage["prompt_tokens"]);
+}
