@@ -42,7 +42,8 @@ struct server_config {
     std::uint64_t budget_bytes = 40ULL << 30;  // --session-spill-gb 40
     std::size_t min_tokens = 16384;            // --spill-min-tokens
   } spill;
-  bool compaction = true;  // --compaction on|off: a compaction request as the held conversation's continuation
+  bool compaction =
+      true;               // --compaction on|off: a compaction request as the held conversation's continuation
   bool no_cache = false;  // --no-cache: every tier off, the cold path only
   cache_options cache;    // --resident-gb, --end-anchor, --end-align, --cache-budget-gb, --store-entry-gb
   int max_queue = 16;     // requests waiting beyond the running one; past it: 429

@@ -10,9 +10,16 @@ std::optional<compaction_plan> plan_compaction(const completion_request& r, chat
   const auto c = detect_compaction(r.messages, !r.tools.empty());
   // A normal turn's history with the instruction appended extends the held conversation: as sent.
   if (!c || c->shape == compaction_shape::trailing_instruction) return std::nullopt;
+  // The flattened shape's opener introduced the transcript, which the continuation does not hold.
+  std::string instructions = c->instructions;
+  const std::string opener = "Here is the conversation so far:";
+  if (instructions.compare(0, opener.size(), opener) == 0) {
+    instructions.erase(0, opener.size());
+    instructions.erase(0, instructions.find_first_not_of(" \t\r\n"));
+  }
   chat_message turn;
   turn.role = "user";
-  turn.content = c->system_text.empty() ? c->instructions : c->system_text + "\n\n" + c->instructions;
+  turn.content = c->system_text.empty() ? instructions : c->system_text + "\n\n" + instructions;
   std::string text;
   try {
     text = "<|im_end|>\n" + render_prompt_text(renderer, {turn}, nlohmann::ordered_json::array(), false);
@@ -28,7 +35,8 @@ std::optional<compaction_plan> plan_compaction(const completion_request& r, chat
   return p;
 }
 
-bool compaction_guard_holds(const compaction_plan& plan, const tokenizer& tok, const std::vector<token_id>& rows) {
+bool compaction_guard_holds(const compaction_plan& plan, const tokenizer& tok,
+                            const std::vector<token_id>& rows) {
   compaction_request c;
   c.user_lines = plan.user_lines;
   return compaction_guard(c, tok.decode(rows));

@@ -167,7 +167,7 @@ class board_runner {
   std::deque<std::string> early_cancels_;  // the last few cancels that found no request running
   std::shared_ptr<spill_keeper> spill_;
   int slot_ = 0;
-  std::vector<spill_job_ptr> pending_spills_;   // staged by the eviction hook, not handed out yet
+  std::vector<spill_job_ptr> pending_spills_;  // staged by the eviction hook, not handed out yet
   // A compaction request served as the continuation of this slot's conversation (docs/COMPACTION.md).
   bool compaction_served_ = false;
   long compactions_continued_ = 0, compactions_as_sent_ = 0;

@@ -63,8 +63,7 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
   expect(info);
   if (!opts_.enabled || prompt.empty()) return cold;
   prompt_ = prompt;
-  lookup_.guest =
-      info.force_guest || guests_.is_guest(prompt.size(), device_->resident().tokens().size());
+  lookup_.guest = info.force_guest || guests_.is_guest(prompt.size(), device_->resident().tokens().size());
   // Each tier in order, with the best start so far as its floor: a deeper one is taken only
   // when it starts later.
   for (auto& t : tiers_) {

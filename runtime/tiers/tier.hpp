@@ -17,10 +17,10 @@ namespace anchorage {
 
 // What the lookup needs to know of a request besides its prompt.
 struct request_info {
-  std::string session_key;                // a request of another session parks the resident one
-  std::size_t max_tokens = 0;             // a guest's stash holds its output too
-  std::size_t hidden_reserve = 0;         // rows the server may add unseen (the reasoning budget's phrase)
-  bool side_slot_free = false;            // --parallel: a guest can run on a side slot instead
+  std::string session_key;         // a request of another session parks the resident one
+  std::size_t max_tokens = 0;      // a guest's stash holds its output too
+  std::size_t hidden_reserve = 0;  // rows the server may add unseen (the reasoning budget's phrase)
+  bool side_slot_free = false;     // --parallel: a guest can run on a side slot instead
   // A guest whatever its length (a compaction's continuation, docs/COMPACTION.md): it reads the
   // resident rows and leaves them, their anchors and their end anchor as they were.
   bool force_guest = false;
