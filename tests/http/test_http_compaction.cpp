@@ -17,18 +17,7 @@ namespace {
 const httplib::Headers session = {{"x-session-id", "ses_0123456789abcdef"},
                                   {"x-session-affinity", "ses_0123456789abcdef"}};
 
-turn_reply post_session(const http_server& s, const json& body) {
-  const http_reply r = s.post("/v1/chat/completions", body.dump(), session);
-  INFO(r.body.substr(0, 400));
-  REQUIRE(r.status == 200);
-  const json j = r.body_json();
-  turn_reply t;
-  t.message = j["choices"][0]["message"];
-  t.finish_reason = j["choices"][0]["finish_reason"];
-  t.x_cache = j["x_cache"];
-  t.usage = j["usage"];
-  return t;
-}
+turn_reply post_session(const http_server& s, const json& body) { return post_turn(s, body, session); }
 
 // tiers.compaction once the board has reported `served` compaction requests (its stats reach the
 // conductor beside the answer, not before it).

@@ -28,8 +28,8 @@ struct turn_reply {
   std::string finish_reason;
 };
 
-inline turn_reply post_turn(const http_server& s, const json& body) {
-  const http_reply r = s.post_json("/v1/chat/completions", body);
+inline turn_reply post_turn(const http_server& s, const json& body, const httplib::Headers& headers = {}) {
+  const http_reply r = s.post_json("/v1/chat/completions", body, headers);
   INFO(r.body.substr(0, 400));
   REQUIRE(r.status == 200);
   const json j = r.body_json();

@@ -17,7 +17,9 @@ using namespace anchorage::testing;
 
 namespace {
 
-std::shared_ptr<engine> fresh(const model_config& c) { return std::shared_ptr<engine>(make_engine(c).release()); }
+std::shared_ptr<engine> fresh(const model_config& c) {
+  return std::shared_ptr<engine>(make_engine(c).release());
+}
 
 stream_event run(board_runner& r, board_job j) {
   const run_result res = run_to_end(r, r.start(std::move(j)));
@@ -92,7 +94,8 @@ TEST_CASE("compaction: a continuation leaves the conversation's rows and anchors
   CHECK(x.sections == y.sections);
 }
 
-TEST_CASE("compaction: the guard failing, or no conversation held, serves the request as sent", "[compaction][tiers]") {
+TEST_CASE("compaction: the guard failing, or no conversation held, serves the request as sent",
+          "[compaction][tiers]") {
   const model_config c = test_config("tiny", 1024);
   board_runner a(fresh(c), small_runner_options());
   compaction_plan plan;

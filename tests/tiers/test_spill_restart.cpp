@@ -90,6 +90,21 @@ std::size_t count_files(const std::string& dir, const std::string& ext) {
   return n;
 }
 
+// A board of `engines` with a spill on `dir`, the writer's part and the log: what most cases set up.
+struct spilling {
+  std::shared_ptr<spill_keeper> k;
+  slot_board a;
+  spill_driver w;
+  board_run log;
+  spilling(std::vector<std::shared_ptr<engine>> engines, const std::string& dir)
+      : k(keeper_on(dir, engines.front()->layout())), a(std::move(engines), with_spill(k)) {}
+  static board_runner_options with_spill(std::shared_ptr<spill_keeper> keeper) {
+    board_runner_options o = small_runner_options();
+    o.spill = std::move(keeper);
+    return o;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("spill: a planned stop and a new start resume the next turn from the spill, bit for bit",
@@ -158,12 +173,8 @@ TEST_CASE("spill: re-spilling an unchanged conversation writes no block, a grown
           "[spill][tiers]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-content");
-  board_runner_options o = small_runner_options();
-  auto k = keeper_on(dir.str(), fresh(c)->layout());
-  o.spill = k;
-  slot_board a({fresh(c)}, o);
-  spill_driver w;
-  board_run log;
+  spilling s({fresh(c)}, dir.str());
+  auto& [k, a, w, log] = s;
   run_all(a, log, &w,
           a.start(job_of(test_tokens(static_cast<std::size_t>(4 * c.grid + 3), 811), 5, "t1", "A")));
   auto jobs = a.spill_for_stop();
@@ -261,12 +272,8 @@ TEST_CASE("spill: a damaged block is never read back, the slot starts empty and 
   std::vector<token_id> p2;
   std::string cold_answer;
   {
-    board_runner_options o = small_runner_options();
-    auto k = keeper_on(dir.str(), fresh(c)->layout());
-    o.spill = k;
-    slot_board a({fresh(c)}, o);
-    spill_driver w;
-    board_run log;
+    spilling s({fresh(c)}, dir.str());
+    auto& [k, a, w, log] = s;
     run_all(a, log, &w,
             a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid), 831), 5, "t1", "A")));
     p2 = next_turn(a, 9, 832);
@@ -312,12 +319,8 @@ TEST_CASE("spill: a kill -9 during a spill leaves the previous one, which the ne
   std::size_t first_rows = 0;
   std::string never_answer;
   {
-    board_runner_options o = small_runner_options();
-    auto k = keeper_on(dir.str(), fresh(c)->layout());
-    o.spill = k;
-    slot_board a({fresh(c)}, o);
-    spill_driver w;
-    board_run log;
+    spilling s({fresh(c)}, dir.str());
+    auto& [k, a, w, log] = s;
     run_all(a, log, &w,
             a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid + 5), 841), 5, "t1", "A")));
     auto jobs = a.spill_for_stop();
@@ -363,12 +366,8 @@ TEST_CASE("spill: a full disk during a spill is a soft failure, the earlier spil
           "[spill][tiers]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-enospc");
-  board_runner_options o = small_runner_options();
-  auto k = keeper_on(dir.str(), fresh(c)->layout());
-  o.spill = k;
-  slot_board a({fresh(c)}, o);
-  spill_driver w;
-  board_run log;
+  spilling s({fresh(c)}, dir.str());
+  auto& [k, a, w, log] = s;
   run_all(a, log, &w,
           a.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 5), 851), 5, "t1", "A")));
   auto jobs = a.spill_for_stop();
@@ -397,12 +396,8 @@ TEST_CASE("spill: an engine of other weights never reads another's spill", "[spi
   temp_dir dir("anchorage-spill-foreign");
   std::vector<token_id> p2;
   {
-    board_runner_options o = small_runner_options();
-    auto k = keeper_on(dir.str(), fresh(c)->layout());
-    o.spill = k;
-    slot_board a({fresh(c)}, o);
-    spill_driver w;
-    board_run log;
+    spilling s({fresh(c)}, dir.str());
+    auto& [k, a, w, log] = s;
     run_all(a, log, &w,
             a.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 5), 861), 5, "t1", "A")));
     p2 = next_turn(a, 9, 862);
@@ -429,12 +424,8 @@ TEST_CASE("spill: two slots' conversations come back to their own slots after a 
   std::map<std::size_t, std::vector<token_id>> held;
   std::map<std::size_t, std::string> session;
   {
-    board_runner_options o = small_runner_options();
-    auto k = keeper_on(dir.str(), fresh(c)->layout());
-    o.spill = k;
-    slot_board a({fresh(c), fresh(c)}, o);
-    spill_driver w;
-    board_run log;
+    spilling s({fresh(c), fresh(c)}, dir.str());
+    auto& [k, a, w, log] = s;
     slot_events sa =
         a.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 3), 871), 4, "a1", "A"));
     const std::size_t slot_a = sa.slot;
@@ -474,12 +465,8 @@ TEST_CASE("spill: two slots' conversations come back to their own slots after a 
 TEST_CASE("spill: the tier reads only when reading costs less than the prefill it saves", "[spill][tiers]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-cost");
-  board_runner_options o = small_runner_options();
-  auto k = keeper_on(dir.str(), fresh(c)->layout());
-  o.spill = k;
-  slot_board a({fresh(c)}, o);
-  spill_driver w;
-  board_run log;
+  spilling s({fresh(c)}, dir.str());
+  auto& [k, a, w, log] = s;
   run_all(a, log, &w,
           a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid + 2), 881), 4, "t1", "A")));
   auto jobs = a.spill_for_stop();
