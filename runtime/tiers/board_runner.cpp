@@ -95,64 +95,6 @@ void board_runner::take_submissions(board_events& out) {
   for (auto& sub : staging_->take_submissions()) out.disk_submissions.push_back(std::move(sub));
 }
 
-void board_runner::take_spills(board_events& out) {
-  for (auto& j : pending_spills_) out.spill_writes.push_back(std::move(j));
-  pending_spills_.clear();
-}
-
-std::vector<spill_job_ptr> board_runner::spill_for_stop() {
-  std::vector<spill_job_ptr> out;
-  if (!spill_ || busy()) return out;
-  const resident_prefix& r = tiers_->resident();
-  const device_tier& d = tiers_->device();
-  const state_adapter& state = eng_->cache_state();
-  try {
-    if (auto j = spill_->stage_resident(r, state, eng_->where(), d.resident_session(), slot_, true, "drain"))
-      out.push_back(std::move(j));
-    if (auto j = spill_->stage_parked(r, state, eng_->where(), d.parked_session(), slot_, "drain"))
-      out.push_back(std::move(j));
-  } catch (const std::exception& e) {
-    log_warn() << "staging a session spill failed (" << e.what() << ")";
-  }
-  for (auto& j : pending_spills_) out.push_back(std::move(j));
-  pending_spills_.clear();
-  return out;
-}
-
-bool board_runner::read_back(std::uint64_t id) {
-  if (!spill_ || busy()) return false;
-  auto read = spill_->read(id);
-  if (!read) return false;
-  try {
-    const spill_manifest& m = read->manifest;
-    tiers_->device().make_way(eng_->cache_state(), m.tokens, m.session_key);
-    spill_->apply(*read, eng_->cache_state(), eng_->where(), tiers_->device().resident());
-    // The sections at the conversation's end (its end anchor, else its newest grid anchor):
-    // the engine stands where the conversation stood.
-    const resident_prefix& r = tiers_->resident();
-    resume_offer at;
-    at.via = cache_via::none;
-    if (r.has_end_anchor()) {
-      at.source = cache_source::end;
-      at.at = r.end_position();
-    } else if (auto p = r.anchors().best_at_or_below(r.tokens().size())) {
-      at.source = cache_source::resident;
-      at.at = *p;
-    } else {
-      read_back_ = true;
-      return true;
-    }
-    tiers_->device().resident().restore(eng_->cache_state(), eng_->where(), at);
-    read_back_ = true;
-  } catch (const std::exception& e) {
-    log_warn() << "reading a session spill back failed (" << e.what() << "); the slot starts empty";
-    tiers_->clear(cache_tier::resident);
-    eng_->reset();
-    return false;
-  }
-  return true;
-}
-
 void board_runner::disk_released(std::uint64_t bytes) {
   if (staging_) staging_->released(bytes);
 }

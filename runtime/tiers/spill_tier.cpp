@@ -22,15 +22,30 @@ bool spill_tier::restore(state_adapter& into, const resume_offer& o) {
   // Every file read and verified before anything changes: a failure is the tiers above.
   auto read = keeper_->read(id);
   if (!read) return false;
-  const spill_manifest& m = read->manifest;
-  device_.make_way(into, m.tokens, m.session_key);
-  keeper_->apply(*read, into, where_, device_.resident());
-  // The sections at the resume point, from the anchors the conversation brought.
-  resume_offer at = o;
-  at.source = m.end && m.end->at == o.at ? cache_source::end : cache_source::resident;
-  at.via = cache_via::none;
-  device_.resident().restore(into, where_, at);
+  take_in(into, *read, o.at);
   return true;
+}
+
+void spill_tier::take_in(state_adapter& into, const spill_read& read, std::optional<std::size_t> at) {
+  const spill_manifest& m = read.manifest;
+  device_.make_way(into, m.tokens, m.session_key);
+  keeper_->apply(read, into, where_, device_.resident());
+  resident_prefix& r = device_.resident();
+  if (!at) {
+    if (r.has_end_anchor()) {
+      at = r.end_position();
+    } else if (auto p = r.anchors().best_at_or_below(r.tokens().size())) {
+      at = *p;
+    } else {
+      return;
+    }
+  }
+  // The sections from the anchors the conversation brought.
+  resume_offer o;
+  o.at = *at;
+  o.source = r.has_end_anchor() && r.end_position() == *at ? cache_source::end : cache_source::resident;
+  o.via = cache_via::none;
+  r.restore(into, where_, o);
 }
 
 void spill_tier::begin(const resume_offer& o, const state_adapter&, const tier_lookup&, bool) {

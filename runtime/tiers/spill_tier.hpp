@@ -20,6 +20,12 @@ class spill_tier final : public tier {
  public:
   spill_tier(std::shared_ptr<spill_keeper> keeper, device_tier& device, const cache_options& opts,
              kernels::backend where);
+  // A verified read made the resident conversation: the one in place set aside
+  // (device_tier::make_way), the rows written and the anchors adopted (spill_keeper::apply), and
+  // the sections restored at `at` (the end anchor when it stands there, else the grid anchor);
+  // without `at`, where the conversation ends (its end anchor, else its newest grid anchor, else
+  // none). Throws what an allocation or a copy throws.
+  void take_in(state_adapter& into, const spill_read& read, std::optional<std::size_t> at);
   // The board's measured prefill rate, for the cost rule (0: unmeasured, the spill reads).
   void expect_rate(double prefill_tokens_per_s) { prefill_tps_ = prefill_tokens_per_s; }
 

@@ -75,15 +75,21 @@ json compaction_body(const json& messages, const std::string& first_user_overrid
   return b;
 }
 
+// The conversation's first turn on `s`, its answer appended: what every case starts from.
+json first_turn(const http_server& s) {
+  json messages = json::array({{{"role", "system"}, {"content", filler(system_prompt, 900)}},
+                               {{"role", "user"}, {"content", "List the files in src."}}});
+  const turn_reply t1 = post_session(s, greedy(messages, 12));
+  messages.push_back({{"role", "assistant"}, {"content", t1.message.value("content", "")}});
+  return messages;
+}
+
 }  // namespace
 
 TEST_CASE("http: a compaction request is served as the continuation of the session's conversation",
           "[http][compaction]") {
   http_server s;
-  json messages = json::array({{{"role", "system"}, {"content", filler(system_prompt, 900)}},
-                               {{"role", "user"}, {"content", "List the files in src."}}});
-  const turn_reply t1 = post_session(s, greedy(messages, 12));
-  messages.push_back({{"role", "assistant"}, {"content", t1.message.value("content", "")}});
+  json messages = first_turn(s);
   messages.push_back({{"role", "user"}, {"content", "Now read main.cpp."}});
   const turn_reply t2 = post_session(s, greedy(messages, 12));
   REQUIRE(t2.x_cache["source"] == "end");
@@ -119,10 +125,7 @@ TEST_CASE("http: a compaction request is served as the continuation of the sessi
 TEST_CASE("http: a compaction whose first user line the held conversation lacks is served as sent",
           "[http][compaction]") {
   http_server s;
-  json messages = json::array({{{"role", "system"}, {"content", filler(system_prompt, 900)}},
-                               {{"role", "user"}, {"content", "List the files in src."}}});
-  const turn_reply t1 = post_session(s, greedy(messages, 12));
-  messages.push_back({{"role", "assistant"}, {"content", t1.message.value("content", "")}});
+  json messages = first_turn(s);
   const json body = compaction_body(messages, "Something this conversation never said.");
   const turn_reply c = post_session(s, body);
   CHECK(c.x_cache.value("via", "") != "compaction");
@@ -130,9 +133,7 @@ TEST_CASE("http: a compaction whose first user line the held conversation lacks 
   CHECK(compaction_stats(s, 1)["as_sent"] == 1);
   // With --compaction off, a compaction the held conversation would pass is served as sent too.
   http_server off({"--compaction", "off"});
-  json again = json::array({messages[0], messages[1]});
-  const turn_reply a1 = post_session(off, greedy(again, 12));
-  again.push_back({{"role", "assistant"}, {"content", a1.message.value("content", "")}});
+  const json again = first_turn(off);
   REQUIRE(again == messages);
   const turn_reply o = post_session(off, compaction_body(again));
   CHECK(o.x_cache.value("via", "") != "compaction");
