@@ -100,12 +100,21 @@ void send_all(board_ptr self, slot_events tagged) {
   send_to_disk(self, tagged.slot, out);
   for (auto& job : out.spill_writes) send_spill(self, std::move(job), nullptr);
   if (out.tiers_changed) send_tiers(self);
+  if (out.idle && st.idle) {
+    st.idle->deliver(*out.idle);
+    st.idle.reset();
+  }
   if (out.done) self->send(st.conductor, done_atom::value, std::move(*out.done));
   for (auto& ev : out.events) self->send(out.sink, std::move(ev));
   if (!st.step_queued && st.slots->wants_step()) {
     st.step_queued = true;
     self->send(self, step_atom::value);
   }
+}
+
+// A request or a hold needs the board: idle work stops first, between two of its steps.
+void preempt_idle(board_ptr self) {
+  for (auto& ev : self->state.slots->preempt_idle()) send_all(self, std::move(ev));
 }
 
 }  // namespace
@@ -126,7 +135,26 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
   init.conductor = std::move(conductor);
   send_tiers(self);  // the conductor's stats show the tiers (empty) before the first request
   return {
-      [=](run_atom, board_job& j) { send_all(self, self->state.slots->start(std::move(j))); },
+      [=](run_atom, board_job& j) {
+        preempt_idle(self);
+        send_all(self, self->state.slots->start(std::move(j)));
+      },
+      [=](idle_atom, idle_request& rq) -> caf::result<idle_reply> {
+        auto& st = self->state;
+        if (st.idle) return idle_reply{idle_reply::outcome::refused, {}, 0, 0, 0};
+        auto started = st.slots->start_idle(rq.job, rq.min_tokens);
+        if (!started) {
+          idle_reply r;
+          r.what = st.slots->idle_slots() == st.slots->size() ? idle_reply::outcome::none
+                                                              : idle_reply::outcome::refused;
+          return r;
+        }
+        if (started->events.idle) return *started->events.idle;  // it could not begin
+        auto rp = self->make_response_promise<idle_reply>();
+        st.idle = rp;
+        send_all(self, std::move(*started));
+        return rp;
+      },
       [=](step_atom) {
         auto& st = self->state;
         st.step_queued = false;
@@ -138,6 +166,7 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
       // A planned stop (the conductor asks once nothing runs): every slot's resident and parked
       // conversations spilled, answered once each is written and indexed.
       [=](spill_atom) -> caf::result<spill_stop_reply> {
+        preempt_idle(self);
         auto& st = self->state;
         const std::int64_t t0 = steady_ns();
         std::vector<spill_job_ptr> jobs = st.slots->spill_for_stop();
@@ -169,6 +198,7 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
         return rp;
       },
       [=](clear_atom, cache_tier tier) -> caf::result<clear_reply> {
+        preempt_idle(self);
         auto& st = self->state;
         // A tier this server does not have (the disk without --cache-dir) is the client's error.
         auto cleared = st.slots->clear(tier);

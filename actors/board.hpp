@@ -5,6 +5,7 @@
 
 #include <caf/fwd.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_response_promise.hpp>
 
 #include "protocol/disk_interface.hpp"
 #include "protocol/interfaces.hpp"
@@ -36,12 +37,18 @@ struct board_options {
 // request, a cancel at high priority, a clear) is handled between two steps. The disk actor's
 // replies (a read, a plan, a write's release) come back the same way, to their slot: the board
 // never waits for the disk.
+//
+// Idle work (the compaction worker's, docs/COMPACTION.md) is below every request: it starts only
+// when no slot is busy, runs one chunk or block per step message like a request, and stops at
+// once when a request, a clear or a planned stop's spill arrives, before that message is handled.
 struct board_state {
   std::unique_ptr<slot_board> slots;
   bool step_queued = false;  // a step message is on its way
   disk_actor disk;
   done_receiver conductor;
   spill_writer_actor spill_writer;
+  // The compaction worker's idle work running now: answered when it finishes or is preempted.
+  std::optional<caf::typed_response_promise<idle_reply>> idle;
   long steps = 0;  // steps run, for tests
   static inline const char* name = "board";
 };

@@ -7,6 +7,7 @@
 
 #include "runtime/disk/disk_stats_json.hpp"
 #include "runtime/text/compaction_plan.hpp"
+#include "runtime/text/opencode_compaction.hpp"
 
 namespace anchorage {
 namespace {
@@ -157,6 +158,41 @@ void ask_disk_offer(conductor_actor::stateful_pointer<conductor_state> self, con
             [got](caf::error&) { got(std::nullopt); });
 }
 
+// What the worker prewrites from before any compaction request came: opencode 1.18.33's
+// compaction agent and instructions, rendered as a compaction request of it would be.
+std::optional<board_job> opencode_template(const conductor_options& o) {
+  completion_request r;
+  r.kind = request_kind::chat;
+  chat_message sys;
+  sys.role = "system";
+  sys.content = opencode_compaction_system_text();
+  chat_message user;
+  user.role = "user";
+  user.content = opencode_compaction_instructions();
+  r.messages = {sys, user};
+  r.max_tokens = o.compaction_max_tokens;
+  auto rendered = render_request(r, o.limits, o.tok, 0);
+  auto* j = std::get_if<board_job>(&rendered);
+  auto plan = plan_continuation(sys.content, user.content, o.limits.renderer, o.tok);
+  if (!j || !plan) return std::nullopt;
+  plan->shape = "opencode-1.18.33";
+  j->compaction = std::move(*plan);
+  return std::move(*j);
+}
+
+// A compaction request's continuation and sampling, as the worker's next template.
+void teach_worker(conductor_ptr self, const board_job& j) {
+  auto& st = self->state;
+  if (!st.worker || !j.compaction) return;
+  board_job t = j;
+  t.id.clear();
+  t.prompt.clear();
+  t.disk.reset();
+  t.sink = sink_actor{};
+  t.max_tokens = st.opts.compaction_max_tokens;
+  self->send(st.worker, compaction_template_atom::value, std::move(t));
+}
+
 }  // namespace
 
 conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<conductor_state> self,
@@ -167,9 +203,15 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
   init.book = std::make_unique<ledger>(init.opts.ledger_path);
   init.board = make_board(caf::actor_cast<done_receiver>(self));
   self->link_to(init.board);
+  if (init.opts.worker && init.opts.compaction) {
+    init.worker = self->spawn(compaction_worker, *init.opts.worker, caf::actor_cast<conductor_actor>(self));
+    self->link_to(init.worker);
+    if (auto t = opencode_template(init.opts)) self->send(init.worker, compaction_template_atom::value, std::move(*t));
+  }
   return {
       [=](generate_atom, request_envelope& env) {
         auto& st = self->state;
+        if (st.worker) self->send(st.worker, activity_atom::value);
         const long waiting = static_cast<long>(st.queue.size());
         if (static_cast<int>(st.running.size()) >= st.opts.slots && waiting >= st.opts.max_queue)
           return reject(self, env,
@@ -181,8 +223,10 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
         if (auto* err = std::get_if<api_error>(&rendered)) return reject(self, env, std::move(*err));
         board_job j = std::move(std::get<board_job>(rendered));
         if (st.opts.compaction) {
-          if (auto plan = plan_compaction(*env.request, st.opts.limits.renderer, st.opts.tok))
+          if (auto plan = plan_compaction(*env.request, st.opts.limits.renderer, st.opts.tok)) {
             j.compaction = std::move(*plan);
+            teach_worker(self, j);
+          }
         }
         j.id = env.id;
         j.sink = env.sink;
@@ -250,8 +294,20 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
         });
       },
       [=](clear_atom, cache_tier tier) -> caf::result<clear_reply> {
-        // The names are checked by the admin; the board owns the device tiers.
+        // The names are checked by the admin; the board owns the device tiers. A hold: the
+        // worker waits for a quiet spell again.
+        if (self->state.worker) self->send(self->state.worker, activity_atom::value);
         return self->delegate(self->state.board, clear_atom::value, tier);
+      },
+      // Idle work, only while nothing runs or waits (the board refuses too when a slot is busy).
+      [=](idle_atom, idle_request& rq) -> caf::result<idle_reply> {
+        auto& st = self->state;
+        if (!st.running.empty() || !st.queue.empty() || !st.drains.empty()) {
+          idle_reply r;
+          r.what = idle_reply::outcome::refused;
+          return r;
+        }
+        return self->delegate(st.board, idle_atom::value, std::move(rq));
       },
       // Answered (true) once idle; whoever asks bounds the wait with its request's timeout.
       [=](drain_atom) -> caf::result<bool> {

@@ -10,6 +10,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include "actors/compaction_worker.hpp"
 #include "protocol/disk_interface.hpp"
 #include "protocol/interfaces.hpp"
 #include "runtime/server/ledger.hpp"
@@ -32,6 +33,11 @@ struct conductor_options {
   // --compaction: a compaction request is planned as the continuation of the conversation its
   // session holds (docs/COMPACTION.md); the board serves it so when the guard holds.
   bool compaction = true;
+  // The compaction worker (--compaction-idle-s above 0, with compaction on): spawned by the
+  // conductor, told of every request, given the continuation to prewrite from (opencode 1.18.33's
+  // at the start, then each compaction request's), its summaries --compaction-max-tokens long.
+  std::optional<compaction_worker_options> worker;
+  long compaction_max_tokens = 2048;
   // The session spill is on: a drain asks the board to spill the slots' conversations once
   // nothing runs, before the disk's drain.
   bool spill = false;
@@ -48,6 +54,7 @@ struct conductor_state {
   std::unique_ptr<ledger> book;
   metrics counters;
   board_actor board;
+  compaction_worker_actor worker;  // none without opts.worker
   std::deque<board_job> queue;
   std::vector<std::string> awaiting_offer;  // queued ids whose disk offer has not come yet
   std::vector<std::string> running;         // handed to the board, at most opts.slots

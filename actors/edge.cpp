@@ -240,6 +240,7 @@ void http_edge::generate(request_kind kind, const httplib::Request& http, httpli
   // A session id a client sends with every request of one session (headers are case-insensitive).
   for (const char* h : {"X-Session-Id", "X-Session-Affinity"})
     if (body.session_header.empty() && http.has_header(h)) body.session_header = http.get_header_value(h);
+  if (http.has_header("User-Agent")) body.user_agent = http.get_header_value("User-Agent");
   auto req = std::make_shared<const completion_request>(std::move(body));
   if (!req->model.empty() && req->model != model)
     return fail(

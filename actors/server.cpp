@@ -62,6 +62,13 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   opts.limits.renderer = chat.renderer;
   opts.tok = tok;
   opts.compaction = cfg_.compaction && !cfg_.no_cache;
+  opts.compaction_max_tokens = cfg_.compaction_max_tokens;
+  if (opts.compaction && cfg_.compaction_idle_s > 0) {
+    compaction_worker_options cw;
+    cw.idle = std::chrono::milliseconds(static_cast<long>(cfg_.compaction_idle_s * 1000.0));
+    cw.min_tokens = cfg_.compaction_min_tokens;
+    opts.worker = cw;
+  }
   board_options bo;
   bo.decode_block = cfg_.decode_block;
   bo.cache = cfg_.cache;

@@ -84,6 +84,13 @@ struct board_job {
   // A compaction request's continuation (none: not one, or compaction off); the prompt above is
   // the request as sent, served when the guard fails.
   std::optional<compaction_plan> compaction;
+  // The compaction worker's idle work (docs/COMPACTION.md): this job prewrites the summary of
+  // the conversation a slot holds (its prompt is the held conversation's end rows and the plan's
+  // turn, filled in by the board). It has no sink and no ledger entry; any request stops it.
+  bool idle = false;
+  // The request came from opencode (its User-Agent, or an `ses_` session id): the sessions the
+  // compaction worker prewrites for.
+  bool opencode = false;
   // what the lookup decided (the board fills it in when it takes the request)
   x_cache_info cache;
   std::int64_t received_ns = 0;  // steady clock, when the edge received the request

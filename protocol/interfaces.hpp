@@ -5,6 +5,7 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include "protocol/compaction_messages.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/spill_messages.hpp"
 
@@ -21,7 +22,8 @@ using done_receiver =
 using board_actor = caf::typed_actor<caf::reacts_to<run_atom, board_job>, caf::reacts_to<step_atom>,
                                      caf::reacts_to<cancel_atom, std::string>,
                                      caf::replies_to<clear_atom, cache_tier>::with<clear_reply>,
-                                     caf::replies_to<spill_atom>::with<spill_stop_reply>>;
+                                     caf::replies_to<spill_atom>::with<spill_stop_reply>,
+                                     caf::replies_to<idle_atom, idle_request>::with<idle_reply>>;
 
 // The disk writer: writes a staged job's files through its own env and hands the job back, in
 // the order the jobs came (write-behind: the board never waits for it).
@@ -38,7 +40,14 @@ using conductor_actor = caf::typed_actor<
     caf::reacts_to<generate_atom, request_envelope>, caf::reacts_to<cancel_atom, std::string>,
     caf::reacts_to<done_atom, ledger_entry>, caf::reacts_to<tiers_atom, cache_stats>,
     caf::replies_to<stats_atom>::with<std::string>, caf::replies_to<metrics_atom>::with<std::string>,
-    caf::replies_to<clear_atom, cache_tier>::with<clear_reply>, caf::replies_to<drain_atom>::with<bool>>;
+    caf::replies_to<clear_atom, cache_tier>::with<clear_reply>, caf::replies_to<drain_atom>::with<bool>,
+    caf::replies_to<idle_atom, idle_request>::with<idle_reply>>;
+
+// The compaction worker: told of every request (activity) and of the continuation to prewrite
+// from; after --compaction-idle-s without activity it asks the conductor for idle work.
+using compaction_worker_actor =
+    caf::typed_actor<caf::reacts_to<activity_atom>, caf::reacts_to<compaction_template_atom, board_job>,
+                     caf::reacts_to<tick_atom, std::uint64_t>>;
 
 // The admin: operator messages, token and tier checked (errors are error_code).
 using admin_actor = caf::typed_actor<caf::replies_to<clear_atom, std::string, std::string>::with<std::string>,

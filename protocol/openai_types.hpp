@@ -60,6 +60,7 @@ struct completion_request {
   // The client's session id from the X-Session-Id (or x-session-affinity) header: opencode sends
   // the same `ses_...` on a session's title, main and compaction requests. Empty: none.
   std::string session_header;
+  std::string user_agent;  // the User-Agent header (opencode's opens "opencode/")
 };
 
 struct usage_info {

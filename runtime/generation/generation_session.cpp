@@ -46,6 +46,11 @@ generation_session::generation_session(engine& e, generation_job job)
   for (const auto& s : job_.stop_strings) longest_stop_ = std::max(longest_stop_, s.size());
   const std::size_t from = engine_.length();
   start_ = from;
+  if (!job_.replay_finish.empty()) {
+    replay();
+    if (!done_) finish(job_.replay_finish, replayed_);
+    return;
+  }
   if (!job_.resume_output.empty()) {
     if (from + 1 != job_.prompt.size() + job_.resume_output.size()) {
       throw std::invalid_argument("resume: the engine holds " + std::to_string(from) +

@@ -46,6 +46,10 @@ struct generation_job {
   // the engine in the checkpoint's state first: the prompt and every id here but the last
   // forwarded, so engine length == prompt.size() + resume_output.size() - 1.
   std::vector<token_id> resume_output;
+  // Not empty: resume_output is a whole generation written earlier (a prewritten summary,
+  // docs/COMPACTION.md), replayed without the engine and finished with this reason ("stop" or
+  // "length") unless the replay ends it first; nothing is forwarded and the engine is not read.
+  std::string replay_finish;
 };
 
 // One request on the engine, a step at a time: a prefill chunk per step, then up to `block`

@@ -86,7 +86,14 @@ std::string metrics::text(long queue_depth, long running) const {
     o << "# HELP anchorage_compactions_total Compaction requests, by how they were served.\n"
       << "# TYPE anchorage_compactions_total counter\n"
       << "anchorage_compactions_total{served=\"continuation\"} " << c.value("continuations", 0L) << "\n"
+      << "anchorage_compactions_total{served=\"prewritten\"} " << c.value("prewritten", 0L) << "\n"
       << "anchorage_compactions_total{served=\"as_sent\"} " << c.value("as_sent", 0L) << "\n";
+    const nlohmann::json w = c.value("worker", nlohmann::json::object());
+    o << "# HELP anchorage_compaction_worker_runs_total The compaction worker's idle runs, by what became of "
+         "them.\n"
+      << "# TYPE anchorage_compaction_worker_runs_total counter\n";
+    for (const char* k : {"started", "preempted", "finished"})
+      o << "anchorage_compaction_worker_runs_total{run=\"" << k << "\"} " << w.value(k, 0L) << "\n";
   }
   o << "# HELP anchorage_queue_depth Requests waiting for the engine.\n# TYPE anchorage_queue_depth gauge\n"
     << "anchorage_queue_depth " << queue_depth << "\n";

@@ -51,6 +51,20 @@ std::size_t parse_gib(const std::string& name, const std::string& v) {
   return static_cast<std::size_t>(x * 1073741824.0);
 }
 
+// A duration in seconds (fractions allowed, e.g. 0.2), at most a day.
+double parse_seconds(const std::string& name, const std::string& v) {
+  std::size_t used = 0;
+  double x = -1;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (v.empty() || used != v.size() || !(x >= 0) || x > 86400)
+    throw std::invalid_argument("--" + name + " wants seconds from 0 to 86400 (e.g. 30 or 0.5), got '" + v + "'");
+  return x;
+}
+
 void set_engine(server_config& c, const std::string& flag, const std::string& v) { c.engine.parse(flag, v); }
 
 const std::vector<option>& options() {
@@ -121,6 +135,20 @@ const std::vector<option>& options() {
        "serve a compaction request (opencode's) as the continuation of the conversation its session "
        "holds, reading only the new turn (on)",
        [](server_config& c, const std::string& v) { c.compaction = parse_bool("compaction", v); }},
+      {"compaction-idle-s", "S",
+       "seconds without a request before the compaction worker writes a summary ahead (30; 0: never)",
+       [](server_config& c, const std::string& v) {
+         c.compaction_idle_s = parse_seconds("compaction-idle-s", v);
+       }},
+      {"compaction-min-tokens", "N",
+       "shortest opencode conversation (up to its end anchor) the worker writes a summary for (32768)",
+       [](server_config& c, const std::string& v) {
+         c.compaction_min_tokens = static_cast<std::size_t>(parse_long("compaction-min-tokens", v, 1, 1L << 30));
+       }},
+      {"compaction-max-tokens", "N", "the prewritten summary's length at most (2048)",
+       [](server_config& c, const std::string& v) {
+         c.compaction_max_tokens = parse_long("compaction-max-tokens", v, 1, 1L << 20);
+       }},
       {"no-cache", nullptr, "every cache tier off: the cold path only",
        [](server_config& c, const std::string& v) { c.no_cache = parse_bool("no-cache", v); }},
       {"resident-gb", "GB", "budget of the resident prefix's anchors and end anchor (2.5)",

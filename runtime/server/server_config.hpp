@@ -43,7 +43,13 @@ struct server_config {
     std::size_t min_tokens = 16384;            // --spill-min-tokens
   } spill;
   bool compaction =
-      true;               // --compaction on|off: a compaction request as the held conversation's continuation
+      true;  // --compaction on|off: a compaction request as the held conversation's continuation
+  // The compaction worker: after --compaction-idle-s (30; 0: no worker) without a request, the
+  // summary of an opencode conversation of at least --compaction-min-tokens (32768) up to its
+  // end anchor is written ahead, --compaction-max-tokens (2048) long.
+  double compaction_idle_s = 30;
+  std::size_t compaction_min_tokens = 32768;
+  long compaction_max_tokens = 2048;
   bool no_cache = false;  // --no-cache: every tier off, the cold path only
   cache_options cache;    // --resident-gb, --end-anchor, --end-align, --cache-budget-gb, --store-entry-gb
   int max_queue = 16;     // requests waiting beyond the running one; past it: 429

@@ -17,9 +17,18 @@ std::optional<compaction_plan> plan_compaction(const completion_request& r, chat
     instructions.erase(0, opener.size());
     instructions.erase(0, instructions.find_first_not_of(" \t\r\n"));
   }
+  auto p = plan_continuation(c->system_text, instructions, renderer, tok);
+  if (!p) return std::nullopt;
+  p->shape = compaction_shape_name(c->shape);
+  p->user_lines = c->user_lines;
+  return p;
+}
+
+std::optional<compaction_plan> plan_continuation(const std::string& system_text, const std::string& instructions,
+                                                 chat_renderer renderer, const tokenizer& tok) {
   chat_message turn;
   turn.role = "user";
-  turn.content = c->system_text.empty() ? instructions : c->system_text + "\n\n" + instructions;
+  turn.content = system_text.empty() ? instructions : system_text + "\n\n" + instructions;
   std::string text;
   try {
     text = "<|im_end|>\n" + render_prompt_text(renderer, {turn}, nlohmann::ordered_json::array(), false);
@@ -27,10 +36,8 @@ std::optional<compaction_plan> plan_compaction(const completion_request& r, chat
     return std::nullopt;  // the template refuses it: serve the request as sent
   }
   compaction_plan p;
-  p.shape = compaction_shape_name(c->shape);
   const std::vector<token_id> ids = tok.encode(text, true);
   p.turn.assign(ids.begin(), ids.end());
-  p.user_lines = c->user_lines;
   p.starts_in_reasoning = prompt_opens_reasoning(renderer, false);
   return p;
 }

@@ -123,6 +123,7 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
     j.session_key = chat_session_digest(r.messages);
   else
     j.session_key = head_digest(j.prompt);
+  j.opencode = r.user_agent.rfind("opencode/", 0) == 0 || r.session_header.rfind("ses_", 0) == 0;
   return j;
 }
 

@@ -49,6 +49,7 @@ board_runner::board_runner(std::shared_ptr<engine> eng, board_runner_options opt
     tiers_->attach_disk();
   }
   slot_ = opts.slot;
+  prewrites_ = opts.prewrites;
   if (opts.spill && opts.cache.enabled) {
     spill_ = opts.spill;
     // An eviction spills what the park cannot hold, before the rows are rewritten.
@@ -216,7 +217,9 @@ void board_runner::take_early_cancel() {
 // A compaction request (docs/COMPACTION.md) whose guard holds against the conversation this slot
 // holds is served as that conversation's continuation: its rows up to the end anchor, then the
 // plan's one turn. It runs as a guest, so the conversation's rows, anchors and end anchor stay as
-// they were and its next ordinary turn resumes at its end anchor. Otherwise it is served as sent.
+// they were and its next ordinary turn resumes at its end anchor. A summary the compaction worker
+// prewrote for this session, end and turn answers it without the engine when the request's
+// sampling allows. Otherwise it is served as sent.
 void board_runner::maybe_continue_compaction() {
   const compaction_plan& plan = *job_.compaction;
   const resident_prefix& r = tiers_->resident();
@@ -230,7 +233,23 @@ void board_runner::maybe_continue_compaction() {
     ++compactions_as_sent_;
     return;
   }
-  std::vector<token_id> p = e->rows;
+  continue_from_end(e->rows);
+  if (prewrites_) {
+    const prewritten_summary* s = prewrites_->find(job_.session_key, e->rows, plan.turn);
+    if (s && compaction_prewrites::answers(*s, job_)) {
+      prewritten_ = *s;
+      ++compactions_prewritten_;
+      return;
+    }
+  }
+  ++compactions_continued_;
+}
+
+// The served prompt of a continuation: the held rows up to the end anchor, then the plan's turn.
+void board_runner::continue_from_end(const std::vector<token_id>& end_rows) {
+  const compaction_plan& plan = *job_.compaction;
+  const std::size_t capacity = eng_->layout().views.empty() ? 0 : eng_->layout().views.front().capacity;
+  std::vector<token_id> p = end_rows;
   p.insert(p.end(), plan.turn.begin(), plan.turn.end());
   asked_ = p;
   job_.prompt.assign(p.begin(), p.end());
@@ -239,7 +258,118 @@ void board_runner::maybe_continue_compaction() {
   job_.max_tokens = std::min<long>(job_.max_tokens, static_cast<long>(capacity - p.size()));
   job_key_ = 0;  // a continuation is not the request a restart would send again
   compaction_served_ = true;
-  ++compactions_continued_;
+}
+
+bool board_runner::idle_candidate(const board_job& tmpl, std::size_t min_tokens) const {
+  if (busy() || !end_opencode_ || !tmpl.compaction || !tiers_->options().enabled) return false;
+  const resident_prefix& r = tiers_->resident();
+  const end_record* e = r.end();
+  // Nothing above the end anchor: the guest's stash holds no row, so it cannot be refused (a
+  // refused stash would make the run an ordinary request over the conversation's rows).
+  if (!e || e->rows.empty() || e->rows.size() < min_tokens || r.tokens() != e->rows) return false;
+  const std::size_t capacity = eng_->layout().views.empty() ? 0 : eng_->layout().views.front().capacity;
+  if (e->rows.size() + tmpl.compaction->turn.size() + 2 >= capacity) return false;
+  return !prewrites_ || !prewrites_->has(end_session_, e->rows, tmpl.compaction->turn);
+}
+
+// The worker's continuation, started like a compaction request whose guard held: a guest from
+// the end anchor (tiers_->plan finds it there; nothing is read from the disk).
+board_events board_runner::start_idle(board_job tmpl) {
+  if (!idle_candidate(tmpl, 0)) throw std::logic_error("board_runner: no conversation to prewrite for");
+  tmpl.idle = true;
+  tmpl.session_key = end_session_;
+  tmpl.sink = sink_actor{};
+  tmpl.disk.reset();
+  tmpl.id = "idle-compaction-" + std::to_string(slot_) + "-" + std::to_string(idle_started_ + 1);
+  idle_end_rows_ = tiers_->resident().end()->rows;
+  ++idle_started_;
+  idle_steps_ = 0;
+  board_events out = start(std::move(tmpl));
+  if (!busy()) {  // it could not begin: nothing for the conductor or a client
+    out.events.clear();
+    out.done.reset();
+    out.idle = idle_reply{};
+    out.idle->what = idle_reply::outcome::refused;
+    idle_ = false;
+  }
+  return out;
+}
+
+board_events board_runner::preempt_idle() {
+  board_events out;
+  if (!running_idle() || !session_) return out;
+  session_->cancel();
+  session_->step(decode_block_);  // cancelled: it ends without reading the engine
+  finish(out);
+  return out;
+}
+
+// The end of idle work: the summary kept when the run finished; the worker's answer either way.
+void board_runner::finish_idle(board_events& out, bool preempted) {
+  const auto& s = *session_;
+  idle_reply r;
+  r.what = preempted ? idle_reply::outcome::preempted : idle_reply::outcome::finished;
+  r.session_key = job_.session_key;
+  r.end_tokens = idle_end_rows_.size();
+  r.output_tokens = s.output_tokens();
+  r.steps = idle_steps_;
+  if (preempted) {
+    ++idle_preempted_;
+  } else {
+    ++idle_finished_;
+    if (prewrites_) {
+      prewritten_summary p;
+      p.session_key = job_.session_key;
+      p.end_rows = idle_end_rows_;
+      p.turn = job_.compaction->turn;
+      p.temperature = job_.temperature;
+      p.top_p = job_.top_p;
+      p.seed = job_.seed;
+      p.max_tokens = job_.max_tokens;
+      p.output = s.output_ids();
+      p.finish_reason = s.finish_reason();
+      prewrites_->put(std::move(p));
+    }
+  }
+  log_info() << "compaction worker: " << to_string(r.what) << " on slot " << slot_ << " (" << r.end_tokens
+             << " tokens held, " << r.output_tokens << " summary tokens, " << r.steps << " steps)";
+  out.idle = r;
+  idle_end_rows_.clear();
+}
+
+// A compaction request answered from a prewritten summary: the session replays the summary's ids
+// (the deltas, the parser, max_tokens as a live run has them) and reads nothing of the engine;
+// the tiers are not asked.
+board_events board_runner::begin_prewritten() {
+  board_events out;
+  out.sink = job_.sink;
+  const prewritten_summary& s = *prewritten_;
+  job_.seed = s.seed;
+  generation_job g = to_generation_job(job_);
+  const auto limit = static_cast<std::size_t>(std::max(0L, job_.max_tokens));
+  g.resume_output.assign(s.output.begin(), s.output.begin() + static_cast<long>(std::min(limit, s.output.size())));
+  g.replay_finish = g.resume_output.size() < s.output.size() ? "length" : s.finish_reason;
+  active_ = eng_.get();
+  try {
+    session_ = std::make_unique<generation_session>(*eng_, std::move(g));
+  } catch (const std::exception& ex) {
+    // Not this request's output after all: served as a continuation instead.
+    log_warn() << "a prewritten summary does not replay (" << ex.what() << ")";
+    prewritten_.reset();
+    --compactions_prewritten_;
+    ++compactions_continued_;
+    return out;
+  }
+  job_.cache = x_cache_info{};
+  job_.cache.source = to_string(cache_source::end);
+  job_.cache.resumed_at = static_cast<long>(job_.prompt.size());
+  job_.cache.via = "prewritten";
+  source_ = cache_source::end;
+  served_as_asked_ = false;
+  if (cancel_pending_) session_->cancel();
+  phase_ = phase::running;
+  out.step_again = true;
+  return out;
 }
 
 board_events board_runner::start(board_job j) {
@@ -254,7 +384,17 @@ board_events board_runner::start(board_job j) {
   job_ = std::move(j);
   take_early_cancel();
   compaction_served_ = false;
-  if (job_.compaction) maybe_continue_compaction();
+  prewritten_.reset();
+  idle_ = job_.idle;
+  if (idle_) {
+    continue_from_end(idle_end_rows_);
+  } else if (job_.compaction) {
+    maybe_continue_compaction();
+  }
+  if (prewritten_) {
+    board_events p = begin_prewritten();
+    if (p.step_again) return p;
+  }
   // The plan now; with a disk tier its offer (made while the request waited) competes.
   if (auto* d = tiers_->disk()) d->expect(job_.disk, staging_->prefill_tokens_per_s());
   if (auto* sp = tiers_->spill()) sp->expect_rate(staging_ ? staging_->prefill_tokens_per_s() : 0);
@@ -408,6 +548,7 @@ board_events board_runner::step() {
   if (!session_ || phase_ != phase::running) return out;
   out.sink = job_.sink;
   ++steps_;
+  if (idle_) ++idle_steps_;
   const bool was_prefilling = session_->prefilling();
   return after_step(session_->step(decode_block_), was_prefilling);
 }
@@ -420,6 +561,7 @@ std::optional<token_id> board_runner::batch_token() const {
 board_events board_runner::step_forwarded() {
   if (!session_ || phase_ != phase::running) throw std::logic_error("board_runner: no request to step");
   ++steps_;
+  if (idle_) ++idle_steps_;
   return after_step(session_->step_forwarded(), false);
 }
 
@@ -469,11 +611,12 @@ void board_runner::finish(board_events& out) {
   const auto& s = *session_;
   engine& e = *active_;
   // A generation that ended (not one cut short) needs its checkpoints no more.
-  if (checkpoint_every() > 0 && s.finish_reason() != "cancelled")
+  if (checkpoint_every() > 0 && job_key_ != 0 && s.finish_reason() != "cancelled")
     out.generations_finished.push_back(job_key_);
   // The tiers keep what this request leaves: the end anchor and the session snapshot, once the
   // whole prompt was forwarded (a request cancelled inside its prefill leaves its anchors only).
-  if (e.length() >= job_.prompt.size()) {
+  // A summary answered from its prewrite never asked them; idle work keeps nothing there.
+  if (!prewritten_ && !idle_ && e.length() >= job_.prompt.size()) {
     const std::vector<token_id> served(job_.prompt.begin(), job_.prompt.end());
     generation_outcome g;
     g.served = &served;
@@ -485,7 +628,21 @@ void board_runner::finish(board_events& out) {
     g.tok = s.tok();
     guarded([&] { tiers_->end_generation(e.cache_state(), e.where(), build_end_record(g)); });
   }
-  guarded([&] { tiers_->finish(e.cache_state()); });
+  // The slot's end anchor is this request's conversation's now (a guest's leaves it as it was).
+  const cache_via via = tiers_->running_via();
+  if (!prewritten_ && !idle_ && !compaction_served_ && via != cache_via::stash && via != cache_via::side) {
+    end_session_ = job_.session_key;
+    end_opencode_ = job_.opencode;
+  }
+  if (!prewritten_) guarded([&] { tiers_->finish(e.cache_state()); });
+  if (idle_) {
+    finish_idle(out, s.finish_reason() == "cancelled");
+    session_.reset();
+    job_ = board_job{};
+    phase_ = phase::idle;
+    idle_ = false;
+    return;
+  }
   if (staging_active_) {
     try {
       staging_->finish(e.cache_state());
@@ -527,6 +684,7 @@ void board_runner::finish(board_events& out) {
   out.events.push_back(std::move(ev));
   session_.reset();
   job_ = board_job{};
+  prewritten_.reset();
   phase_ = phase::idle;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "protocol/board_job.hpp"
+#include "protocol/compaction_messages.hpp"
 #include "protocol/cache_source.hpp"
 #include "protocol/disk_messages.hpp"
 #include "runtime/disk/disk_staging.hpp"
@@ -15,6 +16,7 @@
 #include "runtime/generation/generation_session.hpp"
 #include "runtime/io/clock.hpp"
 #include "runtime/tiers/cache_tiers.hpp"
+#include "runtime/tiers/compaction_prewrites.hpp"
 
 namespace anchorage {
 
@@ -33,6 +35,8 @@ struct board_runner_options {
   // runner's slot, which its spills name.
   std::shared_ptr<spill_keeper> spill;
   int slot = 0;
+  // The compaction worker's summaries (one for every slot); null: none are kept or used.
+  std::shared_ptr<compaction_prewrites> prewrites;
 };
 
 // What one call of the runner asks its owner to send: the disk's messages (`disk_read` at high
@@ -50,6 +54,8 @@ struct board_events {
   std::vector<std::uint64_t> generations_started, generations_finished;
   // Spills staged (an eviction): each goes to the spill writer, its reply to spill_written().
   std::vector<spill_job_ptr> spill_writes;
+  // Idle work ended (finished or preempted): the compaction worker's answer.
+  std::optional<idle_reply> idle;
   bool tiers_changed = false;
   bool step_again = false;
 };
@@ -108,10 +114,26 @@ class board_runner {
   // anchor in the resident prefix). False (the slot untouched) when it cannot be read.
   bool read_back(std::uint64_t manifest_id);
 
-  // Compaction requests this slot served as continuations, and as sent (the guard failed or no
-  // conversation with an end anchor was held).
+  // Compaction requests this slot served as continuations, from a prewritten summary, and as
+  // sent (the guard failed or no conversation with an end anchor was held).
   long compactions_continued() const { return compactions_continued_; }
+  long compactions_prewritten() const { return compactions_prewritten_; }
   long compactions_as_sent() const { return compactions_as_sent_; }
+
+  // The compaction worker's idle work (docs/COMPACTION.md). idle_candidate: this slot is idle and
+  // holds an opencode session's conversation of at least `min_tokens` tokens up to its end anchor
+  // (and nothing above it), with no summary prewritten for it from `tmpl`'s continuation turn.
+  // start_idle runs `tmpl` (its plan, sampling and max_tokens) as that conversation's
+  // continuation, a guest in scratch rows above the end anchor, one chunk or block per step();
+  // its events carry no stream events and no ledger entry, and the last one carries `idle`.
+  // preempt_idle stops it at once (between two steps), leaving the conversation as it was.
+  bool idle_candidate(const board_job& tmpl, std::size_t min_tokens) const;
+  board_events start_idle(board_job tmpl);
+  board_events preempt_idle();
+  bool running_idle() const { return busy() && idle_; }
+  long idle_started() const { return idle_started_; }
+  long idle_preempted() const { return idle_preempted_; }
+  long idle_finished() const { return idle_finished_; }
 
   // The tiers' stats with the disk staging's.
   cache_stats stats() const;
@@ -170,8 +192,22 @@ class board_runner {
   std::vector<spill_job_ptr> pending_spills_;  // staged by the eviction hook, not handed out yet
   // A compaction request served as the continuation of this slot's conversation (docs/COMPACTION.md).
   bool compaction_served_ = false;
-  long compactions_continued_ = 0, compactions_as_sent_ = 0;
+  long compactions_continued_ = 0, compactions_as_sent_ = 0, compactions_prewritten_ = 0;
   void maybe_continue_compaction();
+  void continue_from_end(const std::vector<token_id>& end_rows);
+  // The session whose conversation holds this slot's end anchor (its last request that was no
+  // guest), and whether it is opencode's.
+  std::string end_session_;
+  bool end_opencode_ = false;
+  // Idle work runs (job_.idle), and the summary a compaction request is answered from.
+  std::shared_ptr<compaction_prewrites> prewrites_;
+  bool idle_ = false;
+  std::vector<token_id> idle_end_rows_;
+  long idle_steps_ = 0;
+  long idle_started_ = 0, idle_preempted_ = 0, idle_finished_ = 0;
+  std::optional<prewritten_summary> prewritten_;
+  board_events begin_prewritten();
+  void finish_idle(board_events& out, bool preempted);
   bool read_back_ = false;                      // the resident prompt came from the spill, unused since
   cache_source reported_ = cache_source::cold;  // the running request's source as reported
   void take_spills(board_events& out);

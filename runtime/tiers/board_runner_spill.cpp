@@ -43,6 +43,9 @@ bool board_runner::read_back(std::uint64_t id) {
     return false;
   }
   read_back_ = true;
+  // The conversation's session, as it was spilled; opencode's ids open with "ses_".
+  end_session_ = tiers_->device().resident_session();
+  end_opencode_ = end_session_.rfind("header:ses_", 0) == 0;
   return true;
 }
 

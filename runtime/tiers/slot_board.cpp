@@ -67,6 +67,8 @@ slot_board::slot_board(std::vector<std::shared_ptr<engine>> engines, board_runne
   if (!opts.side_slots.empty()) throw std::invalid_argument("slot_board: slots replace side slots");
   opts.budget = budget_;
   spill_ = opts.spill;
+  if (!opts.prewrites) opts.prewrites = std::make_shared<compaction_prewrites>();
+  prewrites_ = opts.prewrites;
   if (opts.disk && engines.size() > 1) {
     // The staging pool is the server's, not each slot's.
     opts.disk->stage_bytes = std::max<std::uint64_t>(1, opts.disk->stage_bytes / engines.size());
@@ -217,7 +219,33 @@ void slot_board::cancel(const std::string& id) {
 std::optional<std::vector<cache_tier>> slot_board::clear(cache_tier tier) {
   std::optional<std::vector<cache_tier>> done;
   for (auto& r : runners_) done = r->clear(tier);
+  // A summary is of a conversation the resident tier held.
+  if (done && (tier == cache_tier::resident || tier == cache_tier::all)) prewrites_->clear();
   return done;
+}
+
+std::optional<slot_events> slot_board::start_idle(const board_job& tmpl, std::size_t min_tokens) {
+  for (const auto& r : runners_)
+    if (r->busy()) return std::nullopt;
+  for (std::size_t k = 0; k < runners_.size(); ++k)
+    if (runners_[k]->idle_candidate(tmpl, min_tokens)) return tagged(k, runners_[k]->start_idle(tmpl));
+  return std::nullopt;
+}
+
+std::vector<slot_events> slot_board::preempt_idle() {
+  std::vector<slot_events> out;
+  for (std::size_t k = 0; k < runners_.size(); ++k)
+    if (runners_[k]->running_idle()) {
+      wants_step_[k] = false;
+      out.push_back(tagged(k, runners_[k]->preempt_idle()));
+    }
+  return out;
+}
+
+bool slot_board::idle_running() const {
+  for (const auto& r : runners_)
+    if (r->running_idle()) return true;
+  return false;
 }
 
 std::optional<std::size_t> slot_board::slot_of(const std::string& id) const {
@@ -248,16 +276,24 @@ cache_stats slot_board::stats() const {
       total.disk_staging->checkpoints_staged += s.disk_staging->checkpoints_staged;
     }
   }
-  long continued = 0, as_sent = 0;
+  long continued = 0, as_sent = 0, prewritten = 0, started = 0, preempted = 0, finished = 0;
   for (const auto& r : runners_) {
     continued += r->compactions_continued();
     as_sent += r->compactions_as_sent();
+    prewritten += r->compactions_prewritten();
+    started += r->idle_started();
+    preempted += r->idle_preempted();
+    finished += r->idle_finished();
   }
-  total.compaction = {{"continuations", continued}, {"as_sent", as_sent}};
+  total.compaction = {{"continuations", continued},
+                      {"as_sent", as_sent},
+                      {"prewritten", prewritten},
+                      {"prewrites_kept", prewrites_->size()},
+                      {"worker", {{"started", started}, {"preempted", preempted}, {"finished", finished}}}};
   for (std::size_t k = 0; k < runners_.size(); ++k) {
     slot_stats st;
     st.slot = k;
-    st.state = phase_name(runners_[k]->current_phase());
+    st.state = runners_[k]->running_idle() ? "compacting" : phase_name(runners_[k]->current_phase());
     st.resident_tokens = runners_[k]->tiers().resident().tokens().size();
     if (runners_[k]->busy()) st.request = runners_[k]->running_id();
     st.session_key = session_of_[k];

@@ -66,6 +66,13 @@ class slot_board {
   std::vector<spill_job_ptr> spill_for_stop();
   const spill_keeper* spill() const { return spill_.get(); }
   spill_keeper* spill() { return spill_.get(); }
+  // The compaction worker's idle work (board_runner::start_idle): on the first slot whose
+  // conversation is a candidate, only when no slot is busy; nullopt when none is (or one is busy).
+  std::optional<slot_events> start_idle(const board_job& tmpl, std::size_t min_tokens);
+  // Any request or hold: the idle run (if one runs) stops now; its events carry the worker's answer.
+  std::vector<slot_events> preempt_idle();
+  bool idle_running() const;
+  const compaction_prewrites& prewrites() const { return *prewrites_; }
   // Steps that decoded several slots in one batch.
   long batched_steps() const { return batched_steps_; }
 
@@ -79,6 +86,7 @@ class slot_board {
   std::vector<std::unique_ptr<board_runner>> runners_;
   std::shared_ptr<memory_budget> budget_;
   std::shared_ptr<spill_keeper> spill_;
+  std::shared_ptr<compaction_prewrites> prewrites_;
   slot_policy policy_;
   std::vector<bool> wants_step_;          // by slot: its last events asked for one more step
   std::vector<std::uint64_t> last_used_;  // by slot: when it last took a request

@@ -23,6 +23,7 @@ board_actor::behavior_type held_board(board_actor::pointer, std::shared_ptr<std:
         return clear_reply{tier, {}};
       },
       [](spill_atom) -> spill_stop_reply { return {}; },
+      [](idle_atom, const idle_request&) -> idle_reply { return {}; },
   };
 }
 
@@ -53,6 +54,7 @@ board_actor::behavior_type spilling_board(board_actor::pointer self, std::shared
         h->pending = self->make_response_promise<spill_stop_reply>();
         return h->pending;
       },
+      [](idle_atom, const idle_request&) -> idle_reply { return {}; },
   };
 }
 
