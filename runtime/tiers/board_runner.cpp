@@ -568,6 +568,13 @@ board_events board_runner::step_forwarded() {
 // What a step leaves: the tiers' and the staging's anchors after a prefill chunk, progress, the
 // first token's time, a checkpoint, the deltas, the end.
 board_events board_runner::after_step(generation_session::step_result r, bool was_prefilling) {
+  const bool idle = idle_;  // idle work tells no client anything (finish() ends idle_)
+  board_events out = after_step_events(std::move(r), was_prefilling);
+  if (idle) out.events.clear();
+  return out;
+}
+
+board_events board_runner::after_step_events(generation_session::step_result r, bool was_prefilling) {
   board_events out;
   out.sink = job_.sink;
   engine& e = *active_;
@@ -637,6 +644,7 @@ void board_runner::finish(board_events& out) {
   if (!prewritten_) guarded([&] { tiers_->finish(e.cache_state()); });
   if (idle_) {
     finish_idle(out, s.finish_reason() == "cancelled");
+    out.tiers_changed = true;  // the counters, the summaries kept
     session_.reset();
     job_ = board_job{};
     phase_ = phase::idle;

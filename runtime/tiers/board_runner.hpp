@@ -160,6 +160,7 @@ class board_runner {
   void take_submissions(board_events& out);
   board_events run_now(board_events out);
   board_events after_step(generation_session::step_result r, bool was_prefilling);
+  board_events after_step_events(generation_session::step_result r, bool was_prefilling);
   std::size_t checkpoint_every() const;
   board_events failed(const board_job& j, int status, const std::string& message);
   void take_early_cancel();

@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "runtime/text/opencode_compaction.hpp"
 #include "tests/support/chat_turns.hpp"
 
 using namespace anchorage;
@@ -138,4 +139,80 @@ TEST_CASE("http: a compaction whose first user line the held conversation lacks 
   const turn_reply o = post_session(off, compaction_body(again));
   CHECK(o.x_cache.value("via", "") != "compaction");
   CHECK(o.x_cache["prefilled_tokens"] == o.usage["prompt_tokens"]);
+}
+
+namespace {
+
+// tiers.compaction once the worker has finished `runs` idle runs (or after 60 s).
+json worker_finished(const http_server& s, long runs) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    const json c = s.get("/v1/cache/stats").body_json().value("tiers", json::object()).value("compaction", json::object());
+    if (c.value("worker", json::object()).value("finished", 0L) >= runs || std::chrono::steady_clock::now() >= until)
+      return c;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// opencode 1.18.33's compaction request for `messages`, its agent and instructions as it sends
+// them (runtime/text/opencode_compaction.hpp holds the captured text): no temperature.
+json opencode_compaction(const json& messages) {
+  std::string t = "Here is the conversation so far:\n\n<conversation>\n";
+  for (const json& m : messages) {
+    const std::string role = m["role"];
+    if (role == "user") t += "[User]: " + json(m["content"].get<std::string>()).dump() + "\n\n";
+    if (role == "assistant") t += "[Assistant]: " + m["content"].get<std::string>() + "\n\n";
+  }
+  t += "</conversation>\n\n" + opencode_compaction_instructions();
+  return {{"model", "anchorage"},
+          {"max_tokens", 12},
+          {"messages", json::array({{{"role", "system"}, {"content", opencode_compaction_system_text()}},
+                                    {{"role", "user"}, {"content", t}}})}};
+}
+
+}  // namespace
+
+TEST_CASE("http: after a quiet spell the compaction is answered from the prewritten summary, never from a stale one",
+          "[http][compaction][worker]") {
+  http_server s({"--compaction-idle-s", "2", "--compaction-min-tokens", "1", "--compaction-max-tokens", "16"});
+  json messages = first_turn(s);
+  messages.push_back({{"role", "user"}, {"content", "Now read main.cpp."}});
+  const turn_reply t2 = post_session(s, greedy(messages, 12));
+  REQUIRE(t2.x_cache["source"] == "end");
+  messages.push_back({{"role", "assistant"}, {"content", t2.message.value("content", "")}});
+  const long end_rows = s.get("/v1/cache/stats").body_json()["tiers"]["resident"]["end_anchor"].get<long>();
+
+  // The worker writes the summary once no request came for 2 s.
+  const json w = worker_finished(s, 1);
+  REQUIRE(w["worker"]["finished"] == 1);
+  CHECK(w["worker"]["started"] == 1);
+  CHECK(w["prewrites_kept"] == 1);
+  const turn_reply c = post_session(s, opencode_compaction(messages));
+  INFO(c.x_cache.dump());
+  CHECK(c.x_cache["via"] == "prewritten");
+  CHECK(c.x_cache["prefilled_tokens"] == 0);
+  CHECK(c.x_cache["resumed_at"] == c.usage["prompt_tokens"]);
+  CHECK(c.usage["prompt_tokens_details"]["cached_tokens"] == c.usage["prompt_tokens"]);
+  CHECK(c.usage["prompt_tokens"].get<long>() > end_rows);
+  CHECK(c.usage["completion_tokens"].get<long>() > 0);
+  CHECK(c.usage["completion_tokens"].get<long>() <= 12);
+
+  // The conversation goes on from its end anchor; the worker left it as it was.
+  messages.push_back({{"role", "user"}, {"content", "And the tests?"}});
+  const turn_reply t3 = post_session(s, greedy(messages, 8));
+  CHECK(t3.x_cache["source"] == "end");
+  CHECK(t3.x_cache["resumed_at"] == end_rows);
+  messages.push_back({{"role", "assistant"}, {"content", t3.message.value("content", "")}});
+  // At once (before another quiet spell), a compaction at the new end: the summary of the old
+  // end does not answer it; it is served as the continuation.
+  const turn_reply c2 = post_session(s, opencode_compaction(messages));
+  INFO(c2.x_cache.dump());
+  CHECK(c2.x_cache["via"] == "compaction");
+  CHECK(c2.x_cache["prefilled_tokens"].get<long>() > 0);
+  const json stats = compaction_stats(s, 2);
+  CHECK(stats["prewritten"] == 1);
+  CHECK(stats["continuations"] == 1);
+  const std::string metrics = s.get("/metrics").body;
+  CHECK_THAT(metrics, Catch::Contains("anchorage_compactions_total{served=\"prewritten\"} 1"));
+  CHECK_THAT(metrics, Catch::Contains("anchorage_compaction_worker_runs_total{run=\"finished\"}"));
 }
