@@ -6,6 +6,7 @@
 #include "runtime/generation/generation_key.hpp"
 #include "runtime/text/compaction_plan.hpp"
 #include "runtime/text/end_record_builder.hpp"
+#include "runtime/tiers/spill_keeper.hpp"
 
 namespace anchorage {
 namespace {
@@ -228,12 +229,22 @@ void board_runner::maybe_continue_compaction() {
   const std::size_t capacity = eng_->layout().views.empty() ? 0 : eng_->layout().views.front().capacity;
   const bool held = e && !e->rows.empty() && r.tokens().size() >= e->rows.size() &&
                     std::equal(e->rows.begin(), e->rows.end(), r.tokens().begin());
-  if (!held || !compaction_guard_holds(plan, tok, e->rows) ||
-      e->rows.size() + plan.turn.size() + 1 >= capacity) {
+  const bool in_place = held && compaction_guard_holds(plan, tok, e->rows);
+  std::optional<std::vector<token_id>> elsewhere;
+  if (!in_place) elsewhere = held_elsewhere(plan, tok);
+  const std::size_t end_rows = in_place ? e->rows.size() : elsewhere ? elsewhere->size() : 0;
+  if ((!in_place && !elsewhere) || end_rows + plan.turn.size() + 1 >= capacity) {
     ++compactions_as_sent_;
     return;
   }
-  continue_from_end(e->rows);
+  continue_from_end(in_place ? e->rows : *elsewhere);
+  // Parked or spilled, it comes back into place like its next turn would (the tiers' plan finds
+  // it at its end anchor) and the continuation writes above that end.
+  compaction_guest_ = in_place;
+  if (!in_place) {
+    ++compactions_continued_;
+    return;
+  }
   if (prewrites_) {
     const prewritten_summary* s = prewrites_->find(job_.session_key, e->rows, plan.turn);
     if (s && compaction_prewrites::answers(*s, job_)) {
@@ -243,6 +254,32 @@ void board_runner::maybe_continue_compaction() {
     }
   }
   ++compactions_continued_;
+}
+
+// The held conversation when it is not the one in place: the parked one, else the newest spilled
+// one of this session, else of any session, whose record passes the guard; its tokens up to its
+// end anchor.
+std::optional<std::vector<token_id>> board_runner::held_elsewhere(const compaction_plan& plan,
+                                                                  const tokenizer& tok) const {
+  const resident_prefix& r = tiers_->resident();
+  if (const saved_prompt* pk = r.saved(cache_via::park); pk && pk->end && !pk->end->rows.empty()) {
+    if (compaction_guard_holds(plan, tok, pk->end->rows)) return pk->end->rows;
+  }
+  if (!spill_ || !tiers_->spill()) return std::nullopt;
+  const spill_manifest* best = nullptr;
+  std::vector<token_id> best_rows;
+  for (const spill_manifest* m : spill_->store().manifests()) {
+    if (!m->end || m->end->at == 0 || m->end->at > m->tokens.size()) continue;
+    const bool mine = m->session_key == job_.session_key;
+    if (best && (best->session_key == job_.session_key) > mine) continue;
+    if (best && (best->session_key == job_.session_key) == mine && best->sequence >= m->sequence) continue;
+    std::vector<token_id> rows(m->tokens.begin(), m->tokens.begin() + static_cast<long>(m->end->at));
+    if (!compaction_guard_holds(plan, tok, rows)) continue;
+    best = m;
+    best_rows = std::move(rows);
+  }
+  if (!best) return std::nullopt;
+  return best_rows;
 }
 
 // The served prompt of a continuation: the held rows up to the end anchor, then the plan's turn.
@@ -257,7 +294,9 @@ void board_runner::continue_from_end(const std::vector<token_id>& end_rows) {
   job_.reasoning_budget = -1;
   job_.max_tokens = std::min<long>(job_.max_tokens, static_cast<long>(capacity - p.size()));
   job_key_ = 0;  // a continuation is not the request a restart would send again
+  job_.disk.reset();  // the disk's offer was for the request as sent
   compaction_served_ = true;
+  compaction_guest_ = true;
 }
 
 bool board_runner::idle_candidate(const board_job& tmpl, std::size_t min_tokens) const {
@@ -400,7 +439,7 @@ board_events board_runner::start(board_job j) {
   if (auto* sp = tiers_->spill()) sp->expect_rate(staging_ ? staging_->prefill_tokens_per_s() : 0);
   request_info info = info_of(job_);
   info.side_slot_free = !side_slots_.empty();
-  info.force_guest = compaction_served_;
+  info.force_guest = compaction_served_ && compaction_guest_;
   pending_ = tiers_->plan(asked_, info);
   const bool read_prefix = pending_.source == cache_source::disk;
   if (!read_prefix && job_key_ == 0) return begin_request();
@@ -438,7 +477,7 @@ board_events board_runner::restored(disk_read_reply reply) {
     d->expect(reply.kind == disk_read_kind::prefix ? taken : std::nullopt, 0);
     request_info info = info_of(job_);
     info.side_slot_free = !side_slots_.empty();
-    info.force_guest = compaction_served_;
+    info.force_guest = compaction_served_ && compaction_guest_;
     pending_ = tiers_->plan(asked_, info);
   }
   d->take_read(reply.kind == disk_read_kind::prefix ? std::move(reply.prefix) : nullptr);
@@ -488,7 +527,8 @@ board_events board_runner::begin_request() {
   source_ = reported_;
   if (cancel_pending_) session_->cancel();
   const cache_via via = tiers_->running_via();
-  staging_active_ = staging_ && via != cache_via::stash && via != cache_via::side;
+  // A continuation is nobody's prompt again: the disk keeps nothing of it.
+  staging_active_ = staging_ && via != cache_via::stash && via != cache_via::side && !compaction_served_;
   if (staging_active_) {
     // What this prefill writes is the disk's to decide (its index): asked before the first step.
     disk_plan_request rq;
@@ -623,7 +663,8 @@ void board_runner::finish(board_events& out) {
   // The tiers keep what this request leaves: the end anchor and the session snapshot, once the
   // whole prompt was forwarded (a request cancelled inside its prefill leaves its anchors only).
   // A summary answered from its prewrite never asked them; idle work keeps nothing there.
-  if (!prewritten_ && !idle_ && e.length() >= job_.prompt.size()) {
+  // A continuation keeps none either: the conversation's own end anchor stays its end.
+  if (!prewritten_ && !idle_ && !compaction_served_ && e.length() >= job_.prompt.size()) {
     const std::vector<token_id> served(job_.prompt.begin(), job_.prompt.end());
     generation_outcome g;
     g.served = &served;
@@ -637,7 +678,7 @@ void board_runner::finish(board_events& out) {
   }
   // The slot's end anchor is this request's conversation's now (a guest's leaves it as it was).
   const cache_via via = tiers_->running_via();
-  if (!prewritten_ && !idle_ && !compaction_served_ && via != cache_via::stash && via != cache_via::side) {
+  if (!prewritten_ && !idle_ && via != cache_via::stash && via != cache_via::side) {
     end_session_ = job_.session_key;
     end_opencode_ = job_.opencode;
   }

@@ -118,15 +118,19 @@ std::size_t slot_board::idle_slots() const {
 
 std::optional<slot_choice> slot_board::choose(const board_job& job) const {
   // A compaction request shares no token with the conversation it summarises: it goes to the
-  // idle slot of its session, else to one whose conversation passes its guard.
+  // idle slot of its session, else to one whose conversation passes its guard, else to one whose
+  // parked conversation does.
   if (job.compaction) {
     const tokenizer tok = job.tok ? *job.tok : tokenizer();
-    for (int pass = 0; pass < 2; ++pass)
+    for (int pass = 0; pass < 3; ++pass)
       for (std::size_t k = 0; k < runners_.size(); ++k) {
         if (runners_[k]->busy()) continue;
         const resident_prefix& r = runners_[k]->tiers().resident();
-        const bool fits = pass == 0 ? !job.session_key.empty() && session_of_[k] == job.session_key
-                                    : r.end() && compaction_guard_holds(*job.compaction, tok, r.end()->rows);
+        const saved_prompt* pk = r.saved(cache_via::park);
+        bool fits = false;
+        if (pass == 0) fits = !job.session_key.empty() && session_of_[k] == job.session_key;
+        if (pass == 1) fits = r.end() && compaction_guard_holds(*job.compaction, tok, r.end()->rows);
+        if (pass == 2) fits = pk && pk->end && compaction_guard_holds(*job.compaction, tok, pk->end->rows);
         if (fits) return slot_choice{k, slot_reason::shared, r.tokens().size()};
       }
   }

@@ -18,53 +18,13 @@
 #include "tests/support/disk_fixture.hpp"
 #include "tests/support/engine_fixture.hpp"
 #include "tests/support/fault_env.hpp"
+#include "tests/support/spill_board.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace anchorage;
 using namespace anchorage::testing;
 
 namespace {
-
-// A keeper on `dir`, scanned, as a server's start builds it.
-std::shared_ptr<spill_keeper> keeper_on(const std::string& dir, const state_layout& layout,
-                                        std::size_t min_tokens = 1) {
-  spill_options o;
-  o.dir = dir;
-  o.budget_bytes = 1ULL << 30;
-  o.min_tokens = min_tokens;
-  auto k = std::make_shared<spill_keeper>(std::make_unique<uring_env>(), layout, o);
-  k->scan();
-  return k;
-}
-
-// The spill writer's part, synchronous: each job written through `env` and committed.
-struct spill_driver {
-  uring_env env;
-  std::vector<spill_write_report> reports;
-  void serve(spill_keeper& k, std::vector<spill_job_ptr>& jobs) {
-    for (auto& j : jobs) {
-      j->results = execute_spill_write(env, k.layout(), j->image, j->plan);
-      reports.push_back(k.committed(*j));
-    }
-    jobs.clear();
-  }
-};
-
-struct board_run {
-  std::map<std::string, stream_event> finished;
-};
-
-// Every step of every slot until none wants one; spills written as they are staged.
-void run_all(slot_board& b, board_run& log, spill_driver* w, slot_events first) {
-  auto take = [&](slot_events& s) {
-    for (auto& ev : s.events.events)
-      if (ev.what == stream_event::kind::finished) log.finished[ev.id] = ev;
-    if (w && b.spill()) w->serve(*b.spill(), s.events.spill_writes);
-  };
-  take(first);
-  while (b.wants_step())
-    for (auto& s : b.step()) take(s);
-}
 
 std::shared_ptr<engine> fresh(const model_config& c) {
   return std::shared_ptr<engine>(make_engine(c).release());
