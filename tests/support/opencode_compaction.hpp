@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/chat_message.hpp"
+#include "runtime/text/opencode_compaction.hpp"
 
 namespace anchorage::testing {
 
@@ -19,19 +20,8 @@ struct opencode_turn {
   std::string answer;
 };
 
-// The system text of opencode 1.18.33's compaction agent, as captured.
-inline const std::string opencode_compaction_system =
-    "You are a context summarization agent. You are given a conversation between a user and an agent. Your "
-    "goal "
-    "is to produce a structured summary matching the format specified so another coding agent can continue "
-    "the "
-    "work.\n\nAlways follow the exact output structure requested by the user prompt. Keep every section, "
-    "preserve exact file paths and identifiers when known, and prefer terse bullets over paragraphs.\n\nDo "
-    "not "
-    "continue the conversation. Do not respond to any questions in the conversation. Only output the "
-    "structured "
-    "summary in the exact format requested by the user prompt. Respond in the same language as the "
-    "conversation.\n";
+// The system text of opencode 1.18.33's compaction agent, as captured (the runtime's copy).
+inline const std::string& opencode_compaction_system = opencode_compaction_system_text();
 
 // The instructions after the transcript, for a first compaction (shortened: the template's
 // sections and rules are left out).
