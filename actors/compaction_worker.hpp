@@ -24,9 +24,9 @@ struct compaction_worker_options {
 struct compaction_worker_state {
   compaction_worker_options opts;
   conductor_actor conductor;
-  std::optional<board_job> tmpl;  // what to prewrite from
-  std::uint64_t activity = 0;     // requests seen: a tick of an older count is stale
-  bool asking = false;            // a question (and the run it started) is out
+  std::optional<board_job> tmpl;                // what to prewrite from
+  std::uint64_t activity = 0;                   // requests seen: a tick of an older count is stale
+  bool asking = false;                          // a question (and the run it started) is out
   long asked = 0, finished = 0, preempted = 0;  // for tests and the log
   static inline const char* name = "compaction-worker";
 };

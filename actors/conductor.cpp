@@ -206,7 +206,8 @@ conductor_actor::behavior_type conductor(conductor_actor::stateful_pointer<condu
   if (init.opts.worker && init.opts.compaction) {
     init.worker = self->spawn(compaction_worker, *init.opts.worker, caf::actor_cast<conductor_actor>(self));
     self->link_to(init.worker);
-    if (auto t = opencode_template(init.opts)) self->send(init.worker, compaction_template_atom::value, std::move(*t));
+    if (auto t = opencode_template(init.opts))
+      self->send(init.worker, compaction_template_atom::value, std::move(*t));
   }
   return {
       [=](generate_atom, request_envelope& env) {

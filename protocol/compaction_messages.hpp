@@ -37,10 +37,10 @@ struct idle_reply {
     preempted,  // a request or a hold stopped it at a chunk or block boundary
   };
   outcome what = outcome::none;
-  std::string session_key;      // the conversation's
-  std::size_t end_tokens = 0;   // its rows up to the end anchor
-  long output_tokens = 0;       // the summary's tokens (so far, when preempted)
-  long steps = 0;               // chunks and blocks the run took
+  std::string session_key;     // the conversation's
+  std::size_t end_tokens = 0;  // its rows up to the end anchor
+  long output_tokens = 0;      // the summary's tokens (so far, when preempted)
+  long steps = 0;              // chunks and blocks the run took
 };
 
 constexpr const char* to_string(idle_reply::outcome o) {

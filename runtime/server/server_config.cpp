@@ -61,7 +61,8 @@ double parse_seconds(const std::string& name, const std::string& v) {
     used = 0;
   }
   if (v.empty() || used != v.size() || !(x >= 0) || x > 86400)
-    throw std::invalid_argument("--" + name + " wants seconds from 0 to 86400 (e.g. 30 or 0.5), got '" + v + "'");
+    throw std::invalid_argument("--" + name + " wants seconds from 0 to 86400 (e.g. 30 or 0.5), got '" + v +
+                                "'");
   return x;
 }
 
@@ -143,7 +144,8 @@ const std::vector<option>& options() {
       {"compaction-min-tokens", "N",
        "shortest opencode conversation (up to its end anchor) the worker writes a summary for (32768)",
        [](server_config& c, const std::string& v) {
-         c.compaction_min_tokens = static_cast<std::size_t>(parse_long("compaction-min-tokens", v, 1, 1L << 30));
+         c.compaction_min_tokens =
+             static_cast<std::size_t>(parse_long("compaction-min-tokens", v, 1, 1L << 30));
        }},
       {"compaction-max-tokens", "N", "the prewritten summary's length at most (2048)",
        [](server_config& c, const std::string& v) {

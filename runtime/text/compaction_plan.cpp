@@ -24,8 +24,9 @@ std::optional<compaction_plan> plan_compaction(const completion_request& r, chat
   return p;
 }
 
-std::optional<compaction_plan> plan_continuation(const std::string& system_text, const std::string& instructions,
-                                                 chat_renderer renderer, const tokenizer& tok) {
+std::optional<compaction_plan> plan_continuation(const std::string& system_text,
+                                                 const std::string& instructions, chat_renderer renderer,
+                                                 const tokenizer& tok) {
   chat_message turn;
   turn.role = "user";
   turn.content = system_text.empty() ? instructions : system_text + "\n\n" + instructions;

@@ -22,8 +22,9 @@ std::optional<compaction_plan> plan_compaction(const completion_request& r, chat
 
 // The continuation's tokens for a system text and instructions (the plan without the guard's
 // lines or a shape): what plan_compaction() appends, and what the compaction worker prewrites from.
-std::optional<compaction_plan> plan_continuation(const std::string& system_text, const std::string& instructions,
-                                                 chat_renderer renderer, const tokenizer& tok);
+std::optional<compaction_plan> plan_continuation(const std::string& system_text,
+                                                 const std::string& instructions, chat_renderer renderer,
+                                                 const tokenizer& tok);
 
 // The guard over a held conversation's rows: the first and the last of the client's user lines
 // are in the text the rows decode to.

@@ -3,7 +3,8 @@
 namespace anchorage {
 
 const std::string& opencode_compaction_system_text() {
-  static const std::string text = R"oc(You are a context summarization agent. You are given a conversation between a user and an agent. Your goal is to produce a structured summary matching the format specified so another coding agent can continue the work.
+  static const std::string text =
+      R"oc(You are a context summarization agent. You are given a conversation between a user and an agent. Your goal is to produce a structured summary matching the format specified so another coding agent can continue the work.
 
 Always follow the exact output structure requested by the user prompt. Keep every section, preserve exact file paths and identifiers when known, and prefer terse bullets over paragraphs.
 
@@ -13,7 +14,8 @@ Do not continue the conversation. Do not respond to any questions in the convers
 }
 
 const std::string& opencode_compaction_instructions() {
-  static const std::string text = R"oc(Create a new anchored summary from the conversation history in the <conversation> tags above so another coding agent can continue the work.
+  static const std::string text =
+      R"oc(Create a new anchored summary from the conversation history in the <conversation> tags above so another coding agent can continue the work.
 
 Output exactly the Markdown structure shown inside <template> and keep the section order unchanged. Do not include the <template> tags in your response.
 <template>

@@ -293,7 +293,7 @@ void board_runner::continue_from_end(const std::vector<token_id>& end_rows) {
   job_.starts_in_reasoning = plan.starts_in_reasoning;
   job_.reasoning_budget = -1;
   job_.max_tokens = std::min<long>(job_.max_tokens, static_cast<long>(capacity - p.size()));
-  job_key_ = 0;  // a continuation is not the request a restart would send again
+  job_key_ = 0;       // a continuation is not the request a restart would send again
   job_.disk.reset();  // the disk's offer was for the request as sent
   compaction_served_ = true;
   compaction_guest_ = true;
@@ -386,7 +386,8 @@ board_events board_runner::begin_prewritten() {
   job_.seed = s.seed;
   generation_job g = to_generation_job(job_);
   const auto limit = static_cast<std::size_t>(std::max(0L, job_.max_tokens));
-  g.resume_output.assign(s.output.begin(), s.output.begin() + static_cast<long>(std::min(limit, s.output.size())));
+  g.resume_output.assign(s.output.begin(),
+                         s.output.begin() + static_cast<long>(std::min(limit, s.output.size())));
   g.replay_finish = g.resume_output.size() < s.output.size() ? "length" : s.finish_reason;
   active_ = eng_.get();
   try {

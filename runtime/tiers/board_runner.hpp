@@ -196,7 +196,8 @@ class board_runner {
   long compactions_continued_ = 0, compactions_as_sent_ = 0, compactions_prewritten_ = 0;
   void maybe_continue_compaction();
   void continue_from_end(const std::vector<token_id>& end_rows);
-  std::optional<std::vector<token_id>> held_elsewhere(const compaction_plan& plan, const tokenizer& tok) const;
+  std::optional<std::vector<token_id>> held_elsewhere(const compaction_plan& plan,
+                                                      const tokenizer& tok) const;
   bool compaction_guest_ = true;  // the continuation runs as a guest (its conversation is in place)
   // The session whose conversation holds this slot's end anchor (its last request that was no
   // guest), and whether it is opencode's.

@@ -164,8 +164,9 @@ chat_message msg(const std::string& role, const std::string& content) {
 
 }  // namespace
 
-TEST_CASE("compaction worker: asks after the idle time without a request, and its summary answers the compaction",
-          "[actors][compaction][worker]") {
+TEST_CASE(
+    "compaction worker: asks after the idle time without a request, and its summary answers the compaction",
+    "[actors][compaction][worker]") {
   const model_config c = test_config("tiny", 4096);
   caf_fixture f;
   conductor_options opts;
@@ -196,7 +197,8 @@ TEST_CASE("compaction worker: asks after the idle time without a request, and it
   std::vector<chat_message> history = {msg("system", "You are opencode, a coding agent."),
                                        msg("user", "List the files in src and say which one is largest.")};
   auto send = [&](const std::string& id, std::shared_ptr<const completion_request> r) {
-    caf::anon_send(cond, generate_atom::value, request_envelope{id, std::move(r), 0, caf::actor_cast<sink_actor>(sink)});
+    caf::anon_send(cond, generate_atom::value,
+                   request_envelope{id, std::move(r), 0, caf::actor_cast<sink_actor>(sink)});
     f.sched->run();
   };
   send("t1", chat(history, 6));
@@ -265,4 +267,59 @@ TEST_CASE("compaction worker: asks after the idle time without a request, and it
     CHECK(wst.finished == 1);
     CHECK(bst.slots->prewrites().size() == 1);
   }
+}
+
+TEST_CASE("compaction worker: an admin hold (a clear, a planned stop's spill) stops idle work at once",
+          "[actors][compaction][worker]") {
+  const model_config c = test_config("tiny", 1024);
+  const bool clear = GENERATE(true, false);
+  INFO((clear ? "a clear" : "a planned stop's spill"));
+  caf_fixture f;
+  auto seen = std::make_shared<recorded>();
+  auto sink = f.spawn(recorder, seen);
+  auto b = f.spawn(board, std::shared_ptr<engine>(make_engine(c).release()), one_token_blocks(),
+                   caf::actor_cast<done_receiver>(sink));
+  converse(f, b, sink, seen, c);
+  auto& st = caf_fixture::state_of<board_state>(b);
+  idle_request rq;
+  rq.job = job_of({}, 40, "", "");
+  compaction_plan plan;
+  const auto turn = test_tokens(static_cast<std::size_t>(c.grid + 5), 907);
+  plan.turn.assign(turn.begin(), turn.end());
+  rq.job.compaction = plan;
+  rq.min_tokens = 1;
+  auto reply = std::make_shared<std::optional<idle_reply>>();
+  auto answered = std::make_shared<bool>(false);
+  f.spawn(
+      [b, rq, reply](caf::event_based_actor* self, int) -> caf::behavior {
+        self->request(b, caf::infinite, idle_atom::value, rq).then([reply](idle_reply& r) { *reply = r; });
+        return {[](int) {}};
+      },
+      0);
+  const long s0 = st.steps;
+  while (st.steps < s0 + 3) REQUIRE(f.sched->try_run_once());
+  REQUIRE(st.slots->idle_running());
+  auto holder = f.spawn(
+      [b, clear, answered](caf::event_based_actor* self, int) -> caf::behavior {
+        if (clear)
+          self->request(b, caf::infinite, clear_atom::value, cache_tier::store)
+              .then([answered](clear_reply&) { *answered = true; });
+        else
+          self->request(b, caf::infinite, spill_atom::value).then([answered](spill_stop_reply&) {
+            *answered = true;
+          });
+        return {[](int) {}};
+      },
+      0);
+  // The test scheduler runs the board on while it has mail: the holder is run first, as another
+  // thread of a real scheduler would, so its message reaches the board between two steps.
+  f.sched->prioritize(holder);
+  f.sched->run_once();
+  f.sched->run();
+  REQUIRE(reply->has_value());
+  CHECK((*reply)->what == idle_reply::outcome::preempted);
+  CHECK((*reply)->steps <= 4);
+  CHECK(*answered);
+  CHECK_FALSE(st.slots->idle_running());
+  CHECK(st.slots->runner(0).idle_preempted() == 1);
 }

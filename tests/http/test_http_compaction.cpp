@@ -147,8 +147,12 @@ namespace {
 json worker_finished(const http_server& s, long runs) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   for (;;) {
-    const json c = s.get("/v1/cache/stats").body_json().value("tiers", json::object()).value("compaction", json::object());
-    if (c.value("worker", json::object()).value("finished", 0L) >= runs || std::chrono::steady_clock::now() >= until)
+    const json c = s.get("/v1/cache/stats")
+                       .body_json()
+                       .value("tiers", json::object())
+                       .value("compaction", json::object());
+    if (c.value("worker", json::object()).value("finished", 0L) >= runs ||
+        std::chrono::steady_clock::now() >= until)
       return c;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -172,9 +176,12 @@ json opencode_compaction(const json& messages) {
 
 }  // namespace
 
-TEST_CASE("http: after a quiet spell the compaction is answered from the prewritten summary, never from a stale one",
-          "[http][compaction][worker]") {
-  http_server s({"--compaction-idle-s", "2", "--compaction-min-tokens", "1", "--compaction-max-tokens", "16"});
+TEST_CASE(
+    "http: after a quiet spell the compaction is answered from the prewritten summary, never from a stale "
+    "one",
+    "[http][compaction][worker]") {
+  http_server s(
+      {"--compaction-idle-s", "2", "--compaction-min-tokens", "1", "--compaction-max-tokens", "16"});
   json messages = first_turn(s);
   messages.push_back({{"role", "user"}, {"content", "Now read main.cpp."}});
   const turn_reply t2 = post_session(s, greedy(messages, 12));

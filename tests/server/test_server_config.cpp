@@ -70,6 +70,20 @@ TEST_CASE("flags keep the seed's spelling and check their values", "[config]") {
   CHECK(parse_server_args({"--reasoning-budget", "512"}).reasoning_budget == 512);
   CHECK(parse_server_args({"--reasoning-budget=0"}).reasoning_budget == 0);
   CHECK(parse_server_args({"--reasoning-budget", "-1"}).reasoning_budget == -1);
+  // The compaction worker's flags (docs/COMPACTION.md): the seed's defaults, seconds with fractions.
+  CHECK(c.compaction_idle_s == 30);
+  CHECK(c.compaction_min_tokens == 32768);
+  CHECK(c.compaction_max_tokens == 2048);
+  const auto w = parse_server_args(
+      {"--compaction-idle-s", "0.25", "--compaction-min-tokens", "100", "--compaction-max-tokens", "64"});
+  CHECK(w.compaction_idle_s == 0.25);
+  CHECK(w.compaction_min_tokens == 100);
+  CHECK(w.compaction_max_tokens == 64);
+  CHECK(parse_server_args({"--compaction-idle-s", "0"}).compaction_idle_s == 0);
+  CHECK_THROWS_WITH(parse_server_args({"--compaction-idle-s", "-1"}), Catch::Contains("--compaction-idle-s"));
+  CHECK_THROWS_WITH(parse_server_args({"--compaction-idle-s", "soon"}), Catch::Contains("seconds"));
+  CHECK_THROWS_WITH(parse_server_args({"--compaction-max-tokens", "0"}),
+                    Catch::Contains("--compaction-max-tokens"));
   CHECK_THROWS_WITH(parse_server_args({"--reasoning-budget", "-2"}), Catch::Contains("--reasoning-budget"));
   CHECK_THROWS_WITH(parse_server_args({"--reasoning-budget", "lots"}), Catch::Contains("--reasoning-budget"));
   CHECK_THROWS_WITH(parse_server_args({"--port", "http"}), Catch::Contains("--port"));

@@ -15,7 +15,7 @@ namespace anchorage::testing {
 
 // A keeper on `dir`, scanned, as a server's start builds it.
 inline std::shared_ptr<spill_keeper> keeper_on(const std::string& dir, const state_layout& layout,
-                                        std::size_t min_tokens = 1) {
+                                               std::size_t min_tokens = 1) {
   spill_options o;
   o.dir = dir;
   o.budget_bytes = 1ULL << 30;

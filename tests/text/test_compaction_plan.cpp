@@ -18,8 +18,9 @@ using namespace anchorage;
 namespace {
 
 completion_request captured_compaction() {
-  std::ifstream in(std::string(ANCHORAGE_SOURCE_DIR) + "/tests/support/clients/opencode-1.18.33/compaction.json",
-                   std::ios::binary);
+  std::ifstream in(
+      std::string(ANCHORAGE_SOURCE_DIR) + "/tests/support/clients/opencode-1.18.33/compaction.json",
+      std::ios::binary);
   REQUIRE(in.good());
   std::ostringstream s;
   s << in.rdbuf();
@@ -32,7 +33,8 @@ completion_request captured_compaction() {
 
 TEST_CASE("the worker's built-in continuation is the turn opencode 1.18.33's compaction plans",
           "[compaction][worker]") {
-  const chat_renderer renderer = GENERATE(chat_renderer::builtin, chat_renderer::qwen35, chat_renderer::qwen3);
+  const chat_renderer renderer =
+      GENERATE(chat_renderer::builtin, chat_renderer::qwen35, chat_renderer::qwen3);
   INFO(chat_renderer_name(renderer));
   const tokenizer tok;
   const completion_request r = captured_compaction();
@@ -40,8 +42,8 @@ TEST_CASE("the worker's built-in continuation is the turn opencode 1.18.33's com
   const auto planned = plan_compaction(r, renderer, tok);
   REQUIRE(planned);
   CHECK(planned->shape == "flattened");
-  const auto builtin = plan_continuation(opencode_compaction_system_text(), opencode_compaction_instructions(),
-                                         renderer, tok);
+  const auto builtin =
+      plan_continuation(opencode_compaction_system_text(), opencode_compaction_instructions(), renderer, tok);
   REQUIRE(builtin);
   CHECK(builtin->turn == planned->turn);
   CHECK(builtin->starts_in_reasoning == planned->starts_in_reasoning);
@@ -54,7 +56,8 @@ TEST_CASE("the worker's built-in continuation is the turn opencode 1.18.33's com
   CHECK(text.find("\n<conversation>\n") == std::string::npos);
   CHECK(text.find("Here is the conversation so far:") == std::string::npos);
   // Other instructions: another turn (the worker's summary would not answer them).
-  const auto other = plan_continuation(opencode_compaction_system_text(), "Summarise in one line.", renderer, tok);
+  const auto other =
+      plan_continuation(opencode_compaction_system_text(), "Summarise in one line.", renderer, tok);
   REQUIRE(other);
   CHECK(other->turn != builtin->turn);
 }

@@ -37,7 +37,8 @@ std::vector<token_id> a_then_b(slot_board& s, board_run& log, spill_driver* w, c
   run_all(s, log, w, s.start(job_of(grown(s.runner(0).tiers().resident().tokens(), 13, 822), 6, "a2", "A")));
   REQUIRE(log.finished.at("a2").cache.source == "end");
   const auto rows = s.runner(0).tiers().resident().tokens();
-  run_all(s, log, w, s.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 9), 823), 6, "b1", "B")));
+  run_all(s, log, w,
+          s.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 9), 823), 6, "b1", "B")));
   REQUIRE(s.runner(0).tiers().resident().tokens() != rows);
   return rows;
 }
@@ -105,7 +106,7 @@ TEST_CASE("compaction: a spilled conversation is continued from the spill, readi
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-compaction-spill");
   board_runner_options o = small_runner_options();
-  o.cache.guest_max = 0;  // B is no guest
+  o.cache.guest_max = 0;   // B is no guest
   o.cache.park_bytes = 1;  // the park cannot hold A: it is spilled
   o.cache.pin_bytes = 1;
   o.cache.session_cache = false;  // the store would hold A's turn otherwise

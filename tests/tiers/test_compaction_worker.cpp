@@ -269,7 +269,10 @@ TEST_CASE("compaction worker: the summary answers only a request whose sampling 
          j.seed = 12345;
          j.seed_explicit = true;
        }},
-      {"a logit bias", [](board_job& j) { j.logit_bias = {{65, 2.0f}}; }},
+      {"a logit bias",
+       [](board_job& j) {
+         j.logit_bias = {{65, 2.0f}};
+       }},
       {"a stop string", [](board_job& j) { j.stop_strings = {"zz"}; }},
   };
   for (const change& ch : changes) {
