@@ -37,8 +37,8 @@ bool parse_bool(const std::string& name, const std::string& v) {
   throw std::invalid_argument("--" + name + " is a switch (true/false), got '" + v + "'");
 }
 
-// A size in GiB (fractions allowed, e.g. 0.25) as bytes.
-std::size_t parse_gib(const std::string& name, const std::string& v) {
+// A number from 0 to `most` (fractions allowed); `wants` says what the flag takes.
+double parse_amount(const std::string& name, const std::string& v, double most, const std::string& wants) {
   std::size_t used = 0;
   double x = -1;
   try {
@@ -46,24 +46,19 @@ std::size_t parse_gib(const std::string& name, const std::string& v) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (v.empty() || used != v.size() || !(x >= 0) || x > 1e6)
-    throw std::invalid_argument("--" + name + " wants a size in GiB (e.g. 2 or 0.5), got '" + v + "'");
-  return static_cast<std::size_t>(x * 1073741824.0);
+  if (v.empty() || used != v.size() || !(x >= 0) || x > most)
+    throw std::invalid_argument("--" + name + " wants " + wants + ", got '" + v + "'");
+  return x;
+}
+
+// A size in GiB (fractions allowed, e.g. 0.25) as bytes.
+std::size_t parse_gib(const std::string& name, const std::string& v) {
+  return static_cast<std::size_t>(parse_amount(name, v, 1e6, "a size in GiB (e.g. 2 or 0.5)") * 1073741824.0);
 }
 
 // A duration in seconds (fractions allowed, e.g. 0.2), at most a day.
 double parse_seconds(const std::string& name, const std::string& v) {
-  std::size_t used = 0;
-  double x = -1;
-  try {
-    x = std::stod(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (v.empty() || used != v.size() || !(x >= 0) || x > 86400)
-    throw std::invalid_argument("--" + name + " wants seconds from 0 to 86400 (e.g. 30 or 0.5), got '" + v +
-                                "'");
-  return x;
+  return parse_amount(name, v, 86400, "seconds from 0 to 86400 (e.g. 30 or 0.5)");
 }
 
 void set_engine(server_config& c, const std::string& flag, const std::string& v) { c.engine.parse(flag, v); }

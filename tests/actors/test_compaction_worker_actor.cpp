@@ -62,6 +62,46 @@ std::vector<token_id> next_prompt(const board_state& st) {
   return p;
 }
 
+// The worker's question, as the conductor hands it over: a continuation turn of `turn` tokens.
+idle_request idle_question(std::size_t turn) {
+  idle_request rq;
+  rq.job = job_of({}, 40, "", "");
+  compaction_plan plan;
+  const auto t = test_tokens(turn, 907);
+  plan.turn.assign(t.begin(), t.end());
+  rq.job.compaction = plan;
+  rq.min_tokens = 1;
+  return rq;
+}
+
+// Asks `b` for idle work from another actor; the answer lands in the optional when it comes.
+std::shared_ptr<std::optional<idle_reply>> ask_idle(caf_fixture& f, const board_actor& b,
+                                                    const idle_request& rq) {
+  auto reply = std::make_shared<std::optional<idle_reply>>();
+  f.spawn(
+      [b, rq, reply](caf::event_based_actor* self, int) -> caf::behavior {
+        self->request(b, caf::infinite, idle_atom::value, rq).then([reply](idle_reply& r) { *reply = r; });
+        return {[](int) {}};
+      },
+      0);
+  return reply;
+}
+
+// A board of one slot whose conductor and sink is a recorder, holding session A's conversation.
+struct held_board {
+  caf_fixture f;
+  std::shared_ptr<recorded> seen = std::make_shared<recorded>();
+  caf::actor sink;
+  board_actor b;
+  explicit held_board(const model_config& c) {
+    sink = f.spawn(recorder, seen);
+    b = f.spawn(board, std::shared_ptr<engine>(make_engine(c).release()), one_token_blocks(),
+                caf::actor_cast<done_receiver>(sink));
+    converse(f, b, sink, seen, c);
+  }
+  board_state& state() { return caf_fixture::state_of<board_state>(b); }
+};
+
 }  // namespace
 
 TEST_CASE("compaction worker: a request during idle work is served after at most one chunk or block of it",
@@ -71,32 +111,16 @@ TEST_CASE("compaction worker: a request during idle work is served after at most
   // its end, and several blocks into the summary's decode.
   const long ran = GENERATE(1L, 2L, 5L);
   INFO(ran << " idle steps ran before the request");
-  caf_fixture f;
-  auto seen = std::make_shared<recorded>();
-  auto sink = f.spawn(recorder, seen);
-  auto b = f.spawn(board, std::shared_ptr<engine>(make_engine(c).release()), one_token_blocks(),
-                   caf::actor_cast<done_receiver>(sink));
-  converse(f, b, sink, seen, c);
-  auto& st = caf_fixture::state_of<board_state>(b);
+  held_board h(c);
+  caf_fixture& f = h.f;
+  auto& seen = h.seen;
+  auto& sink = h.sink;
+  auto& b = h.b;
+  auto& st = h.state();
   const auto p3 = next_prompt(st);
   const std::size_t end = st.slots->runner(0).tiers().resident().end_position();
   const snapshot before_rows = state_bytes(st.slots->runner(0).slot0().cache_state(), end);
-
-  // The worker's question, as the conductor hands it over.
-  idle_request rq;
-  rq.job = job_of({}, 40, "", "");
-  compaction_plan plan;
-  const auto turn = test_tokens(static_cast<std::size_t>(2 * c.grid - 3), 907);
-  plan.turn.assign(turn.begin(), turn.end());
-  rq.job.compaction = plan;
-  rq.min_tokens = 1;
-  auto reply = std::make_shared<std::optional<idle_reply>>();
-  f.spawn(
-      [b, rq, reply](caf::event_based_actor* self, int) -> caf::behavior {
-        self->request(b, caf::infinite, idle_atom::value, rq).then([reply](idle_reply& r) { *reply = r; });
-        return {[](int) {}};
-      },
-      0);
+  const auto reply = ask_idle(f, b, idle_question(static_cast<std::size_t>(2 * c.grid - 3)));
   const long s0 = st.steps;
   while (st.steps < s0 + ran) REQUIRE(f.sched->try_run_once());
   REQUIRE(st.slots->idle_running());
@@ -120,19 +144,14 @@ TEST_CASE("compaction worker: a request during idle work is served after at most
   CHECK(seen->ledger.size() == 2);  // t1 and t3: idle work has no ledger entry
 
   // The same turn on a board that never ran idle work: the same tokens, the same rows.
-  caf_fixture g;
-  auto seen_ref = std::make_shared<recorded>();
-  auto sink_ref = g.spawn(recorder, seen_ref);
-  auto ref = g.spawn(board, std::shared_ptr<engine>(make_engine(c).release()), one_token_blocks(),
-                     caf::actor_cast<done_receiver>(sink_ref));
-  converse(g, ref, sink_ref, seen_ref, c);
-  caf::anon_send(ref, run_atom::value, opencode_job(p3, 8, "t3", sink_ref));
-  g.sched->run();
-  const stream_event* want = finished(*seen_ref, "t3");
+  held_board ref(c);
+  caf::anon_send(ref.b, run_atom::value, opencode_job(p3, 8, "t3", ref.sink));
+  ref.f.sched->run();
+  const stream_event* want = finished(*ref.seen, "t3");
   REQUIRE(want);
   CHECK(got->output.content == want->output.content);
   CHECK(got->cache.prefilled_tokens == want->cache.prefilled_tokens);
-  auto& rst = caf_fixture::state_of<board_state>(ref);
+  auto& rst = ref.state();
   const std::size_t n = rst.slots->runner(0).slot0().length();
   REQUIRE(st.slots->runner(0).slot0().length() == n);
   CHECK(state_bytes(st.slots->runner(0).slot0().cache_state(), end).views == before_rows.views);
@@ -274,28 +293,12 @@ TEST_CASE("compaction worker: an admin hold (a clear, a planned stop's spill) st
   const model_config c = test_config("tiny", 1024);
   const bool clear = GENERATE(true, false);
   INFO((clear ? "a clear" : "a planned stop's spill"));
-  caf_fixture f;
-  auto seen = std::make_shared<recorded>();
-  auto sink = f.spawn(recorder, seen);
-  auto b = f.spawn(board, std::shared_ptr<engine>(make_engine(c).release()), one_token_blocks(),
-                   caf::actor_cast<done_receiver>(sink));
-  converse(f, b, sink, seen, c);
-  auto& st = caf_fixture::state_of<board_state>(b);
-  idle_request rq;
-  rq.job = job_of({}, 40, "", "");
-  compaction_plan plan;
-  const auto turn = test_tokens(static_cast<std::size_t>(c.grid + 5), 907);
-  plan.turn.assign(turn.begin(), turn.end());
-  rq.job.compaction = plan;
-  rq.min_tokens = 1;
-  auto reply = std::make_shared<std::optional<idle_reply>>();
+  held_board h(c);
+  caf_fixture& f = h.f;
+  auto& b = h.b;
+  auto& st = h.state();
+  const auto reply = ask_idle(f, b, idle_question(static_cast<std::size_t>(c.grid + 5)));
   auto answered = std::make_shared<bool>(false);
-  f.spawn(
-      [b, rq, reply](caf::event_based_actor* self, int) -> caf::behavior {
-        self->request(b, caf::infinite, idle_atom::value, rq).then([reply](idle_reply& r) { *reply = r; });
-        return {[](int) {}};
-      },
-      0);
   const long s0 = st.steps;
   while (st.steps < s0 + 3) REQUIRE(f.sched->try_run_once());
   REQUIRE(st.slots->idle_running());

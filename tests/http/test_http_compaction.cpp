@@ -203,6 +203,15 @@ TEST_CASE(
   CHECK(c.usage["prompt_tokens"].get<long>() > end_rows);
   CHECK(c.usage["completion_tokens"].get<long>() > 0);
   CHECK(c.usage["completion_tokens"].get<long>() <= 12);
+  // Streamed as opencode asks for it, the same answer from the same summary.
+  json streamed = opencode_compaction(messages);
+  streamed["stream"] = true;
+  streamed["stream_options"] = {{"include_usage", true}};
+  const chat_stream_summary cs =
+      check_chat_stream(s.stream("/v1/chat/completions", streamed, {}, session), true);
+  CHECK(cs.content == c.message.value("content", ""));
+  CHECK(cs.usage_chunk["usage"]["prompt_tokens_details"]["cached_tokens"] == c.usage["prompt_tokens"]);
+  CHECK(cs.usage_chunk["x_cache"]["via"] == "prewritten");
 
   // The conversation goes on from its end anchor; the worker left it as it was.
   messages.push_back({{"role", "user"}, {"content", "And the tests?"}});
@@ -216,10 +225,10 @@ TEST_CASE(
   INFO(c2.x_cache.dump());
   CHECK(c2.x_cache["via"] == "compaction");
   CHECK(c2.x_cache["prefilled_tokens"].get<long>() > 0);
-  const json stats = compaction_stats(s, 2);
-  CHECK(stats["prewritten"] == 1);
+  const json stats = compaction_stats(s, 1);  // c2, the first continuation
+  CHECK(stats["prewritten"] == 2);
   CHECK(stats["continuations"] == 1);
   const std::string metrics = s.get("/metrics").body;
-  CHECK_THAT(metrics, Catch::Contains("anchorage_compactions_total{served=\"prewritten\"} 1"));
+  CHECK_THAT(metrics, Catch::Contains("anchorage_compactions_total{served=\"prewritten\"} 2"));
   CHECK_THAT(metrics, Catch::Contains("anchorage_compaction_worker_runs_total{run=\"finished\"}"));
 }

@@ -70,6 +70,15 @@ inline snapshot state_bytes(const state_adapter& s, std::size_t n) {
   return out;
 }
 
+// Two engines at the same length with the same rows and sections, bit for bit (checked).
+inline void check_same_state(engine& a, engine& b) {
+  const std::size_t n = b.length();
+  REQUIRE(a.length() == n);
+  const snapshot x = state_bytes(a.cache_state(), n), y = state_bytes(b.cache_state(), n);
+  CHECK(x.views == y.views);
+  CHECK(x.sections == y.sections);
+}
+
 inline void put32(bytes& b, std::size_t at, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) b[at + i] = static_cast<unsigned char>(v >> (8 * i));
 }

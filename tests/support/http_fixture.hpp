@@ -178,12 +178,14 @@ class http_server {
   // event `keep_reading(stream)` decides whether to go on; returning false makes httplib abort
   // the connection (the client going away mid-stream). A non-2xx reply's body lands in `raw`.
   sse_stream stream(const std::string& path, const json& body,
-                    const std::function<bool(const sse_stream&)>& keep_reading = {}) const {
+                    const std::function<bool(const sse_stream&)>& keep_reading = {},
+                    const httplib::Headers& headers = {}) const {
     sse_stream s;
     httplib::Request req;
     req.method = "POST";
     req.path = path;
     req.body = body.dump();
+    for (const auto& [k, v] : headers) req.set_header(k, v);
     req.set_header("Content-Type", "application/json");
     req.set_header("Accept", "text/event-stream");
     req.response_handler = [&s](const httplib::Response& r) {

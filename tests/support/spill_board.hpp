@@ -10,6 +10,7 @@
 #include "runtime/io/uring_env.hpp"
 #include "runtime/tiers/slot_board.hpp"
 #include "runtime/tiers/spill_keeper.hpp"
+#include "tests/support/disk_driver.hpp"
 
 namespace anchorage::testing {
 
@@ -23,6 +24,19 @@ inline std::shared_ptr<spill_keeper> keeper_on(const std::string& dir, const sta
   auto k = std::make_shared<spill_keeper>(std::make_unique<uring_env>(), layout, o);
   k->scan();
   return k;
+}
+
+// A runner's options where another session's request evicts the conversation in place to the
+// spill: it is no guest, the park and the pin hold nothing, the store keeps no turn of it.
+inline board_runner_options evicting_options(std::shared_ptr<spill_keeper> keeper) {
+  board_runner_options o = small_runner_options();
+  o.cache.guest_max = 0;
+  o.cache.park_bytes = 1;
+  o.cache.pin_bytes = 1;
+  o.cache.session_cache = false;
+  o.cache.prefix_cache = false;
+  o.spill = std::move(keeper);
+  return o;
 }
 
 // The spill writer's part, synchronous: each job written through `env` and committed.

@@ -65,12 +65,7 @@ void check_next_turn(slot_board& s, board_run& log, spill_driver* w, slot_board&
   CHECK(got.cache.source == "end");
   CHECK(got.cache.resumed_at == static_cast<long>(rows.size()));
   CHECK(got.output.content == rlog.finished.at("a3").output.content);
-  const std::size_t n = ref.runner(0).slot0().length();
-  REQUIRE(s.runner(0).slot0().length() == n);
-  const snapshot x = state_bytes(s.runner(0).slot0().cache_state(), n);
-  const snapshot y = state_bytes(ref.runner(0).slot0().cache_state(), n);
-  CHECK(x.views == y.views);
-  CHECK(x.sections == y.sections);
+  check_same_state(s.runner(0).slot0(), ref.runner(0).slot0());
 }
 
 }  // namespace
@@ -105,15 +100,8 @@ TEST_CASE("compaction: a spilled conversation is continued from the spill, readi
           "[compaction][tiers][spill][exact]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-compaction-spill");
-  board_runner_options o = small_runner_options();
-  o.cache.guest_max = 0;   // B is no guest
-  o.cache.park_bytes = 1;  // the park cannot hold A: it is spilled
-  o.cache.pin_bytes = 1;
-  o.cache.session_cache = false;  // the store would hold A's turn otherwise
-  o.cache.prefix_cache = false;
   auto k = keeper_on(dir.str(), fresh(c)->layout(), static_cast<std::size_t>(2 * c.grid));
-  o.spill = k;
-  slot_board s({fresh(c)}, o);
+  slot_board s({fresh(c)}, evicting_options(k));
   spill_driver w;
   board_run log;
   const auto rows = a_then_b(s, log, &w, c);

@@ -174,15 +174,8 @@ TEST_CASE(
     "[spill][tiers][exact]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-evict");
-  board_runner_options o = small_runner_options();
-  o.cache.guest_max = 0;   // B is no guest
-  o.cache.park_bytes = 1;  // the park cannot hold A
-  o.cache.pin_bytes = 1;
-  o.cache.session_cache = false;  // the store would hold A's turn otherwise
-  o.cache.prefix_cache = false;
   auto k = keeper_on(dir.str(), fresh(c)->layout(), static_cast<std::size_t>(2 * c.grid));
-  o.spill = k;
-  slot_board s({fresh(c)}, o);
+  slot_board s({fresh(c)}, evicting_options(k));
   spill_driver w;
   board_run log;
   const auto a1 = test_tokens(static_cast<std::size_t>(3 * c.grid + 11), 821);
