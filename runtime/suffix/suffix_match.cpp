@@ -6,10 +6,6 @@
 namespace anchorage {
 namespace {
 
-// Past this many suffix-array slots a cursor counts continuations by binary search over the
-// range; at or below it, it follows each occurrence through the ids themselves.
-constexpr std::size_t explicit_limit = 1024;
-
 // Where the segment holding position p starts and ends, in the whole log.
 std::size_t segment_start(const suffix_corpus& c, std::size_t p) {
   const auto next = std::upper_bound(c.seg_starts->begin(), c.seg_starts->end(), p);
@@ -29,6 +25,7 @@ struct cursor {
   sa_range range;
   std::vector<std::size_t> starts;
   bool converted = false;  // the range was moved into starts
+  std::size_t explicit_limit = 1024;
 
   // Occurrences the index no longer sees: the one whose id at `depth` would be the first id past
   // the index's end, in a segment that continues there. Only while the range is live (once
@@ -81,7 +78,7 @@ struct cursor {
 // Finds the longest match and returns a cursor on its occurrences (depth 0 when none).
 cursor find_longest(const suffix_corpus& corpus, const token_id* recent, std::size_t n, std::size_t min_len,
                     std::size_t max_match) {
-  cursor cur{corpus, {}, 0, 0, {}, {}, false};
+  cursor cur{corpus, {}, 0, 0, {}, {}, false, 1024};
   min_len = std::max<std::size_t>(min_len, 1);
   const std::size_t limit = std::min(n, max_match);
   if (limit < min_len || corpus.n == 0) return cur;
@@ -157,6 +154,7 @@ std::vector<token_id> propose(const suffix_corpus& corpus, const token_id* recen
   std::vector<token_id> draft;
   cursor cur = find_longest(corpus, recent, n, options.propose_min_match, options.max_match);
   if (cur.depth == 0) return draft;
+  cur.explicit_limit = options.explicit_limit;
   double probability = 1.0;
   while (draft.size() < max_draft) {
     cur.take_the_one_at_the_index_end();

@@ -26,6 +26,9 @@ struct suffix_query_options {
   std::size_t max_continuations = 16;  // longest_match reports at most this many, the most frequent
   std::size_t propose_min_match = 2;   // propose drafts nothing from a shorter match
   double min_probability = 0.1;        // propose stops when the draft's estimated chance falls below
+  // Past this many suffix-array slots propose counts continuations by binary search over the
+  // range; at or below it, it follows each occurrence through the ids themselves.
+  std::size_t explicit_limit = 1024;
 };
 
 struct suffix_continuation {
