@@ -2,6 +2,8 @@
 // both, and the segment boundary no match crosses.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -127,5 +129,39 @@ TEST_CASE("no match crosses the end of a segment", "[suffix]") {
     REQUIRE(m.continuations.size() == 1);
     CHECK(m.continuations[0].id == 3);
     CHECK(propose(corpus, std::vector<token_id>{4}.data(), 1, 8, o) == std::vector<token_id>{5, 6});
+  }
+}
+
+TEST_CASE("query time over 10M indexed ids and a 64k-id unindexed tail", "[.][suffix-bench]") {
+  std::mt19937 rng(9);
+  naive_log log;
+  auto block = random_ids(rng, 2000, 151643);  // an agent's log: one block resent with edits
+  while (log.ids.size() < (std::size_t{10} << 20)) {
+    block[rng() % block.size()] = static_cast<token_id>(rng() % 151643);
+    log.add_segment(block);
+  }
+  const std::size_t tail = 65536;
+  const std::size_t indexed_segments = log.seg_starts.size() - tail / 2000;
+  for (std::size_t end : {log.ids.size(), log.seg_starts[indexed_segments]}) {
+    const auto index = suffix_index::build(log.ids.data(), end, log.seg_starts);
+    const suffix_corpus corpus{log.ids.data(), log.ids.size(), &log.seg_starts, &index};
+    const suffix_query_options o;
+    std::size_t hits = 0, drafted = 0;
+    const int queries = 1000;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int q = 0; q < queries; ++q) {
+      const std::size_t at = 64 + rng() % (log.ids.size() - 64);
+      const std::vector<token_id> recent(log.ids.begin() + static_cast<std::ptrdiff_t>(at - 64),
+                                         log.ids.begin() + static_cast<std::ptrdiff_t>(at));
+      hits += longest_match(corpus, recent.data(), recent.size(), 2, o).length > 0;
+      drafted += propose(corpus, recent.data(), recent.size(), 8, o).size();
+    }
+    const double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    std::printf(
+        "{\"ids\": %zu, \"unindexed\": %zu, \"us_per_match_and_propose\": %.1f, \"hits\": %zu, "
+        "\"drafted\": %zu}\n",
+        log.ids.size(), log.ids.size() - end, us / queries, hits, drafted);
+    REQUIRE(hits * 10 >= static_cast<std::size_t>(queries) * 9);  // drawn from the log: nearly all hit
   }
 }
