@@ -65,6 +65,7 @@ void suffix_store::open_log() {
 suffix_add_report suffix_store::add(const std::vector<token_id>& tokens) {
   suffix_add_report report;
   if (!is_open()) return report;
+  assert(std::all_of(tokens.begin(), tokens.end(), [](token_id t) { return t >= 0; }));
   ++stats_.adds;
   const suffix_admission admission = dedupe_.admit(tokens);
   report.skipped = admission.skip;
