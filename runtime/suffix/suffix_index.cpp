@@ -22,11 +22,27 @@ suffix_index suffix_index::build(const token_id* ids, std::size_t n,
     assert(ids[i] >= 0);
     max_id = std::max(max_id, ids[i]);
   }
-  std::vector<std::int32_t> rank(static_cast<std::size_t>(max_id) + 1, 0);
-  for (std::size_t i = 0; i < n; ++i) rank[static_cast<std::size_t>(ids[i])] = 1;
+  // A table by id when the ids are a vocabulary's (dense enough); a sorted list otherwise.
+  const bool by_table = static_cast<std::size_t>(max_id) < std::max<std::size_t>(4 * n, std::size_t{1} << 20);
+  std::vector<std::int32_t> rank;
+  std::vector<token_id> present;
   std::int32_t alphabet = 2;
-  for (auto& r : rank)
-    if (r) r = alphabet++;
+  if (by_table) {
+    rank.assign(static_cast<std::size_t>(max_id) + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) rank[static_cast<std::size_t>(ids[i])] = 1;
+    for (auto& r : rank)
+      if (r) r = alphabet++;
+  } else {
+    present.assign(ids, ids + n);
+    std::sort(present.begin(), present.end());
+    present.erase(std::unique(present.begin(), present.end()), present.end());
+    alphabet += static_cast<std::int32_t>(present.size());
+  }
+  auto symbol_of = [&](token_id id) {
+    if (by_table) return rank[static_cast<std::size_t>(id)];
+    return 2 +
+           static_cast<std::int32_t>(std::lower_bound(present.begin(), present.end(), id) - present.begin());
+  };
 
   const std::size_t segments = index.seg_starts_.size();
   std::vector<std::int32_t> text;
@@ -36,7 +52,7 @@ suffix_index suffix_index::build(const token_id* ids, std::size_t n,
   for (std::size_t s = 0; s < segments; ++s) {
     const std::size_t b = index.seg_starts_[s], e = s + 1 < segments ? index.seg_starts_[s + 1] : n;
     for (std::size_t i = b; i < e; ++i) {
-      text.push_back(rank[static_cast<std::size_t>(ids[i])]);
+      text.push_back(symbol_of(ids[i]));
       flat_of.push_back(static_cast<std::uint32_t>(i));
     }
     text.push_back(1);
@@ -44,8 +60,8 @@ suffix_index suffix_index::build(const token_id* ids, std::size_t n,
   }
   text.push_back(0);
   flat_of.push_back(UINT32_MAX);
-  rank.clear();
-  rank.shrink_to_fit();
+  rank = {};
+  present = {};
 
   const std::vector<std::int32_t> sa = build_suffix_array(text, alphabet);
   text.clear();
