@@ -77,6 +77,13 @@ struct board_job {
   bool starts_in_reasoning = false;  // the generation prompt opened the <think> block
   long reasoning_budget = -1;        // --reasoning-budget: thinking tokens before a hidden close; -1 none
   long user_start = -1;              // where the last user message starts in the prompt; -1 unknown
+  // The response cache's (docs/CACHES.md): whether the client asked for a determined output (an
+  // explicit temperature 0, or top_k 1; temperature is then 0), and the fields that change the
+  // output without reaching the board otherwise: tool_choice as parsed (auto | none | required |
+  // function:NAME) and response_format as sent (compact JSON; empty when absent).
+  bool greedy = false;
+  std::string tool_choice;
+  std::string response_format;
   // The disk tier's offer, asked for while the request waited in the queue (none: no disk tier,
   // or nothing on it); the board re-checks it against the device tiers and the disk re-checks
   // it at the read (a clear in between makes the read fail cleanly).

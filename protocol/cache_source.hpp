@@ -13,8 +13,8 @@
 
 namespace anchorage {
 
-// Which tier answered a request. response is a tier to come: it is named so that the wire's
-// vocabulary is complete, but no tier serves it yet.
+// Which tier answered a request. response: the response cache (--response-cache-mb) answered an
+// identical greedy request with an earlier answer's tokens; nothing was prefilled or decoded.
 enum class cache_source : std::uint8_t { cold, resident, end, store, disk, checkpoint, spill, response };
 
 // What served a request beyond its source: nothing, a guest's stash, a side slot, the pinned
@@ -22,7 +22,7 @@ enum class cache_source : std::uint8_t { cold, resident, end, store, disk, check
 enum class cache_via : std::uint8_t { none, stash, side, pin, park };
 
 // The tiers an operator can name (`POST /v1/cache/clear?tier=`), and the stats' tier objects.
-enum class cache_tier : std::uint8_t { resident, store, disk, spill, all };
+enum class cache_tier : std::uint8_t { resident, store, disk, spill, response, all };
 
 constexpr const char* to_string(cache_source s) {
   switch (s) {
@@ -73,6 +73,8 @@ constexpr const char* to_string(cache_tier t) {
       return "disk";
     case cache_tier::spill:
       return "spill";
+    case cache_tier::response:
+      return "response";
     case cache_tier::all:
       return "all";
   }
@@ -110,8 +112,8 @@ inline std::optional<cache_source> cache_source_from_string(std::string_view tex
 }
 
 inline std::optional<cache_tier> cache_tier_from_string(std::string_view text) {
-  static constexpr cache_tier all[] = {cache_tier::resident, cache_tier::store, cache_tier::disk,
-                                       cache_tier::spill, cache_tier::all};
+  static constexpr cache_tier all[] = {cache_tier::resident, cache_tier::store,    cache_tier::disk,
+                                       cache_tier::spill,    cache_tier::response, cache_tier::all};
   return detail::enum_from_string(text, all);
 }
 

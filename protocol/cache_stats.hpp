@@ -59,6 +59,26 @@ struct store_stats {
   long long tokens_saved = 0;
 };
 
+// The response cache (--response-cache-mb; runtime/cache/response_cache.hpp).
+struct response_stats {
+  std::size_t entries = 0;
+  std::size_t bytes = 0;
+  std::size_t limit_bytes = 0;
+  long hits = 0;
+  long misses = 0;     // greedy requests it had no answer for
+  long evictions = 0;  // least recently used entries dropped for room
+  long stores = 0;     // answers kept
+  long refusals = 0;   // answers larger than the whole budget, not kept
+};
+
+inline void to_json(nlohmann::json& j, const response_stats& r) {
+  j = {{"enabled", true},          {"entries", r.entries},
+       {"bytes", r.bytes},         {"limit_bytes", r.limit_bytes},
+       {"hits", r.hits},           {"misses", r.misses},
+       {"evictions", r.evictions}, {"stores", r.stores},
+       {"refusals", r.refusals}};
+}
+
 // One slot (--parallel N): what it does and what its rows hold.
 struct slot_stats {
   std::size_t slot = 0;
@@ -87,6 +107,8 @@ struct cache_stats {
   nlohmann::json disk;
   // The session spill's (runtime/tiers/spill_keeper stats()); null without one.
   nlohmann::json spill;
+  // The response cache's, one for every slot; none when it is off.
+  std::optional<response_stats> response;
   // Compaction requests served as continuations and as sent (docs/COMPACTION.md).
   nlohmann::json compaction;
   // What the disk tier's staging holds and has not written yet (0 without a disk tier): a
@@ -149,11 +171,13 @@ inline void to_json(nlohmann::json& j, const store_stats& s) {
   };
 }
 
-// {"resident": {...}, "store": {...}, "disk": {...} or {"enabled": false}, "enabled": bool}
+// {"resident": {...}, "store": {...}, "disk", "spill" and "response": {...} or {"enabled": false},
+//  "enabled": bool}
 inline void to_json(nlohmann::json& j, const cache_stats& s) {
   j = {{"resident", s.resident}, {"store", s.store}, {"enabled", s.enabled}};
   j["disk"] = s.disk.is_object() ? s.disk : nlohmann::json{{"enabled", false}};
   j["spill"] = s.spill.is_object() ? s.spill : nlohmann::json{{"enabled", false}};
+  j["response"] = s.response ? nlohmann::json(*s.response) : nlohmann::json{{"enabled", false}};
   if (s.compaction.is_object()) j["compaction"] = s.compaction;
 }
 

@@ -48,11 +48,18 @@ struct completion_request {
   // both
   std::optional<long> max_tokens;  // max_completion_tokens or max_tokens, >= 1; absent = no limit
   double temperature = 1.0;        // [0, 2]
-  double top_p = 1.0;              // (0, 1]
+  bool temperature_given = false;  // the client sent it (an omitted one is OpenAI's 1.0)
+  // top_k, an integer >= 0 (0: no limit). 1 is greedy whatever the temperature; the sampler has
+  // no other top-k (a larger one samples as without it).
+  std::optional<long> top_k;
+  double top_p = 1.0;  // (0, 1]
   std::optional<std::uint64_t> seed;
   std::vector<std::string> stop;  // at most 4, each non-empty
   // logit_bias: (token id in [0, vocab size), bias in [-100, 100]), at most 300, ascending ids
   std::vector<std::pair<std::int32_t, float>> logit_bias;
+  // response_format as sent (null when absent): not honoured yet, but it changes what a client
+  // expects, so the response cache keys on it.
+  nlohmann::ordered_json response_format;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage, as sent (meaningful if stream)
   std::optional<std::string> prompt_cache_key;

@@ -148,7 +148,24 @@ failure read_common(const json& body, int vocab, completion_request& r) {
     }
   }
   if (auto e = opt_ranged(body, "temperature", 0.0, 2.0, false, r.temperature)) return e;
+  r.temperature_given = field(body, "temperature") != nullptr;
   if (auto e = opt_ranged(body, "top_p", 0.0, 1.0, true, r.top_p)) return e;
+  // top_k: 0 (and vLLM's -1) is no limit; values beyond LONG_MAX are clamped to it.
+  if (const json* v = field(body, "top_k")) {
+    if (!v->is_number_integer()) return wrong_type("top_k", "a non-negative integer", *v);
+    if (v->is_number_unsigned()) {
+      const std::uint64_t k = v->get<std::uint64_t>();
+      r.top_k = k > static_cast<std::uint64_t>(LONG_MAX) ? LONG_MAX : static_cast<long>(k);
+    } else if (v->get<std::int64_t>() == -1) {
+      r.top_k = 0;
+    } else {
+      return invalid("top_k", "top_k must be a non-negative integer (or -1: no limit), got " + v->dump());
+    }
+  }
+  if (const json* v = field(body, "response_format")) {
+    if (!v->is_object()) return wrong_type("response_format", "an object", *v);
+    r.response_format = *v;
+  }
   if (const json* v = field(body, "n"); v && *v != 1) {
     return invalid("n", "n must be 1: one choice per request is supported, got " + v->dump());
   }

@@ -18,6 +18,7 @@ struct cache_options {
   std::size_t pin_bytes = 4096ULL << 20;          // --resident-pin-gb 4
   std::size_t park_bytes = 4096ULL << 20;         // --resident-park-gb 4
   int parallel = 2;                               // --parallel N: slots serving requests at once
+  std::size_t response_cache_bytes = 0;           // --response-cache-mb 0: the response cache off
 };
 
 }  // namespace anchorage

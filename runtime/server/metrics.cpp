@@ -65,6 +65,7 @@ std::string metrics::text(long queue_depth, long running) const {
       {"hits", "anchorage_cache_hits_total", "counter", "Requests a cache tier answered."},
       {"misses", "anchorage_cache_misses_total", "counter", "Lookups a cache tier had nothing for."},
       {"evictions", "anchorage_cache_evictions_total", "counter", "Entries dropped to make room."},
+      {"stores", "anchorage_cache_stores_total", "counter", "Answers the response cache kept."},
       {"tokens_saved", "anchorage_cache_tokens_saved_total", "counter",
        "Prompt tokens restored instead of prefilled."},
       {"restore_failures", "anchorage_cache_restore_failures_total", "counter",

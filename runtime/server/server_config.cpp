@@ -173,6 +173,13 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) { c.cache.pin_bytes = parse_gib("resident-pin-gb", v); }},
       {"resident-park-gb", "GB", "budget of the parked session another session replaced (4)",
        [](server_config& c, const std::string& v) { c.cache.park_bytes = parse_gib("resident-park-gb", v); }},
+      {"response-cache-mb", "N",
+       "memory for the response cache: the tokens of an identical greedy request (temperature 0 or "
+       "top_k 1), answered again without the engine (0: off)",
+       [](server_config& c, const std::string& v) {
+         c.cache.response_cache_bytes =
+             static_cast<std::size_t>(parse_long("response-cache-mb", v, 0, 1L << 24)) << 20;
+       }},
       {"parallel", "N", "slots: requests served at once, each with its own rows and resident prefix (2)",
        [](server_config& c, const std::string& v) {
          c.cache.parallel = static_cast<int>(parse_long("parallel", v, 1, 64));

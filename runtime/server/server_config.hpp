@@ -51,7 +51,8 @@ struct server_config {
   std::size_t compaction_min_tokens = 32768;
   long compaction_max_tokens = 2048;
   bool no_cache = false;  // --no-cache: every tier off, the cold path only
-  cache_options cache;    // --resident-gb, --end-anchor, --end-align, --cache-budget-gb, --store-entry-gb
+  cache_options cache;    // --resident-gb, --end-anchor, --end-align, --cache-budget-gb, --store-entry-gb,
+                          // --response-cache-mb
   int max_queue = 16;     // requests waiting beyond the running one; past it: 429
   long max_body_bytes = 32L << 20;
   int decode_block = 4;        // tokens per decode message on the board

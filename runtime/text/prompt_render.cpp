@@ -107,7 +107,9 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
   const long room = lim.ctx_size - n;
   long want = r.max_tokens.value_or(r.kind == request_kind::chat ? room : lim.default_completion_max_tokens);
   j.max_tokens = std::min(want, room);
-  j.temperature = r.temperature;
+  // Greedy: an explicit temperature 0, or top_k 1 (the only top_k the sampler has: its argmax).
+  j.greedy = (r.temperature_given && r.temperature == 0.0) || r.top_k == 1L;
+  j.temperature = j.greedy ? 0.0 : r.temperature;
   j.top_p = r.top_p;
   j.seed = r.seed.value_or(fallback_seed);
   j.seed_explicit = r.seed.has_value();
@@ -115,6 +117,8 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
   if (tok.ids().endoftext != no_token) j.stop_tokens.push_back(tok.ids().endoftext);
   j.stop_strings = r.stop;
   j.logit_bias = r.logit_bias;
+  if (r.kind == request_kind::chat) j.tool_choice = r.tool_choice;
+  if (!r.response_format.is_null()) j.response_format = r.response_format.dump();
   if (r.prompt_cache_key)
     j.session_key = *r.prompt_cache_key;
   else if (!r.session_header.empty())

@@ -6,10 +6,10 @@
 #include "runtime/generation/generation_key.hpp"
 #include "runtime/text/compaction_plan.hpp"
 #include "runtime/text/end_record_builder.hpp"
+#include "runtime/tiers/board_runner_detail.hpp"
 #include "runtime/tiers/spill_keeper.hpp"
 
 namespace anchorage {
-namespace {
 
 generation_job to_generation_job(const board_job& j) {
   generation_job g;
@@ -29,6 +29,8 @@ generation_job to_generation_job(const board_job& j) {
   g.reasoning_budget = j.reasoning_budget;
   return g;
 }
+
+namespace {
 
 request_info info_of(const board_job& j) {
   request_info info;
@@ -51,6 +53,9 @@ board_runner::board_runner(std::shared_ptr<engine> eng, board_runner_options opt
   }
   slot_ = opts.slot;
   prewrites_ = opts.prewrites;
+  responses_ = opts.responses;
+  if (!responses_ && opts.cache.enabled && opts.cache.response_cache_bytes > 0)
+    responses_ = std::make_shared<response_cache>(opts.cache.response_cache_bytes);
   if (opts.spill && opts.cache.enabled) {
     spill_ = opts.spill;
     // An eviction spills what the park cannot hold, before the rows are rewritten.
@@ -426,6 +431,15 @@ board_events board_runner::start(board_job j) {
   compaction_served_ = false;
   prewritten_.reset();
   idle_ = job_.idle;
+  response_served_ = false;
+  response_key_.reset();
+  if (responses_) response_key_ = response_key_of(job_, eng_->layout().fingerprint);
+  if (response_key_) {
+    if (auto hit = responses_->find(*response_key_)) {
+      board_events h = begin_response(std::move(*hit));
+      if (h.step_again) return h;
+    }
+  }
   if (idle_) {
     continue_from_end(idle_end_rows_);
   } else if (job_.compaction) {
@@ -665,7 +679,7 @@ void board_runner::finish(board_events& out) {
   // whole prompt was forwarded (a request cancelled inside its prefill leaves its anchors only).
   // A summary answered from its prewrite never asked them; idle work keeps nothing there.
   // A continuation keeps none either: the conversation's own end anchor stays its end.
-  if (!prewritten_ && !idle_ && !compaction_served_ && e.length() >= job_.prompt.size()) {
+  if (!replayed() && !idle_ && !compaction_served_ && e.length() >= job_.prompt.size()) {
     const std::vector<token_id> served(job_.prompt.begin(), job_.prompt.end());
     generation_outcome g;
     g.served = &served;
@@ -679,11 +693,12 @@ void board_runner::finish(board_events& out) {
   }
   // The slot's end anchor is this request's conversation's now (a guest's leaves it as it was).
   const cache_via via = tiers_->running_via();
-  if (!prewritten_ && !idle_ && via != cache_via::stash && via != cache_via::side) {
+  if (!replayed() && !idle_ && via != cache_via::stash && via != cache_via::side) {
     end_session_ = job_.session_key;
     end_opencode_ = job_.opencode;
   }
-  if (!prewritten_) guarded([&] { tiers_->finish(e.cache_state()); });
+  if (!replayed()) guarded([&] { tiers_->finish(e.cache_state()); });
+  keep_response();
   if (idle_) {
     finish_idle(out, s.finish_reason() == "cancelled");
     out.tiers_changed = true;  // the counters, the summaries kept
@@ -735,6 +750,7 @@ void board_runner::finish(board_events& out) {
   session_.reset();
   job_ = board_job{};
   prewritten_.reset();
+  response_served_ = false;
   phase_ = phase::idle;
 }
 

@@ -14,6 +14,7 @@
 #include "runtime/disk/disk_tier_options.hpp"
 #include "runtime/engine/engine.hpp"
 #include "runtime/generation/generation_session.hpp"
+#include "runtime/cache/response_cache.hpp"
 #include "runtime/io/clock.hpp"
 #include "runtime/tiers/cache_tiers.hpp"
 #include "runtime/tiers/compaction_prewrites.hpp"
@@ -37,6 +38,9 @@ struct board_runner_options {
   int slot = 0;
   // The compaction worker's summaries (one for every slot); null: none are kept or used.
   std::shared_ptr<compaction_prewrites> prewrites;
+  // The response cache (one for every slot, slot_board); null: the runner makes its own when
+  // cache.response_cache_bytes > 0 and the cache is on, else there is none.
+  std::shared_ptr<response_cache> responses;
 };
 
 // What one call of the runner asks its owner to send: the disk's messages (`disk_read` at high
@@ -140,6 +144,9 @@ class board_runner {
   bool has_disk() const { return staging_ != nullptr; }
   phase current_phase() const { return phase_; }
   bool busy() const { return phase_ != phase::idle; }
+  // The running request is answered from the response cache (it reads nothing of the engine).
+  bool answering_from_response() const { return busy() && response_served_; }
+  const response_cache* responses() const { return responses_.get(); }
   const std::string& running_id() const { return job_.id; }
   long steps() const { return steps_; }
   cache_tiers& tiers() { return *tiers_; }
@@ -211,6 +218,14 @@ class board_runner {
   long idle_started_ = 0, idle_preempted_ = 0, idle_finished_ = 0;
   std::optional<prewritten_summary> prewritten_;
   board_events begin_prewritten();
+  // The response cache: the running request's key (none: not a determined request, or no
+  // cache), and whether its answer is the cache's.
+  std::shared_ptr<response_cache> responses_;
+  std::optional<response_key> response_key_;
+  bool response_served_ = false;
+  board_events begin_response(cached_response hit);
+  bool replayed() const { return prewritten_.has_value() || response_served_; }
+  void keep_response();
   void finish_idle(board_events& out, bool preempted);
   bool read_back_ = false;                      // the resident prompt came from the spill, unused since
   cache_source reported_ = cache_source::cold;  // the running request's source as reported

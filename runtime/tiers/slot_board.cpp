@@ -69,6 +69,9 @@ slot_board::slot_board(std::vector<std::shared_ptr<engine>> engines, board_runne
   spill_ = opts.spill;
   if (!opts.prewrites) opts.prewrites = std::make_shared<compaction_prewrites>();
   prewrites_ = opts.prewrites;
+  if (!opts.responses && opts.cache.enabled && opts.cache.response_cache_bytes > 0)
+    opts.responses = std::make_shared<response_cache>(opts.cache.response_cache_bytes);
+  responses_ = opts.responses;
   if (opts.disk && engines.size() > 1) {
     // The staging pool is the server's, not each slot's.
     opts.disk->stage_bytes = std::max<std::uint64_t>(1, opts.disk->stage_bytes / engines.size());
@@ -147,9 +150,18 @@ std::optional<slot_choice> slot_board::choose(const board_job& job) const {
 slot_events slot_board::start(board_job job) {
   const auto c = choose(job);
   if (!c) throw std::logic_error("slot_board: every slot is busy");
+  const std::uint64_t used = last_used_[c->slot];
+  std::string session = std::move(session_of_[c->slot]);
   last_used_[c->slot] = ++clock_;
   session_of_[c->slot] = job.session_key;
-  return tagged(c->slot, runners_[c->slot]->start(std::move(job)));
+  slot_events out = tagged(c->slot, runners_[c->slot]->start(std::move(job)));
+  // An answer from the response cache leaves the slot's rows as they were: it still holds the
+  // session it held.
+  if (runners_[c->slot]->answering_from_response()) {
+    last_used_[c->slot] = used;
+    session_of_[c->slot] = std::move(session);
+  }
+  return out;
 }
 
 bool slot_board::wants_step() const {
@@ -221,10 +233,20 @@ void slot_board::cancel(const std::string& id) {
 }
 
 std::optional<std::vector<cache_tier>> slot_board::clear(cache_tier tier) {
+  // The response cache is the slots' together (none when it is off).
+  if (tier == cache_tier::response) {
+    if (!responses_) return std::nullopt;
+    responses_->clear();
+    return std::vector<cache_tier>{cache_tier::response};
+  }
   std::optional<std::vector<cache_tier>> done;
   for (auto& r : runners_) done = r->clear(tier);
   // A summary is of a conversation the resident tier held.
   if (done && (tier == cache_tier::resident || tier == cache_tier::all)) prewrites_->clear();
+  if (done && tier == cache_tier::all && responses_) {
+    responses_->clear();
+    done->push_back(cache_tier::response);
+  }
   return done;
 }
 
@@ -289,6 +311,7 @@ cache_stats slot_board::stats() const {
     preempted += r->idle_preempted();
     finished += r->idle_finished();
   }
+  if (responses_) total.response = responses_->stats();
   total.compaction = {{"continuations", continued},
                       {"as_sent", as_sent},
                       {"prewritten", prewritten},

@@ -73,6 +73,8 @@ class slot_board {
   std::vector<slot_events> preempt_idle();
   bool idle_running() const;
   const compaction_prewrites& prewrites() const { return *prewrites_; }
+  // The response cache the slots share; null when it is off.
+  const response_cache* responses() const { return responses_.get(); }
   // Steps that decoded several slots in one batch.
   long batched_steps() const { return batched_steps_; }
 
@@ -87,6 +89,7 @@ class slot_board {
   std::shared_ptr<memory_budget> budget_;
   std::shared_ptr<spill_keeper> spill_;
   std::shared_ptr<compaction_prewrites> prewrites_;
+  std::shared_ptr<response_cache> responses_;
   slot_policy policy_;
   std::vector<bool> wants_step_;          // by slot: its last events asked for one more step
   std::vector<std::uint64_t> last_used_;  // by slot: when it last took a request

@@ -149,8 +149,19 @@ TEST_CASE("the help text lists every flag", "[config]") {
                         "--resident-stash-gb",
                         "--resident-pin-gb",
                         "--resident-park-gb",
+                        "--response-cache-mb",
                         "--parallel"})
     CHECK_THAT(h, Catch::Contains(f));
+}
+
+TEST_CASE("the response cache is off unless --response-cache-mb gives it memory", "[config][response]") {
+  CHECK(parse_server_args({}).cache.response_cache_bytes == 0);
+  CHECK(parse_server_args({"--response-cache-mb", "16"}).cache.response_cache_bytes == 16ULL << 20);
+  CHECK(parse_server_args({"--response-cache-mb=0"}).cache.response_cache_bytes == 0);
+  CHECK_THROWS_WITH(parse_server_args({"--response-cache-mb", "-1"}), Catch::Contains("--response-cache-mb"));
+  CHECK_THROWS_WITH(parse_server_args({"--response-cache-mb", "0.5"}),
+                    Catch::Contains("--response-cache-mb"));
+  CHECK_THROWS_WITH(parse_server_args({"--response-cache-mb"}), Catch::Contains("--response-cache-mb"));
 }
 
 TEST_CASE("the tokenizer flag names a tokenizer.json, the byte tokenizer is the default",

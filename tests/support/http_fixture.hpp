@@ -344,7 +344,9 @@ inline void check_usage_and_cache(const json& body) {
   // Cold from position 0, or resumed: the restored state covers [0, resumed_at), the rest is
   // prefilled.
   const std::string source = x["source"];
-  CHECK((source == "cold" || source == "resident" || source == "end" || source == "store"));
+  // (response: the response cache's answer, nothing prefilled: resumed_at is the whole prompt)
+  CHECK((source == "cold" || source == "resident" || source == "end" || source == "store" ||
+         source == "response"));
   if (source == "cold")
     CHECK(x["resumed_at"] == 0);
   else
