@@ -138,7 +138,7 @@ TEST_CASE("response cache: the least recently used entry goes first within the b
   CHECK(c.find(key_of(long_prompt)));
 }
 
-TEST_CASE("response cache: an answer larger than the budget is refused; clear empties it",
+TEST_CASE("response cache: an answer larger than the budget is refused, and a clear empties it",
           "[cache][response]") {
   response_cache c(512);
   std::vector<token_id> big(1000, 1);

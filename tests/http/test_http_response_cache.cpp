@@ -162,7 +162,7 @@ TEST_CASE("response cache: a request without an explicit temperature 0 is never 
   CHECK(r["hits"] == 0);
 }
 
-TEST_CASE("response cache: off by default; cleared by name when on", "[http][response]") {
+TEST_CASE("response cache: off by default, and cleared by name when on", "[http][response]") {
   {
     http_server off({"--admin-token", "secret"});
     const json body = greedy_chat("Off by default.", 6);

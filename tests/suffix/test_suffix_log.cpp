@@ -152,7 +152,7 @@ TEST_CASE("a path that is a file or a symbolic link is refused", "[suffix]") {
   CHECK(std::filesystem::is_empty(dir.file("real")));
 }
 
-TEST_CASE("each tokenizer has its own log; a log whose header names another is refused", "[suffix]") {
+TEST_CASE("each tokenizer has its own log, and a log whose header names another is refused", "[suffix]") {
   temp_dir dir("suffix");
   const std::string root = dir.file("suffix");
   std::string path_a;
