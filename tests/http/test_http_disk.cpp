@@ -166,10 +166,11 @@ TEST_CASE("two slots write two sessions' heads at once, after a restart both com
   const std::string sys_a = system_prompt, sys_b = std::string("You review pull requests. ") + system_prompt;
   {
     http_server a(flags);
-    turn_reply ta, tb;
-    std::thread other([&] { tb = post_turn(a, chat_body(messages(sys_b, "Review the diff."), 21, 8)); });
-    ta = post_turn(a, chat_body(messages(sys_a, "List the files in src."), 22, 8));
+    http_reply rb;
+    std::thread other([&] { rb = send_turn(a, chat_body(messages(sys_b, "Review the diff."), 21, 8)); });
+    const turn_reply ta = post_turn(a, chat_body(messages(sys_a, "List the files in src."), 22, 8));
     other.join();
+    const turn_reply tb = read_turn(rb);
     CHECK(ta.x_cache["slot"] != tb.x_cache["slot"]);
     const json d =
         wait_disk(a, [](const json& stats) { return stats["entries"] >= 8 && stats["staged_bytes"] == 0; });

@@ -19,8 +19,13 @@ struct conversation {
     messages =
         json::array({{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", first_user}}});
   }
-  turn_reply turn(const http_server& s, std::uint64_t seed) {
-    const turn_reply t = post_turn(s, chat_body(messages, seed));
+  turn_reply turn(const http_server& s, std::uint64_t seed) { return take(send(s, seed), seed); }
+  // The two halves of a turn: sending (no assertion, safe from a second thread) and reading.
+  http_reply send(const http_server& s, std::uint64_t seed) const {
+    return send_turn(s, chat_body(messages, seed));
+  }
+  turn_reply take(const http_reply& r, std::uint64_t seed) {
+    const turn_reply t = read_turn(r);
     REQUIRE(t.finish_reason == "length");
     messages.push_back({{"role", "assistant"},
                         {"content", t.message["content"]},
@@ -126,14 +131,15 @@ TEST_CASE(
     "[http][cache][slots]") {
   http_server s({"--reasoning-budget", "6", "--parallel", "2"});
   conversation a(filler(system_prompt, 6000), "List the files in src and read main.cpp.");
-  turn_reply first;
-  std::thread t([&] { first = a.turn(s, 1); });
+  http_reply first_reply;
+  std::thread t([&] { first_reply = a.send(s, 1); });
   for (int i = 0; i < 400; ++i) {
     if (s.get("/v1/cache/stats").body_json()["queue"]["running"] == 1) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   const turn_reply title = title_request(s);
   t.join();
+  const turn_reply first = a.take(first_reply, 1);
   CHECK(title.x_cache["slot"] != first.x_cache["slot"]);
   // The title did not wait for the conversation's prefill: it finished first, well before the
   // conversation's first token.

@@ -28,8 +28,9 @@ struct turn_reply {
   std::string finish_reason;
 };
 
-inline turn_reply post_turn(const http_server& s, const json& body, const httplib::Headers& headers = {}) {
-  const http_reply r = s.post_json("/v1/chat/completions", body, headers);
+// The reply to one chat turn, read. Catch2's assertions are not thread-safe: a request sent from a
+// second thread keeps its http_reply (send_turn) and is read here on the test's own thread.
+inline turn_reply read_turn(const http_reply& r) {
   INFO(r.body.substr(0, 400));
   REQUIRE(r.status == 200);
   const json j = r.body_json();
@@ -39,6 +40,15 @@ inline turn_reply post_turn(const http_server& s, const json& body, const httpli
   t.x_cache = j["x_cache"];
   t.usage = j["usage"];
   return t;
+}
+
+// A chat turn sent without any assertion: safe from a second thread.
+inline http_reply send_turn(const http_server& s, const json& body, const httplib::Headers& headers = {}) {
+  return s.post_json("/v1/chat/completions", body, headers);
+}
+
+inline turn_reply post_turn(const http_server& s, const json& body, const httplib::Headers& headers = {}) {
+  return read_turn(send_turn(s, body, headers));
 }
 
 inline const char* system_prompt =
