@@ -691,6 +691,13 @@ void board_runner::finish(board_events& out) {
     g.tok = s.tok();
     guarded([&] { tiers_->end_generation(e.cache_state(), e.where(), build_end_record(g)); });
   }
+  // What the engine read and wrote, for the suffix store (a continuation's too: its rows above the
+  // end anchor were read and written like any request's).
+  if (!replayed() && !idle_ && e.length() >= job_.prompt.size()) {
+    auto ids = std::make_shared<std::vector<token_id>>(job_.prompt.begin(), job_.prompt.end());
+    ids->insert(ids->end(), s.output_ids().begin(), s.output_ids().end());
+    out.suffix_add = std::move(ids);
+  }
   // The slot's end anchor is this request's conversation's now (a guest's leaves it as it was).
   const cache_via via = tiers_->running_via();
   if (!replayed() && !idle_ && via != cache_via::stash && via != cache_via::side) {

@@ -18,6 +18,8 @@
 #include "runtime/io/clock.hpp"
 #include "runtime/tiers/cache_tiers.hpp"
 #include "runtime/tiers/compaction_prewrites.hpp"
+#include "runtime/speculative/lookup_source.hpp"
+#include "runtime/speculative/speculative_options.hpp"
 
 namespace anchorage {
 
@@ -41,6 +43,12 @@ struct board_runner_options {
   // The response cache (one for every slot, slot_board); null: the runner makes its own when
   // cache.response_cache_bytes > 0 and the cache is on, else there is none.
   std::shared_ptr<response_cache> responses;
+  // Speculative decoding (--speculative, --draft-max; docs/SPECULATIVE.md), and the persistent
+  // suffix store's read side for the lookup drafter (one for every slot, owned by the board
+  // actor, which installs the writer's snapshots in it); null: the lookup drafter reads the
+  // request's own tokens only.
+  speculative_options speculative;
+  std::shared_ptr<lookup_source> lookup;
 };
 
 // What one call of the runner asks its owner to send: the disk's messages (`disk_read` at high
@@ -58,6 +66,10 @@ struct board_events {
   std::vector<std::uint64_t> generations_started, generations_finished;
   // Spills staged (an eviction): each goes to the spill writer, its reply to spill_written().
   std::vector<spill_job_ptr> spill_writes;
+  // A request ended: the ids the engine read and wrote for it (its prompt, then its output), for
+  // the persistent suffix store's writer (docs/SUFFIX_STORE.md). Not set for idle work, a
+  // replayed answer or a request that failed before its prompt was forwarded.
+  std::shared_ptr<const std::vector<token_id>> suffix_add;
   // Idle work ended (finished or preempted): the compaction worker's answer.
   std::optional<idle_reply> idle;
   bool tiers_changed = false;
