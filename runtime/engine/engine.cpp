@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "runtime/engine/engine_batch.hpp"
 #include "runtime/engine/engine_impl.hpp"
 
 namespace anchorage {
@@ -134,6 +135,7 @@ void engine::reset() {
   p_->state->set_valid_length(0);
   p_->logits.clear();
   p_->draft_logits.clear();
+  p_->round = impl::round_record{};
 }
 
 void engine::begin_prefill(const std::vector<token_id>& tokens) {
@@ -164,6 +166,7 @@ bool engine::prefill_step() {
   const std::size_t pos = length();
   const std::size_t next_line = (pos / grid + 1) * grid;
   const std::size_t m = std::min(left, next_line - pos);
+  p_->round.rows = 0;
   p_->forward_rows(p_->queued.data() + p_->queued_at, static_cast<int>(m), true);
   p_->queued_at += m;
   p_->state->set_valid_length(pos + m);
@@ -187,8 +190,13 @@ void engine::decode(token_id t) {
     throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
   if (length() + 1 > static_cast<std::size_t>(p_->cfg.ctx_size))
     throw std::length_error("decode past the context size " + std::to_string(p_->cfg.ctx_size));
+  if (p_->where == kernels::backend::cpu) {
+    forward_batch({this}, {{t}});
+    return;
+  }
   p_->forward_rows(&t, 1, false);
   p_->state->set_valid_length(length() + 1);
+  p_->round.rows = 0;
 }
 
 const std::vector<float>& engine::last_logits() const { return p_->logits; }

@@ -15,7 +15,7 @@ namespace anchorage {
 
 // Bumped whenever a change to the engine's arithmetic could change a single bit of its state:
 // it is part of the fingerprint, so cached state of an older engine is never restored.
-inline constexpr const char* engine_code_version = "anchorage-engine/1";
+inline constexpr const char* engine_code_version = "anchorage-engine/2";
 
 // The hybrid engine: one sequence, its state in the engine's own buffers. It runs the reference
 // layout and the qwen35 layout (model_config::layout); for qwen35 it converts the Hugging Face
@@ -74,8 +74,36 @@ class engine {
   // rows and sections it already wrote stay.
   void abandon_prefill();
 
-  // Forwards one token at position length() (per-token form).
+  // Forwards one token at position length() (per-token form; on the cpu backend decode_batch's
+  // arithmetic with one row, engine_batch.hpp).
   void decode(token_id t);
+
+  // A verify round on this engine alone (forward_batch with one slot, docs/SPECULATIVE.md):
+  // forwards `tokens` at positions length(), length() + 1, ..., each row's bits those decode()
+  // would give it; the logits of every row are kept (row_logits). Throws what forward_batch
+  // throws (std::invalid_argument, nothing run).
+  void forward(const std::vector<token_id>& tokens);
+  // The rows the last decode()/forward()/forward_batch forwarded on this engine (0 after a
+  // prefill or reset), and row i's logits and draft logits (the latter empty without a draft
+  // layer).
+  std::size_t round_rows() const;
+  std::vector<float> row_logits(std::size_t i) const;
+  std::vector<float> row_draft_logits(std::size_t i) const;
+  // Keeps the first n rows of the last round (1 <= n <= round_rows()), as if only they had been
+  // forwarded: the length, the recurrent state and convolution tails (the state before the
+  // round, replayed through the kept rows' stored inputs to the delta rule and the
+  // convolution: the same bits), mtp.h_last, last_logits() and last_draft_logits() are row n-1's;
+  // the K/V rows above are dropped with the length. Throws std::invalid_argument for n outside
+  // that range and std::logic_error when the engine changed since the round.
+  void keep_rows(std::size_t n);
+
+  // The draft layer's proposal (the -mtp presets, a Qwen3.5 checkpoint's mtp.* head): up to k ids
+  // to follow `next` (the pending token, not yet forwarded), each the argmax of the draft
+  // layer's logits among `allowed` ids (null: all), the layer run on its own output for the
+  // second and later ones. Writes nothing the model reads: only the draft layer's K/V rows above
+  // length(), which the verify round forwarding them writes again. Empty without a draft layer
+  // or room in the context.
+  std::vector<token_id> draft(token_id next, int k, const std::vector<bool>* allowed = nullptr);
 
   // Logits of the last forwarded position (vocab floats, host memory).
   const std::vector<float>& last_logits() const;

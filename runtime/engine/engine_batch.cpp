@@ -1,6 +1,7 @@
-// decode_batch: the decode step of engine_forward.cpp over B slots at once. Row b of every
-// activation buffer is slot b's token; the dense ops take all B rows in one call, the ops that
-// read or write a slot's state take its row alone, exactly as decode() would with m = 1.
+// forward_batch: the decode step over rows of (slot, position). Row r of every activation buffer
+// is one token of one slot; a slot's rows are consecutive and in position order. The dense ops
+// take all rows in one call; the ops that read or write a slot's state take one row at a time,
+// in order, exactly as decode() does with its single row.
 #include "runtime/engine/engine_batch.hpp"
 
 #include <cmath>
@@ -15,36 +16,57 @@ namespace anchorage {
 
 class engine_batch {
  public:
-  engine_batch(const std::vector<engine*>& slots, const std::vector<token_id>& tokens) : tokens_(tokens) {
-    for (engine* e : slots) s_.push_back(e->p_.get());
+  using impl = engine::impl;
+
+  engine_batch(const std::vector<engine*>& slots, const std::vector<std::vector<token_id>>& rows) {
+    for (std::size_t b = 0; b < slots.size(); ++b) {
+      impl* e = slots[b]->p_.get();
+      s_.push_back(e);
+      const int at = static_cast<int>(e->state->valid_length());
+      for (std::size_t i = 0; i < rows[b].size(); ++i) {
+        tokens_.push_back(rows[b][i]);
+        rows_.push_back({static_cast<int>(b), at + static_cast<int>(i), static_cast<int>(i)});
+      }
+    }
     lead_ = s_.front();
-    n_ = static_cast<int>(s_.size());
+    n_ = static_cast<int>(rows_.size());
   }
 
-  static void check(const std::vector<engine*>& slots, const std::vector<token_id>& tokens);
-  static void solo(const std::vector<engine*>& slots, const std::vector<token_id>& tokens) {
-    for (std::size_t b = 0; b < slots.size(); ++b) slots[b]->decode(tokens[b]);
+  static void check(const std::vector<engine*>& slots, const std::vector<std::vector<token_id>>& rows);
+  static void solo(const std::vector<engine*>& slots, const std::vector<std::vector<token_id>>& rows) {
+    for (std::size_t b = 0; b < slots.size(); ++b) slots[b]->decode(rows[b].front());
   }
 
   void run();
+  // The draft layer alone, for the one slot and its one row (engine::draft): [h | next's
+  // embedding] through the draft layer at the row's position `pos`, writing the draft layer's
+  // K/V row there (above the valid length: the verify round that forwards `next` writes the same
+  // row again before any attention reads it). The draft logits go to `logits`, the row the next
+  // draft reads as its hidden one to `h_out` (the layout's choice, as mtp_layer()).
+  void draft_step(const float* h, int pos, std::vector<float>& logits, float* h_out);
 
  private:
-  using impl = engine::impl;
+  struct batch_row {
+    int slot;
+    int pos;    // the position it forwards
+    int local;  // its index among its slot's rows
+  };
+
   const model_config& cfg() const { return lead_->cfg; }
   const kernels::ops& k() const { return lead_->k; }
   const float* weight(const std::string& name) const { return lead_->weight(name); }
-  int pos(int b) const { return static_cast<int>(s_[static_cast<std::size_t>(b)]->state->valid_length()); }
-  impl& slot(int b) const { return *s_[static_cast<std::size_t>(b)]; }
+  impl& slot_of(int r) const {
+    return *s_[static_cast<std::size_t>(rows_[static_cast<std::size_t>(r)].slot)];
+  }
+  const batch_row& at(int r) const { return rows_[static_cast<std::size_t>(r)]; }
+  bool keeps(int r) const { return slot_of(r).round.saved; }
 
-  // C[n_ x n] = A W^T + beta C over the batch: the solo decode's GEMV for a batch of one (so that
-  // it is decode() bit for bit), else gemm_rows, which reads W once for every slot.
+  // C[rows x n] = A W^T + beta C: gemm_rows, whose row sums do not depend on the other rows.
   void dense(int n, int kdim, const float* a, int lda, const float* w, int ldw, float beta, float* c,
              int ldc) const {
-    if (n_ == 1)
-      k().gemm(true, 1, n, kdim, 1.0f, a, lda, w, ldw, beta, c, ldc);
-    else
-      k().gemm_rows(n_, n, kdim, a, lda, w, ldw, beta, c, ldc);
+    k().gemm_rows(n_, n, kdim, a, lda, w, ldw, beta, c, ldc);
   }
+  void begin_round();
   void gdn_layer(int layer, int lg);
   void attention_block(const std::string& p, float* xs, int la, bool draft);
   void mlp_block(const std::string& p, float* xs);
@@ -52,42 +74,82 @@ class engine_batch {
   void head(const float* rows, const std::string& norm, bool draft);
 
   std::vector<impl*> s_;
-  const std::vector<token_id>& tokens_;
+  std::vector<token_id> tokens_;
+  std::vector<batch_row> rows_;
   impl* lead_ = nullptr;  // its activation buffers carry the batch
   int n_ = 0;
 };
 
-void engine_batch::check(const std::vector<engine*>& slots, const std::vector<token_id>& tokens) {
-  if (slots.empty()) throw std::invalid_argument("decode_batch: no slots");
-  if (tokens.size() != slots.size())
-    throw std::invalid_argument("decode_batch: " + std::to_string(tokens.size()) + " tokens for " +
+void engine_batch::check(const std::vector<engine*>& slots, const std::vector<std::vector<token_id>>& rows) {
+  if (slots.empty()) throw std::invalid_argument("forward_batch: no slots");
+  if (rows.size() != slots.size())
+    throw std::invalid_argument("forward_batch: " + std::to_string(rows.size()) + " row lists for " +
                                 std::to_string(slots.size()) + " slots");
   std::set<const engine*> seen;
   for (const engine* e : slots) {
-    if (e == nullptr) throw std::invalid_argument("decode_batch: a null slot");
-    if (!seen.insert(e).second) throw std::invalid_argument("decode_batch: the same engine twice");
+    if (e == nullptr) throw std::invalid_argument("forward_batch: a null slot");
+    if (!seen.insert(e).second) throw std::invalid_argument("forward_batch: the same engine twice");
   }
   const auto& shared = slots.front()->weights();
   const model_config& c = shared->config();
-  if (slots.size() > static_cast<std::size_t>(c.grid))
-    throw std::invalid_argument("decode_batch: " + std::to_string(slots.size()) +
-                                " slots, more than the grid (" + std::to_string(c.grid) + " rows)");
+  std::size_t total = 0;
   for (std::size_t b = 0; b < slots.size(); ++b) {
     const engine& e = *slots[b];
-    const std::string which = "decode_batch: slot " + std::to_string(b);
+    const std::string which = "forward_batch: slot " + std::to_string(b);
+    if (rows[b].empty()) throw std::invalid_argument(which + " has no row");
     if (e.weights() != shared) throw std::invalid_argument(which + " does not share slot 0's weights");
     if (e.prefill_remaining() > 0) throw std::invalid_argument(which + " has a queued prefill");
-    if (tokens[b] < 0 || tokens[b] >= c.vocab)
-      throw std::invalid_argument(which + ": token id " + std::to_string(tokens[b]) +
-                                  " is outside the vocabulary [0, " + std::to_string(c.vocab) + ")");
-    if (e.length() + 1 > static_cast<std::size_t>(c.ctx_size))
-      throw std::invalid_argument(which + " is full (context size " + std::to_string(c.ctx_size) + ")");
+    for (token_id t : rows[b])
+      if (t < 0 || t >= c.vocab)
+        throw std::invalid_argument(which + ": token id " + std::to_string(t) +
+                                    " is outside the vocabulary [0, " + std::to_string(c.vocab) + ")");
+    if (e.length() + rows[b].size() > static_cast<std::size_t>(c.ctx_size))
+      throw std::invalid_argument(which + " would pass the context size " + std::to_string(c.ctx_size));
+    if (rows[b].size() > 1 && e.where() != kernels::backend::cpu)
+      throw std::invalid_argument(which + ": verify rounds run on the cpu backend only");
+    total += rows[b].size();
+  }
+  if (total > static_cast<std::size_t>(c.grid))
+    throw std::invalid_argument("forward_batch: " + std::to_string(total) + " rows, more than the grid (" +
+                                std::to_string(c.grid) + " rows)");
+}
+
+// Each slot's record of this round (engine_impl.hpp's round_record): a slot of several rows keeps
+// its recurrent state as it was, for keep_rows().
+void engine_batch::begin_round() {
+  const model_config& c = cfg();
+  const std::size_t vocab = static_cast<std::size_t>(c.vocab);
+  std::vector<std::size_t> count(s_.size(), 0);
+  for (const batch_row& r : rows_) ++count[static_cast<std::size_t>(r.slot)];
+  for (std::size_t b = 0; b < s_.size(); ++b) {
+    impl::round_record& rec = s_[b]->round;
+    rec.start = s_[b]->state->valid_length();
+    rec.rows = count[b];
+    rec.saved = count[b] > 1;
+    rec.logits.resize(count[b] * vocab);
+    rec.draft_logits.resize(c.mtp ? count[b] * vocab : 0);
+    if (!rec.saved) continue;
+    impl& e = *s_[b];
+    const std::size_t ch = static_cast<std::size_t>(c.conv_channels()),
+                      hv = static_cast<std::size_t>(c.gdn_hv);
+    const std::size_t ng = static_cast<std::size_t>(c.count_gdn()), n = count[b];
+    rec.s.assign(e.gdn_s.data(), e.gdn_s.data() + e.gdn_s.size());
+    rec.conv.assign(e.gdn_conv.data(), e.gdn_conv.data() + e.gdn_conv.size());
+    rec.proj.resize(ng * n * ch);
+    rec.qkv.resize(ng * n * ch);
+    rec.g.resize(ng * n * hv);
+    rec.beta.resize(ng * n * hv);
+    if (c.mtp) {
+      rec.mtp_h.assign(e.mtp_h.data(), e.mtp_h.data() + e.mtp_h.size());
+      rec.hidden.resize(n * static_cast<std::size_t>(c.d_model));
+    }
   }
 }
 
 void engine_batch::run() {
   const int d = cfg().d_model;
   impl& L = *lead_;
+  begin_round();
   std::memcpy(L.ids.data(), tokens_.data(), sizeof(token_id) * static_cast<std::size_t>(n_));
   const auto* ids = reinterpret_cast<const std::int32_t*>(L.ids.data());
   k().embed(ids, weight("embed"), L.x.data(), n_, d);
@@ -104,7 +166,14 @@ void engine_batch::run() {
   }
   if (cfg().mtp) mtp_layer();
   head(L.x.data(), "final_norm", false);
-  for (impl* e : s_) e->state->set_valid_length(e->state->valid_length() + 1);
+  for (impl* e : s_) {
+    e->state->set_valid_length(e->round.start + e->round.rows);
+    const std::size_t vocab = static_cast<std::size_t>(cfg().vocab), last = e->round.rows - 1;
+    e->logits.assign(e->round.logits.begin() + static_cast<long>(last * vocab), e->round.logits.end());
+    if (cfg().mtp)
+      e->draft_logits.assign(e->round.draft_logits.begin() + static_cast<long>(last * vocab),
+                             e->round.draft_logits.end());
+  }
 }
 
 void engine_batch::gdn_layer(int layer, int lg) {
@@ -120,10 +189,18 @@ void engine_batch::gdn_layer(int layer, int lg) {
   dense(hv, d, L.xn.data(), d, weight(p + "gdn.b"), d, 0.0f, L.gate_b.data(), hv);
 
   const long tail_floats = static_cast<long>(c.conv_kernel - 1) * ch;
-  for (int b = 0; b < m; ++b)
-    k().causal_conv1d(L.proj.data() + static_cast<long>(b) * ch, weight(p + "gdn.conv"),
-                      slot(b).gdn_conv.data() + lg * tail_floats, L.qkv.data() + static_cast<long>(b) * ch, 1,
-                      ch, c.conv_kernel);
+  const std::size_t uch = static_cast<std::size_t>(ch), uhv = static_cast<std::size_t>(hv);
+  // Where row r's inputs to the recurrence go in its slot's record: [gdn layer][row][...].
+  auto rec_row = [&](int r, std::size_t width) {
+    const std::size_t n = slot_of(r).round.rows;
+    return (static_cast<std::size_t>(lg) * n + static_cast<std::size_t>(at(r).local)) * width;
+  };
+  for (int r = 0; r < m; ++r) {
+    const float* in = L.proj.data() + static_cast<long>(r) * ch;
+    if (keeps(r)) std::memcpy(slot_of(r).round.proj.data() + rec_row(r, uch), in, sizeof(float) * uch);
+    k().causal_conv1d(in, weight(p + "gdn.conv"), slot_of(r).gdn_conv.data() + lg * tail_floats,
+                      L.qkv.data() + static_cast<long>(r) * ch, 1, ch, c.conv_kernel);
+  }
   k().l2norm(L.qkv.data(), ch, m, hk, dk, 1e-6f);
   k().l2norm(L.qkv.data() + hk * dk, ch, m, hk, dk, 1e-6f);
   k().gdn_gates(L.gate_a.data(), L.gate_b.data(), weight(p + "gdn.a_log"), weight(p + "gdn.dt_bias"),
@@ -131,9 +208,19 @@ void engine_batch::gdn_layer(int layer, int lg) {
 
   const kernels::gdn_shape one{1, hk, hv, dk, dv, ch, 1.0f / std::sqrt(static_cast<float>(dk)), c.gdn_chunk};
   const long s_floats = static_cast<long>(hv) * dk * dv;
-  for (int b = 0; b < m; ++b)
-    k().gdn_step(L.qkv.data() + static_cast<long>(b) * ch, L.g.data() + b * hv, L.beta.data() + b * hv,
-                 slot(b).gdn_s.data() + lg * s_floats, L.mix.data() + static_cast<long>(b) * hv * dv, one);
+  for (int r = 0; r < m; ++r) {
+    const float* qkv = L.qkv.data() + static_cast<long>(r) * ch;
+    const float* g = L.g.data() + r * hv;
+    const float* beta = L.beta.data() + r * hv;
+    if (keeps(r)) {
+      impl::round_record& rec = slot_of(r).round;
+      std::memcpy(rec.qkv.data() + rec_row(r, uch), qkv, sizeof(float) * uch);
+      std::memcpy(rec.g.data() + rec_row(r, uhv), g, sizeof(float) * uhv);
+      std::memcpy(rec.beta.data() + rec_row(r, uhv), beta, sizeof(float) * uhv);
+    }
+    k().gdn_step(qkv, g, beta, slot_of(r).gdn_s.data() + lg * s_floats,
+                 L.mix.data() + static_cast<long>(r) * hv * dv, one);
+  }
   k().gated_rmsnorm(L.mix.data(), L.z.data(), weight(p + "gdn.norm"), L.mix.data(), m, hv, dv, c.norm_eps);
   dense(d, hv * dv, L.mix.data(), hv * dv, weight(p + "gdn.out"), hv * dv, 1.0f, L.x.data(), d);
 }
@@ -164,23 +251,23 @@ void engine_batch::attention_block(const std::string& p, float* xs, int la, bool
 
   const int rot = c.rotary_dims();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  for (int b = 0; b < m; ++b) {
-    impl& e = slot(b);
-    const int at = pos(b);
-    float* q = L.attn_q.data() + static_cast<long>(b) * nq * hd;
-    float* kb = bk + static_cast<long>(b) * row;
-    k().rope(q, nq * hd, 1, nq, hd, rot, at, c.rope_base);
-    k().rope(kb, row, 1, nkv, hd, rot, at, c.rope_base);
+  for (int r = 0; r < m; ++r) {
+    impl& e = slot_of(r);
+    const int pos = at(r).pos;
+    float* q = L.attn_q.data() + static_cast<long>(r) * nq * hd;
+    float* kb = bk + static_cast<long>(r) * row;
+    k().rope(q, nq * hd, 1, nq, hd, rot, pos, c.rope_base);
+    k().rope(kb, row, 1, nkv, hd, rot, pos, c.rope_base);
     // The slot's K/V of this layer from row 0, and where this token's row goes.
     const int stride = draft ? row : c.count_attention() * row;
     float* k0 = draft ? e.mtp_k.data() : e.kv_k.data() + static_cast<long>(la) * row;
     float* v0 = draft ? e.mtp_v.data() : e.kv_v.data() + static_cast<long>(la) * row;
-    const long off = static_cast<long>(at) * stride;
+    const long off = static_cast<long>(pos) * stride;
     std::memcpy(k0 + off, kb, sizeof(float) * static_cast<std::size_t>(row));
-    std::memcpy(v0 + off, bv + static_cast<long>(b) * row, sizeof(float) * static_cast<std::size_t>(row));
-    const kernels::attention_shape sh{1, at, nq, nkv, hd, nq * hd, stride, nq * hd, scale};
+    std::memcpy(v0 + off, bv + static_cast<long>(r) * row, sizeof(float) * static_cast<std::size_t>(row));
+    const kernels::attention_shape sh{1, pos, nq, nkv, hd, nq * hd, stride, nq * hd, scale};
     L.attn_scratch.grow_to(static_cast<std::size_t>(kernels::attention_scratch(sh)));
-    k().attention(q, k0, v0, L.attn_o.data() + static_cast<long>(b) * nq * hd, sh, L.attn_scratch.data());
+    k().attention(q, k0, v0, L.attn_o.data() + static_cast<long>(r) * nq * hd, sh, L.attn_scratch.data());
   }
   if (c.layout == model_layout::qwen35)
     k().sigmoid_gate(L.attn_o.data(), hd, L.proj.data() + hd, 2 * hd, m * nq, hd);
@@ -197,8 +284,9 @@ void engine_batch::mlp_block(const std::string& p, float* xs) {
   dense(d, h, L.mix.data(), h, weight(p + "mlp.down"), h, 1.0f, xs, d);
 }
 
-// engine_forward.cpp's mtp_layer with m = 1 per slot: row b of the draft layer's input is
-// [slot b's mtp.h_last | its token's embedding] (in the layout's order).
+// engine_forward.cpp's mtp_layer one row at a time: row r of the draft layer's input is [the
+// hidden row before it | its token's embedding] (in the layout's order), the hidden row before
+// a slot's first row being its mtp.h_last.
 void engine_batch::mtp_layer() {
   const model_config& c = cfg();
   const int d = c.d_model, m = n_;
@@ -211,15 +299,23 @@ void engine_batch::mtp_layer() {
   }
   float* cat_h = L.cat.data() + (qwen ? d : 0);
   float* cat_e = L.cat.data() + (qwen ? 0 : d);
-  for (int b = 0; b < m; ++b)
-    k().rmsnorm(slot(b).mtp_h.data(), d, weight("mtp.norm_h"), cat_h + static_cast<long>(b) * 2 * d, 2 * d, 1,
-                d, c.norm_eps);
+  for (int r = 0; r < m; ++r) {
+    const float* before = at(r).local == 0 ? slot_of(r).mtp_h.data() : hidden + static_cast<long>(r - 1) * d;
+    k().rmsnorm(before, d, weight("mtp.norm_h"), cat_h + static_cast<long>(r) * 2 * d, 2 * d, 1, d,
+                c.norm_eps);
+  }
   k().rmsnorm(L.emb.data(), d, weight("mtp.norm_e"), cat_e, 2 * d, m, d, c.norm_eps);
   dense(d, 2 * d, L.cat.data(), 2 * d, weight("mtp.in"), 2 * d, 0.0f, L.xm.data(), d);
   kernels::device_sync(L.where);
-  for (int b = 0; b < m; ++b)
-    std::memcpy(slot(b).mtp_h.data(), hidden + static_cast<long>(b) * d,
-                sizeof(float) * static_cast<std::size_t>(d));
+  const std::size_t ud = static_cast<std::size_t>(d);
+  for (int r = 0; r < m; ++r) {
+    impl& e = slot_of(r);
+    const float* h = hidden + static_cast<long>(r) * d;
+    if (e.round.saved)
+      std::memcpy(e.round.hidden.data() + static_cast<std::size_t>(at(r).local) * ud, h, sizeof(float) * ud);
+    if (static_cast<std::size_t>(at(r).local) + 1 == e.round.rows)
+      std::memcpy(e.mtp_h.data(), h, sizeof(float) * ud);
+  }
 
   attention_block("mtp.", L.xm.data(), 0, true);
   mlp_block("mtp.", L.xm.data());
@@ -235,19 +331,56 @@ void engine_batch::head(const float* rows, const std::string& norm, bool draft) 
   k().rmsnorm(rows, d, weight(norm), L.xn.data(), d, m, d, c.norm_eps);
   dense(c.vocab, d, L.xn.data(), d, weight("lm_head"), d, 0.0f, L.batch_logits.data(), c.vocab);
   kernels::device_sync(L.where);
-  for (int b = 0; b < m; ++b) {
-    const float* out = L.batch_logits.data() + static_cast<std::size_t>(b) * vocab;
-    (draft ? slot(b).draft_logits : slot(b).logits).assign(out, out + vocab);
+  for (int r = 0; r < m; ++r) {
+    const float* out = L.batch_logits.data() + static_cast<std::size_t>(r) * vocab;
+    auto& into = draft ? slot_of(r).round.draft_logits : slot_of(r).round.logits;
+    std::memcpy(into.data() + static_cast<std::size_t>(at(r).local) * vocab, out, sizeof(float) * vocab);
   }
 }
 
-void decode_batch(const std::vector<engine*>& slots, const std::vector<token_id>& tokens) {
-  engine_batch::check(slots, tokens);
+void engine_batch::draft_step(const float* h, int pos, std::vector<float>& logits, float* h_out) {
+  const model_config& c = cfg();
+  const int d = c.d_model;
+  const bool qwen = c.layout == model_layout::qwen35;
+  impl& L = *lead_;
+  rows_.front().pos = pos;
+  std::memcpy(L.ids.data(), tokens_.data(), sizeof(token_id));
+  k().embed(reinterpret_cast<const std::int32_t*>(L.ids.data()), weight("embed"), L.emb.data(), 1, d);
+  float* cat_h = L.cat.data() + (qwen ? d : 0);
+  float* cat_e = L.cat.data() + (qwen ? 0 : d);
+  k().rmsnorm(h, d, weight("mtp.norm_h"), cat_h, 2 * d, 1, d, c.norm_eps);
+  k().rmsnorm(L.emb.data(), d, weight("mtp.norm_e"), cat_e, 2 * d, 1, d, c.norm_eps);
+  dense(d, 2 * d, L.cat.data(), 2 * d, weight("mtp.in"), 2 * d, 0.0f, L.xm.data(), d);
+  attention_block("mtp.", L.xm.data(), 0, true);
+  mlp_block("mtp.", L.xm.data());
+  k().rmsnorm(L.xm.data(), d, weight("mtp.final_norm"), L.xn.data(), d, 1, d, c.norm_eps);
+  logits.resize(static_cast<std::size_t>(c.vocab));
+  dense(c.vocab, d, L.xn.data(), d, weight("lm_head"), d, 0.0f, logits.data(), c.vocab);
+  std::memcpy(h_out, qwen ? L.xn.data() : L.xm.data(), sizeof(float) * static_cast<std::size_t>(d));
+}
+
+void engine_draft_step(engine& e, token_id next, const float* h, int pos, std::vector<float>& logits,
+                       float* h_out) {
+  engine_batch({&e}, {{next}}).draft_step(h, pos, logits, h_out);
+}
+
+void forward_batch(const std::vector<engine*>& slots, const std::vector<std::vector<token_id>>& rows) {
+  engine_batch::check(slots, rows);
   if (slots.front()->where() != kernels::backend::cpu) {
-    engine_batch::solo(slots, tokens);
+    engine_batch::solo(slots, rows);
     return;
   }
-  engine_batch(slots, tokens).run();
+  engine_batch(slots, rows).run();
+}
+
+void decode_batch(const std::vector<engine*>& slots, const std::vector<token_id>& tokens) {
+  if (tokens.size() != slots.size())
+    throw std::invalid_argument("decode_batch: " + std::to_string(tokens.size()) + " tokens for " +
+                                std::to_string(slots.size()) + " slots");
+  std::vector<std::vector<token_id>> rows;
+  rows.reserve(tokens.size());
+  for (token_id t : tokens) rows.push_back({t});
+  forward_batch(slots, rows);
 }
 
 }  // namespace anchorage

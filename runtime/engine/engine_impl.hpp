@@ -73,6 +73,18 @@ struct engine::impl {
   device_buffer batch_k, batch_v, batch_logits;
 
   std::vector<float> logits, draft_logits;
+  // The last forward_batch's rows of this engine, and what keep_rows() needs to cut them back
+  // (engine_batch.cpp, engine_verify.cpp): with more than one row (`saved`), the recurrent state,
+  // convolution tails and mtp.h_last before the round and each row's inputs to the convolution
+  // and the delta rule, [gdn layer][row][...]; the hidden row the draft layer reads after each row.
+  struct round_record {
+    std::size_t start = 0, rows = 0;
+    bool saved = false;
+    std::vector<float> s, conv, mtp_h;
+    std::vector<float> proj, qkv, g, beta;
+    std::vector<float> hidden;
+    std::vector<float> logits, draft_logits;  // [row][vocab]
+  } round;
   std::vector<token_id> queued;  // begin_prefill's tokens not yet run
   std::size_t queued_at = 0;
 
@@ -84,5 +96,9 @@ struct engine::impl {
   void mtp_layer(int m);
   void head(const float* row, const std::string& norm, float* out_dev, std::vector<float>& out);
 };
+
+// The draft layer alone on `e` (engine_batch.cpp's draft_step): [h | next's embedding] at `pos`.
+void engine_draft_step(engine& e, token_id next, const float* h, int pos, std::vector<float>& logits,
+                       float* h_out);
 
 }  // namespace anchorage

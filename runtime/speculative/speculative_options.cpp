@@ -12,10 +12,14 @@ std::optional<speculative_mode> parse_speculative_mode(std::string_view s) {
 
 const char* to_string(speculative_mode m) {
   switch (m) {
-    case speculative_mode::off: return "off";
-    case speculative_mode::mtp: return "mtp";
-    case speculative_mode::lookup: return "lookup";
-    case speculative_mode::mtp_lookup: return "mtp+lookup";
+    case speculative_mode::off:
+      return "off";
+    case speculative_mode::mtp:
+      return "mtp";
+    case speculative_mode::lookup:
+      return "lookup";
+    case speculative_mode::mtp_lookup:
+      return "mtp+lookup";
   }
   return "off";
 }
