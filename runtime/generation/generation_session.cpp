@@ -44,6 +44,7 @@ generation_session::generation_session(engine& e, generation_job job)
   }
   if (job_.parse_reasoning) think_ = job_.starts_in_reasoning ? think_state::open : think_state::before;
   for (const auto& s : job_.stop_strings) longest_stop_ = std::max(longest_stop_, s.size());
+  if (job_.speculative.on() && engine_.where() == kernels::backend::cpu) drafter_.emplace(job_.speculative, job_.lookup);
   const std::size_t from = engine_.length();
   start_ = from;
   if (!job_.replay_finish.empty()) {
@@ -133,7 +134,11 @@ generation_session::step_result generation_session::step(int block) {
     return r;
   }
   if (!gen_) start_decoding();
-  for (int i = 0; i < block && !gen_->done() && !done_; ++i) {
+  while (r.tokens < block && !gen_->done() && !done_) {
+    if (drafter_ && gen_->to_forward()) {
+      verify_round(r);
+      continue;
+    }
     const auto t = gen_->step();
     if (!t) break;
     after_token(t, r);
@@ -152,11 +157,68 @@ std::optional<token_id> generation_session::batch_token() const {
 }
 
 generation_session::step_result generation_session::step_forwarded() {
-  step_result r;
   if (!batchable()) throw std::logic_error("generation_session: no batched step to take");
-  if (const auto t = gen_->step_forwarded()) after_token(t, r);
+  round_ = draft_proposal{};
+  round_rows_.assign(1, *gen_->pending());
+  return step_rows();
+}
+
+// Drafts for a round of at most max_rows rows: none past max_tokens (a round emits one token more
+// than it accepts) or past the context.
+std::size_t generation_session::draft_room(std::size_t max_rows) const {
+  const std::size_t ctx = static_cast<std::size_t>(engine_.config().ctx_size);
+  const std::size_t rows_left = ctx > engine_.length() ? ctx - engine_.length() : 0;
+  const long tokens_left = job_.gen.max_tokens - static_cast<long>(ids_.size());
+  const std::size_t rows = std::min({max_rows, rows_left, static_cast<std::size_t>(std::max(tokens_left, 0L))});
+  return rows > 0 ? rows - 1 : 0;
+}
+
+std::vector<token_id> generation_session::batch_rows(std::size_t max_rows) {
+  const auto t = batch_token();
+  if (!t) throw std::logic_error("generation_session: no batched step to take");
+  round_ = draft_proposal{};
+  if (drafter_)
+    round_ = drafter_->propose(engine_, job_.prompt, ids_, gen_->queued(), job_.gen.sampling.allowed.get(),
+                               draft_room(max_rows));
+  round_rows_.assign(1, *t);
+  round_rows_.insert(round_rows_.end(), round_.ids.begin(), round_.ids.end());
+  return round_rows_;
+}
+
+generation_session::step_result generation_session::step_rows() {
+  step_result r;
+  if (!batchable() || round_rows_.empty()) throw std::logic_error("generation_session: no batched step to take");
+  take_rows(r);
   if (!done_ && gen_->done()) finish(gen_->reason() == finish_reason::stop ? "stop" : "length", r.deltas);
   return r;
+}
+
+// A solo step's round: the drafts, the forward, the rows read.
+void generation_session::verify_round(step_result& r) {
+  const std::size_t grid = static_cast<std::size_t>(engine_.config().grid);
+  const std::vector<token_id> rows = batch_rows(grid);
+  engine_.forward(rows);
+  take_rows(r);
+}
+
+// Row i of the forwarded rows gives the token after rows[i], emitted as a plain step emits it; the
+// next row counts only when its draft is that token. The rows past the last one read are cut
+// back, so the engine holds the prompt and every emitted id but the last, as after a plain step.
+void generation_session::take_rows(step_result& r) {
+  const std::vector<token_id> rows = std::move(round_rows_);
+  round_rows_.clear();
+  std::size_t read = 0, accepted = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto t = rows.size() == 1 ? gen_->step_forwarded() : gen_->step_forwarded(engine_.row_logits(i));
+    read = i + 1;
+    if (!t) break;  // a sampled stop token: pending, never forwarded
+    after_token(t, r);
+    if (done_ || gen_->done() || i + 1 == rows.size() || *t != rows[i + 1]) break;
+    ++accepted;
+  }
+  if (rows.size() > 1) engine_.keep_rows(read);
+  if (drafter_) drafter_->settle(round_, accepted);
+  round_ = draft_proposal{};
 }
 
 // One emitted token's bookkeeping (a stop string may end the session here).

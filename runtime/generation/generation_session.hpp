@@ -11,6 +11,7 @@
 #include "protocol/openai_types.hpp"
 #include "runtime/engine/engine.hpp"
 #include "runtime/generation/generator.hpp"
+#include "runtime/speculative/drafter.hpp"
 #include "runtime/text/output_parser.hpp"
 #include "runtime/text/tokenizer.hpp"
 
@@ -50,6 +51,12 @@ struct generation_job {
   // docs/COMPACTION.md), replayed without the engine and finished with this reason ("stop" or
   // "length") unless the replay ends it first; nothing is forwarded and the engine is not read.
   std::string replay_finish;
+  // Speculative decoding (docs/SPECULATIVE.md): the drafters, and the suffix store's read side
+  // for the lookup drafter (null: the generation's own tokens only; not owned). Off: one token per
+  // forward. On or off, the emitted ids are the same (the greedy gate, and for sampling the same
+  // draws: a draft is accepted when it is the token the step samples).
+  speculative_options speculative;
+  lookup_source* lookup = nullptr;
 };
 
 // One request on the engine, a step at a time: a prefill chunk per step, then up to `block`
@@ -99,6 +106,15 @@ class generation_session {
   // it (decode_batch). step_forwarded() gives what step(1) would have.
   std::optional<token_id> batch_token() const;
   step_result step_forwarded();
+  // The same with a verify round: the rows the next step forwards when batch_token() has one
+  // (the pending token, then at most max_rows - 1 drafts: with speculation off, none), and the
+  // step once the caller forwarded exactly those rows (forward_batch): the rows the target did
+  // not agree with are cut back (engine::keep_rows). step_rows() after batch_rows() giving one
+  // row is step_forwarded().
+  std::vector<token_id> batch_rows(std::size_t max_rows);
+  step_result step_rows();
+  // Speculative decoding's counters for this generation (all zero with it off).
+  speculative_counters speculation() const { return drafter_ ? drafter_->counters() : speculative_counters{}; }
 
   void cancel() { cancelled_ = true; }
   const tokenizer& tok() const { return job_.tok; }
@@ -152,6 +168,9 @@ class generation_session {
 
   void replay();
   void start_decoding();
+  std::size_t draft_room(std::size_t max_rows) const;
+  void verify_round(step_result& r);
+  void take_rows(step_result& r);
   void after_token(std::optional<token_id> t, step_result& r);
   bool batchable() const;
   bool out_of_tokens() const;
@@ -167,6 +186,9 @@ class generation_session {
   output_parser parser_;
   close_phrase close_;
   std::optional<generator> gen_;
+  std::optional<drafter> drafter_;
+  draft_proposal round_;              // the drafts of the rows forwarded last
+  std::vector<token_id> round_rows_;  // those rows: the pending token, then the drafts
   replay_state replay_;
   std::vector<output_delta> replayed_;  // the replay's deltas, for the first step()
   std::string held_;                    // content text that may begin a stop string

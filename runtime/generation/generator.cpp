@@ -28,7 +28,7 @@ std::optional<token_id> generator::step() {
     }
     engine_.decode(*pending_);
   }
-  return emit();
+  return emit(engine_.last_logits());
 }
 
 std::optional<token_id> generator::to_forward() const {
@@ -37,13 +37,15 @@ std::optional<token_id> generator::to_forward() const {
   return pending_;
 }
 
-std::optional<token_id> generator::step_forwarded() {
+std::optional<token_id> generator::step_forwarded() { return step_forwarded(engine_.last_logits()); }
+
+std::optional<token_id> generator::step_forwarded(const std::vector<float>& logits) {
   if (done()) return std::nullopt;
-  return emit();
+  return emit(logits);
 }
 
 // The step's second half: the next token made pending and emitted.
-std::optional<token_id> generator::emit() {
+std::optional<token_id> generator::emit(const std::vector<float>& logits) {
   token_id t = 0;
   last_forced_ = !forced_.empty();
   if (last_forced_) {
@@ -51,8 +53,8 @@ std::optional<token_id> generator::emit() {
     forced_.pop_front();
     pending_ = t;
   } else {
-    if (engine_.last_logits().empty()) throw std::logic_error("generate before any forward");
-    t = sample_token(engine_.last_logits(), req_.sampling, step_);
+    if (logits.empty()) throw std::logic_error("generate before any forward");
+    t = sample_token(logits, req_.sampling, step_);
     ++step_;
     pending_ = t;
     if (std::find(req_.stop_tokens.begin(), req_.stop_tokens.end(), t) != req_.stop_tokens.end()) {

@@ -49,6 +49,10 @@ class generator {
   // after the caller forwarded that token itself. step() is exactly the two in order.
   std::optional<token_id> to_forward() const;
   std::optional<token_id> step_forwarded();
+  // The second half with the logits given: a verify round (docs/SPECULATIVE.md) forwards the
+  // pending token and drafts in one go, and the row of each forwarded token is read here in turn.
+  // step_forwarded() is step_forwarded(engine's last_logits()).
+  std::optional<token_id> step_forwarded(const std::vector<float>& logits);
   // Runs to the end; returns the emitted tokens.
   std::vector<token_id> run();
 
@@ -67,7 +71,7 @@ class generator {
   int emitted() const { return emitted_; }
 
  private:
-  std::optional<token_id> emit();
+  std::optional<token_id> emit(const std::vector<float>& logits);
 
   engine& engine_;
   generation_request req_;

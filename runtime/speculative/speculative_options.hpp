@@ -11,6 +11,9 @@ enum class speculative_mode { off, mtp, lookup, mtp_lookup };
 struct speculative_options {
   speculative_mode mode = speculative_mode::off;
   int draft_max = 8;  // drafted tokens a verify round forwards at most (the pending one besides)
+  // The lookup drafter reads the generation's own tokens before the suffix store (off: the store
+  // only, which the tests script to draft exactly what they want).
+  bool lookup_own = true;
 
   bool uses_mtp() const { return mode == speculative_mode::mtp || mode == speculative_mode::mtp_lookup; }
   bool uses_lookup() const {
