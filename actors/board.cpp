@@ -124,6 +124,7 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
   auto& init = self->state;
   board_runner_options ro;
   ro.decode_block = opts.decode_block;
+  ro.speculative = opts.speculative;
   ro.cache = opts.cache;
   ro.disk = opts.disk;
   ro.spill = opts.spill;

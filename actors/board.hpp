@@ -14,8 +14,9 @@
 namespace anchorage {
 
 struct board_options {
-  int decode_block = 4;  // tokens per decode message
-  cache_options cache;   // the device tiers
+  int decode_block = 4;             // tokens per decode message
+  cache_options cache;              // the device tiers
+  speculative_options speculative;  // --speculative, --draft-max
   // --parallel N: slots 1 .. N - 1 (slot 0 is the engine the board is spawned with), engines of
   // the same weights with their own rows; requests run on them concurrently (slot_board).
   std::vector<std::shared_ptr<engine>> slots;

@@ -71,6 +71,13 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   }
   board_options bo;
   bo.decode_block = cfg_.decode_block;
+  bo.speculative = cfg_.speculative;
+  if (cfg_.speculative.uses_mtp() && !mc.mtp)
+    throw std::invalid_argument("--speculative " + std::string(to_string(cfg_.speculative.mode)) +
+                                ": the model (" + mc.preset +
+                                ") has no draft layer (try lookup, or a -mtp preset)");
+  if (cfg_.speculative.on() && cfg_.engine.backend() != kernels::backend::cpu)
+    throw std::invalid_argument("--speculative: verify rounds run on the cpu backend only for now");
   bo.cache = cfg_.cache;
   if (cfg_.no_cache) bo.cache.enabled = false;
   if (!cfg_.cache_dir.empty() && cfg_.disk.budget_bytes > 0 && !cfg_.no_cache) {

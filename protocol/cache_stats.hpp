@@ -111,6 +111,8 @@ struct cache_stats {
   std::optional<response_stats> response;
   // Compaction requests served as continuations and as sent (docs/COMPACTION.md).
   nlohmann::json compaction;
+  // Speculative decoding's mode and counters (docs/SPECULATIVE.md).
+  nlohmann::json speculative;
   // What the disk tier's staging holds and has not written yet (0 without a disk tier): a
   // drain waits for it to come down to 0, so a planned stop loses no staged write.
   std::uint64_t disk_staged_bytes = 0;
@@ -179,6 +181,7 @@ inline void to_json(nlohmann::json& j, const cache_stats& s) {
   j["spill"] = s.spill.is_object() ? s.spill : nlohmann::json{{"enabled", false}};
   j["response"] = s.response ? nlohmann::json(*s.response) : nlohmann::json{{"enabled", false}};
   if (s.compaction.is_object()) j["compaction"] = s.compaction;
+  if (s.speculative.is_object()) j["speculative"] = s.speculative;
 }
 
 }  // namespace anchorage

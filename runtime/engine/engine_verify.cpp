@@ -18,7 +18,8 @@ std::size_t engine::round_rows() const { return p_->round.rows; }
 
 std::vector<float> engine::row_logits(std::size_t i) const {
   const auto& r = p_->round;
-  if (i >= r.rows) throw std::out_of_range("row_logits: row " + std::to_string(i) + " of " + std::to_string(r.rows));
+  if (i >= r.rows)
+    throw std::out_of_range("row_logits: row " + std::to_string(i) + " of " + std::to_string(r.rows));
   const std::size_t v = static_cast<std::size_t>(p_->cfg.vocab);
   return {r.logits.begin() + static_cast<long>(i * v), r.logits.begin() + static_cast<long>((i + 1) * v)};
 }
@@ -39,8 +40,10 @@ void engine::keep_rows(std::size_t n) {
   impl& e = *p_;
   auto& rec = e.round;
   if (n == 0 || n > rec.rows)
-    throw std::invalid_argument("keep_rows: " + std::to_string(n) + " of " + std::to_string(rec.rows) + " rows");
-  if (length() != rec.start + rec.rows) throw std::logic_error("keep_rows: the engine changed since the round");
+    throw std::invalid_argument("keep_rows: " + std::to_string(n) + " of " + std::to_string(rec.rows) +
+                                " rows");
+  if (length() != rec.start + rec.rows)
+    throw std::logic_error("keep_rows: the engine changed since the round");
   if (n == rec.rows) return;
   const model_config& c = e.cfg;
   const int ch = c.conv_channels(), hv = c.gdn_hv, dk = c.gdn_dk, dv = c.gdn_dv;
@@ -48,7 +51,8 @@ void engine::keep_rows(std::size_t n) {
   std::memcpy(e.gdn_s.data(), rec.s.data(), sizeof(float) * rec.s.size());
   std::memcpy(e.gdn_conv.data(), rec.conv.data(), sizeof(float) * rec.conv.size());
   std::vector<float> conv_out(uch), mix(uhv * static_cast<std::size_t>(dv));
-  const kernels::gdn_shape one{1, c.gdn_hk, hv, dk, dv, ch, 1.0f / std::sqrt(static_cast<float>(dk)), c.gdn_chunk};
+  const kernels::gdn_shape one{1,          c.gdn_hk, hv, dk, dv, ch, 1.0f / std::sqrt(static_cast<float>(dk)),
+                               c.gdn_chunk};
   const long tail_floats = static_cast<long>(c.conv_kernel - 1) * ch;
   const long s_floats = static_cast<long>(hv) * dk * dv;
   int lg = 0;
@@ -57,8 +61,8 @@ void engine::keep_rows(std::size_t n) {
     const float* w = e.weight("layers." + std::to_string(layer) + ".gdn.conv");
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t at = static_cast<std::size_t>(lg) * rec.rows + i;
-      e.k.causal_conv1d(rec.proj.data() + at * uch, w, e.gdn_conv.data() + lg * tail_floats, conv_out.data(), 1,
-                        ch, c.conv_kernel);
+      e.k.causal_conv1d(rec.proj.data() + at * uch, w, e.gdn_conv.data() + lg * tail_floats, conv_out.data(),
+                        1, ch, c.conv_kernel);
       e.k.gdn_step(rec.qkv.data() + at * uch, rec.g.data() + at * uhv, rec.beta.data() + at * uhv,
                    e.gdn_s.data() + lg * s_floats, mix.data(), one);
     }
@@ -95,7 +99,8 @@ std::vector<token_id> engine::draft(token_id next, int k, const std::vector<bool
     const int limit = allowed ? std::min(c.vocab, static_cast<int>(allowed->size())) : c.vocab;
     int best = -1;
     for (int t = 0; t < limit; ++t)
-      if ((!allowed || (*allowed)[static_cast<std::size_t>(t)]) && (best < 0 || logits[static_cast<std::size_t>(t)] > logits[static_cast<std::size_t>(best)]))
+      if ((!allowed || (*allowed)[static_cast<std::size_t>(t)]) &&
+          (best < 0 || logits[static_cast<std::size_t>(t)] > logits[static_cast<std::size_t>(best)]))
         best = t;
     if (best < 0) break;
     out.push_back(best);

@@ -44,7 +44,8 @@ generation_session::generation_session(engine& e, generation_job job)
   }
   if (job_.parse_reasoning) think_ = job_.starts_in_reasoning ? think_state::open : think_state::before;
   for (const auto& s : job_.stop_strings) longest_stop_ = std::max(longest_stop_, s.size());
-  if (job_.speculative.on() && engine_.where() == kernels::backend::cpu) drafter_.emplace(job_.speculative, job_.lookup);
+  if (job_.speculative.on() && engine_.where() == kernels::backend::cpu)
+    drafter_.emplace(job_.speculative, job_.lookup);
   const std::size_t from = engine_.length();
   start_ = from;
   if (!job_.replay_finish.empty()) {
@@ -169,7 +170,8 @@ std::size_t generation_session::draft_room(std::size_t max_rows) const {
   const std::size_t ctx = static_cast<std::size_t>(engine_.config().ctx_size);
   const std::size_t rows_left = ctx > engine_.length() ? ctx - engine_.length() : 0;
   const long tokens_left = job_.gen.max_tokens - static_cast<long>(ids_.size());
-  const std::size_t rows = std::min({max_rows, rows_left, static_cast<std::size_t>(std::max(tokens_left, 0L))});
+  const std::size_t rows =
+      std::min({max_rows, rows_left, static_cast<std::size_t>(std::max(tokens_left, 0L))});
   return rows > 0 ? rows - 1 : 0;
 }
 
@@ -187,7 +189,8 @@ std::vector<token_id> generation_session::batch_rows(std::size_t max_rows) {
 
 generation_session::step_result generation_session::step_rows() {
   step_result r;
-  if (!batchable() || round_rows_.empty()) throw std::logic_error("generation_session: no batched step to take");
+  if (!batchable() || round_rows_.empty())
+    throw std::logic_error("generation_session: no batched step to take");
   take_rows(r);
   if (!done_ && gen_->done()) finish(gen_->reason() == finish_reason::stop ? "stop" : "length", r.deltas);
   return r;

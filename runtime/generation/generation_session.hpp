@@ -114,7 +114,9 @@ class generation_session {
   std::vector<token_id> batch_rows(std::size_t max_rows);
   step_result step_rows();
   // Speculative decoding's counters for this generation (all zero with it off).
-  speculative_counters speculation() const { return drafter_ ? drafter_->counters() : speculative_counters{}; }
+  speculative_counters speculation() const {
+    return drafter_ ? drafter_->counters() : speculative_counters{};
+  }
 
   void cancel() { cancelled_ = true; }
   const tokenizer& tok() const { return job_.tok; }

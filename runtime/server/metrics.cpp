@@ -96,6 +96,21 @@ std::string metrics::text(long queue_depth, long running) const {
     for (const char* k : {"started", "preempted", "finished"})
       o << "anchorage_compaction_worker_runs_total{run=\"" << k << "\"} " << w.value(k, 0L) << "\n";
   }
+  if (tiers_json.contains("speculative") && tiers_json["speculative"].is_object()) {
+    const nlohmann::json& sp = tiers_json["speculative"];
+    o << "# HELP anchorage_speculative_rounds_total Verify rounds (a pending token and at least one draft).\n"
+      << "# TYPE anchorage_speculative_rounds_total counter\n"
+      << "anchorage_speculative_rounds_total " << sp.value("rounds", 0L) << "\n";
+    o << "# HELP anchorage_draft_tokens_total Drafted tokens, by drafter and by whether the target agreed.\n"
+      << "# TYPE anchorage_draft_tokens_total counter\n";
+    const nlohmann::json ds = sp.value("drafters", nlohmann::json::object());
+    for (const auto& [name, d] : ds.items()) {
+      o << "anchorage_draft_tokens_total{drafter=\"" << name << "\",outcome=\"drafted\"} "
+        << d.value("drafted", 0L) << "\n";
+      o << "anchorage_draft_tokens_total{drafter=\"" << name << "\",outcome=\"accepted\"} "
+        << d.value("accepted", 0L) << "\n";
+    }
+  }
   o << "# HELP anchorage_queue_depth Requests waiting for the engine.\n# TYPE anchorage_queue_depth gauge\n"
     << "anchorage_queue_depth " << queue_depth << "\n";
   o << "# HELP anchorage_running Requests on the engine.\n# TYPE anchorage_running gauge\n"

@@ -146,6 +146,20 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) {
          c.compaction_max_tokens = parse_long("compaction-max-tokens", v, 1, 1L << 20);
        }},
+      {"speculative", "off|mtp|lookup|mtp+lookup",
+       "speculative decoding: verify rounds of the pending token and drafts from the model's draft layer "
+       "(mtp), the request's own tokens and the suffix store (lookup), or both; the output is the same "
+       "either way (off)",
+       [](server_config& c, const std::string& v) {
+         const auto m = parse_speculative_mode(v);
+         if (!m)
+           throw std::invalid_argument("--speculative wants off, mtp, lookup or mtp+lookup, got '" + v + "'");
+         c.speculative.mode = *m;
+       }},
+      {"draft-max", "N", "drafted tokens a verify round forwards at most (8)",
+       [](server_config& c, const std::string& v) {
+         c.speculative.draft_max = static_cast<int>(parse_long("draft-max", v, 1, 64));
+       }},
       {"no-cache", nullptr, "every cache tier off: the cold path only",
        [](server_config& c, const std::string& v) { c.no_cache = parse_bool("no-cache", v); }},
       {"resident-gb", "GB", "budget of the resident prefix's anchors and end anchor (2.5)",

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/speculative/speculative_options.hpp"
 #include "runtime/cache/cache_options.hpp"
 #include "runtime/engine/engine_options.hpp"
 #include "runtime/server/http_limits.hpp"
@@ -50,6 +51,8 @@ struct server_config {
   double compaction_idle_s = 30;
   std::size_t compaction_min_tokens = 32768;
   long compaction_max_tokens = 2048;
+  // --speculative off|mtp|lookup|mtp+lookup, --draft-max N (docs/SPECULATIVE.md).
+  speculative_options speculative;
   bool no_cache = false;  // --no-cache: every tier off, the cold path only
   cache_options cache;    // --resident-gb, --end-anchor, --end-align, --cache-budget-gb, --store-entry-gb,
                           // --response-cache-mb

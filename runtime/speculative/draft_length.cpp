@@ -4,7 +4,8 @@
 
 namespace anchorage {
 
-draft_length::draft_length(int draft_max) : max_(std::max(draft_max, 0)), length_(std::min(std::max(draft_max, 0), 4)) {}
+draft_length::draft_length(int draft_max)
+    : max_(std::max(draft_max, 0)), length_(std::min(std::max(draft_max, 0), 4)) {}
 
 int draft_length::next() {
   if (max_ == 0) return 0;
@@ -18,7 +19,8 @@ int draft_length::next() {
 void draft_length::settle(int drafted, int accepted) {
   if (drafted <= 0) return;
   accepted = std::clamp(accepted, 0, drafted);
-  length_ = accepted == drafted ? std::min(max_, std::max(1, 2 * drafted)) : std::clamp(accepted + 1, 1, max_);
+  length_ =
+      accepted == drafted ? std::min(max_, std::max(1, 2 * drafted)) : std::clamp(accepted + 1, 1, max_);
   ++window_rounds_;
   window_drafted_ += drafted;
   window_accepted_ += accepted;

@@ -8,21 +8,30 @@ namespace anchorage {
 
 const char* to_string(draft_kind k) {
   switch (k) {
-    case draft_kind::none: return "none";
-    case draft_kind::forced: return "forced";
-    case draft_kind::lookup: return "lookup";
-    case draft_kind::store: return "store";
-    case draft_kind::mtp: return "mtp";
+    case draft_kind::none:
+      return "none";
+    case draft_kind::forced:
+      return "forced";
+    case draft_kind::lookup:
+      return "lookup";
+    case draft_kind::store:
+      return "store";
+    case draft_kind::mtp:
+      return "mtp";
   }
   return "none";
 }
 
 drafter_counters& speculative_counters::of(draft_kind k) {
   switch (k) {
-    case draft_kind::forced: return forced;
-    case draft_kind::store: return store;
-    case draft_kind::mtp: return mtp;
-    default: return lookup;
+    case draft_kind::forced:
+      return forced;
+    case draft_kind::store:
+      return store;
+    case draft_kind::mtp:
+      return mtp;
+    default:
+      return lookup;
   }
 }
 
@@ -45,9 +54,9 @@ const std::vector<token_id>& drafter::context(const std::vector<token_id>& promp
   return context_;
 }
 
-draft_proposal drafter::propose(engine& e, const std::vector<token_id>& prompt, const std::vector<token_id>& output,
-                                const std::vector<token_id>& forced, const std::vector<bool>* allowed,
-                                std::size_t room) {
+draft_proposal drafter::propose(engine& e, const std::vector<token_id>& prompt,
+                                const std::vector<token_id>& output, const std::vector<token_id>& forced,
+                                const std::vector<bool>* allowed, std::size_t room) {
   draft_proposal p;
   if (!options_.on() || room == 0 || output.empty()) return p;
   room = std::min(room, static_cast<std::size_t>(std::max(options_.draft_max, 0)));

@@ -38,9 +38,9 @@ struct drafter_counters {
 };
 
 struct speculative_counters {
-  std::uint64_t rounds = 0;         // verify rounds (at least one draft)
-  std::uint64_t plain_steps = 0;    // decode steps with no draft
-  std::uint64_t pauses = 0;         // times a drafter paused itself
+  std::uint64_t rounds = 0;       // verify rounds (at least one draft)
+  std::uint64_t plain_steps = 0;  // decode steps with no draft
+  std::uint64_t pauses = 0;       // times a drafter paused itself
   drafter_counters forced, lookup, store, mtp;
   void add(const speculative_counters& o) {
     rounds += o.rounds;
@@ -68,14 +68,16 @@ class drafter {
   // `prompt`, then `output` (every emitted id, pending last), the forced ids still queued, the
   // ids the sampler may choose (null: all) and at most `room` drafts.
   draft_proposal propose(engine& e, const std::vector<token_id>& prompt, const std::vector<token_id>& output,
-                         const std::vector<token_id>& forced, const std::vector<bool>* allowed, std::size_t room);
+                         const std::vector<token_id>& forced, const std::vector<bool>* allowed,
+                         std::size_t room);
   // What the round did with a proposal: `accepted` of its drafts were the target's tokens.
   void settle(const draft_proposal& p, std::size_t accepted);
 
   const speculative_counters& counters() const { return counters_; }
 
  private:
-  const std::vector<token_id>& context(const std::vector<token_id>& prompt, const std::vector<token_id>& output);
+  const std::vector<token_id>& context(const std::vector<token_id>& prompt,
+                                       const std::vector<token_id>& output);
 
   speculative_options options_;
   lookup_source* store_;

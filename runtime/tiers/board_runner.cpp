@@ -30,6 +30,20 @@ generation_job to_generation_job(const board_job& j) {
   return g;
 }
 
+// The running request's live generation: to_generation_job's, with speculative decoding.
+generation_job board_runner::session_job() const {
+  generation_job g = to_generation_job(job_);
+  g.speculative = speculative_;
+  g.lookup = lookup_.get();
+  return g;
+}
+
+speculative_counters board_runner::speculation() const {
+  speculative_counters c = speculation_done_;
+  if (session_ && !session_->done()) c.add(session_->speculation());  // a done one is counted
+  return c;
+}
+
 namespace {
 
 request_info info_of(const board_job& j) {
@@ -45,6 +59,8 @@ request_info info_of(const board_job& j) {
 
 board_runner::board_runner(std::shared_ptr<engine> eng, board_runner_options opts)
     : eng_(std::move(eng)), decode_block_(opts.decode_block), side_slots_(std::move(opts.side_slots)) {
+  speculative_ = opts.speculative;
+  lookup_ = opts.lookup;
   tiers_ = std::make_unique<cache_tiers>(opts.cache, eng_->where(), opts.budget);
   if (opts.disk && opts.cache.enabled) {
     disk_opts_ = opts.disk;
@@ -185,7 +201,7 @@ bool board_runner::resume_checkpoint(const verified_checkpoint& c, board_events&
   tiers_->clear(cache_tier::resident);
   active_ = &e;
   job_.seed = meta.seed;
-  generation_job g = to_generation_job(job_);
+  generation_job g = session_job();
   g.resume_output.assign(meta.tokens.begin() + static_cast<long>(meta.prompt_tokens), meta.tokens.end());
   try {
     session_ = std::make_unique<generation_session>(e, std::move(g));
@@ -511,7 +527,7 @@ board_events board_runner::begin_request() {
   pending_ = resume_offer{};
   restore_start(o);
   try {
-    session_ = std::make_unique<generation_session>(*active_, to_generation_job(job_));
+    session_ = std::make_unique<generation_session>(*active_, session_job());
   } catch (const std::exception& e) {
     if (o.source == cache_source::cold) {
       phase_ = phase::idle;
@@ -526,7 +542,7 @@ board_events board_runner::begin_request() {
     job_.prompt.assign(asked_.begin(), asked_.end());
     job_.cache = x_cache_info{};
     try {
-      session_ = std::make_unique<generation_session>(*active_, to_generation_job(job_));
+      session_ = std::make_unique<generation_session>(*active_, session_job());
     } catch (const std::exception& e2) {
       phase_ = phase::idle;
       board_events f = failed(job_, 400, e2.what());
@@ -620,6 +636,18 @@ board_events board_runner::step_forwarded() {
   return after_step(session_->step_forwarded(), false);
 }
 
+std::vector<token_id> board_runner::batch_rows(std::size_t max_rows) {
+  if (!session_ || phase_ != phase::running) throw std::logic_error("board_runner: no request to step");
+  return session_->batch_rows(max_rows);
+}
+
+board_events board_runner::step_rows() {
+  if (!session_ || phase_ != phase::running) throw std::logic_error("board_runner: no request to step");
+  ++steps_;
+  if (idle_) ++idle_steps_;
+  return after_step(session_->step_rows(), false);
+}
+
 // What a step leaves: the tiers' and the staging's anchors after a prefill chunk, progress, the
 // first token's time, a checkpoint, the deltas, the end.
 board_events board_runner::after_step(generation_session::step_result r, bool was_prefilling) {
@@ -671,6 +699,7 @@ board_events board_runner::after_step_events(generation_session::step_result r, 
 
 void board_runner::finish(board_events& out) {
   const auto& s = *session_;
+  speculation_done_.add(s.speculation());
   engine& e = *active_;
   // A generation that ended (not one cut short) needs its checkpoints no more.
   if (checkpoint_every() > 0 && job_key_ != 0 && s.finish_reason() != "cancelled")

@@ -113,6 +113,10 @@ class board_runner {
   // step() would have for a one-token step.
   std::optional<token_id> batch_token() const;
   board_events step_forwarded();
+  // The same with a verify round (generation_session::batch_rows, step_rows): the rows to
+  // forward (the pending token, then drafts; at most max_rows), and the step once forwarded.
+  std::vector<token_id> batch_rows(std::size_t max_rows);
+  board_events step_rows();
   void cancel(const std::string& id);
   // Empties a tier here (the device tiers; the disk tier's offer and staging); nullopt when this
   // server has no such tier (the disk without --cache-dir). The disk's files are the disk
@@ -151,6 +155,8 @@ class board_runner {
   long idle_preempted() const { return idle_preempted_; }
   long idle_finished() const { return idle_finished_; }
 
+  // Speculative decoding's counters over every request this runner ran (the running one's so far).
+  speculative_counters speculation() const;
   // The tiers' stats with the disk staging's.
   cache_stats stats() const;
   bool has_disk() const { return staging_ != nullptr; }
@@ -170,6 +176,7 @@ class board_runner {
  private:
   template <class F>
   void guarded(F&& f);
+  generation_job session_job() const;
   resume_offer cold_after_failure(const resume_offer& failed, std::vector<token_id> prompt);
   board_events begin_request();
   void restore_start(resume_offer& o);
@@ -186,6 +193,9 @@ class board_runner {
 
   std::shared_ptr<engine> eng_;
   int decode_block_ = 4;
+  speculative_options speculative_;
+  std::shared_ptr<lookup_source> lookup_;
+  speculative_counters speculation_done_;
   std::unique_ptr<cache_tiers> tiers_;
   std::optional<disk_tier_options> disk_opts_;
   std::unique_ptr<disk_staging> staging_;  // with a disk tier

@@ -72,6 +72,7 @@ slot_board::slot_board(std::vector<std::shared_ptr<engine>> engines, board_runne
   if (!opts.responses && opts.cache.enabled && opts.cache.response_cache_bytes > 0)
     opts.responses = std::make_shared<response_cache>(opts.cache.response_cache_bytes);
   responses_ = opts.responses;
+  speculative_ = opts.speculative;
   if (opts.disk && engines.size() > 1) {
     // The staging pool is the server's, not each slot's.
     opts.disk->stage_bytes = std::max<std::uint64_t>(1, opts.disk->stage_bytes / engines.size());
@@ -147,6 +148,27 @@ std::optional<slot_choice> slot_board::choose(const board_job& job) const {
   return policy_.choose(job.prompt, job.session_key, views);
 }
 
+// tiers.speculative in the stats: the mode and, per drafter, its rounds, drafts and acceptance.
+nlohmann::json speculative_json(const speculative_options& o, const speculative_counters& c) {
+  auto drafter = [](const drafter_counters& d) {
+    return nlohmann::json{
+        {"rounds", d.rounds},
+        {"drafted", d.drafted},
+        {"accepted", d.accepted},
+        {"mean_accepted", d.rounds ? static_cast<double>(d.accepted) / static_cast<double>(d.rounds) : 0.0}};
+  };
+  return {{"mode", to_string(o.mode)},
+          {"draft_max", o.draft_max},
+          {"rounds", c.rounds},
+          {"plain_steps", c.plain_steps},
+          {"pauses", c.pauses},
+          {"drafters",
+           {{"forced", drafter(c.forced)},
+            {"lookup", drafter(c.lookup)},
+            {"store", drafter(c.store)},
+            {"mtp", drafter(c.mtp)}}}};
+}
+
 slot_events slot_board::start(board_job job) {
   const auto c = choose(job);
   if (!c) throw std::logic_error("slot_board: every slot is busy");
@@ -191,7 +213,6 @@ std::vector<slot_events> slot_board::step() {
 std::vector<slot_events> slot_board::batched_decode() {
   std::vector<std::size_t> slots;
   std::vector<engine*> engines;
-  std::vector<token_id> tokens;
   for (std::size_t k = 0; k < runners_.size(); ++k) {
     if (!wants_step_[k]) continue;
     const auto t = runners_[k]->batch_token();
@@ -200,15 +221,19 @@ std::vector<slot_events> slot_board::batched_decode() {
     if (!engines.empty() && e.weights() != engines.front()->weights()) continue;
     slots.push_back(k);
     engines.push_back(&e);
-    tokens.push_back(*t);
   }
   if (slots.size() < 2) return {};
-  decode_batch(engines, tokens);
+  // Each slot's verify round (its pending token and its drafts) within an even share of the
+  // grid's rows, which the lead engine's activation buffers hold.
+  const std::size_t share = static_cast<std::size_t>(engines.front()->config().grid) / slots.size();
+  std::vector<std::vector<token_id>> rows;
+  for (std::size_t k : slots) rows.push_back(runners_[k]->batch_rows(share));
+  forward_batch(engines, rows);
   ++batched_steps_;
   std::vector<slot_events> out;
   for (std::size_t k : slots) {
     wants_step_[k] = false;
-    out.push_back(tagged(k, runners_[k]->step_forwarded()));
+    out.push_back(tagged(k, runners_[k]->step_rows()));
   }
   return out;
 }
@@ -317,6 +342,7 @@ cache_stats slot_board::stats() const {
                       {"prewritten", prewritten},
                       {"prewrites_kept", prewrites_->size()},
                       {"worker", {{"started", started}, {"preempted", preempted}, {"finished", finished}}}};
+  total.speculative = speculative_json(speculative_, speculation());
   for (std::size_t k = 0; k < runners_.size(); ++k) {
     slot_stats st;
     st.slot = k;

@@ -77,6 +77,12 @@ class slot_board {
   const response_cache* responses() const { return responses_.get(); }
   // Steps that decoded several slots in one batch.
   long batched_steps() const { return batched_steps_; }
+  // Speculative decoding's counters over every slot.
+  speculative_counters speculation() const {
+    speculative_counters c;
+    for (const auto& r : runners_) c.add(r->speculation());
+    return c;
+  }
 
  private:
   slot_events tagged(std::size_t slot, board_events ev);
@@ -84,6 +90,7 @@ class slot_board {
   std::vector<slot_events> batched_decode();
 
   long batched_steps_ = 0;
+  speculative_options speculative_;
 
   std::vector<std::unique_ptr<board_runner>> runners_;
   std::shared_ptr<memory_budget> budget_;

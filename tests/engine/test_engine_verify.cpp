@@ -50,7 +50,8 @@ TEST_CASE("a verify round's rows are decode's logits and state bit for bit", "[e
         if (w->config().mtp) CHECK(same_bytes(solo->last_draft_logits(), round->row_draft_logits(i)));
       }
       CHECK(same_bytes(solo->last_logits(), round->last_logits()));
-      require_same_state(take_snapshot(solo->cache_state()), take_snapshot(round->cache_state()), round->layout());
+      require_same_state(take_snapshot(solo->cache_state()), take_snapshot(round->cache_state()),
+                         round->layout());
     }
   }
 }
@@ -72,14 +73,16 @@ TEST_CASE("keep_rows leaves the state of an engine that forwarded only the kept 
         REQUIRE(cut->length() == only->length());
         CHECK(same_bytes(cut->last_logits(), only->last_logits()));
         if (w->config().mtp) CHECK(same_bytes(cut->last_draft_logits(), only->last_draft_logits()));
-        require_same_state(take_snapshot(cut->cache_state()), take_snapshot(only->cache_state()), cut->layout());
+        require_same_state(take_snapshot(cut->cache_state()), take_snapshot(only->cache_state()),
+                           cut->layout());
         // The steps after it, one token each (a round with no draft), read the kept state.
         for (token_id t : after) {
           cut->decode(t);
           only->decode(t);
           CHECK(same_bytes(cut->last_logits(), only->last_logits()));
         }
-        require_same_state(take_snapshot(cut->cache_state()), take_snapshot(only->cache_state()), cut->layout());
+        require_same_state(take_snapshot(cut->cache_state()), take_snapshot(only->cache_state()),
+                           cut->layout());
       }
     }
   }
@@ -144,14 +147,16 @@ TEST_CASE("the draft layer's proposals leave nothing the model reads", "[engine]
       round.insert(round.end(), d.begin(), d.end());
       drafted->forward(round);
       plain->forward(round);
-      for (std::size_t i = 0; i < round.size(); ++i) CHECK(same_bytes(drafted->row_logits(i), plain->row_logits(i)));
+      for (std::size_t i = 0; i < round.size(); ++i)
+        CHECK(same_bytes(drafted->row_logits(i), plain->row_logits(i)));
       require_same_state(take_snapshot(drafted->cache_state()), take_snapshot(plain->cache_state()),
                          drafted->layout());
     }
   }
 }
 
-TEST_CASE("the first draft is the draft layer's argmax after the next token is forwarded", "[engine][verify][mtp]") {
+TEST_CASE("the first draft is the draft layer's argmax after the next token is forwarded",
+          "[engine][verify][mtp]") {
   const auto w = weights_of("tiny-mtp");
   auto e = primed(w, 64, 13);
   const std::vector<token_id> d = e->draft(21, 1);

@@ -31,18 +31,29 @@ class scripted_source final : public lookup_source {
   std::vector<token_id> propose(const token_id*, std::size_t, std::size_t max_draft) override {
     const std::size_t at = emitted_();  // the next token the target emits is ref_[at]
     std::vector<token_id> out;
-    auto truth = [&](std::size_t i) { return at + i < ref_.size() ? ref_[at + i] : (ref_.back() + 1) % vocab_; };
+    auto truth = [&](std::size_t i) {
+      return at + i < ref_.size() ? ref_[at + i] : (ref_.back() + 1) % vocab_;
+    };
     auto wrong = [&](std::size_t i) { return (truth(i) + 1) % vocab_; };
     const int kind = calls_++ % 6;
     const std::size_t n = std::min<std::size_t>(max_draft, kind == 0 ? 2 : 9);
     for (std::size_t i = 0; i < n; ++i) {
       switch (kind) {
         case 0:
-        case 1: out.push_back(truth(i)); break;
-        case 2: return {};
-        case 3: out.push_back(i == 0 ? wrong(0) : truth(i)); break;
-        case 4: out.push_back(i == 3 ? wrong(i) : truth(i)); break;
-        default: out.push_back(truth(i)); break;
+        case 1:
+          out.push_back(truth(i));
+          break;
+        case 2:
+          return {};
+        case 3:
+          out.push_back(i == 0 ? wrong(0) : truth(i));
+          break;
+        case 4:
+          out.push_back(i == 3 ? wrong(i) : truth(i));
+          break;
+        default:
+          out.push_back(truth(i));
+          break;
       }
     }
     return out;
@@ -76,7 +87,8 @@ run_result run_scripted(const model_config& c, generation_job job, const std::ve
                         int block = 4, int draft_max = 8) {
   auto e = make_engine(c);
   generation_session* live = nullptr;
-  scripted_source src(reference, [&] { return live->output_ids().size(); }, c.vocab);
+  scripted_source src(
+      reference, [&] { return live->output_ids().size(); }, c.vocab);
   job.speculative.mode = speculative_mode::lookup;
   job.speculative.lookup_own = false;
   job.speculative.draft_max = draft_max;
@@ -120,7 +132,8 @@ TEST_CASE("greedy gate: scripted drafts of every kind leave the output and the s
   }
 }
 
-TEST_CASE("greedy gate: a stop token, a stop string and max_tokens inside an accepted block", "[speculative][session]") {
+TEST_CASE("greedy gate: a stop token, a stop string and max_tokens inside an accepted block",
+          "[speculative][session]") {
   const model_config c = test_config("qwen35-tiny", 1024);
   const auto prompt = test_tokens(70, 71);
   const run_result free_run = run_job(c, greedy_job(prompt, 60));
@@ -154,7 +167,8 @@ TEST_CASE("greedy gate: a stop token, a stop string and max_tokens inside an acc
 TEST_CASE("greedy gate: the lookup and MTP drafters on their own", "[speculative][session]") {
   for (const std::string preset : presets) {
     const model_config c = test_config(preset, 1024);
-    for (const speculative_mode mode : {speculative_mode::lookup, speculative_mode::mtp, speculative_mode::mtp_lookup}) {
+    for (const speculative_mode mode :
+         {speculative_mode::lookup, speculative_mode::mtp, speculative_mode::mtp_lookup}) {
       if (mode != speculative_mode::lookup && !c.mtp) continue;
       DYNAMIC_SECTION(preset << " " << to_string(mode)) {
         // A prompt that repeats itself: a greedy random model soon loops, and lookup drafts land.
@@ -172,7 +186,8 @@ TEST_CASE("greedy gate: the lookup and MTP drafters on their own", "[speculative
   }
 }
 
-TEST_CASE("sampled generations with speculation are the non-speculative draws, run to run", "[speculative][session]") {
+TEST_CASE("sampled generations with speculation are the non-speculative draws, run to run",
+          "[speculative][session]") {
   const model_config c = test_config("tiny-mtp", 1024);
   generation_job job = greedy_job(test_tokens(64, 91), 70);
   job.gen.sampling.temperature = 0.7f;
@@ -223,7 +238,8 @@ TEST_CASE("a cancelled speculative generation leaves the engine holding its prom
   auto e = make_engine(c);
   scripted_source* src_ptr = nullptr;
   generation_session* live = nullptr;
-  scripted_source src(want.ids, [&] { return live->output_ids().size(); }, c.vocab);
+  scripted_source src(
+      want.ids, [&] { return live->output_ids().size(); }, c.vocab);
   src_ptr = &src;
   generation_job job = greedy_job(prompt, 60);
   job.speculative.mode = speculative_mode::lookup;
