@@ -33,13 +33,16 @@ std::string completion_text(const http_server& s, const json& body) {
   return r.body_json()["choices"][0]["text"];
 }
 
-json speculative_stats(const http_server& s) { return s.get("/v1/cache/stats").body_json()["tiers"]["speculative"]; }
+json speculative_stats(const http_server& s) {
+  return s.get("/v1/cache/stats").body_json()["tiers"]["speculative"];
+}
 
 }  // namespace
 
-TEST_CASE("http: greedy completions are the same with speculation off, lookup and mtp", "[http][speculative]") {
-  const std::vector<std::string> prompts = {repeating(6), "The quick brown fox jumps over the lazy dog. " + repeating(2),
-                                            "zq"};
+TEST_CASE("http: greedy completions are the same with speculation off, lookup and mtp",
+          "[http][speculative]") {
+  const std::vector<std::string> prompts = {
+      repeating(6), "The quick brown fox jumps over the lazy dog. " + repeating(2), "zq"};
   for (const std::string preset : {"tiny", "tiny-mtp"}) {
     DYNAMIC_SECTION(preset) {
       http_server off({"--preset", preset});
@@ -49,7 +52,8 @@ TEST_CASE("http: greedy completions are the same with speculation off, lookup an
         http_server on({"--preset", preset, "--speculative", mode, "--draft-max", "6"});
         for (const auto& p : prompts) {
           INFO(mode << ": " << p.substr(0, 30));
-          CHECK(completion_text(on, greedy_completion(p, 48)) == completion_text(off, greedy_completion(p, 48)));
+          CHECK(completion_text(on, greedy_completion(p, 48)) ==
+                completion_text(off, greedy_completion(p, 48)));
         }
         const json st = speculative_stats(on);
         CHECK(st["mode"] == mode);
@@ -66,7 +70,8 @@ TEST_CASE("http: greedy completions are the same with speculation off, lookup an
   }
 }
 
-TEST_CASE("http: two slots in verify rounds at once answer what each answers alone", "[http][speculative][slots]") {
+TEST_CASE("http: two slots in verify rounds at once answer what each answers alone",
+          "[http][speculative][slots]") {
   http_server alone({"--preset", "tiny-mtp", "--speculative", "off"});
   http_server both({"--preset", "tiny-mtp", "--speculative", "mtp+lookup", "--parallel", "2"});
   const json a = greedy_completion(repeating(5), 64);
@@ -122,14 +127,17 @@ TEST_CASE("http: the speculative counters reach /metrics", "[http][speculative][
   CHECK(m.find("anchorage_draft_tokens_total{drafter=\"lookup\",outcome=\"accepted\"}") != std::string::npos);
 }
 
-TEST_CASE("--speculative and --draft-max are parsed and refused when wrong", "[config][speculative]") {
+TEST_CASE("the flags --speculative and --draft-max are parsed and refused when wrong",
+          "[config][speculative]") {
   const server_config c = parse_server_args({"--speculative", "mtp+lookup", "--draft-max", "12"});
   CHECK(c.speculative.mode == speculative_mode::mtp_lookup);
   CHECK(c.speculative.draft_max == 12);
   CHECK(parse_server_args({}).speculative.mode == speculative_mode::off);
-  CHECK_THROWS_WITH(parse_server_args({"--speculative", "eagle"}), Catch::Contains("off, mtp, lookup or mtp+lookup"));
+  CHECK_THROWS_WITH(parse_server_args({"--speculative", "eagle"}),
+                    Catch::Contains("off, mtp, lookup or mtp+lookup"));
   CHECK_THROWS(parse_server_args({"--draft-max", "0"}));
   CHECK_THROWS(parse_server_args({"--draft-max", "65"}));
   // A draft layer is needed for mtp: the server refuses to start without one.
-  CHECK_THROWS_WITH(http_server({"--preset", "tiny", "--speculative", "mtp"}), Catch::Contains("no draft layer"));
+  CHECK_THROWS_WITH(http_server({"--preset", "tiny", "--speculative", "mtp"}),
+                    Catch::Contains("no draft layer"));
 }
