@@ -104,6 +104,12 @@ TEST_CASE("http: after a speculative answer the next turn resumes at the end anc
   const turn_reply s1 = post_turn(spec, body(1));
   CHECK(s1.message == p1.message);
   const json resident = spec.get("/v1/cache/stats").body_json()["tiers"]["resident"];
+  const json plain_resident = plain.get("/v1/cache/stats").body_json()["tiers"]["resident"];
+  // The same anchors as the plain server's: grid anchors from the prefill only, none from a
+  // round's rows.
+  CHECK(resident["anchors"] == plain_resident["anchors"]);
+  CHECK(resident["entries"] == plain_resident["entries"]);
+  CHECK(resident["end_anchor"] == plain_resident["end_anchor"]);
   // The end anchor sits at the last forwarded row (the prompt and the answer but its last token);
   // no grid anchor is above the prompt (verify rounds' rows are decode rows, above the taint).
   const long prompt_tokens = s1.usage["prompt_tokens"], output_tokens = s1.usage["completion_tokens"];
