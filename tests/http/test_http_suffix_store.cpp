@@ -152,7 +152,7 @@ TEST_CASE("http: a conversation resending its growing prompt appends only the ne
   }
 }
 
-TEST_CASE("http: --suffix-store off makes no directory; the clear route empties the store",
+TEST_CASE("http: --suffix-store off makes no directory, and the clear route empties the store",
           "[http][suffix]") {
   temp_dir dir("anchorage-http-suffix-off");
   const httplib::Headers admin = {{"Authorization", "Bearer secret"}};

@@ -98,7 +98,7 @@ TEST_CASE("snapshots and deltas keep the view equal to the store, across rebuild
   }
 }
 
-TEST_CASE("a clear reaches the view as an empty snapshot; a stale delta is ignored", "[suffix]") {
+TEST_CASE("a clear reaches the view as an empty snapshot, and a stale delta is ignored", "[suffix]") {
   temp_dir dir("anchorage-suffix-view-clear");
   suffix_feed feed(suffix_options(dir.str()));
   suffix_view view;
