@@ -169,8 +169,12 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
     init.suffix_stats = suffix_tier_stats{};
     init.suffix_stats->path = opts.suffix->dir;
     // Its own thread: the open, the batched rebuilds and a forget's rewrite can take seconds.
-    init.suffix_writer = self->spawn<caf::detached + caf::linked>(anchorage::suffix_writer, *opts.suffix,
-                                                                  caf::actor_cast<suffix_receiver>(self));
+    // Not linked: at the board's exit it is told to stop after the adds already sent, so a
+    // planned stop writes them all (the actor system's shutdown waits for it).
+    init.suffix_writer = self->spawn<caf::detached>(anchorage::suffix_writer, *opts.suffix,
+                                                    caf::actor_cast<suffix_receiver>(self));
+    self->attach_functor(
+        [w = init.suffix_writer](const caf::error&) { caf::anon_send(w, suffix_stop_atom::value); });
   } else if (!opts.suffix_off.empty()) {
     init.suffix_stats = suffix_tier_stats{};
     init.suffix_stats->refused = opts.suffix_off;

@@ -72,6 +72,8 @@ suffix_writer_actor::behavior_type suffix_writer(
         u.stats = suffix_writer_stats(s.feed->store());
         self->send(s.board, suffix_update_atom::value, std::move(u));
       },
+      // After every add sent before it (one sender, so in order): nothing queued is lost.
+      [self](suffix_stop_atom) { self->quit(); },
       [self](clear_atom) -> suffix_update {
         auto& s = self->state;
         bool ok = false;

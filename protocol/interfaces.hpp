@@ -31,9 +31,11 @@ using board_actor = caf::typed_actor<caf::reacts_to<run_atom, board_job>, caf::r
 using suffix_receiver = caf::typed_actor<caf::reacts_to<suffix_update_atom, suffix_update>>;
 
 // The suffix store's writer (actors/suffix_writer): owns the store; appends each finished
-// request's ids on its own thread and tells the board what its view needs.
-using suffix_writer_actor = caf::typed_actor<caf::reacts_to<suffix_add_atom, suffix_ids_ptr>,
-                                             caf::replies_to<clear_atom>::with<suffix_update>>;
+// request's ids on its own thread and tells the board what its view needs; stop (sent by the
+// board at its exit, after its last add) makes it quit once what came before is written.
+using suffix_writer_actor =
+    caf::typed_actor<caf::reacts_to<suffix_add_atom, suffix_ids_ptr>,
+                     caf::replies_to<clear_atom>::with<suffix_update>, caf::reacts_to<suffix_stop_atom>>;
 
 // The disk writer: writes a staged job's files through its own env and hands the job back, in
 // the order the jobs came (write-behind: the board never waits for it).

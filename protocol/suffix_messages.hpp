@@ -4,6 +4,8 @@
 //   board  -> writer (suffix_add_atom, suffix_ids_ptr)       a finished request's ids (prompt, output)
 //   board  -> writer (clear_atom) -> suffix_update          empty the store; the reply carries the
 //                                                           empty snapshot and the counters
+//   board  -> writer (suffix_stop_atom)                      the board's exit: write what came
+//                                                           before, then quit
 //   writer -> board  (suffix_update_atom, suffix_update)    after the open and each add: a new
 //                                                           snapshot (a rebuild or a rewrite), or a
 //                                                           delta of the ids appended, and the counters
@@ -43,4 +45,5 @@ CAF_ADD_TYPE_ID(anchorage_suffix, (anchorage::suffix_ids_ptr))
 CAF_ADD_TYPE_ID(anchorage_suffix, (anchorage::suffix_update))
 CAF_ADD_ATOM(anchorage_suffix, anchorage, suffix_add_atom, "suffixadd")
 CAF_ADD_ATOM(anchorage_suffix, anchorage, suffix_update_atom, "suffixupd")
+CAF_ADD_ATOM(anchorage_suffix, anchorage, suffix_stop_atom, "suffixstop")
 CAF_END_TYPE_ID_BLOCK(anchorage_suffix)

@@ -218,3 +218,17 @@ TEST_CASE("http: a torn tail of the suffix log is cut at the next start and coun
   CHECK(x["ids"].get<std::uint64_t>() < ids);
   CHECK(x["ids"].get<std::uint64_t>() > 0);
 }
+
+TEST_CASE("http: a stop right after a request still writes its ids to the suffix store", "[http][suffix]") {
+  temp_dir dir("anchorage-http-suffix-stop");
+  std::uint64_t used = 0;
+  {
+    http_server s(store_flags(dir));
+    used = used_tokens(post_turn(s, greedy(conversation("stop"), 4)));
+    // No wait for the writer's counters: the server stops at once.
+  }
+  http_server again(store_flags(dir));
+  const json x = opened(again);
+  CHECK(x["ids"] == used);
+  CHECK(x["segments"] == 1);
+}
