@@ -3,6 +3,9 @@
 #include <caf/all.hpp>
 #include <functional>
 
+#include "actors/suffix_writer.hpp"
+#include "runtime/suffix/suffix_snapshot.hpp"
+
 #include "protocol/error_code.hpp"
 #include "runtime/core/log.hpp"
 #include "runtime/io/clock.hpp"
@@ -15,7 +18,37 @@ using board_ptr = board_actor::stateful_pointer<board_state>;
 void send_all(board_ptr self, slot_events out);
 
 void send_tiers(board_ptr self) {
-  self->send(self->state.conductor, tiers_atom::value, self->state.slots->stats());
+  auto& st = self->state;
+  cache_stats c = st.slots->stats();
+  c.suffix = st.suffix_stats;
+  if (c.suffix && st.suffix_view) {
+    c.suffix->lookups = st.suffix_view->view().lookups();
+    c.suffix->hits = st.suffix_view->view().hits();
+  }
+  self->send(st.conductor, tiers_atom::value, std::move(c));
+}
+
+// What the suffix store's writer sent, into the view the drafters read.
+void install_suffix(board_ptr self, const suffix_update& u) {
+  auto& st = self->state;
+  if (st.suffix_view) {
+    if (u.snapshot) st.suffix_view->view().install(u.snapshot);
+    if (u.delta) st.suffix_view->view().extend(*u.delta);
+  }
+  st.suffix_stats = u.stats;
+}
+
+// The suffix store emptied by its writer, then `then` (also when the writer is gone).
+void clear_suffix(board_ptr self, std::function<void()> then) {
+  auto& st = self->state;
+  if (!st.suffix_writer) return then();
+  self->request(st.suffix_writer, caf::infinite, clear_atom::value)
+      .then(
+          [self, then](suffix_update& u) {
+            install_suffix(self, u);
+            then();
+          },
+          [then](caf::error&) { then(); });
 }
 
 // The disk's part of what the runner asked for: the read (at high priority, so it passes the
@@ -104,6 +137,8 @@ void send_all(board_ptr self, slot_events tagged) {
     st.idle->deliver(*out.idle);
     st.idle.reset();
   }
+  if (out.suffix_add && st.suffix_writer)
+    self->send(st.suffix_writer, suffix_add_atom::value, out.suffix_add);
   if (out.done) self->send(st.conductor, done_atom::value, std::move(*out.done));
   for (auto& ev : out.events) self->send(out.sink, std::move(ev));
   if (!st.step_queued && st.slots->wants_step()) {
@@ -129,6 +164,22 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
   ro.disk = opts.disk;
   ro.spill = opts.spill;
   init.spill_writer = opts.spill_writer;
+  if (opts.suffix) {
+    init.suffix_view = std::make_shared<suffix_lookup>();
+    ro.lookup = init.suffix_view;
+    init.suffix_stats = suffix_tier_stats{};
+    init.suffix_stats->path = opts.suffix->dir;
+    // Its own thread: the open, the batched rebuilds and a forget's rewrite can take seconds.
+    // Not linked: at the board's exit it is told to stop after the adds already sent, so a
+    // planned stop writes them all (the actor system's shutdown waits for it).
+    init.suffix_writer = self->spawn<caf::detached>(anchorage::suffix_writer, *opts.suffix,
+                                                    caf::actor_cast<suffix_receiver>(self));
+    self->attach_functor(
+        [w = init.suffix_writer](const caf::error&) { caf::anon_send(w, suffix_stop_atom::value); });
+  } else if (!opts.suffix_off.empty()) {
+    init.suffix_stats = suffix_tier_stats{};
+    init.suffix_stats->refused = opts.suffix_off;
+  }
   std::vector<std::shared_ptr<engine>> engines = {std::move(eng)};
   for (auto& e : opts.slots) engines.push_back(std::move(e));
   init.slots = std::make_unique<slot_board>(std::move(engines), std::move(ro));
@@ -164,6 +215,10 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
         for (auto& ev : st.slots->step()) send_all(self, std::move(ev));
       },
       [=](cancel_atom, const std::string& id) { self->state.slots->cancel(id); },
+      [=](suffix_update_atom, suffix_update& u) {
+        install_suffix(self, u);
+        send_tiers(self);
+      },
       // A planned stop (the conductor asks once nothing runs): every slot's resident and parked
       // conversations spilled, answered once each is written and indexed.
       [=](spill_atom) -> caf::result<spill_stop_reply> {
@@ -201,23 +256,43 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
       [=](clear_atom, cache_tier tier) -> caf::result<clear_reply> {
         preempt_idle(self);
         auto& st = self->state;
+        // The suffix store is its writer's: the reply waits for its clear.
+        if (tier == cache_tier::suffix) {
+          if (!st.suffix_writer) return caf::make_error(error_code::unknown_tier);
+          auto rp = self->make_response_promise<clear_reply>();
+          clear_suffix(self, [self, rp]() mutable {
+            send_tiers(self);
+            rp.deliver(clear_reply{cache_tier::suffix, {cache_tier::suffix}});
+          });
+          return rp;
+        }
         // A tier this server does not have (the disk without --cache-dir) is the client's error.
         auto cleared = st.slots->clear(tier);
         if (!cleared) return caf::make_error(error_code::unknown_tier);
         const bool disk = std::find(cleared->begin(), cleared->end(), cache_tier::disk) != cleared->end();
-        if (!disk || !st.disk) {
+        const bool suffix = tier == cache_tier::all && st.suffix_writer;
+        if (suffix) cleared->push_back(cache_tier::suffix);
+        if ((!disk || !st.disk) && !suffix) {
           send_tiers(self);
           return clear_reply{tier, std::move(*cleared)};
         }
-        // The disk's files are the disk actor's: the reply waits for its clear.
+        // The disk's files are the disk actor's and the suffix store its writer's: the reply
+        // waits for their clears.
         auto rp = self->make_response_promise<clear_reply>();
-        self->request(st.disk, caf::infinite, clear_atom::value)
-            .then(
-                [self, rp, tier, c = *cleared](disk_clear_reply&) mutable {
-                  send_tiers(self);
-                  rp.deliver(clear_reply{tier, std::move(c)});
-                },
-                [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+        auto finish = [self, rp, tier, c = *cleared]() mutable {
+          send_tiers(self);
+          rp.deliver(clear_reply{tier, std::move(c)});
+        };
+        auto then_disk = [self, rp, finish, disk]() mutable {
+          if (!disk || !self->state.disk) return finish();
+          self->request(self->state.disk, caf::infinite, clear_atom::value)
+              .then([finish](disk_clear_reply&) mutable { finish(); },
+                    [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+        };
+        if (suffix)
+          clear_suffix(self, then_disk);
+        else
+          then_disk();
         return rp;
       },
   };

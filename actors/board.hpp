@@ -9,6 +9,8 @@
 
 #include "protocol/disk_interface.hpp"
 #include "protocol/interfaces.hpp"
+#include "runtime/speculative/suffix_lookup.hpp"
+#include "runtime/suffix/suffix_store.hpp"
 #include "runtime/tiers/slot_board.hpp"
 
 namespace anchorage {
@@ -29,6 +31,11 @@ struct board_options {
   // writer actor that writes its jobs.
   std::shared_ptr<spill_keeper> spill;
   spill_writer_actor spill_writer;
+  // The persistent suffix store (--suffix-store, docs/SUFFIX_STORE.md): the board spawns its
+  // writer (detached) with these options and installs what the writer sends in the view the
+  // slots' drafters read. None: off, and `suffix_off` says why (the stats show it).
+  std::optional<suffix_store_options> suffix;
+  std::string suffix_off;
 };
 
 // The board: the only owner of the engines and of the device tiers (each slot's resident prefix
@@ -48,6 +55,11 @@ struct board_state {
   disk_actor disk;
   done_receiver conductor;
   spill_writer_actor spill_writer;
+  // The suffix store's writer (none when it is off), the view it feeds (the slots' lookup
+  // source) and its latest counters.
+  suffix_writer_actor suffix_writer;
+  std::shared_ptr<suffix_lookup> suffix_view;
+  std::optional<suffix_tier_stats> suffix_stats;
   // The compaction worker's idle work running now: answered when it finishes or is preempted.
   std::optional<caf::typed_response_promise<idle_reply>> idle;
   long steps = 0;  // steps run, for tests

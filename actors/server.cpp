@@ -10,6 +10,7 @@
 #include "actors/disk.hpp"
 #include "actors/edge.hpp"
 #include "actors/spill_writer.hpp"
+#include "actors/suffix_writer.hpp"
 #include "runtime/core/log.hpp"
 #include "runtime/engine/model_weights.hpp"
 #include "runtime/io/uring_env.hpp"
@@ -116,6 +117,19 @@ server::server(const server_config& cfg) : cfg_(cfg) {
     spill_writer_ = system_->spawn(anchorage::spill_writer, eng->layout(), std::make_shared<uring_env>());
     bo.spill_writer = spill_writer_;
     opts.spill = true;
+  }
+  // The suffix store: its writer is the board's (spawned by it, detached); off with a log line.
+  std::string suffix_off;
+  const std::string suffix_dir = suffix_store_dir(cfg_, suffix_off);
+  if (!suffix_dir.empty()) {
+    suffix_store_options so;
+    so.dir = suffix_dir;
+    so.tokenizer_digest = suffix_tokenizer_digest(tok);
+    so.cap_bytes = cfg_.suffix.cap_bytes;
+    bo.suffix = so;
+  } else {
+    log_info() << "suffix store: " << suffix_off;
+    bo.suffix_off = suffix_off;
   }
   for (int i = 1; i < cfg_.cache.parallel; ++i) bo.slots.push_back(std::make_shared<engine>(weights));
   auto& sys = *system_;

@@ -22,7 +22,7 @@ enum class cache_source : std::uint8_t { cold, resident, end, store, disk, check
 enum class cache_via : std::uint8_t { none, stash, side, pin, park };
 
 // The tiers an operator can name (`POST /v1/cache/clear?tier=`), and the stats' tier objects.
-enum class cache_tier : std::uint8_t { resident, store, disk, spill, response, all };
+enum class cache_tier : std::uint8_t { resident, store, disk, spill, response, suffix, all };
 
 constexpr const char* to_string(cache_source s) {
   switch (s) {
@@ -75,6 +75,8 @@ constexpr const char* to_string(cache_tier t) {
       return "spill";
     case cache_tier::response:
       return "response";
+    case cache_tier::suffix:
+      return "suffix";
     case cache_tier::all:
       return "all";
   }
@@ -113,7 +115,8 @@ inline std::optional<cache_source> cache_source_from_string(std::string_view tex
 
 inline std::optional<cache_tier> cache_tier_from_string(std::string_view text) {
   static constexpr cache_tier all[] = {cache_tier::resident, cache_tier::store,    cache_tier::disk,
-                                       cache_tier::spill,    cache_tier::response, cache_tier::all};
+                                       cache_tier::spill,    cache_tier::response, cache_tier::suffix,
+                                       cache_tier::all};
   return detail::enum_from_string(text, all);
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/disk_types.hpp"
+#include "protocol/suffix_stats.hpp"
 
 namespace anchorage {
 
@@ -109,6 +110,8 @@ struct cache_stats {
   nlohmann::json spill;
   // The response cache's, one for every slot; none when it is off.
   std::optional<response_stats> response;
+  // The persistent suffix store's (docs/SUFFIX_STORE.md); none when it is off.
+  std::optional<suffix_tier_stats> suffix;
   // Compaction requests served as continuations and as sent (docs/COMPACTION.md).
   nlohmann::json compaction;
   // Speculative decoding's mode and counters (docs/SPECULATIVE.md).
@@ -173,13 +176,15 @@ inline void to_json(nlohmann::json& j, const store_stats& s) {
   };
 }
 
-// {"resident": {...}, "store": {...}, "disk", "spill" and "response": {...} or {"enabled": false},
+// {"resident": {...}, "store": {...}, "disk", "spill", "response" and "suffix": {...} or
+//  {"enabled": false},
 //  "enabled": bool}
 inline void to_json(nlohmann::json& j, const cache_stats& s) {
   j = {{"resident", s.resident}, {"store", s.store}, {"enabled", s.enabled}};
   j["disk"] = s.disk.is_object() ? s.disk : nlohmann::json{{"enabled", false}};
   j["spill"] = s.spill.is_object() ? s.spill : nlohmann::json{{"enabled", false}};
   j["response"] = s.response ? nlohmann::json(*s.response) : nlohmann::json{{"enabled", false}};
+  j["suffix"] = s.suffix ? nlohmann::json(*s.suffix) : nlohmann::json{{"enabled", false}};
   if (s.compaction.is_object()) j["compaction"] = s.compaction;
   if (s.speculative.is_object()) j["speculative"] = s.speculative;
 }

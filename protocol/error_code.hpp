@@ -35,8 +35,8 @@ inline error_code_text describe(error_code c) {
               ""};
     case error_code::unknown_tier:
       // the names cache_tier_from_string() accepts (protocol/cache_source.hpp)
-      return {400, "invalid_request_error", "unknown tier (all, resident, store, disk, spill, response)",
-              "tier"};
+      return {400, "invalid_request_error",
+              "unknown tier (all, resident, store, disk, spill, response, suffix)", "tier"};
     case error_code::none:
       break;
   }

@@ -8,6 +8,7 @@
 #include "protocol/compaction_messages.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/spill_messages.hpp"
+#include "protocol/suffix_messages.hpp"
 
 namespace anchorage {
 
@@ -23,7 +24,18 @@ using board_actor = caf::typed_actor<caf::reacts_to<run_atom, board_job>, caf::r
                                      caf::reacts_to<cancel_atom, std::string>,
                                      caf::replies_to<clear_atom, cache_tier>::with<clear_reply>,
                                      caf::replies_to<spill_atom>::with<spill_stop_reply>,
-                                     caf::replies_to<idle_atom, idle_request>::with<idle_reply>>;
+                                     caf::replies_to<idle_atom, idle_request>::with<idle_reply>,
+                                     caf::reacts_to<suffix_update_atom, suffix_update>>;
+
+// What the suffix store's writer tells the board: its snapshots, deltas and counters.
+using suffix_receiver = caf::typed_actor<caf::reacts_to<suffix_update_atom, suffix_update>>;
+
+// The suffix store's writer (actors/suffix_writer): owns the store; appends each finished
+// request's ids on its own thread and tells the board what its view needs; stop (sent by the
+// board at its exit, after its last add) makes it quit once what came before is written.
+using suffix_writer_actor =
+    caf::typed_actor<caf::reacts_to<suffix_add_atom, suffix_ids_ptr>,
+                     caf::replies_to<clear_atom>::with<suffix_update>, caf::reacts_to<suffix_stop_atom>>;
 
 // The disk writer: writes a staged job's files through its own env and hands the job back, in
 // the order the jobs came (write-behind: the board never waits for it).

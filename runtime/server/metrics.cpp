@@ -78,6 +78,7 @@ std::string metrics::text(long queue_depth, long running) const {
   for (const auto& s : series) {
     o << "# HELP " << s.name << " " << s.help << "\n# TYPE " << s.name << " " << s.type << "\n";
     for (const auto& [tier, values] : tiers_json.items()) {
+      if (tier == "suffix") continue;  // its own series below: its hits are drafts, not restores
       if (!values.is_object() || !values.contains(s.key)) continue;
       o << s.name << "{tier=\"" << tier << "\"} " << values[s.key].dump() << "\n";
     }
@@ -110,6 +111,20 @@ std::string metrics::text(long queue_depth, long running) const {
       o << "anchorage_draft_tokens_total{drafter=\"" << name << "\",outcome=\"accepted\"} "
         << d.value("accepted", 0L) << "\n";
     }
+  }
+  if (tiers_ && tiers_->suffix && tiers_->suffix->enabled) {
+    const suffix_tier_stats& x = *tiers_->suffix;
+    o << "# HELP anchorage_suffix_store_bytes Bytes of the persistent suffix store's log.\n"
+      << "# TYPE anchorage_suffix_store_bytes gauge\n"
+      << "anchorage_suffix_store_bytes " << x.bytes << "\n"
+      << "# HELP anchorage_suffix_store_ids Token ids the persistent suffix store holds.\n"
+      << "# TYPE anchorage_suffix_store_ids gauge\n"
+      << "anchorage_suffix_store_ids " << x.ids << "\n"
+      << "# HELP anchorage_suffix_lookups_total The lookup drafter's questions to the suffix store, by "
+         "whether it proposed a draft.\n"
+      << "# TYPE anchorage_suffix_lookups_total counter\n"
+      << "anchorage_suffix_lookups_total{hit=\"yes\"} " << x.hits << "\n"
+      << "anchorage_suffix_lookups_total{hit=\"no\"} " << (x.lookups - x.hits) << "\n";
   }
   o << "# HELP anchorage_queue_depth Requests waiting for the engine.\n# TYPE anchorage_queue_depth gauge\n"
     << "anchorage_queue_depth " << queue_depth << "\n";

@@ -56,6 +56,14 @@ std::size_t parse_gib(const std::string& name, const std::string& v) {
   return static_cast<std::size_t>(parse_amount(name, v, 1e6, "a size in GiB (e.g. 2 or 0.5)") * 1073741824.0);
 }
 
+// A size in MiB above 0 (fractions allowed) as bytes.
+std::uint64_t parse_positive_mib(const std::string& name, const std::string& v) {
+  const std::string wants = "a size in MiB above 0 (e.g. 192 or 0.5)";
+  const double x = parse_amount(name, v, 1e7, wants);
+  if (!(x > 0)) throw std::invalid_argument("--" + name + " wants " + wants + ", got '" + v + "'");
+  return static_cast<std::uint64_t>(x * 1048576.0);
+}
+
 // A duration in seconds (fractions allowed, e.g. 0.2), at most a day.
 double parse_seconds(const std::string& name, const std::string& v) {
   return parse_amount(name, v, 86400, "seconds from 0 to 86400 (e.g. 30 or 0.5)");
@@ -126,6 +134,14 @@ const std::vector<option>& options() {
        "shortest conversation an eviction spills when the park cannot hold it (16384)",
        [](server_config& c, const std::string& v) {
          c.spill.min_tokens = static_cast<std::size_t>(parse_long("spill-min-tokens", v, 1, 1L << 30));
+       }},
+      {"suffix-store", "on|off",
+       "keep every finished request's token ids in a persistent suffix store the lookup drafter asks, in "
+       "<--cache-dir>/suffix or $XDG_CACHE_HOME/anchorage/suffix (on; off with --no-cache)",
+       [](server_config& c, const std::string& v) { c.suffix.enabled = parse_bool("suffix-store", v); }},
+      {"suffix-store-mb", "MB", "the suffix store's log at most; past it the oldest half is forgotten (192)",
+       [](server_config& c, const std::string& v) {
+         c.suffix.cap_bytes = parse_positive_mib("suffix-store-mb", v);
        }},
       {"compaction", "on|off",
        "serve a compaction request (opencode's) as the continuation of the conversation its session "
@@ -368,6 +384,25 @@ std::string server_help() {
     s += left + o.help + "\n";
   }
   return s;
+}
+
+std::string suffix_store_dir(const server_config& cfg, std::string& why) {
+  why.clear();
+  if (!cfg.suffix.enabled) {
+    why = "off (--suffix-store off)";
+    return {};
+  }
+  if (cfg.no_cache) {
+    why = "off (--no-cache)";
+    return {};
+  }
+  if (!cfg.cache_dir.empty()) return cfg.cache_dir + "/suffix";
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && *xdg) return std::string(xdg) + "/anchorage/suffix";
+  const char* home = std::getenv("HOME");
+  if (home && *home) return std::string(home) + "/.cache/anchorage/suffix";
+  why = "off (no --cache-dir, and neither XDG_CACHE_HOME nor HOME is set)";
+  return {};
 }
 
 }  // namespace anchorage

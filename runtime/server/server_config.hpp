@@ -43,6 +43,13 @@ struct server_config {
     std::uint64_t budget_bytes = 40ULL << 30;  // --session-spill-gb 40
     std::size_t min_tokens = 16384;            // --spill-min-tokens
   } spill;
+  // The persistent suffix store (docs/SUFFIX_STORE.md): the ids of every finished request in an
+  // append-only log the lookup drafter asks, in <--cache-dir>/suffix or a user directory
+  // (suffix_store_dir below).
+  struct suffix_knobs {
+    bool enabled = true;                     // --suffix-store on|off
+    std::uint64_t cap_bytes = 192ULL << 20;  // --suffix-store-mb 192
+  } suffix;
   bool compaction =
       true;  // --compaction on|off: a compaction request as the held conversation's continuation
   // The compaction worker: after --compaction-idle-s (30; 0: no worker) without a request, the
@@ -75,5 +82,10 @@ server_config parse_server_args(const std::vector<std::string>& args);
 
 // The --help text: every flag with its default.
 std::string server_help();
+
+// Where the suffix store lives: <--cache-dir>/suffix, else $XDG_CACHE_HOME/anchorage/suffix, else
+// $HOME/.cache/anchorage/suffix. Empty when it is off (--suffix-store off, --no-cache, or neither
+// variable set), and `why` then says so.
+std::string suffix_store_dir(const server_config& cfg, std::string& why);
 
 }  // namespace anchorage

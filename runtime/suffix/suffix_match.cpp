@@ -37,7 +37,8 @@ struct cursor {
     if (segment_start(corpus, ie) != segment_start(corpus, ie - 1)) return;  // a new segment starts there
     const std::size_t s = ie - depth;
     if (segment_start(corpus, ie - 1) > s) return;
-    if (!std::equal(pattern.begin(), pattern.end(), corpus.ids + s)) return;
+    for (std::size_t d = 0; d < pattern.size(); ++d)
+      if (corpus.at(s + d) != pattern[d]) return;
     starts.push_back(s);
   }
 
@@ -60,7 +61,7 @@ struct cursor {
       slot = group.hi;
     }
     for (std::size_t s : starts)
-      if (s + depth < segment_end(corpus, s)) ++counts[corpus.ids[s + depth]];
+      if (s + depth < segment_end(corpus, s)) ++counts[corpus.at(s + depth)];
     return counts;
   }
 
@@ -68,7 +69,7 @@ struct cursor {
     if (!range.empty()) range = corpus.index->narrow(corpus.ids, range, depth, id);
     std::vector<std::size_t> kept;
     for (std::size_t s : starts)
-      if (s + depth < segment_end(corpus, s) && corpus.ids[s + depth] == id) kept.push_back(s);
+      if (s + depth < segment_end(corpus, s) && corpus.at(s + depth) == id) kept.push_back(s);
     starts = std::move(kept);
     pattern.push_back(id);
     ++depth;
@@ -89,11 +90,11 @@ cursor find_longest(const suffix_corpus& corpus, const token_id* recent, std::si
   std::vector<std::pair<std::size_t, std::size_t>> tail;  // (c, match length)
   std::size_t best_tail = 0;
   for (std::size_t c = std::max<std::size_t>(index.end(), 1); c < corpus.n; ++c) {
-    if (corpus.ids[c - 1] != recent[n - 1]) continue;
+    if (corpus.at(c - 1) != recent[n - 1]) continue;
     const std::size_t start = segment_start(corpus, c);
     if (start == c) continue;
     std::size_t m = 1;
-    while (m < limit && c - m > start && corpus.ids[c - m - 1] == recent[n - m - 1]) ++m;
+    while (m < limit && c - m > start && corpus.at(c - m - 1) == recent[n - m - 1]) ++m;
     if (m >= min_len) {
       tail.emplace_back(c, m);
       best_tail = std::max(best_tail, m);

@@ -12,13 +12,20 @@
 
 namespace anchorage {
 
-// The log as the queries see it: ids[0, n) in segments (seg_starts ascending, the first 0), and
-// an index over a prefix of them (index.end() <= n, cut at the same segment starts).
+// The log as the queries see it: n ids in segments (seg_starts ascending, the first 0), and an
+// index over a prefix of them (index.end() <= n, cut at the same segment starts). The ids may
+// lie in two parts: positions [0, split) in `ids`, positions [split, n) in `tail` (a reader's
+// snapshot and the ids appended since, runtime/suffix/suffix_view.hpp); the index's ids must lie
+// in the first part (index.end() <= split). With the default split every id is in `ids`.
 struct suffix_corpus {
   const token_id* ids = nullptr;
   std::size_t n = 0;
   const std::vector<std::size_t>* seg_starts = nullptr;
   const suffix_index* index = nullptr;
+  const token_id* tail = nullptr;
+  std::size_t split = SIZE_MAX;
+
+  token_id at(std::size_t p) const { return p < split ? ids[p] : tail[p - split]; }
 };
 
 struct suffix_query_options {

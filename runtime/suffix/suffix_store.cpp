@@ -25,7 +25,7 @@ void suffix_store::refuse(std::string why) {
   log_ = suffix_file::log_handle();
   ids_.clear();
   seg_starts_.clear();
-  index_ = suffix_index();
+  index_ = std::make_shared<const suffix_index>();
   dedupe_.clear();
 }
 
@@ -137,18 +137,31 @@ status suffix_store::forget_oldest_half() {
 }
 
 void suffix_store::maybe_rebuild() {
-  const std::size_t unindexed = ids_.size() - index_.end();
+  const std::size_t unindexed = ids_.size() - index_->end();
   const auto fraction =
-      static_cast<std::size_t>(options_.rebuild_fraction * static_cast<double>(index_.end()));
+      static_cast<std::size_t>(options_.rebuild_fraction * static_cast<double>(index_->end()));
   if (unindexed >= std::max(options_.rebuild_min_ids, fraction)) rebuild();
 }
 
 void suffix_store::rebuild() {
   const auto t0 = std::chrono::steady_clock::now();
-  index_ = suffix_index::build(ids_.data(), ids_.size(), seg_starts_);
+  index_ = std::make_shared<const suffix_index>(suffix_index::build(ids_.data(), ids_.size(), seg_starts_));
   stats_.last_rebuild_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ++stats_.rebuilds;
+}
+
+status suffix_store::clear() {
+  if (!is_open()) return status::failure("suffix store: refused, nothing to clear");
+  if (status s = log_.replace(suffix_log::encode_header(options_.tokenizer_digest)); !s) {
+    ++stats_.write_failures;
+    return s;
+  }
+  ids_.clear();
+  seg_starts_.clear();
+  dedupe_.clear();
+  rebuild();
+  return status::ok();
 }
 
 suffix_match suffix_store::longest_match(const std::vector<token_id>& recent, std::size_t min_len) {
@@ -173,7 +186,7 @@ suffix_store_stats suffix_store::stats() const {
   s.bytes = log_.size();
   s.ids = ids_.size();
   s.segments = seg_starts_.size();
-  s.indexed_ids = index_.end();
+  s.indexed_ids = index_->end();
   return s;
 }
 

@@ -13,6 +13,7 @@
 // Not thread-safe: one owner (the board or its actor).
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -87,16 +88,23 @@ class suffix_store {
   // Rebuilds the suffix array over every id now (add does it in batches).
   void rebuild();
 
+  // Empties the log (rewritten atomically as its header alone) and the index; the dedupe forgets
+  // every request. On a failed write the store stays as it was (counted as a write failure).
+  status clear();
+
   suffix_store_stats stats() const;
   const std::vector<token_id>& ids() const { return ids_; }
   const std::vector<std::size_t>& segment_starts() const { return seg_starts_; }
+  // The index now: immutable, shared with the readers' snapshots (suffix_snapshot.hpp); a
+  // rebuild installs a new one and leaves the old to whoever still holds it.
+  std::shared_ptr<const suffix_index> index() const { return index_; }
 
  private:
   void refuse(std::string why);
   void open_log();
   status forget_oldest_half();
   void maybe_rebuild();
-  suffix_corpus corpus() const { return {ids_.data(), ids_.size(), &seg_starts_, &index_}; }
+  suffix_corpus corpus() const { return {ids_.data(), ids_.size(), &seg_starts_, index_.get()}; }
 
   suffix_store_options options_;
   state state_ = state::open;
@@ -104,7 +112,7 @@ class suffix_store {
   suffix_file::log_handle log_;
   std::vector<token_id> ids_;
   std::vector<std::size_t> seg_starts_;
-  suffix_index index_;
+  std::shared_ptr<const suffix_index> index_ = std::make_shared<const suffix_index>();
   suffix_dedupe dedupe_;
   suffix_store_stats stats_;
 };

@@ -24,6 +24,7 @@ board_actor::behavior_type held_board(board_actor::pointer, std::shared_ptr<std:
       },
       [](spill_atom) -> spill_stop_reply { return {}; },
       [](idle_atom, const idle_request&) -> idle_reply { return {}; },
+      [](suffix_update_atom, const suffix_update&) {},
   };
 }
 
@@ -55,6 +56,7 @@ board_actor::behavior_type spilling_board(board_actor::pointer self, std::shared
         return h->pending;
       },
       [](idle_atom, const idle_request&) -> idle_reply { return {}; },
+      [](suffix_update_atom, const suffix_update&) {},
   };
 }
 

@@ -36,12 +36,12 @@ TEST_CASE("error codes: each has its status, OpenAI type and a message saying wh
 TEST_CASE("error codes: the unknown tier message lists the tiers the admin accepts", "[api][errors]") {
   std::string listed;
   for (cache_tier t : {cache_tier::all, cache_tier::resident, cache_tier::store, cache_tier::disk,
-                       cache_tier::spill, cache_tier::response}) {
+                       cache_tier::spill, cache_tier::response, cache_tier::suffix}) {
     CHECK(cache_tier_from_string(to_string(t)) == t);
     listed += (listed.empty() ? "" : ", ") + std::string(to_string(t));
   }
   CHECK(std::string(describe(error_code::unknown_tier).message) == "unknown tier (" + listed + ")");
   // Tiers that do not exist are not accepted (nor named).
-  for (const char* phantom : {"suffix", "Response", "Resident", ""})
+  for (const char* phantom : {"suffixes", "Suffix", "Response", "Resident", ""})
     CHECK_FALSE(cache_tier_from_string(phantom));
 }

@@ -225,7 +225,8 @@ TEST_CASE("http: stop() right after start() returns", "[http]") {
   if (pid == 0) {
     int code = 0;
     try {
-      const server_config cfg = parse_server_args({"--preset", "tiny", "--host", "127.0.0.1", "--port", "0"});
+      const server_config cfg = parse_server_args(
+          {"--preset", "tiny", "--host", "127.0.0.1", "--port", "0", "--suffix-store", "off"});
       for (int i = 0; i < 60 && code == 0; ++i) {
         auto s = std::make_unique<server>(cfg);
         s->start();

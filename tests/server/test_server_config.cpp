@@ -2,9 +2,12 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
+#include <string>
 
 #include "runtime/server/server_config.hpp"
 
@@ -171,4 +174,60 @@ TEST_CASE("the tokenizer flag names a tokenizer.json, the byte tokenizer is the 
         "/models/q/tokenizer.json");
   CHECK_THROWS_AS(parse_server_args({"--tokenizer"}), std::invalid_argument);
   CHECK_THAT(server_help(), Catch::Contains("--tokenizer"));
+}
+
+namespace {
+// Sets (or unsets, on null) an environment variable for one scope, and puts it back.
+struct scoped_env {
+  std::string name;
+  std::optional<std::string> old;
+  scoped_env(const char* n, const char* value) : name(n) {
+    if (const char* v = std::getenv(n)) old = v;
+    if (value)
+      ::setenv(n, value, 1);
+    else
+      ::unsetenv(n);
+  }
+  ~scoped_env() {
+    if (old)
+      ::setenv(name.c_str(), old->c_str(), 1);
+    else
+      ::unsetenv(name.c_str());
+  }
+};
+}  // namespace
+
+TEST_CASE("the suffix store's flags, its size refused at 0 and below, and where it lives",
+          "[config][suffix]") {
+  const auto d = parse_server_args({});
+  CHECK(d.suffix.enabled);
+  CHECK(d.suffix.cap_bytes == 192ULL << 20);
+  const auto c = parse_server_args({"--suffix-store", "off", "--suffix-store-mb", "64"});
+  CHECK_FALSE(c.suffix.enabled);
+  CHECK(c.suffix.cap_bytes == 64ULL << 20);
+  CHECK(parse_server_args({"--suffix-store-mb=0.5"}).suffix.cap_bytes == 512ULL << 10);
+  for (const char* bad : {"0", "-1", "x"})
+    CHECK_THROWS_WITH(parse_server_args({"--suffix-store-mb", bad}),
+                      Catch::Contains("--suffix-store-mb wants a size in MiB above 0"));
+  CHECK_THROWS_WITH(parse_server_args({"--suffix-store", "maybe"}), Catch::Contains("--suffix-store"));
+  CHECK_THAT(server_help(), Catch::Contains("--suffix-store-mb"));
+
+  std::string why;
+  scoped_env xdg("XDG_CACHE_HOME", "/x/cache");
+  scoped_env home("HOME", "/h/me");
+  CHECK(suffix_store_dir(parse_server_args({"--cache-dir", "/nvme/a"}), why) == "/nvme/a/suffix");
+  CHECK(suffix_store_dir(parse_server_args({}), why) == "/x/cache/anchorage/suffix");
+  CHECK(why.empty());
+  {
+    scoped_env no_xdg("XDG_CACHE_HOME", nullptr);
+    CHECK(suffix_store_dir(parse_server_args({}), why) == "/h/me/.cache/anchorage/suffix");
+    scoped_env no_home("HOME", nullptr);
+    CHECK(suffix_store_dir(parse_server_args({}), why).empty());
+    CHECK_THAT(why, Catch::Contains("HOME"));
+  }
+  CHECK(suffix_store_dir(parse_server_args({"--cache-dir", "/nvme/a", "--no-cache"}), why).empty());
+  CHECK_THAT(why, Catch::Contains("--no-cache"));
+  CHECK(
+      suffix_store_dir(parse_server_args({"--cache-dir", "/nvme/a", "--suffix-store", "off"}), why).empty());
+  CHECK_THAT(why, Catch::Contains("--suffix-store off"));
 }

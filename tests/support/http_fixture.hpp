@@ -122,13 +122,16 @@ struct sse_stream {
 class http_server {
  public:
   explicit http_server(const std::vector<std::string>& flags = {}) {
-    std::vector<std::string> args = {"--preset", "tiny", "--host",     "127.0.0.1",
-                                     "--port",   "0",    "--parallel", "1"};
+    // The suffix store is off unless the test turns it on (and then gives a --cache-dir): a
+    // test never writes to the user's cache directory.
+    std::vector<std::string> args = {"--preset", "tiny",       "--host", "127.0.0.1",      "--port",
+                                     "0",        "--parallel", "1",      "--suffix-store", "off"};
     args.insert(args.end(), flags.begin(), flags.end());
     cfg_ = parse_server_args(args);
     // ANCHORAGE_ADMIN_TOKEN from the environment must not turn admin routes on behind a test's
     // back: only an explicit --admin-token does here.
     if (std::find(flags.begin(), flags.end(), "--admin-token") == flags.end()) cfg_.admin_token.clear();
+    if (cfg_.cache_dir.empty()) cfg_.suffix.enabled = false;  // never the user's cache directory
     start();
   }
   // A server from a configuration built by the test (e.g. with model_override); host and port
@@ -137,6 +140,7 @@ class http_server {
   http_server(from_config, server_config cfg) : cfg_(std::move(cfg)) {
     cfg_.host = "127.0.0.1";
     cfg_.port = 0;
+    if (cfg_.cache_dir.empty()) cfg_.suffix.enabled = false;  // never the user's cache directory
     start();
   }
   ~http_server() {

@@ -272,7 +272,9 @@ replay_report replay_trace(const std::string& path, const std::vector<std::strin
     throw std::runtime_error("the trace '" + path +
                              "' does not start with a trace header ({\"trace\": 1, ...})");
 
-  std::vector<std::string> args = {"--port", "0"};
+  // A fresh server: no suffix store carried over from the user's cache directory (the extra
+  // flags may turn it on, with a --cache-dir).
+  std::vector<std::string> args = {"--port", "0", "--suffix-store", "off"};
   auto flag = [&](const char* key, const char* name) {
     if (!header.contains(key)) return;
     const json& v = header[key];

@@ -1,0 +1,90 @@
+#include "actors/suffix_writer.hpp"
+
+#include <caf/all.hpp>
+
+#include "runtime/core/log.hpp"
+#include "runtime/text/tokenizer.hpp"
+
+namespace anchorage {
+
+suffix_tier_stats suffix_writer_stats(const suffix_store& store) {
+  const suffix_store_stats s = store.stats();
+  suffix_tier_stats t;
+  t.enabled = store.is_open();
+  t.path = store.path();
+  if (!store.is_open()) t.refused = store.why().error();
+  t.bytes = s.bytes;
+  t.ids = s.ids;
+  t.segments = s.segments;
+  t.appended = s.ids_appended;
+  t.skipped = s.ids_skipped;
+  t.adds = s.adds;
+  t.forgets = s.forgets;
+  t.torn_bytes_cut = s.torn_bytes_cut;
+  t.rebuilds = s.rebuilds;
+  t.indexed_ids = s.indexed_ids;
+  t.write_failures = s.write_failures;
+  return t;
+}
+
+std::uint64_t suffix_tokenizer_digest(const tokenizer& tok) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, 64 bits
+  auto mix = [&h](unsigned char c) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  };
+  for (int id = 0; id < tok.vocab_size(); ++id) {
+    const bool defined = tok.is_defined(id);
+    const std::string bytes = defined ? tok.token_text(id) : std::string();
+    mix(defined ? 1 : 0);
+    for (int k = 0; k < 4; ++k) mix(static_cast<unsigned char>(bytes.size() >> (8 * k)));  // its length, then
+    for (char c : bytes) mix(static_cast<unsigned char>(c));                               // its bytes
+  }
+  return h;
+}
+
+suffix_writer_actor::behavior_type suffix_writer(
+    suffix_writer_actor::stateful_pointer<suffix_writer_state> self, suffix_store_options options,
+    suffix_receiver board) {
+  auto& st = self->state;
+  st.board = std::move(board);
+  st.feed = std::make_unique<suffix_feed>(std::move(options));
+  const suffix_store& store = st.feed->store();
+  if (store.is_open()) {
+    const suffix_store_stats s = store.stats();
+    log_info() << "suffix store: " << s.ids << " ids, " << s.segments << " segments, " << s.bytes
+               << " bytes in " << store.path() << " (" << s.torn_bytes_cut << " torn bytes cut)";
+  } else {
+    log_info() << "suffix store: refused, " << store.why().error() << "; drafting without it";
+  }
+  suffix_update first;
+  first.snapshot = st.feed->snapshot();
+  first.stats = suffix_writer_stats(store);
+  self->send(st.board, suffix_update_atom::value, std::move(first));
+  return {
+      [self](suffix_add_atom, const suffix_ids_ptr& ids) {
+        auto& s = self->state;
+        if (!ids) return;
+        suffix_feed_out out = s.feed->add(*ids);
+        suffix_update u;
+        u.snapshot = std::move(out.snapshot);
+        u.delta = std::move(out.delta);
+        u.stats = suffix_writer_stats(s.feed->store());
+        self->send(s.board, suffix_update_atom::value, std::move(u));
+      },
+      // After every add sent before it (one sender, so in order): nothing queued is lost.
+      [self](suffix_stop_atom) { self->quit(); },
+      [self](clear_atom) -> suffix_update {
+        auto& s = self->state;
+        bool ok = false;
+        suffix_feed_out out = s.feed->clear(&ok);
+        if (!ok && s.feed->store().is_open()) log_info() << "suffix store: the clear failed to write";
+        suffix_update u;
+        u.snapshot = std::move(out.snapshot);
+        u.stats = suffix_writer_stats(s.feed->store());
+        return u;
+      },
+  };
+}
+
+}  // namespace anchorage
