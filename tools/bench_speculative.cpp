@@ -50,7 +50,8 @@ saved save(const engine& e) {
 
 // Rows above the length are rewritten by the next run: the sections and the length are the state.
 void put_back(engine& e, const saved& s) {
-  for (std::size_t i = 0; i < s.sections.size(); ++i) e.cache_state().copy_section_in(i, s.sections[i].data());
+  for (std::size_t i = 0; i < s.sections.size(); ++i)
+    e.cache_state().copy_section_in(i, s.sections[i].data());
   e.cache_state().set_valid_length(s.length);
 }
 
@@ -96,10 +97,11 @@ nlohmann::json bound(engine& e, const std::vector<token_id>& prompt, const std::
 }
 
 nlohmann::json counters_json(const drafter_counters& d) {
-  return {{"rounds", d.rounds},
-          {"drafted", d.drafted},
-          {"accepted", d.accepted},
-          {"mean_accepted", d.rounds ? static_cast<double>(d.accepted) / static_cast<double>(d.rounds) : 0.0}};
+  return {
+      {"rounds", d.rounds},
+      {"drafted", d.drafted},
+      {"accepted", d.accepted},
+      {"mean_accepted", d.rounds ? static_cast<double>(d.accepted) / static_cast<double>(d.rounds) : 0.0}};
 }
 
 struct decode_run {
@@ -185,12 +187,9 @@ int main(int argc, char** argv) {
       }
       r.tokens_per_s = median(rates);
       if (m == speculative_mode::off) reference = r.ids;
-      wl[to_string(m)] = {{"tokens_per_s", r.tokens_per_s},
-                          {"same_output", r.ids == reference},
-                          {"rounds", r.c.rounds},
-                          {"plain_steps", r.c.plain_steps},
-                          {"pauses", r.c.pauses},
-                          {"lookup", counters_json(r.c.lookup)},
+      wl[to_string(m)] = {{"tokens_per_s", r.tokens_per_s}, {"same_output", r.ids == reference},
+                          {"rounds", r.c.rounds},           {"plain_steps", r.c.plain_steps},
+                          {"pauses", r.c.pauses},           {"lookup", counters_json(r.c.lookup)},
                           {"mtp", counters_json(r.c.mtp)}};
     }
     out["decode"][name] = wl;

@@ -9,6 +9,7 @@
 
 #include "tests/support/chat_turns.hpp"
 #include "tests/support/http_helpers.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace anchorage;
 using namespace anchorage::testing;
@@ -146,4 +147,29 @@ TEST_CASE("the flags --speculative and --draft-max are parsed and refused when w
   // A draft layer is needed for mtp: the server refuses to start without one.
   CHECK_THROWS_WITH(http_server({"--preset", "tiny", "--speculative", "mtp"}),
                     Catch::Contains("no draft layer"));
+}
+
+TEST_CASE("http: an identical request's answer is drafted from the suffix store and accepted",
+          "[http][speculative][suffix]") {
+  temp_dir dir("anchorage-http-spec-store");
+  http_server s(
+      {"--cache-dir", dir.str(), "--suffix-store", "on", "--speculative", "lookup", "--draft-max", "8"});
+  http_server plain({"--speculative", "off"});
+  const json body = greedy_completion("Summarise the change to parse_args in one line: ", 64);
+  const std::string first = completion_text(s, body);
+  // The writer adds the first request's ids and hands the board the delta; then the second
+  // request's lookups can find its answer there.
+  for (int i = 0; i < 200; ++i) {
+    const json st = s.get("/v1/cache/stats").body_json()["tiers"]["suffix"];
+    if (st.value("ids", 0L) > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::string second = completion_text(s, body);
+  CHECK(second == first);
+  CHECK(second == completion_text(plain, body));
+  const json st = speculative_stats(s);
+  INFO(st.dump());
+  CHECK(st["drafters"]["store"]["accepted"].get<long>() > 0);
+  CHECK(s.get("/v1/cache/stats").body_json()["tiers"]["suffix"]["hits"].get<long>() > 0);
 }
