@@ -27,6 +27,7 @@
 #include "runtime/engine/engine_batch.hpp"
 #include "runtime/engine/model_weights.hpp"
 #include "tools/bench_common.hpp"
+#include "tools/bench_state.hpp"
 
 using namespace anchorage;
 using namespace anchorage::bench;
@@ -46,29 +47,6 @@ std::size_t state_bytes(const state_layout& l) {
   for (const auto& s : l.sections) n += s.bytes;
   for (const auto& v : l.views) n += v.bytes_per_token * v.capacity;
   return n;
-}
-
-struct saved {
-  std::size_t length;
-  std::vector<std::vector<unsigned char>> sections;
-};
-
-saved save(const engine& e) {
-  saved s{e.length(), {}};
-  const auto& l = e.layout();
-  for (std::size_t i = 0; i < l.sections.size(); ++i) {
-    s.sections.emplace_back(l.sections[i].bytes);
-    e.cache_state().copy_section_out(i, s.sections.back().data());
-  }
-  return s;
-}
-
-// Rows above the length are rewritten by the next run, so the sections and the length are the
-// whole state to put back.
-void put_back(engine& e, const saved& s) {
-  for (std::size_t i = 0; i < s.sections.size(); ++i)
-    e.cache_state().copy_section_in(i, s.sections[i].data());
-  e.cache_state().set_valid_length(s.length);
 }
 
 nlohmann::json memory_figure(const model_config& c, const tensor_map& w, int n) {
@@ -162,7 +140,7 @@ int main(int argc, char** argv) {
     for (int n : slot_counts) {
       std::vector<std::unique_ptr<engine>> owned;
       std::vector<engine*> slots;
-      std::vector<saved> start;
+      std::vector<saved_state> start;
       for (int i = 0; i < n; ++i) {
         owned.push_back(std::make_unique<engine>(shared));
         owned.back()->prefill(

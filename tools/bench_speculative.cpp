@@ -27,33 +27,12 @@
 #include "runtime/engine/model_weights.hpp"
 #include "runtime/generation/generation_session.hpp"
 #include "tools/bench_common.hpp"
+#include "tools/bench_state.hpp"
 
 using namespace anchorage;
 using namespace anchorage::bench;
 
 namespace {
-
-struct saved {
-  std::size_t length;
-  std::vector<std::vector<unsigned char>> sections;
-};
-
-saved save(const engine& e) {
-  saved s{e.length(), {}};
-  const auto& l = e.layout();
-  for (std::size_t i = 0; i < l.sections.size(); ++i) {
-    s.sections.emplace_back(l.sections[i].bytes);
-    e.cache_state().copy_section_out(i, s.sections.back().data());
-  }
-  return s;
-}
-
-// Rows above the length are rewritten by the next run: the sections and the length are the state.
-void put_back(engine& e, const saved& s) {
-  for (std::size_t i = 0; i < s.sections.size(); ++i)
-    e.cache_state().copy_section_in(i, s.sections[i].data());
-  e.cache_state().set_valid_length(s.length);
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -63,7 +42,7 @@ double median(std::vector<double> v) {
 nlohmann::json bound(engine& e, const std::vector<token_id>& prompt, const std::vector<int>& ks, int reps) {
   e.reset();
   e.prefill(prompt);
-  const saved start = save(e);
+  const saved_state start = save(e);
   // The target's own greedy continuation: the pending token, then what follows it.
   const int most = *std::max_element(ks.begin(), ks.end());
   std::vector<token_id> greedy;

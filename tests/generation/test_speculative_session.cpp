@@ -116,7 +116,7 @@ TEST_CASE("greedy gate: scripted drafts of every kind leave the output and the s
   for (const std::string preset : presets) {
     DYNAMIC_SECTION(preset) {
       const model_config c = test_config(preset, 1024);
-      for (std::uint64_t p = 0; p < 3; ++p) {
+      for (std::uint64_t p = 0; p < 6; ++p) {
         INFO("prompt " << p);
         const generation_job job = greedy_job(test_tokens(30 + 41 * p, 60 + p), 57);
         const run_result want = run_job(c, job);

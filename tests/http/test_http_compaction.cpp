@@ -34,13 +34,6 @@ json compaction_stats(const http_server& s, long served) {
   }
 }
 
-json greedy(const json& messages, long max_tokens) {
-  json b = chat_body(messages, 5, max_tokens);
-  b["temperature"] = 0;
-  b["chat_template_kwargs"] = {{"enable_thinking", false}};
-  return b;
-}
-
 const char* summarizer =
     "You are a context summarization agent. You are given a conversation between a user and an agent. "
     "Your goal is to produce a structured summary matching the format specified so another coding agent "
@@ -80,7 +73,7 @@ json compaction_body(const json& messages, const std::string& first_user_overrid
 json first_turn(const http_server& s) {
   json messages = json::array({{{"role", "system"}, {"content", filler(system_prompt, 900)}},
                                {{"role", "user"}, {"content", "List the files in src."}}});
-  const turn_reply t1 = post_session(s, greedy(messages, 12));
+  const turn_reply t1 = post_session(s, greedy_turn(messages, 12));
   messages.push_back({{"role", "assistant"}, {"content", t1.message.value("content", "")}});
   return messages;
 }
@@ -92,7 +85,7 @@ TEST_CASE("http: a compaction request is served as the continuation of the sessi
   http_server s;
   json messages = first_turn(s);
   messages.push_back({{"role", "user"}, {"content", "Now read main.cpp."}});
-  const turn_reply t2 = post_session(s, greedy(messages, 12));
+  const turn_reply t2 = post_session(s, greedy_turn(messages, 12));
   REQUIRE(t2.x_cache["source"] == "end");
   messages.push_back({{"role", "assistant"}, {"content", t2.message.value("content", "")}});
   const long end_rows = s.get("/v1/cache/stats").body_json()["tiers"]["resident"]["end_anchor"].get<long>();
@@ -113,7 +106,7 @@ TEST_CASE("http: a compaction request is served as the continuation of the sessi
 
   // The conversation goes on from its end anchor, as if the compaction had not run.
   messages.push_back({{"role", "user"}, {"content", "And the tests?"}});
-  const turn_reply t3 = post_session(s, greedy(messages, 8));
+  const turn_reply t3 = post_session(s, greedy_turn(messages, 8));
   CHECK(t3.x_cache["source"] == "end");
   CHECK(t3.x_cache["resumed_at"] == end_rows);
   const json stats = compaction_stats(s, 1);
@@ -184,7 +177,7 @@ TEST_CASE(
       {"--compaction-idle-s", "2", "--compaction-min-tokens", "1", "--compaction-max-tokens", "16"});
   json messages = first_turn(s);
   messages.push_back({{"role", "user"}, {"content", "Now read main.cpp."}});
-  const turn_reply t2 = post_session(s, greedy(messages, 12));
+  const turn_reply t2 = post_session(s, greedy_turn(messages, 12));
   REQUIRE(t2.x_cache["source"] == "end");
   messages.push_back({{"role", "assistant"}, {"content", t2.message.value("content", "")}});
   const long end_rows = s.get("/v1/cache/stats").body_json()["tiers"]["resident"]["end_anchor"].get<long>();
@@ -215,7 +208,7 @@ TEST_CASE(
 
   // The conversation goes on from its end anchor; the worker left it as it was.
   messages.push_back({{"role", "user"}, {"content", "And the tests?"}});
-  const turn_reply t3 = post_session(s, greedy(messages, 8));
+  const turn_reply t3 = post_session(s, greedy_turn(messages, 8));
   CHECK(t3.x_cache["source"] == "end");
   CHECK(t3.x_cache["resumed_at"] == end_rows);
   messages.push_back({{"role", "assistant"}, {"content", t3.message.value("content", "")}});

@@ -22,14 +22,6 @@ std::size_t files_with(const std::string& dir, const std::string& ext) {
   return n;
 }
 
-// Greedy turns whose answers survive the round trip (letters only).
-json greedy(const json& messages, long max_tokens) {
-  json b = chat_body(messages, 5, max_tokens);
-  b["temperature"] = 0;
-  b["chat_template_kwargs"] = {{"enable_thinking", false}};
-  return b;
-}
-
 json conversation(const std::string& who) {
   return json::array({{{"role", "system"}, {"content", filler(who + " " + system_prompt, 900)}},
                       {{"role", "user"}, {"content", "List the files in src."}}});
@@ -63,9 +55,9 @@ TEST_CASE("http: a restart through the drain resumes the next turn from the spil
   long end_rows = 0;
   {
     http_server a(flags);
-    const turn_reply t1 = post_turn(a, greedy(messages, 12));
+    const turn_reply t1 = post_turn(a, greedy_turn(messages, 12));
     answer(messages, t1, "Now read main.cpp.");
-    const turn_reply t2 = post_turn(a, greedy(messages, 12));
+    const turn_reply t2 = post_turn(a, greedy_turn(messages, 12));
     CHECK(t2.x_cache["source"] == "end");
     answer(messages, t2, "And the tests?");
     end_rows = a.get("/v1/cache/stats").body_json()["tiers"]["resident"]["end_anchor"].get<long>();
@@ -80,19 +72,19 @@ TEST_CASE("http: a restart through the drain resumes the next turn from the spil
   REQUIRE(tiers.contains("spill"));
   CHECK(tiers["spill"]["entries"] == 1);
   CHECK(tiers["resident"]["end_anchor"] == end_rows);
-  const turn_reply t3 = post_turn(b, greedy(messages, 12));
+  const turn_reply t3 = post_turn(b, greedy_turn(messages, 12));
   CHECK(t3.x_cache["source"] == "spill");
   CHECK(t3.x_cache["resumed_at"] == end_rows);
   // A server that never stopped.
   temp_dir other("anchorage-http-spill-ref");
   http_server ref({"--cache-dir", other.str(), "--disk-min-tokens", "1000000"});
   json again = conversation("A");
-  const turn_reply r1 = post_turn(ref, greedy(again, 12));
+  const turn_reply r1 = post_turn(ref, greedy_turn(again, 12));
   answer(again, r1, "Now read main.cpp.");
-  const turn_reply r2 = post_turn(ref, greedy(again, 12));
+  const turn_reply r2 = post_turn(ref, greedy_turn(again, 12));
   answer(again, r2, "And the tests?");
   REQUIRE(again == messages);
-  const turn_reply r3 = post_turn(ref, greedy(again, 12));
+  const turn_reply r3 = post_turn(ref, greedy_turn(again, 12));
   CHECK(r3.x_cache["source"] == "end");
   CHECK(t3.message == r3.message);
   CHECK(t3.x_cache["prefilled_tokens"] == r3.x_cache["prefilled_tokens"]);
@@ -111,10 +103,10 @@ TEST_CASE(
                                           "--resident-guest-max", "0",       "--cache-budget-gb",  "0"};
   http_server s(flags);
   json a = conversation("A");
-  const turn_reply a1 = post_turn(s, greedy(a, 10));
+  const turn_reply a1 = post_turn(s, greedy_turn(a, 10));
   answer(a, a1, "Now read main.cpp.");
   // Session B replaces A's rows; the park holds nothing, so A is spilled first.
-  const turn_reply b1 = post_turn(s, greedy(conversation("B"), 10));
+  const turn_reply b1 = post_turn(s, greedy_turn(conversation("B"), 10));
   CHECK(b1.x_cache["source"] == "cold");
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   json spill;
@@ -124,15 +116,15 @@ TEST_CASE(
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   } while (std::chrono::steady_clock::now() < until);
   REQUIRE(spill["entries"] == 1);
-  const turn_reply a2 = post_turn(s, greedy(a, 10));
+  const turn_reply a2 = post_turn(s, greedy_turn(a, 10));
   CHECK(a2.x_cache["source"] == "spill");
   // A server that ran only A.
   http_server ref({"--disk-min-tokens", "1000000"});
   json alone = conversation("A");
-  const turn_reply r1 = post_turn(ref, greedy(alone, 10));
+  const turn_reply r1 = post_turn(ref, greedy_turn(alone, 10));
   answer(alone, r1, "Now read main.cpp.");
   REQUIRE(alone == a);
-  const turn_reply r2 = post_turn(ref, greedy(alone, 10));
+  const turn_reply r2 = post_turn(ref, greedy_turn(alone, 10));
   CHECK(r2.x_cache["source"] == "end");
   CHECK(a2.message == r2.message);
   CHECK(a2.x_cache["prefilled_tokens"] == r2.x_cache["prefilled_tokens"]);
@@ -145,7 +137,7 @@ TEST_CASE("http: clear with tier=spill deletes the spill's files", "[http][spill
   const httplib::Headers admin = {{"Authorization", "Bearer secret"}};
   {
     http_server a(flags);
-    post_turn(a, greedy(conversation("A"), 6));
+    post_turn(a, greedy_turn(conversation("A"), 6));
     CHECK(a.srv().drain(std::chrono::seconds(30)));
   }
   REQUIRE(files_with(dir.str(), ".man") == 1);

@@ -23,13 +23,6 @@ std::vector<std::string> store_flags(const temp_dir& dir) {
           "--session-spill", "off",     "--admin-token",  "secret"};
 }
 
-json greedy(const json& messages, long max_tokens) {
-  json b = chat_body(messages, 5, max_tokens);
-  b["temperature"] = 0;
-  b["chat_template_kwargs"] = {{"enable_thinking", false}};
-  return b;
-}
-
 json conversation(const std::string& who) {
   return json::array({{{"role", "system"}, {"content", filler(who + " " + system_prompt, 600)}},
                       {{"role", "user"}, {"content", "List the files in " + who + "."}}});
@@ -85,7 +78,7 @@ TEST_CASE("http: finished requests' ids reach the suffix store, 0700 and 0600, a
     std::uint64_t used = 0;
     const char* who[] = {"alpha", "bravo", "charlie"};
     for (std::uint64_t k = 0; k < 3; ++k) {
-      const turn_reply t = post_turn(s, greedy(conversation(who[k]), 5));
+      const turn_reply t = post_turn(s, greedy_turn(conversation(who[k]), 5));
       used += used_tokens(t);
       const json x = after_adds(s, k + 1);
       REQUIRE(x["adds"] == k + 1);
@@ -130,7 +123,7 @@ TEST_CASE("http: a conversation resending its growing prompt appends only the ne
   json messages = conversation("agent");
   std::uint64_t before_ids = 0, previous_used = 0;
   for (std::uint64_t turn = 1; turn <= 4; ++turn) {
-    const turn_reply t = post_turn(s, greedy(messages, 6));
+    const turn_reply t = post_turn(s, greedy_turn(messages, 6));
     const std::uint64_t used = used_tokens(t);
     const json x = after_adds(s, turn);
     const std::uint64_t appended = x["ids"].get<std::uint64_t>() - before_ids;
@@ -160,7 +153,7 @@ TEST_CASE("http: --suffix-store off makes no directory, and the clear route empt
     std::vector<std::string> flags = store_flags(dir);
     flags[3] = "off";  // --suffix-store off
     http_server s(flags);
-    post_turn(s, greedy(conversation("off"), 4));
+    post_turn(s, greedy_turn(conversation("off"), 4));
     const json x = suffix_when(s, [](const json& j) { return j.contains("enabled"); });
     CHECK(x["enabled"] == false);
     CHECK_FALSE(std::filesystem::exists(dir.file("suffix")));
@@ -169,7 +162,7 @@ TEST_CASE("http: --suffix-store off makes no directory, and the clear route empt
   }
   http_server s(store_flags(dir));
   opened(s);
-  post_turn(s, greedy(conversation("clear"), 4));
+  post_turn(s, greedy_turn(conversation("clear"), 4));
   const json x = after_adds(s, 1);
   REQUIRE(x["ids"].get<std::uint64_t>() > 0);
   const http_reply r = s.post("/v1/cache/clear?tier=suffix", "", admin);
@@ -180,7 +173,7 @@ TEST_CASE("http: --suffix-store off makes no directory, and the clear route empt
   CHECK(y["bytes"] == header_bytes);
   CHECK(std::filesystem::file_size(y["path"].get<std::string>()) == header_bytes);
   // tier=all names it too; the same request is new again after the clear.
-  post_turn(s, greedy(conversation("clear"), 4));
+  post_turn(s, greedy_turn(conversation("clear"), 4));
   CHECK(after_adds(s, 2)["ids"] == x["ids"]);
   const http_reply all = s.post("/v1/cache/clear?tier=all", "", admin);
   REQUIRE(all.status == 200);
@@ -196,8 +189,8 @@ TEST_CASE("http: a torn tail of the suffix log is cut at the next start and coun
   {
     http_server s(store_flags(dir));
     opened(s);
-    post_turn(s, greedy(conversation("one"), 4));
-    post_turn(s, greedy(conversation("two"), 4));
+    post_turn(s, greedy_turn(conversation("one"), 4));
+    post_turn(s, greedy_turn(conversation("two"), 4));
     const json x = after_adds(s, 2);
     REQUIRE(x["segments"] == 2);
     path = x["path"];
@@ -224,7 +217,7 @@ TEST_CASE("http: a stop right after a request still writes its ids to the suffix
   std::uint64_t used = 0;
   {
     http_server s(store_flags(dir));
-    used = used_tokens(post_turn(s, greedy(conversation("stop"), 4)));
+    used = used_tokens(post_turn(s, greedy_turn(conversation("stop"), 4)));
     // No wait for the writer's counters: the server stops at once.
   }
   http_server again(store_flags(dir));

@@ -19,6 +19,14 @@ inline json chat_body(const json& messages, std::uint64_t seed, long max_tokens 
               {"temperature", 0.8},   {"seed", seed},         {"logit_bias", letters_only()}};
 }
 
+// A greedy turn without thinking whose answer survives the round trip (letters only).
+inline json greedy_turn(const json& messages, long max_tokens) {
+  json b = chat_body(messages, 5, max_tokens);
+  b["temperature"] = 0;
+  b["chat_template_kwargs"] = {{"enable_thinking", false}};
+  return b;
+}
+
 inline std::size_t count_tokens(const std::string& text) { return tok.encode(text, true).size(); }
 
 struct turn_reply {
