@@ -25,7 +25,8 @@ inline saved_state save(const engine& e) {
 }
 
 inline void put_back(engine& e, const saved_state& s) {
-  for (std::size_t i = 0; i < s.sections.size(); ++i) e.cache_state().copy_section_in(i, s.sections[i].data());
+  for (std::size_t i = 0; i < s.sections.size(); ++i)
+    e.cache_state().copy_section_in(i, s.sections[i].data());
   e.cache_state().set_valid_length(s.length);
 }
 
