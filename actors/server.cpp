@@ -11,6 +11,7 @@
 #include "actors/edge.hpp"
 #include "actors/spill_writer.hpp"
 #include "actors/suffix_writer.hpp"
+#include "runtime/text/tokenizer_digest.hpp"
 #include "runtime/core/log.hpp"
 #include "runtime/engine/model_weights.hpp"
 #include "runtime/io/uring_env.hpp"
@@ -124,7 +125,7 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   if (!suffix_dir.empty()) {
     suffix_store_options so;
     so.dir = suffix_dir;
-    so.tokenizer_digest = suffix_tokenizer_digest(tok);
+    so.tokenizer_digest = tokenizer_digest(tok);
     so.cap_bytes = cfg_.suffix.cap_bytes;
     bo.suffix = so;
   } else {

@@ -3,7 +3,6 @@
 #include <caf/all.hpp>
 
 #include "runtime/core/log.hpp"
-#include "runtime/text/tokenizer.hpp"
 
 namespace anchorage {
 
@@ -25,22 +24,6 @@ suffix_tier_stats suffix_writer_stats(const suffix_store& store) {
   t.indexed_ids = s.indexed_ids;
   t.write_failures = s.write_failures;
   return t;
-}
-
-std::uint64_t suffix_tokenizer_digest(const tokenizer& tok) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, 64 bits
-  auto mix = [&h](unsigned char c) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  };
-  for (int id = 0; id < tok.vocab_size(); ++id) {
-    const bool defined = tok.is_defined(id);
-    const std::string bytes = defined ? tok.token_text(id) : std::string();
-    mix(defined ? 1 : 0);
-    for (int k = 0; k < 4; ++k) mix(static_cast<unsigned char>(bytes.size() >> (8 * k)));  // its length, then
-    for (char c : bytes) mix(static_cast<unsigned char>(c));                               // its bytes
-  }
-  return h;
 }
 
 suffix_writer_actor::behavior_type suffix_writer(

@@ -9,8 +9,6 @@
 
 namespace anchorage {
 
-class tokenizer;
-
 // The persistent suffix store's writer (docs/SUFFIX_STORE.md, "In the server"): it owns the
 // store (opened when it starts, one log line: path, ids, bytes, torn bytes cut, or refused and
 // why) and appends each finished request's ids on its own thread, where the batched suffix-array
@@ -30,9 +28,5 @@ suffix_writer_actor::behavior_type suffix_writer(
 
 // The counters the stats route shows, from the store's (lookups and hits are the view's).
 suffix_tier_stats suffix_writer_stats(const suffix_store& store);
-
-// The digest a log is named by: of every id's bytes in the tokenizer's vocabulary, so that two
-// tokenizers share a log only when their ids mean the same bytes.
-std::uint64_t suffix_tokenizer_digest(const tokenizer& tok);
 
 }  // namespace anchorage

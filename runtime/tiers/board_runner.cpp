@@ -44,19 +44,6 @@ speculative_counters board_runner::speculation() const {
   return c;
 }
 
-namespace {
-
-request_info info_of(const board_job& j) {
-  request_info info;
-  info.session_key = j.session_key;
-  info.max_tokens = static_cast<std::size_t>(std::max(0L, j.max_tokens));
-  if (j.reasoning_budget >= 0) info.hidden_reserve = reasoning_close_length(j.tok ? *j.tok : tokenizer());
-  if (j.user_start >= 0) info.user_start = static_cast<std::size_t>(j.user_start);
-  return info;
-}
-
-}  // namespace
-
 board_runner::board_runner(std::shared_ptr<engine> eng, board_runner_options opts)
     : eng_(std::move(eng)), decode_block_(opts.decode_block), side_slots_(std::move(opts.side_slots)) {
   speculative_ = opts.speculative;
@@ -86,21 +73,6 @@ board_runner::board_runner(std::shared_ptr<engine> eng, board_runner_options opt
         });
   }
   active_ = eng_.get();
-}
-
-template <class F>
-void board_runner::guarded(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    // A side slot holds none of slot 0's state: only slot 0's failures drop the resident prefix.
-    if (active_ != eng_.get()) {
-      log_warn() << "a cache tier failed on a side slot (" << e.what() << ")";
-      return;
-    }
-    log_warn() << "a cache tier failed (" << e.what() << "); the resident prefix is dropped";
-    tiers_->clear(cache_tier::resident);
-  }
 }
 
 // The cold path after a restore failed: a side slot's failure touched nothing of slot 0's;
@@ -176,57 +148,6 @@ void board_runner::restore_start(resume_offer& o) {
   job_.cache.source = to_string(reported_);
   job_.cache.resumed_at = static_cast<long>(o.at);
   job_.cache.restore_ms = static_cast<double>(steady_ns() - start_ns_) / 1e6;
-}
-
-std::size_t board_runner::checkpoint_every() const { return disk_opts_ ? disk_opts_->checkpoint_tokens : 0; }
-
-// A generation cut short (a restart, a client gone) by an identical request: its durable
-// checkpoint, read and verified by the disk, applied whole into slot 0 and the session resumed
-// from it, the output so far replayed. False (slot 0 reset, the checkpoint dropped when it
-// does not resume) when it cannot be taken.
-bool board_runner::resume_checkpoint(const verified_checkpoint& c, board_events& out) {
-  engine& e = *eng_;
-  e.abandon_prefill();
-  try {
-    disk_service::apply_checkpoint(c, e.cache_state());
-  } catch (const std::exception& ex) {  // an allocation or a copy failed midway: slot 0 is unknown
-    log_warn() << "restoring a generation checkpoint failed (" << ex.what() << ")";
-    tiers_->clear(cache_tier::resident);
-    e.reset();
-    return false;
-  }
-  const checkpoint_meta& meta = c.read.meta;
-  tiers_->expect(info_of(job_));
-  // The rows are the checkpoint's now: the resident prefix's are gone.
-  tiers_->clear(cache_tier::resident);
-  active_ = &e;
-  job_.seed = meta.seed;
-  generation_job g = session_job();
-  g.resume_output.assign(meta.tokens.begin() + static_cast<long>(meta.prompt_tokens), meta.tokens.end());
-  try {
-    session_ = std::make_unique<generation_session>(e, std::move(g));
-  } catch (const std::exception& ex) {
-    log_warn() << "a generation checkpoint does not resume (" << ex.what() << ")";
-    out.generations_finished.push_back(job_key_);  // its checkpoints go
-    e.reset();
-    return false;
-  }
-  resume_offer o;
-  o.source = cache_source::checkpoint;
-  o.at = asked_.size();
-  o.served = asked_;
-  o.exact = false;
-  o.rows_replaced = true;
-  guarded([&] { tiers_->begin(o, e.cache_state()); });
-  out.generations_started.push_back(job_key_);
-  job_.cache = x_cache_info{};
-  job_.cache.source = to_string(cache_source::checkpoint);
-  job_.cache.resumed_at = static_cast<long>(e.length());
-  job_.cache.restore_ms = static_cast<double>(steady_ns() - start_ns_) / 1e6;
-  next_checkpoint_ = session_->output_ids().size() + checkpoint_every();
-  served_as_asked_ = true;
-  source_ = cache_source::checkpoint;
-  return true;
 }
 
 void board_runner::take_early_cancel() {
@@ -389,32 +310,6 @@ board_events board_runner::planned(const disk_write_lines& lines) {
   out.sink = job_.sink;
   out.step_again = true;
   return out;
-}
-
-// Every --generation-checkpoint-tokens output tokens of a decode on slot 0: the whole state
-// staged and written behind.
-void board_runner::maybe_checkpoint(board_events& out) {
-  const std::size_t every = checkpoint_every();
-  // A served prompt the end alignment changed is not the one an identical request sends: its
-  // checkpoint could never be found again.
-  if (every == 0 || active_ != eng_.get() || !served_as_asked_ || !session_->checkpointable()) return;
-  const auto& ids = session_->output_ids();
-  if (ids.size() < next_checkpoint_) return;
-  next_checkpoint_ = ids.size() + every;
-  checkpoint_meta meta;
-  meta.key_hash = job_key_;
-  meta.seed = job_.seed;
-  meta.seed_explicit = job_.seed_explicit;
-  meta.prompt_tokens = job_.prompt.size();
-  meta.tokens.assign(job_.prompt.begin(), job_.prompt.end());
-  meta.tokens.insert(meta.tokens.end(), ids.begin(), ids.end());
-  if (active_->length() + 1 != meta.tokens.size()) return;
-  try {
-    staging_->stage_checkpoint(active_->cache_state(), meta);
-  } catch (const std::exception& e) {
-    log_warn() << "staging a generation checkpoint failed (" << e.what() << ")";
-  }
-  take_submissions(out);
 }
 
 board_events board_runner::step() {

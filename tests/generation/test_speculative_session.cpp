@@ -236,15 +236,13 @@ TEST_CASE("a cancelled speculative generation leaves the engine holding its prom
   const auto prompt = test_tokens(45, 97);
   const run_result want = run_job(c, greedy_job(prompt, 60));
   auto e = make_engine(c);
-  scripted_source* src_ptr = nullptr;
   generation_session* live = nullptr;
   scripted_source src(
       want.ids, [&] { return live->output_ids().size(); }, c.vocab);
-  src_ptr = &src;
   generation_job job = greedy_job(prompt, 60);
   job.speculative.mode = speculative_mode::lookup;
   job.speculative.lookup_own = false;
-  job.lookup = src_ptr;
+  job.lookup = &src;
   generation_session s(*e, job);
   live = &s;
   for (int i = 0; i < 6; ++i) s.step(4);
