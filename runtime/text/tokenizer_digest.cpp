@@ -14,7 +14,8 @@ std::uint64_t tokenizer_digest(const tokenizer& tok) {
     const bool defined = tok.is_defined(id);
     const std::string bytes = defined ? tok.token_text(id) : std::string();
     unsigned char head[5] = {static_cast<unsigned char>(defined ? 1 : 0)};
-    for (int k = 0; k < 4; ++k) head[1 + k] = static_cast<unsigned char>(bytes.size() >> (8 * k));  // its length
+    for (int k = 0; k < 4; ++k)
+      head[1 + k] = static_cast<unsigned char>(bytes.size() >> (8 * k));  // its length
     XXH3_64bits_update(st.get(), head, sizeof head);
     XXH3_64bits_update(st.get(), bytes.data(), bytes.size());  // then its bytes
   }
