@@ -114,6 +114,8 @@ void send_spill(board_ptr self, spill_job_ptr job, std::function<void(const spil
     if (k && j) r = k->committed(*j);
     send_tiers(self);
     if (then) then(r);
+    // The requests that waited for this conversation's commit start now.
+    for (auto& ev : self->state.slots->spill_committed()) send_all(self, std::move(ev));
   };
   if (!st.spill_writer) return commit(std::move(job));
   self->request(st.spill_writer, caf::infinite, spill_write_atom::value, job)
@@ -124,6 +126,26 @@ void send_spill(board_ptr self, spill_job_ptr job, std::function<void(const spil
             });
 }
 
+// A slot's spilled conversation to read: the spill reader reads and verifies it on its own
+// thread while the board serves the other slots; its reply goes back to that slot. Without a
+// reader (tests without actors) the board reads it itself.
+void send_spill_read(board_ptr self, std::size_t slot, spill_fetch_ptr f) {
+  auto& st = self->state;
+  auto again = [self, slot](spill_fetch_ptr done) {
+    send_all(self, self->state.slots->spill_fetched(slot, std::move(done)));
+  };
+  if (!st.spill_reader) {
+    if (spill_keeper* k = st.slots->spill(); k && f) k->execute_here(*f);
+    return again(std::move(f));
+  }
+  self->request(st.spill_reader, caf::infinite, spill_read_atom::value, f)
+      .then([again](spill_fetch_ptr& done) { again(std::move(done)); },
+            [again, f](caf::error& e) {
+              f->failure = "the spill reader failed: " + caf::to_string(e);
+              again(f);
+            });
+}
+
 // What a slot asked for: the disk's messages, the stats, the ledger entry before the sink's
 // events (so the conductor knows a request ended before its client does), and one step message
 // whenever some slot waits for a step.
@@ -131,6 +153,7 @@ void send_all(board_ptr self, slot_events tagged) {
   auto& st = self->state;
   board_events& out = tagged.events;
   send_to_disk(self, tagged.slot, out);
+  if (out.spill_read) send_spill_read(self, tagged.slot, std::move(out.spill_read));
   for (auto& job : out.spill_writes) send_spill(self, std::move(job), nullptr);
   if (out.tiers_changed) send_tiers(self);
   if (out.idle && st.idle) {
@@ -164,6 +187,7 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
   ro.disk = opts.disk;
   ro.spill = opts.spill;
   init.spill_writer = opts.spill_writer;
+  init.spill_reader = opts.spill_reader;
   if (opts.suffix) {
     init.suffix_view = std::make_shared<suffix_lookup>();
     ro.lookup = init.suffix_view;
@@ -189,7 +213,7 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
   return {
       [=](run_atom, board_job& j) {
         preempt_idle(self);
-        send_all(self, self->state.slots->start(std::move(j)));
+        if (auto ev = self->state.slots->admit(std::move(j))) send_all(self, std::move(*ev));
       },
       [=](idle_atom, idle_request& rq) -> caf::result<idle_reply> {
         auto& st = self->state;

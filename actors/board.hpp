@@ -28,9 +28,11 @@ struct board_options {
   disk_actor disk_handle;
   // The session spill (--session-spill): the keeper (its store scanned; the board reads the
   // conversations a planned stop left back into their slots before its first request) and the
-  // writer actor that writes its jobs.
+  // writer actor that writes its jobs, and the reader actor that reads and verifies a
+  // request's spilled conversation (none: the board reads it itself, as in tests without actors).
   std::shared_ptr<spill_keeper> spill;
   spill_writer_actor spill_writer;
+  spill_reader_actor spill_reader;
   // The persistent suffix store (--suffix-store, docs/SUFFIX_STORE.md): the board spawns its
   // writer (detached) with these options and installs what the writer sends in the view the
   // slots' drafters read. None: off, and `suffix_off` says why (the stats show it).
@@ -55,6 +57,7 @@ struct board_state {
   disk_actor disk;
   done_receiver conductor;
   spill_writer_actor spill_writer;
+  spill_reader_actor spill_reader;
   // The suffix store's writer (none when it is off), the view it feeds (the slots' lookup
   // source) and its latest counters.
   suffix_writer_actor suffix_writer;

@@ -11,12 +11,17 @@
 #include "actors/edge_exchange.hpp"
 #include "actors/edge_stream.hpp"
 #include "protocol/error_code.hpp"
+#include "runtime/api/anthropic_request.hpp"
+#include "runtime/api/anthropic_response.hpp"
+#include "runtime/api/anthropic_sse_encoder.hpp"
 #include "runtime/api/openai_request.hpp"
 #include "runtime/api/openai_response.hpp"
 #include "runtime/api/sse_encoder.hpp"
 #include "runtime/io/clock.hpp"
 #include "runtime/server/http_front.hpp"
 #include "runtime/server/trace.hpp"
+#include "runtime/text/prompt_render.hpp"
+#include "runtime/text/tokenizer.hpp"
 
 namespace anchorage {
 namespace {
@@ -59,10 +64,45 @@ void answer_whole(exchange& ex, trace_writer* trace, request_kind kind, const st
   }
 }
 
-// What a streamed request keeps between the calls of its chunk provider.
+// The Anthropic routes' counterparts of send_error and fail: the same status, Anthropic's shape.
+bool anthropic_path(const std::string& path) { return path.rfind("/v1/messages", 0) == 0; }
+
+void send_anthropic_error(httplib::Response& res, const api_error& e) {
+  res.status = e.status;
+  res.set_content(anthropic_json_text(anthropic_error_body(e)), "application/json");
+}
+
+void fail_anthropic(trace_writer* trace, const httplib::Request& http, httplib::Response& res,
+                    const api_error& e) {
+  if (trace) trace->record(http.path, http.body, trace_error(e), nullptr);
+  send_anthropic_error(res, e);
+}
+
+// A Messages request without "stream": waits for the end and answers one message.
+void answer_whole_anthropic(exchange& ex, trace_writer* trace, const std::string& id,
+                            const std::string& model, const httplib::Request& http, httplib::Response& res) {
+  for (;;) {
+    stream_event ev = ex.next();
+    if (ev.what == stream_event::kind::failed) return fail_anthropic(trace, http, res, ev.error);
+    if (ev.what != stream_event::kind::finished) continue;
+    if (trace)
+      trace->record(http.path, http.body,
+                    trace_outcome(request_kind::chat, ev.finish_reason, ev.output, ev.usage),
+                    trace_ledger(ev.ledger));
+    res.status = 200;
+    res.set_content(anthropic_json_text(
+                        anthropic_message_body(id, model, ev.output, ev.finish_reason, ev.usage, ev.cache)),
+                    "application/json");
+    return;
+  }
+}
+
+// What a streamed request keeps between the calls of its chunk provider; `encoder` is
+// sse_encoder (OpenAI's chunks) or anthropic_sse_encoder (Anthropic's events).
+template <class encoder>
 struct stream_state {
   std::shared_ptr<exchange> ex;
-  sse_encoder sse;
+  encoder sse;
   trace_writer* trace;
   request_kind kind;
   std::string path, body;
@@ -77,7 +117,8 @@ bool write_chunks(httplib::DataSink& sink, const std::vector<std::string>& chunk
 
 // The client went away: stop the generation at its next step. A client that left is recorded
 // too (a replay skips it: it cannot leave the same way).
-void cancel(stream_state& st) {
+template <class encoder>
+void cancel(stream_state<encoder>& st) {
   const stream_event end = st.ex->cancel();
   if (!st.trace) return;
   st.trace->record(st.path, st.body, nlohmann::json{{"cancelled", true}},
@@ -86,7 +127,8 @@ void cancel(stream_state& st) {
 
 // One call of the chunk provider: the opening chunks on the first, then one event's chunks per
 // call. Returns false to drop the connection (the client went away).
-bool stream_step(stream_state& st, httplib::DataSink& sink) {
+template <class encoder>
+bool stream_step(stream_state<encoder>& st, httplib::DataSink& sink) {
   if (!st.sse.opened()) {
     if (write_chunks(sink, st.sse.open())) return true;
     cancel(st);
@@ -139,18 +181,19 @@ void ask_admin(caf::actor_system& sys, const admin_actor& admin, httplib::Respon
 // httplib's own refusals (no route, a body over the limit, a request it could not read).
 void unreadable_request(const httplib::Request& q, httplib::Response& res) {
   if (!res.body.empty()) return;
+  const auto answer = anthropic_path(q.path) ? send_anthropic_error : send_error;
   if (res.status == 404)
-    return send_error(res, {404, "not_found_error", "no route " + q.method + " " + q.path, ""});
+    return answer(res, {404, "not_found_error", "no route " + q.method + " " + q.path, ""});
   if (res.status == 413)
-    return send_error(res, {413, "invalid_request_error",
-                            "the request body is larger than the server accepts (--max-body-mb)", ""});
-  send_error(res, {res.status, "invalid_request_error",
-                   "the request could not be read (HTTP " + std::to_string(res.status) +
-                       "; a POST needs a body with its Content-Length)",
-                   ""});
+    return answer(res, {413, "invalid_request_error",
+                        "the request body is larger than the server accepts (--max-body-mb)", ""});
+  answer(res, {res.status, "invalid_request_error",
+               "the request could not be read (HTTP " + std::to_string(res.status) +
+                   "; a POST needs a body with its Content-Length)",
+               ""});
 }
 
-void internal_error(const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+void internal_error(const httplib::Request& q, httplib::Response& res, std::exception_ptr ep) {
   std::string what = "internal error";
   try {
     if (ep) std::rethrow_exception(ep);
@@ -158,6 +201,7 @@ void internal_error(const httplib::Request&, httplib::Response& res, std::except
     what = e.what();
   } catch (...) {
   }
+  if (anthropic_path(q.path)) return send_anthropic_error(res, {500, "api_error", what, ""});
   send_error(res, {500, "server_error", what, ""});
 }
 
@@ -220,6 +264,12 @@ void http_edge::routes() {
   });
   s.Post("/v1/chat/completions",
          [this](const httplib::Request& q, httplib::Response& r) { generate(request_kind::chat, q, r); });
+  s.Post("/v1/messages", [this](const httplib::Request& q, httplib::Response& r) {
+    messages(anthropic_route::create, q, r);
+  });
+  s.Post("/v1/messages/count_tokens", [this](const httplib::Request& q, httplib::Response& r) {
+    messages(anthropic_route::count_tokens, q, r);
+  });
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& r) { models(r); });
   s.Get("/health", [this](const httplib::Request&, httplib::Response& r) { health(r); });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) { metrics(r); });
@@ -258,9 +308,63 @@ void http_edge::generate(request_kind kind, const httplib::Request& http, httpli
   const std::int64_t created = unix_seconds();
   if (!req->stream) return answer_whole(*ex, trace_.get(), kind, id, created, model, http, res);
 
-  auto st = std::make_shared<stream_state>(
-      stream_state{ex, sse_encoder(kind, id, created, model, req->include_usage), trace_.get(), kind,
-                   http.path, http.body});
+  auto st = std::make_shared<stream_state<sse_encoder>>(
+      stream_state<sse_encoder>{ex, sse_encoder(kind, id, created, model, req->include_usage), trace_.get(),
+                                kind, http.path, http.body});
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream", [st](std::size_t, httplib::DataSink& sink) { return stream_step(*st, sink); });
+}
+
+void http_edge::set_prompt_renderer(const render_limits& limits, const tokenizer& tok) {
+  render_limits_ = std::make_unique<const render_limits>(limits);
+  tok_ = std::make_unique<const tokenizer>(tok);
+}
+
+// POST /v1/messages (?beta=true is a query: the route is the path) and its count_tokens: the
+// body parsed into the chat route's request, which the conductor serves as a chat; answered in
+// Anthropic's shapes. x-api-key, anthropic-version and anthropic-beta are accepted, not required.
+void http_edge::messages(anthropic_route route, const httplib::Request& http, httplib::Response& res) {
+  const std::int64_t received = steady_ns();
+  const std::string& model = cfg_.served_model_name;
+  auto parsed = parse_anthropic_request(http.body, route);
+  if (auto* err = std::get_if<api_error>(&parsed)) return fail_anthropic(trace_.get(), http, res, *err);
+  completion_request& body = std::get<completion_request>(parsed);
+  // Claude Code's session header, else the chat route's; either wins over metadata.user_id's.
+  for (const char* h : {"X-Claude-Code-Session-Id", "X-Session-Id", "X-Session-Affinity"})
+    if (http.has_header(h)) {
+      body.session_header = http.get_header_value(h);
+      break;
+    }
+  if (http.has_header("User-Agent")) body.user_agent = http.get_header_value("User-Agent");
+  if (!body.model.empty() && body.model != model)
+    return fail_anthropic(
+        trace_.get(), http, res,
+        {404, "not_found_error",
+         "the model '" + body.model + "' does not exist; this server serves '" + model + "'", "model"});
+  if (route == anthropic_route::count_tokens) {
+    if (!render_limits_ || !tok_)
+      return send_anthropic_error(res, {503, "overloaded_error", "the server cannot count tokens yet", ""});
+    auto rendered = render_request(body, *render_limits_, *tok_, 0);
+    if (auto* err = std::get_if<api_error>(&rendered)) return send_anthropic_error(res, *err);
+    res.status = 200;
+    res.set_content(anthropic_json_text(
+                        anthropic_count_body(static_cast<long>(std::get<board_job>(rendered).prompt.size()))),
+                    "application/json");
+    return;
+  }
+  if (draining_)
+    return fail_anthropic(trace_.get(), http, res, {503, "server_error", "the server is shutting down", ""});
+
+  auto req = std::make_shared<const completion_request>(std::move(body));
+  const std::string id = "msg_" + std::to_string(started_s_) + "_" + std::to_string(++next_id_);
+  auto ex = std::make_shared<exchange>(sys_, conductor_, id, req, received);
+  stream_event first = ex->next();
+  if (first.what == stream_event::kind::failed) return fail_anthropic(trace_.get(), http, res, first.error);
+  if (!req->stream) return answer_whole_anthropic(*ex, trace_.get(), id, model, http, res);
+
+  auto st = std::make_shared<stream_state<anthropic_sse_encoder>>(stream_state<anthropic_sse_encoder>{
+      ex, anthropic_sse_encoder(id, model), trace_.get(), request_kind::chat, http.path, http.body});
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream", [st](std::size_t, httplib::DataSink& sink) { return stream_step(*st, sink); });

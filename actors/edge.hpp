@@ -20,6 +20,9 @@ namespace anchorage {
 class trace_writer;
 class http_front;
 class edge_http_server;
+class tokenizer;
+struct render_limits;
+enum class anthropic_route;
 
 // The HTTP edge: an event loop (runtime/server/http_front) holds the connections and reads each
 // request whole under the --http-* limits; a worker then answers it with cpp-httplib's routes,
@@ -38,11 +41,16 @@ class http_edge {
   void begin_drain() { draining_ = true; }
   bool draining() const { return draining_; }
   void stop();
+  // The template, limits and tokenizer the conductor renders with: POST /v1/messages/count_tokens
+  // renders a request with them (without them it answers 503).
+  void set_prompt_renderer(const render_limits& limits, const tokenizer& tok);
 
  private:
   // One function per route; routes() registers them.
   void routes();
   void generate(request_kind kind, const httplib::Request& http, httplib::Response& res);
+  // POST /v1/messages and /v1/messages/count_tokens (Anthropic's Messages API), docs/SERVER.md.
+  void messages(anthropic_route route, const httplib::Request& http, httplib::Response& res);
   void models(httplib::Response& res) const;
   void health(httplib::Response& res) const;
   void metrics(httplib::Response& res);
@@ -56,6 +64,8 @@ class http_edge {
   std::unique_ptr<edge_http_server> server_;
   std::unique_ptr<http_front> front_;
   std::unique_ptr<trace_writer> trace_;
+  std::unique_ptr<const render_limits> render_limits_;  // set_prompt_renderer's
+  std::unique_ptr<const tokenizer> tok_;
   std::atomic<bool> draining_{false};
   std::atomic<long> next_id_{0};
   std::int64_t started_s_ = 0;

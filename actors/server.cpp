@@ -9,6 +9,7 @@
 #include "actors/conductor.hpp"
 #include "actors/disk.hpp"
 #include "actors/edge.hpp"
+#include "actors/spill_reader.hpp"
 #include "actors/spill_writer.hpp"
 #include "actors/suffix_writer.hpp"
 #include "runtime/text/tokenizer_digest.hpp"
@@ -117,6 +118,11 @@ server::server(const server_config& cfg) : cfg_(cfg) {
     bo.spill = keeper;
     spill_writer_ = system_->spawn(anchorage::spill_writer, eng->layout(), std::make_shared<uring_env>());
     bo.spill_writer = spill_writer_;
+    // Its own thread: a read of a long conversation takes hundreds of milliseconds.
+    if (cfg_.spill.reader_thread) {
+      spill_reader_ = system_->spawn<caf::detached>(anchorage::spill_reader, std::make_shared<uring_env>());
+      bo.spill_reader = spill_reader_;
+    }
     opts.spill = true;
   }
   // The suffix store: its writer is the board's (spawned by it, detached); off with a log line.
@@ -138,6 +144,7 @@ server::server(const server_config& cfg) : cfg_(cfg) {
     return sys.spawn(anchorage::board, std::move(eng), bo, std::move(c));
   });
   edge_ = std::make_unique<http_edge>(*system_, conductor_, cfg_);
+  edge_->set_prompt_renderer(opts.limits, tok);
 }
 
 server::~server() { stop(); }
@@ -168,6 +175,10 @@ void server::stop() {
   if (spill_writer_) {
     caf::anon_send_exit(spill_writer_, caf::exit_reason::user_shutdown);
     spill_writer_ = nullptr;
+  }
+  if (spill_reader_) {
+    caf::anon_send_exit(spill_reader_, caf::exit_reason::user_shutdown);
+    spill_reader_ = nullptr;
   }
 }
 

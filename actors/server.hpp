@@ -38,6 +38,7 @@ class server {
   conductor_actor conductor_;
   disk_actor disk_;                  // with --cache-dir
   spill_writer_actor spill_writer_;  // with --cache-dir and --session-spill on
+  spill_reader_actor spill_reader_;  // with it
   std::unique_ptr<http_edge> edge_;
 };
 

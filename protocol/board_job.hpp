@@ -47,8 +47,12 @@ using sink_actor = caf::typed_actor<caf::reacts_to<stream_event>>;
 struct compaction_plan {
   std::string shape;                    // how the request was recognised
   std::vector<std::int32_t> turn;       // appended to the held rows
-  std::vector<std::string> user_lines;  // the guard looks for the first and the last
+  std::vector<std::string> user_lines;  // the guard looks for every one, in order
   bool starts_in_reasoning = false;     // the continuation's generation prompt opens <think>
+  // The turn to append instead when the held conversation lacks only the client's last user
+  // message (asked for right after the user typed): that message's user turn, then `turn`'s;
+  // empty when the client's history does not end with an unanswered user message.
+  std::vector<std::int32_t> turn_after_pending;
 };
 
 // A rendered request as the conductor hands it to the board.

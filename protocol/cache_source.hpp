@@ -19,7 +19,7 @@ enum class cache_source : std::uint8_t { cold, resident, end, store, disk, check
 
 // What served a request beyond its source: nothing, a guest's stash, a side slot, the pinned
 // head brought back, the parked session brought back.
-enum class cache_via : std::uint8_t { none, stash, side, pin, park };
+enum class cache_via : std::uint8_t { none, stash, pin, park };
 
 // The tiers an operator can name (`POST /v1/cache/clear?tier=`), and the stats' tier objects.
 enum class cache_tier : std::uint8_t { resident, store, disk, spill, response, suffix, all };
@@ -53,8 +53,6 @@ constexpr const char* to_string(cache_via v) {
       return "";
     case cache_via::stash:
       return "stash";
-    case cache_via::side:
-      return "side";
     case cache_via::pin:
       return "pin";
     case cache_via::park:

@@ -31,7 +31,7 @@ struct resident_stats {
   long refusals = 0;
   long long tokens_saved = 0;
   long guests_stashed = 0;
-  long guests_side = 0;
+  long guests_side = 0;  // always 0: slots replaced side slots (the field stays on the wire)
   long stash_refusals = 0;
   std::size_t stash_limit_bytes = 0;
   std::optional<std::size_t> pinned;  // where the pinned head's copy ends

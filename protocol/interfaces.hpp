@@ -46,6 +46,10 @@ using disk_writer_actor =
 // in the order the jobs came.
 using spill_writer_actor =
     caf::typed_actor<caf::replies_to<spill_write_atom, spill_job_ptr>::with<spill_job_ptr>>;
+// The spill reader: reads and verifies a planned read's files through its own env (off the
+// board's thread) and hands the fetch back with its outcome.
+using spill_reader_actor =
+    caf::typed_actor<caf::replies_to<spill_read_atom, spill_fetch_ptr>::with<spill_fetch_ptr>>;
 
 // The conductor: renders, looks up, queues, dispatches; keeps the ledger and the metrics.
 using conductor_actor = caf::typed_actor<

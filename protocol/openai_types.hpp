@@ -44,6 +44,10 @@ struct completion_request {
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();
   std::string tool_choice = "auto";  // auto | none | required | function:NAME
   bool enable_thinking = true;       // chat_template_kwargs.enable_thinking
+  // The request's own reasoning budget (Anthropic's thinking.budget_tokens): reasoning tokens
+  // before a hidden close, the lesser of it and --reasoning-budget when both are set; absent: the
+  // server's.
+  std::optional<long> reasoning_budget;
 
   // both
   std::optional<long> max_tokens;  // max_completion_tokens or max_tokens, >= 1; absent = no limit

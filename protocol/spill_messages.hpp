@@ -2,6 +2,8 @@
 // The session spill's messages (docs/SPILL.md):
 //
 //   board     -> spill writer (spill_write_atom, spill_job_ptr) -> spill_job_ptr (results filled)
+//   board     -> spill reader (spill_read_atom, spill_fetch_ptr) -> spill_fetch_ptr (read and
+//                                                             verified, or the failure named)
 //   conductor -> board        (spill_atom) -> spill_stop_reply  a planned stop's spill, answered
 //                                                             once every job is written and indexed
 //
@@ -23,6 +25,11 @@ namespace anchorage {
 struct spill_job;
 using spill_job_ptr = std::shared_ptr<spill_job>;
 
+// A planned read of one spilled conversation (runtime/spill/spill_store.hpp), handed from the
+// board to the spill reader and back with its outcome; only its holder at the time touches it.
+struct spill_fetch;
+using spill_fetch_ptr = std::shared_ptr<spill_fetch>;
+
 // What a planned stop's spill did.
 struct spill_stop_reply {
   std::size_t conversations = 0;  // spills staged
@@ -36,10 +43,13 @@ struct spill_stop_reply {
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::spill_job_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::spill_stop_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::spill_fetch_ptr)
 
 CAF_BEGIN_TYPE_ID_BLOCK(anchorage_spill, caf::id_block::anchorage_disk::end)
 CAF_ADD_TYPE_ID(anchorage_spill, (anchorage::spill_job_ptr))
 CAF_ADD_TYPE_ID(anchorage_spill, (anchorage::spill_stop_reply))
+CAF_ADD_TYPE_ID(anchorage_spill, (anchorage::spill_fetch_ptr))
 CAF_ADD_ATOM(anchorage_spill, anchorage, spill_write_atom, "spillwrite")
 CAF_ADD_ATOM(anchorage_spill, anchorage, spill_atom, "spill")
+CAF_ADD_ATOM(anchorage_spill, anchorage, spill_read_atom, "spillread")
 CAF_END_TYPE_ID_BLOCK(anchorage_spill)

@@ -135,6 +135,14 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) {
          c.spill.min_tokens = static_cast<std::size_t>(parse_long("spill-min-tokens", v, 1, 1L << 30));
        }},
+      {"spill-reader", "thread|board",
+       "where a request's spilled conversation is read and verified: on the spill reader's own thread while "
+       "the other slots run (thread), or on the board's (board: the layout before issue 23, for comparisons)",
+       [](server_config& c, const std::string& v) {
+         if (v != "thread" && v != "board")
+           throw std::invalid_argument("--spill-reader takes thread or board, not '" + v + "'");
+         c.spill.reader_thread = v == "thread";
+       }},
       {"suffix-store", "on|off",
        "keep every finished request's token ids in a persistent suffix store the lookup drafter asks, in "
        "<--cache-dir>/suffix or $XDG_CACHE_HOME/anchorage/suffix (on; off with --no-cache)",
@@ -223,9 +231,9 @@ const std::vector<option>& options() {
          c.max_body_bytes = parse_long("max-body-mb", v, 1, 4096) << 20;
        }},
       {"decode-block", "N", "tokens decoded per board step (4)",
-       [](server_config& c, const std::string& v) {
-         c.decode_block = static_cast<int>(parse_long("decode-block", v, 1, 1024));
-       }},
+       [](server_config& c,
+          const std::string&
+              v) { c.decode_block = static_cast<int>(parse_long("decode-block", v, 1, 1024)); }},
       {"reasoning-budget", "N",
        "reasoning tokens a thinking chat may generate before the server closes the block (-1: unlimited)",
        [](server_config& c, const std::string& v) {

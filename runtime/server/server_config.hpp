@@ -42,6 +42,7 @@ struct server_config {
     bool enabled = true;                       // --session-spill on|off (on whenever --cache-dir is set)
     std::uint64_t budget_bytes = 40ULL << 30;  // --session-spill-gb 40
     std::size_t min_tokens = 16384;            // --spill-min-tokens
+    bool reader_thread = true;                 // --spill-reader thread|board
   } spill;
   // The persistent suffix store (docs/SUFFIX_STORE.md): the ids of every finished request in an
   // append-only log the lookup drafter asks, in <--cache-dir>/suffix or a user directory

@@ -29,12 +29,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/spill_messages.hpp"
 #include "runtime/core/status.hpp"
 #include "runtime/engine/state_layout.hpp"
 #include "runtime/io/file_env.hpp"
@@ -103,6 +105,35 @@ struct spill_read {
   std::uint64_t bytes_read = 0;
 };
 
+// One read of a conversation, in three parts: planned by the store (plan_read: the files its
+// manifest names, a copy of the manifest; no I/O), executed anywhere with an env of its own
+// (execute_spill_read: the spill reader actor, so no NVMe read runs on the board's thread), and
+// finished by the store (finish_read). Only its holder at the time touches it.
+struct spill_fetch {
+  struct file {
+    std::string path;
+    std::size_t bytes = 0;
+    spill_file_key key;
+    bool manifest = false;
+  };
+  // The plan.
+  std::uint64_t id = 0;
+  std::uint64_t epoch = 0;  // the store's at the plan: a clear in between makes the read stale
+  state_layout layout;
+  spill_manifest manifest;
+  std::vector<unsigned char> encoded;  // the manifest's indexed bytes
+  std::vector<file> files;             // the manifest, its blocks, its anchors
+  // The outcome (execute_spill_read).
+  spill_read read;            // every byte verified when `failure` is empty
+  std::string failure;        // what failed, naming the file; empty: verified
+  std::size_t failed_at = 0;  // into `files`
+  double read_s = 0;          // the read's time, verification included
+};
+
+// Reads and verifies every file `f` names through `env` (see spill_store's header comment),
+// filling its outcome. Touches no index; thread-safe as far as `env` is (one env per thread).
+void execute_spill_read(file_env& env, spill_fetch& f);
+
 class spill_store {
  public:
   // Does no I/O: call scan() first. `env` must outlive the store.
@@ -141,6 +172,12 @@ class spill_store {
   // makes it the most recently used. On any failure: the failing file and the manifests naming
   // it are deleted, and the status names what failed.
   expected<spill_read> read_verified(std::uint64_t id);
+  // The same in parts (spill_fetch): nullptr when `id` is not indexed. finish_read() counts the
+  // hit and makes the conversation the most recently used, or (a failed read) deletes the file
+  // that failed and every manifest naming it; a read of a manifest that changed or was cleared
+  // since its plan is a failure and deletes nothing.
+  spill_fetch_ptr plan_read(std::uint64_t id) const;
+  expected<spill_read> finish_read(spill_fetch& f);
 
   // ---- Maintenance --------------------------------------------------------------------------
   // Deletes one manifest (and the files only it names); false when not indexed.

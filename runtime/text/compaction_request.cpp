@@ -1,5 +1,6 @@
 #include "runtime/text/compaction_request.hpp"
 
+#include <algorithm>
 #include <string_view>
 
 #include "runtime/text/compaction_transcript.hpp"
@@ -12,12 +13,17 @@ namespace ct = compaction_transcript;
 
 constexpr std::string_view summariser_openers[] = {"You are a context summarization agent.",
                                                    "You are an anchored context summarization assistant"};
-constexpr std::string_view flattened_opener = "Here is the conversation so far:";
 constexpr std::string_view anchored_openers[] = {"Create a new anchored summary",
                                                  "Update the anchored summary below"};
 constexpr std::string_view continue_opener =
     "Provide a detailed prompt for continuing our conversation above.";
-constexpr std::string_view anchored_request = "anchored summary";
+constexpr std::string_view claude_code_opener = "Your task is to create a detailed summary of";
+constexpr std::string_view claude_code_preamble = "CRITICAL: Respond with TEXT ONLY.";
+constexpr std::string_view prior_open = "<prior-summary>";
+constexpr std::string_view prior_close = "</prior-summary>";
+constexpr std::string_view conversation_open = "<conversation>";
+constexpr std::string_view user_turn = "<|im_start|>user\n";
+constexpr std::string_view tool_response = "<tool_response>";
 
 bool opens_with(std::string_view text, std::string_view opener) {
   text = ct::trim(text);
@@ -32,15 +38,15 @@ bool opens_with_any(std::string_view text, const std::string_view (&openers)[n])
   return false;
 }
 
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-// `needle` (lower case) in `hay`, ignoring the case of ASCII letters.
-bool contains_ignoring_case(std::string_view hay, std::string_view needle) {
-  if (needle.size() > hay.size()) return false;
-  for (std::size_t at = 0; at + needle.size() <= hay.size(); ++at) {
-    std::size_t i = 0;
-    while (i < needle.size() && lower(hay[at + i]) == needle[i]) ++i;
-    if (i == needle.size()) return true;
+// Claude Code's compaction instruction: the text opens with it, or with its "text only"
+// preamble and then a line that opens with it.
+bool opens_claude_code(std::string_view text) {
+  text = ct::trim(text);
+  if (opens_with(text, claude_code_opener)) return true;
+  if (!opens_with(text, claude_code_preamble)) return false;
+  for (std::size_t at = text.find(claude_code_opener); at != std::string_view::npos;
+       at = text.find(claude_code_opener, at + 1)) {
+    if (text[at - 1] == '\n') return true;
   }
   return false;
 }
@@ -67,11 +73,17 @@ history read_history(const std::vector<chat_message>& messages) {
   return h;
 }
 
-// The user and assistant lines of the blocks' entries, appended to r.
+// The user and assistant lines of the blocks' entries, appended to r; whether an entry of the
+// assistant (its answer, reasoning or tool call) or a tool's follows the last user entry.
 void lines_from_blocks(const std::vector<ct::block>& blocks, compaction_request& r) {
   for (const ct::block& b : blocks) {
     for (const ct::entry& e : ct::read_entries(b.body)) {
-      if (e.label == "User") r.user_lines.push_back(ct::user_text(e.text));
+      if (e.label == "User") {
+        r.user_lines.push_back(ct::user_text(e.text));
+        r.last_user_pending = true;
+      } else if (e.label.rfind("Assistant", 0) == 0 || e.label.rfind("Tool", 0) == 0) {
+        r.last_user_pending = false;
+      }
       if (e.label == "Assistant") r.assistant_lines.emplace_back(ct::trim(e.text));
     }
   }
@@ -83,7 +95,32 @@ void lines_from_messages(const std::vector<chat_message>& messages, const histor
     const chat_message& m = messages[i];
     if (m.role == "user") r.user_lines.push_back(m.content);
     if (m.role == "assistant" && !m.content.empty()) r.assistant_lines.push_back(m.content);
+    if (m.role == "user" || m.role == "assistant" || m.role == "tool") r.last_user_pending = m.role == "user";
   }
+}
+
+// The flattened shape, by structure: exactly one <conversation> block, closed, holding at least
+// one "[User]:" entry; at most one <prior-summary> block, closed and after the conversation
+// block; instructions after the conversation block other than the prior summary.
+bool read_flattened(std::string_view text, compaction_request& r) {
+  const std::vector<ct::block> blocks = ct::find_blocks(text);
+  if (blocks.size() != 1 || ct::count_line_tags(text, conversation_open) != 1) return false;
+  const ct::block& conversation = blocks.front();
+  const std::vector<ct::block> priors = ct::find_blocks(text, prior_open, prior_close);
+  if (priors.size() > 1 || priors.size() != ct::count_line_tags(text, prior_open)) return false;
+  if (!priors.empty() && priors.front().begin < conversation.end) return false;
+  const std::string_view after = text.substr(conversation.end);
+  std::vector<ct::block> after_priors;
+  for (const ct::block& p : priors)
+    after_priors.push_back({p.begin - conversation.end, p.end - conversation.end, p.body});
+  if (ct::cut_blocks(after, after_priors).empty()) return false;
+  compaction_request c = r;
+  lines_from_blocks(blocks, c);
+  if (c.user_lines.empty()) return false;
+  if (!priors.empty()) c.prior_summary = std::string(ct::trim(priors.front().body));
+  c.shape = compaction_shape::flattened;
+  r = std::move(c);
+  return true;
 }
 
 // Every <conversation> block of the user messages after the system text, in order.
@@ -106,6 +143,8 @@ const char* compaction_shape_name(compaction_shape s) {
       return "anchored";
     case compaction_shape::continue_prompt:
       return "continue_prompt";
+    case compaction_shape::claude_code:
+      return "claude_code";
     case compaction_shape::trailing_instruction:
       return "trailing_instruction";
   }
@@ -124,14 +163,6 @@ std::optional<compaction_request> detect_compaction(const std::vector<chat_messa
   const std::vector<ct::block> own_blocks = ct::find_blocks(text);
   r.instructions = ct::cut_blocks(text, own_blocks);
 
-  if (opens_with(text, flattened_opener)) {
-    if (!summariser || has_tools || h.first_other != h.last || own_blocks.empty()) return std::nullopt;
-    const std::string_view after = std::string_view(text).substr(own_blocks.front().end);
-    if (!contains_ignoring_case(after, anchored_request)) return std::nullopt;
-    r.shape = compaction_shape::flattened;
-    lines_from_blocks(own_blocks, r);
-    return r;
-  }
   if (opens_with_any(text, anchored_openers)) {
     if (summariser && !has_tools) {
       r.shape = compaction_shape::anchored;
@@ -148,21 +179,63 @@ std::optional<compaction_request> detect_compaction(const std::vector<chat_messa
     lines_from_messages(messages, h, r);
     return r;
   }
-  if (opens_with(text, continue_opener)) {
+  const bool continue_prompt = opens_with(text, continue_opener);
+  if (continue_prompt || opens_claude_code(text)) {
     if (h.earlier_users == 0) return std::nullopt;
-    r.shape = has_tools ? compaction_shape::trailing_instruction : compaction_shape::continue_prompt;
+    r.shape = has_tools         ? compaction_shape::trailing_instruction
+              : continue_prompt ? compaction_shape::continue_prompt
+                                : compaction_shape::claude_code;
     lines_from_messages(messages, h, r);
     return r;
   }
-  return std::nullopt;
+  // A flattened transcript: a compaction agent's system text, then only this message.
+  if (h.system_text.empty() || has_tools || h.first_other != h.last) return std::nullopt;
+  if (!read_flattened(text, r)) return std::nullopt;
+  return r;
+}
+
+namespace {
+
+// Where the record's last user turn opens (a tool's response is rendered as a user turn that
+// opens with <tool_response>, and is not one); 0 when the record shows no user turn.
+std::size_t last_user_turn(std::string_view record) {
+  for (std::size_t at = record.rfind(user_turn); at != std::string_view::npos;
+       at = at == 0 ? std::string_view::npos : record.rfind(user_turn, at - 1)) {
+    if (record.substr(at + user_turn.size(), tool_response.size()) != tool_response) return at;
+  }
+  return 0;
+}
+
+}  // namespace
+
+guard_result compaction_guard_check(const std::vector<std::string>& user_lines,
+                                    const std::string& record_text) {
+  if (user_lines.empty()) return guard_result::fails;
+  const std::string_view first = ct::trim(user_lines.front());
+  const std::string_view last = ct::trim(user_lines.back());
+  if (first.empty() || last.empty()) return guard_result::fails;
+  const std::string_view record = record_text;
+  const std::size_t last_turn = last_user_turn(record);
+  // Every line but the last, in order; `before` is where the last of them was found.
+  std::size_t pos = 0;
+  std::size_t before = std::string_view::npos;
+  for (std::size_t i = 0; i + 1 < user_lines.size(); ++i) {
+    const std::string_view line = ct::trim(user_lines[i]);
+    if (line.empty()) continue;
+    const std::size_t at = record.find(line, pos);
+    if (at == std::string_view::npos) return guard_result::fails;
+    before = at;
+    pos = at + line.size();
+  }
+  if (record.find(last, std::max(pos, last_turn)) != std::string_view::npos) return guard_result::holds;
+  if (before != std::string_view::npos && before >= last_turn &&
+      record.find(last, pos) == std::string_view::npos)
+    return guard_result::holds_but_last;
+  return guard_result::fails;
 }
 
 bool compaction_guard(const compaction_request& r, const std::string& record_text) {
-  if (r.user_lines.empty()) return false;
-  const std::string_view first = ct::trim(r.user_lines.front());
-  const std::string_view last = ct::trim(r.user_lines.back());
-  if (first.empty() || last.empty()) return false;
-  return record_text.find(first) != std::string::npos && record_text.find(last) != std::string::npos;
+  return compaction_guard_check(r.user_lines, record_text) == guard_result::holds;
 }
 
 }  // namespace anchorage

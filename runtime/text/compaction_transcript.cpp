@@ -45,17 +45,27 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-std::vector<block> find_blocks(std::string_view text) {
+std::vector<block> find_blocks(std::string_view text) { return find_blocks(text, open_tag, close_tag); }
+
+std::size_t count_line_tags(std::string_view text, std::string_view tag) {
+  std::size_t n = 0;
+  for (std::size_t at = find_at_line_start(text, tag, 0); at != std::string_view::npos;
+       at = find_at_line_start(text, tag, at + tag.size()))
+    ++n;
+  return n;
+}
+
+std::vector<block> find_blocks(std::string_view text, std::string_view opening, std::string_view closing) {
   std::vector<block> out;
   std::size_t from = 0;
   while (true) {
-    const std::size_t open = find_at_line_start(text, open_tag, from);
+    const std::size_t open = find_at_line_start(text, opening, from);
     if (open == std::string_view::npos) break;
-    const std::size_t body = open + open_tag.size();
-    const std::size_t close = find_at_line_start(text, close_tag, body);
+    const std::size_t body = open + opening.size();
+    const std::size_t close = find_at_line_start(text, closing, body);
     if (close == std::string_view::npos) break;
-    out.push_back({open, close + close_tag.size(), text.substr(body, close - body)});
-    from = close + close_tag.size();
+    out.push_back({open, close + closing.size(), text.substr(body, close - body)});
+    from = close + closing.size();
   }
   return out;
 }

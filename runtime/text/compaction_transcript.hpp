@@ -21,6 +21,13 @@ struct block {
 // Every block of `text` in order; an opening tag with no closing tag after it is not a block.
 std::vector<block> find_blocks(std::string_view text);
 
+// The same for another pair of tags ("<prior-summary>", "</prior-summary>"), by the same rules.
+std::vector<block> find_blocks(std::string_view text, std::string_view opening, std::string_view closing);
+
+// How many times `tag` opens a line of `text` (closed or not): more than find_blocks() found
+// means an opening tag with no closing tag.
+std::size_t count_line_tags(std::string_view text, std::string_view tag);
+
 // `text` with every block cut out: the pieces around the blocks trimmed of white space and the
 // non-empty ones joined with "\n\n".
 std::string cut_blocks(std::string_view text, const std::vector<block>& blocks);

@@ -86,7 +86,12 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
     j.parse_tool_calls = tools;
     if (tools) j.tools = std::make_shared<const nlohmann::ordered_json>(r.tools);
     j.starts_in_reasoning = prompt_opens_reasoning(lim.renderer, r.enable_thinking);
-    if (r.enable_thinking) j.reasoning_budget = lim.reasoning_budget;
+    if (r.enable_thinking) {
+      j.reasoning_budget = lim.reasoning_budget;
+      if (r.reasoning_budget)
+        j.reasoning_budget = lim.reasoning_budget < 0 ? *r.reasoning_budget
+                                                      : std::min(lim.reasoning_budget, *r.reasoning_budget);
+    }
   } else {
     j.route = request_kind::completion;
     param = "prompt";

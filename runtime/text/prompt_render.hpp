@@ -27,7 +27,8 @@ struct render_limits {
 // user message (a completion's: of the prompt's first 512 tokens).
 // Without a seed, `fallback_seed` is used (the conductor passes the request's sequence number, so a trace
 // replayed in order samples the same tokens). logit_bias is passed through. A chat with thinking opens the
-// reasoning block in its prompt (starts_in_reasoning) and gets lim.reasoning_budget; every other request gets
+// reasoning block in its prompt (starts_in_reasoning) and gets lim.reasoning_budget (with a request's own
+// reasoning_budget: the lesser of the two, or the request's alone); every other request gets
 // -1 (no budget). Reasoning is parsed out of a chat's output whenever thinking is on; whether the
 // output starts inside the block follows the template's generation prompt (chat_renderer.hpp:
 // Qwen3's leaves <think> to the model). user_start is where the last "<|im_start|>user" of the

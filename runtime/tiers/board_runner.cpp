@@ -45,7 +45,7 @@ speculative_counters board_runner::speculation() const {
 }
 
 board_runner::board_runner(std::shared_ptr<engine> eng, board_runner_options opts)
-    : eng_(std::move(eng)), decode_block_(opts.decode_block), side_slots_(std::move(opts.side_slots)) {
+    : eng_(std::move(eng)), decode_block_(opts.decode_block) {
   speculative_ = opts.speculative;
   lookup_ = opts.lookup;
   tiers_ = std::make_unique<cache_tiers>(opts.cache, eng_->where(), opts.budget);
@@ -75,13 +75,13 @@ board_runner::board_runner(std::shared_ptr<engine> eng, board_runner_options opt
   active_ = eng_.get();
 }
 
-// The cold path after a restore failed: a side slot's failure touched nothing of slot 0's;
-// on slot 0 what the restore wrote is unknown, so the resident rows are no longer trusted.
+// The cold path after a restore failed: what the restore wrote is unknown, so the resident rows
+// are no longer trusted.
 resume_offer board_runner::cold_after_failure(const resume_offer& failed, std::vector<token_id> prompt) {
-  if (failed.via != cache_via::side) tiers_->clear(cache_tier::resident);
+  tiers_->clear(cache_tier::resident);
   resume_offer o;
   o.served = std::move(prompt);
-  if (failed.via == cache_via::side || failed.via == cache_via::stash) o.via = failed.via;
+  if (failed.via == cache_via::stash) o.via = failed.via;
   return o;
 }
 
@@ -124,7 +124,7 @@ board_events board_runner::failed(const board_job& j, int status, const std::str
 // The offer start() planned restored into the engine, or a cold reset. A restore that fails
 // for any reason is the cold path. Sets job_.prompt (the served prompt) and job_.cache.
 void board_runner::restore_start(resume_offer& o) {
-  active_ = o.via == cache_via::side ? side_slots_.front().get() : eng_.get();
+  active_ = eng_.get();
   active_->abandon_prefill();  // a request cancelled inside its prefill left its queue
   if (o.source != cache_source::cold) {
     try {
@@ -142,7 +142,7 @@ void board_runner::restore_start(resume_offer& o) {
     reported_ = cache_source::spill;
     spill_->count_hit(o.at);
   }
-  if (o.via != cache_via::stash && o.via != cache_via::side) read_back_ = false;
+  if (o.via != cache_via::stash) read_back_ = false;
   job_.prompt.assign(o.served.begin(), o.served.end());
   job_.cache = x_cache_info{};
   job_.cache.source = to_string(reported_);
@@ -193,9 +193,21 @@ board_events board_runner::start(board_job j) {
   if (auto* d = tiers_->disk()) d->expect(job_.disk, staging_->prefill_tokens_per_s());
   if (auto* sp = tiers_->spill()) sp->expect_rate(staging_ ? staging_->prefill_tokens_per_s() : 0);
   request_info info = info_of(job_);
-  info.side_slot_free = !side_slots_.empty();
   info.force_guest = compaction_served_ && compaction_guest_;
   pending_ = tiers_->plan(asked_, info);
+  fetching_spill_ = false;
+  if (pending_.source == cache_source::spill) {
+    // The spill reader reads and verifies the conversation off the board's thread; the board
+    // still answers cancels, clears, stats and the other slots' steps meanwhile.
+    if (spill_fetch_ptr f = tiers_->spill()->fetch()) {
+      board_events out;
+      out.sink = job_.sink;
+      out.spill_read = std::move(f);
+      fetching_spill_ = true;
+      phase_ = phase::restoring;
+      return out;
+    }
+  }
   const bool read_prefix = pending_.source == cache_source::disk;
   if (!read_prefix && job_key_ == 0) return begin_request();
   // The disk reads (a checkpoint of this generation first, then the prefix) while the board
@@ -208,6 +220,34 @@ board_events board_runner::start(board_job j) {
   if (job_key_ != 0) rq.checkpoint_key = job_key_;
   out.disk_read = std::move(rq);
   phase_ = phase::restoring;
+  return out;
+}
+
+void board_runner::replan() {
+  request_info info = info_of(job_);
+  info.force_guest = compaction_served_ && compaction_guest_;
+  pending_ = tiers_->plan(asked_, info);
+}
+
+board_events board_runner::spill_fetched(spill_fetch_ptr f) {
+  if (phase_ != phase::restoring || !fetching_spill_) return {};
+  fetching_spill_ = false;
+  if (replan_) {
+    // A clear came while the spill was read: the plan again, without the disk's queued offer
+    // (its bytes were never read); the read serves only if the same conversation is planned.
+    replan_ = false;
+    if (auto* d = tiers_->disk()) d->expect(std::nullopt, 0);
+    replan();
+  }
+  if (f) tiers_->spill()->take_fetched(*f);
+  if (job_key_ == 0 || pending_.source == cache_source::disk) return begin_request();
+  // A checkpoint of this generation may still serve it: the disk reads that next.
+  board_events out;
+  out.sink = job_.sink;
+  disk_read_request rq;
+  rq.prompt.assign(asked_.begin(), asked_.end());
+  rq.checkpoint_key = job_key_;
+  out.disk_read = std::move(rq);
   return out;
 }
 
@@ -230,10 +270,7 @@ board_events board_runner::restored(disk_read_reply reply) {
     // again, with the disk's offer only if its bytes came (they were checked against the prompt).
     const std::optional<disk_offer> taken = d->taken();
     d->expect(reply.kind == disk_read_kind::prefix ? taken : std::nullopt, 0);
-    request_info info = info_of(job_);
-    info.side_slot_free = !side_slots_.empty();
-    info.force_guest = compaction_served_ && compaction_guest_;
-    pending_ = tiers_->plan(asked_, info);
+    replan();
   }
   d->take_read(reply.kind == disk_read_kind::prefix ? std::move(reply.prefix) : nullptr);
   board_events next = begin_request();
@@ -283,7 +320,7 @@ board_events board_runner::begin_request() {
   if (cancel_pending_) session_->cancel();
   const cache_via via = tiers_->running_via();
   // A continuation is nobody's prompt again: the disk keeps nothing of it.
-  staging_active_ = staging_ && via != cache_via::stash && via != cache_via::side && !compaction_served_;
+  staging_active_ = staging_ && via != cache_via::stash && !compaction_served_;
   if (staging_active_) {
     // What this prefill writes is the disk's to decide (its index): asked before the first step.
     disk_plan_request rq;
@@ -427,7 +464,7 @@ void board_runner::finish(board_events& out) {
   }
   // The slot's end anchor is this request's conversation's now (a guest's leaves it as it was).
   const cache_via via = tiers_->running_via();
-  if (!replayed() && !idle_ && via != cache_via::stash && via != cache_via::side) {
+  if (!replayed() && !idle_ && via != cache_via::stash) {
     end_session_ = job_.session_key;
     end_opencode_ = job_.opencode;
   }

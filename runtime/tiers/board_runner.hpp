@@ -26,9 +26,6 @@ namespace anchorage {
 struct board_runner_options {
   int decode_block = 4;  // tokens per step of a decode
   cache_options cache;   // the device tiers
-  // --parallel N: N - 1 side slots, engines of the same model with their own buffers. A guest
-  // runs on one and leaves slot 0 (the resident prompt) untouched.
-  std::vector<std::shared_ptr<engine>> side_slots;
   // The disk tier (--cache-dir), an actor of its own: its options (the staging pool, the
   // checkpoint interval). Off without options or with the cache off.
   std::optional<disk_tier_options> disk;
@@ -66,6 +63,9 @@ struct board_events {
   std::vector<std::uint64_t> generations_started, generations_finished;
   // Spills staged (an eviction): each goes to the spill writer, its reply to spill_written().
   std::vector<spill_job_ptr> spill_writes;
+  // A spilled conversation to read and verify (the spill tier's planned offer): to the spill
+  // reader, its reply to spill_fetched() (the runner waits in the restoring phase).
+  spill_fetch_ptr spill_read;
   // A request ended: the ids the engine read and wrote for it (its prompt, then its output), for
   // the persistent suffix store's writer (docs/SUFFIX_STORE.md). Not set for idle work, a
   // replayed answer or a request that failed before its prompt was forwarded.
@@ -76,13 +76,14 @@ struct board_events {
   bool step_again = false;
 };
 
-// The board's work, without the actor: one request at a time over slot 0 (the resident prompt's
-// engine) or a side slot, the device tiers (and the disk tier) looked up when it starts,
+// The board's work on one slot, without the actor: one request at a time over the slot's engine
+// (its rows are the resident prompt), the device tiers (and the disk tier) looked up when it starts,
 // anchored after each prefill chunk, left the end anchor and the session snapshot when it ends;
 // generation checkpoints staged every --generation-checkpoint-tokens and resumed by an identical
 // request.
 //
-// start(job) -> [restored(disk's read reply)] -> [planned(disk's write lines)] -> step()* until
+// start(job) -> [spill_fetched(spill reader's reply)] -> [restored(disk's read reply)] ->
+// [planned(disk's write lines)] -> step()* until
 // step_again is false (the finished event and the ledger entry come with the last one). With a
 // disk tier, a request whose start the disk may serve (its queued offer beats the device tiers,
 // or a generation checkpoint may exist) waits in the restoring phase for the read; a request
@@ -106,6 +107,9 @@ class board_runner {
   board_events restored(disk_read_reply reply);
   // The disk's answer to disk_plan (empty lines when the disk could not be asked).
   board_events planned(const disk_write_lines& lines);
+  // The spill reader's answer to start()'s spill_read (its outcome filled; a failed read, or
+  // null when the reader could not be asked, is the tiers above or cold).
+  board_events spill_fetched(spill_fetch_ptr f);
   board_events step();
   // A decode step batched with other slots' (slot_board): the running request's engine and the
   // token its next step forwards, when that step is a plain decode token (batch_token()); then
@@ -170,7 +174,7 @@ class board_runner {
   cache_tiers& tiers() { return *tiers_; }
   const cache_tiers& tiers() const { return *tiers_; }
   engine& slot0() { return *eng_; }
-  // The running request's engine: slot 0 or a side slot.
+  // The running request's engine (the slot's).
   engine& active() { return *active_; }
 
  private:
@@ -200,13 +204,14 @@ class board_runner {
   std::optional<disk_tier_options> disk_opts_;
   std::unique_ptr<disk_staging> staging_;  // with a disk tier
   bool staging_active_ = false;            // the running request writes to the disk
-  std::vector<std::shared_ptr<engine>> side_slots_;
   engine* active_ = nullptr;
   phase phase_ = phase::idle;
   board_job job_;                // the request from start() on
   std::vector<token_id> asked_;  // its prompt as the client sent it
   resume_offer pending_;         // the plan made at start(), restored once the disk answered
   bool replan_ = false;          // a clear came while the disk read: the plan is stale
+  bool fetching_spill_ = false;  // restoring: the spill reader reads the planned conversation
+  void replan();
   bool cancel_pending_ = false;  // a cancel came before the session began
   std::int64_t start_ns_ = 0;
   cache_source source_ = cache_source::cold;

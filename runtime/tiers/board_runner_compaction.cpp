@@ -23,14 +23,20 @@ void board_runner::maybe_continue_compaction() {
   const std::size_t capacity = eng_->layout().views.empty() ? 0 : eng_->layout().views.front().capacity;
   const bool held = e && !e->rows.empty() && r.tokens().size() >= e->rows.size() &&
                     std::equal(e->rows.begin(), e->rows.end(), r.tokens().begin());
-  const bool in_place = held && compaction_guard_holds(plan, tok, e->rows);
+  // The turn appended: plan.turn, or the client's unanswered last message and then plan.turn.
+  std::optional<std::vector<token_id>> turn;
+  if (held && compaction_session_fits(job_.session_key, end_session_))
+    turn = compaction_continuation(plan, tok, e->rows);
+  const bool in_place = turn.has_value();
   std::optional<std::vector<token_id>> elsewhere;
   if (!in_place) elsewhere = held_elsewhere(plan, tok);
+  if (elsewhere) turn = compaction_continuation(plan, tok, *elsewhere);
   const std::size_t end_rows = in_place ? e->rows.size() : elsewhere ? elsewhere->size() : 0;
-  if ((!in_place && !elsewhere) || end_rows + plan.turn.size() + 1 >= capacity) {
+  if (!turn || end_rows + turn->size() + 1 >= capacity) {
     ++compactions_as_sent_;
     return;
   }
+  job_.compaction->turn.assign(turn->begin(), turn->end());
   continue_from_end(in_place ? e->rows : *elsewhere);
   // Parked or spilled, it comes back into place like its next turn would (the tiers' plan finds
   // it at its end anchor) and the continuation writes above that end.
@@ -64,6 +70,7 @@ std::optional<std::vector<token_id>> board_runner::held_elsewhere(const compacti
   std::vector<token_id> best_rows;
   for (const spill_manifest* m : spill_->store().manifests()) {
     if (!m->end || m->end->at == 0 || m->end->at > m->tokens.size()) continue;
+    if (!compaction_session_fits(job_.session_key, m->session_key)) continue;
     const bool mine = m->session_key == job_.session_key;
     if (best && (best->session_key == job_.session_key) > mine) continue;
     if (best && (best->session_key == job_.session_key) == mine && best->sequence >= m->sequence) continue;

@@ -29,11 +29,6 @@ void board_runner::guarded(F&& f) {
   try {
     f();
   } catch (const std::exception& e) {
-    // A side slot holds none of slot 0's state: only slot 0's failures drop the resident prefix.
-    if (active_ != eng_.get()) {
-      log_warn() << "a cache tier failed on a side slot (" << e.what() << ")";
-      return;
-    }
     log_warn() << "a cache tier failed (" << e.what() << "); the resident prefix is dropped";
     tiers_->clear(cache_tier::resident);
   }

@@ -72,7 +72,7 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
   }
   resume_offer o = taken_.empty() ? std::move(cold) : taken_.back();
   if (lookup_.guest) {
-    o.via = info.side_slot_free ? cache_via::side : cache_via::stash;
+    o.via = cache_via::stash;
     stash_need_ = guest_stash::need(o.served.size(), o.at, info.max_tokens, info.hidden_reserve);
   }
   return o;
@@ -84,9 +84,8 @@ void cache_tiers::restore(state_adapter& into, resume_offer& o) {
     if (!t) throw std::logic_error(std::string("cache_tiers: no tier serves ") + to_string(o.source));
     if (t->restore(into, o)) return;
     // The read failed with the engine untouched: what the tiers above offered, else cold. A
-    // guest stays the guest it was planned as (on its side slot, or stashed).
-    const cache_via guest_via =
-        o.via == cache_via::side || o.via == cache_via::stash ? o.via : cache_via::none;
+    // guest stays the guest it was planned as (stashed).
+    const cache_via guest_via = o.via == cache_via::stash ? o.via : cache_via::none;
     if (!taken_.empty()) taken_.pop_back();
     o = taken_.empty() ? resume_offer{} : taken_.back();
     if (o.source == cache_source::cold) o.served = prompt_;
@@ -97,8 +96,7 @@ void cache_tiers::restore(state_adapter& into, resume_offer& o) {
 void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
   taken_.clear();
   via_ = o.via;
-  guest_ = o.via == cache_via::stash || o.via == cache_via::side;
-  if (opts_.enabled && o.via == cache_via::side) guests_.note_side();
+  guest_ = o.via == cache_via::stash;
   if (opts_.enabled && o.via == cache_via::stash) {
     // The rows the guest can reach are copied aside first; refused, the guest cuts the resident
     // rows at its start like any request.
@@ -150,7 +148,6 @@ cache_stats cache_tiers::stats() const {
   cache_stats s;
   for (const auto& t : tiers_) t->stats(s);
   s.resident.guests_stashed = guests_.stashed();
-  s.resident.guests_side = guests_.side();
   s.resident.stash_refusals = guests_.refusals();
   s.resident.stash_limit_bytes = budget_.limit(budget_pool::stash);
   s.enabled = opts_.enabled;

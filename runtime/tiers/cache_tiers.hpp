@@ -30,9 +30,8 @@ namespace anchorage {
 // tier's (tier.hpp), in order.
 //
 // A guest (guest_stash: a prompt of at most guest_max tokens and under a quarter of the resident
-// one) leaves the resident prompt as it was: it runs on a side slot when one is free (offer.via
-// side: the caller runs it on that engine, the tiers touch none of slot 0's state), or else
-// the rows it can write are stashed at begin() and written back at finish() (via stash).
+// one) leaves the resident prompt as it was: the rows it can write are stashed at begin() and
+// written back at finish() (via stash).
 // Not thread-safe: the board owns it, because the resident rows are the engine's own buffers
 // and a lookup must see the rows the board will actually resume from.
 class cache_tiers {
@@ -109,7 +108,7 @@ class cache_tiers {
   // The offers plan() took, best last: a restore that fails falls back to the one before.
   std::vector<resume_offer> taken_;
   cache_via via_ = cache_via::none;  // the running request's via
-  bool guest_ = false;               // the running request is a guest (stash or side slot)
+  bool guest_ = false;               // the running request is a guest (stashed)
   std::size_t stash_need_ = 0;       // rows the running guest can write past its start
 };
 

@@ -21,14 +21,12 @@ std::optional<resume_offer> device_tier::offer(tier_lookup& l, std::size_t floor
   // dropped a long reasoning sends a prompt much shorter than the rows).
   if (best && best->source == cache_source::end && best->via == cache_via::none && !l.info.force_guest)
     l.guest = false;
-  const bool side = l.info.side_slot_free;
   if (l.guest) {
-    // A guest reads the rows in place (a side slot none of them); bringing back a set-aside
-    // prompt would change slot 0.
-    if (side || (best && best->via != cache_via::none)) best.reset();
+    // A guest reads the rows in place; bringing back a set-aside prompt would change them.
+    if (best && best->via != cache_via::none) best.reset();
   }
   if (best && best->at <= floor) best.reset();
-  if (!best && !(l.guest && side)) resident_counts_.miss();
+  if (!best) resident_counts_.miss();
   // The store is deeper: taken only when it starts later than the resident prefix. A stashed
   // guest does not take it (a snapshot writes rows from 0, below what the stash holds).
   if (l.stashed()) return best;

@@ -16,8 +16,7 @@ struct verified_read;
 //   tiers above and reading it beats prefilling the tokens it saves at the board's rate;
 //   take_read(read) once the disk answered: restore() applies those bytes, or fails (nothing
 //   read, or the read failed its checks) so the coordinator falls back to the offer above.
-// A guest on slot 0 does not take it (its rows would replace the resident ones); a guest on a
-// side slot does, into the side slot's buffers. Writing is the board's staging's
+// A guest does not take it (its rows would replace the resident ones). Writing is the board's staging's
 // (runtime/disk/disk_staging) and the disk actor's. Name: disk.
 class disk_offer_tier final : public tier {
  public:

@@ -7,10 +7,9 @@
 namespace anchorage {
 
 // Guests (seed §13.4): a prompt of at most guest_max tokens and under a quarter of the resident
-// one leaves the resident prompt as it was. It runs on a side slot when one is free, or else
-// the rows it can write are copied aside (the stash, held in the budget's stash pool) before it
-// runs and written back when it ends (finished, cancelled or failed). A refused stash makes the
-// guest an ordinary request. Not thread-safe: one owner (cache_tiers).
+// one leaves the resident prompt as it was: the rows it can write are copied aside (the stash,
+// held in the budget's stash pool) before it runs and written back when it ends (finished, cancelled or
+// failed). A refused stash makes the guest an ordinary request. Not thread-safe: one owner (cache_tiers).
 class guest_stash {
  public:
   guest_stash(memory_budget& budget, std::size_t guest_max, kernels::backend where)
@@ -38,11 +37,7 @@ class guest_stash {
   void give_back(state_adapter& state);
   bool holding() const { return holding_; }
 
-  // A guest ran on a side slot.
-  void note_side() { ++side_; }
-
   long stashed() const { return stashed_; }
-  long side() const { return side_; }
   long refusals() const { return refusals_; }
 
  private:
@@ -52,7 +47,7 @@ class guest_stash {
   row_copy rows_;
   std::size_t bytes_ = 0;
   bool holding_ = false;
-  long stashed_ = 0, side_ = 0, refusals_ = 0;
+  long stashed_ = 0, refusals_ = 0;
 };
 
 }  // namespace anchorage

@@ -1,6 +1,7 @@
 #include "runtime/tiers/slot_board.hpp"
 
 #include "runtime/core/log.hpp"
+#include "runtime/core/token_prefix.hpp"
 #include "runtime/engine/engine_batch.hpp"
 #include "runtime/io/clock.hpp"
 #include "runtime/text/compaction_plan.hpp"
@@ -64,7 +65,6 @@ slot_board::slot_board(std::vector<std::shared_ptr<engine>> engines, board_runne
                        slot_policy policy)
     : budget_(opts.budget ? opts.budget : std::make_shared<memory_budget>()), policy_(policy) {
   if (engines.empty()) throw std::invalid_argument("slot_board: no slot");
-  if (!opts.side_slots.empty()) throw std::invalid_argument("slot_board: slots replace side slots");
   opts.budget = budget_;
   spill_ = opts.spill;
   if (!opts.prewrites) opts.prewrites = std::make_shared<compaction_prewrites>();
@@ -117,7 +117,44 @@ void slot_board::read_back(const spill_keeper& keeper) {
 std::size_t slot_board::idle_slots() const {
   std::size_t n = 0;
   for (const auto& r : runners_) n += r->busy() ? 0 : 1;
-  return n;
+  return n - std::min(n, waiting_.size());
+}
+
+bool slot_board::waits_for_spill(const board_job& job) const {
+  if (!spill_ || job.idle || spill_->in_flight() == 0) return false;
+  // A compaction request shares no token with its conversation: its session says.
+  if (job.compaction) return spill_->in_flight_session(job.session_key);
+  std::size_t held = 0;  // the deepest any slot's rows or park share with the prompt
+  for (const auto& r : runners_) {
+    const resident_prefix& res = r->tiers().resident();
+    held = std::max(held, common_prefix(res.tokens(), job.prompt));
+    if (const saved_prompt* pk = res.saved(cache_via::park))
+      held = std::max(held, common_prefix(pk->tokens, job.prompt));
+  }
+  return spill_->in_flight_share(job.prompt) > held;
+}
+
+std::optional<slot_events> slot_board::admit(board_job job) {
+  if (waits_for_spill(job)) {
+    spill_->count_wait();
+    waiting_.push_back(std::move(job));
+    return std::nullopt;
+  }
+  return start(std::move(job));
+}
+
+std::vector<slot_events> slot_board::spill_committed() {
+  std::vector<slot_events> out;
+  std::deque<board_job> still;
+  for (auto& job : waiting_) {
+    if (waits_for_spill(job)) {
+      still.push_back(std::move(job));
+    } else {
+      out.push_back(start(std::move(job)));
+    }
+  }
+  waiting_ = std::move(still);
+  return out;
 }
 
 std::optional<slot_choice> slot_board::choose(const board_job& job) const {
@@ -246,6 +283,10 @@ slot_events slot_board::planned(std::size_t slot, const disk_write_lines& lines)
   return tagged(slot, runners_.at(slot)->planned(lines));
 }
 
+slot_events slot_board::spill_fetched(std::size_t slot, spill_fetch_ptr f) {
+  return tagged(slot, runners_.at(slot)->spill_fetched(std::move(f)));
+}
+
 void slot_board::disk_released(std::size_t slot, std::uint64_t bytes) {
   runners_.at(slot)->disk_released(bytes);
 }
@@ -276,6 +317,7 @@ std::optional<std::vector<cache_tier>> slot_board::clear(cache_tier tier) {
 }
 
 std::optional<slot_events> slot_board::start_idle(const board_job& tmpl, std::size_t min_tokens) {
+  if (!waiting_.empty()) return std::nullopt;
   for (const auto& r : runners_)
     if (r->busy()) return std::nullopt;
   for (std::size_t k = 0; k < runners_.size(); ++k)

@@ -14,6 +14,7 @@
 // Not thread-safe: one owner (the board actor).
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,7 +33,7 @@ struct slot_events {
 
 class slot_board {
  public:
-  // One slot per engine (at least one). `opts.side_slots` must be empty: slots replace them.
+  // One slot per engine (at least one).
   slot_board(std::vector<std::shared_ptr<engine>> engines, board_runner_options opts,
              slot_policy policy = {});
 
@@ -42,6 +43,15 @@ class slot_board {
   std::optional<slot_choice> choose(const board_job& job) const;
   // Starts `job` on the slot choose() names. Throws std::logic_error when every slot is busy.
   slot_events start(board_job job);
+  // A request that would resume deeper from a conversation whose spill is in flight (staged and
+  // not committed: spill_keeper) than from anything a slot holds waits for that commit instead
+  // of being served cold (docs/SPILL.md, "In flight"): admit() holds it and returns nullopt,
+  // else starts it (requests that do not wait start at once). spill_committed() starts every held
+  // request that waits no more, in arrival order. A held request takes no slot (idle_slots() counts it as
+  // taken); a cancel reaches it when it starts (every runner remembers an early cancel).
+  std::optional<slot_events> admit(board_job job);
+  std::vector<slot_events> spill_committed();
+  std::size_t waiting() const { return waiting_.size(); }
   // One step: of the next slot waiting for one, round robin; when that slot decodes and other
   // slots decode too (engines of one weight set), one batched decode token for all of them
   // (decode_batch: the weights read once). Empty when no slot waits for a step.
@@ -50,6 +60,7 @@ class slot_board {
 
   slot_events restored(std::size_t slot, disk_read_reply reply);
   slot_events planned(std::size_t slot, const disk_write_lines& lines);
+  slot_events spill_fetched(std::size_t slot, spill_fetch_ptr f);
   void disk_released(std::size_t slot, std::uint64_t bytes);
   void cancel(const std::string& id);
   std::optional<std::vector<cache_tier>> clear(cache_tier tier);
@@ -88,6 +99,7 @@ class slot_board {
   slot_events tagged(std::size_t slot, board_events ev);
   void read_back(const spill_keeper& keeper);
   std::vector<slot_events> batched_decode();
+  bool waits_for_spill(const board_job& job) const;
 
   long batched_steps_ = 0;
   speculative_options speculative_;
@@ -102,7 +114,8 @@ class slot_board {
   std::vector<std::uint64_t> last_used_;  // by slot: when it last took a request
   std::vector<std::string> session_of_;   // by slot: the session it served last
   std::uint64_t clock_ = 0;
-  std::size_t next_ = 0;  // where the round robin looks first
+  std::size_t next_ = 0;           // where the round robin looks first
+  std::deque<board_job> waiting_;  // held for a spill's commit, in arrival order
 };
 
 }  // namespace anchorage

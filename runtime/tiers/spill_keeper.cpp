@@ -43,6 +43,12 @@ spill_keeper::spill_keeper(std::unique_ptr<file_env> env, const state_layout& la
       store_(*env_, layout_, store_options(opts_)) {}
 
 spill_write_report spill_keeper::committed(spill_job& job) {
+  in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(),
+                                  [&job](const std::weak_ptr<const spill_job>& w) {
+                                    auto p = w.lock();
+                                    return !p || p.get() == &job;
+                                  }),
+                   in_flight_.end());
   const std::uint64_t held = job.image.staged_bytes();
   staged_ -= std::min(staged_, held);
   spill_write_report r = store_.commit(job.image, job.plan, job.results);
@@ -107,14 +113,24 @@ std::optional<spill_offer> spill_keeper::offer(const std::vector<token_id>& prom
 }
 
 expected<spill_read> spill_keeper::read(std::uint64_t id) {
-  const std::int64_t t0 = steady_ns();
-  auto got = store_.read_verified(id);
+  spill_fetch_ptr f = plan_fetch(id);
+  if (!f) {
+    ++read_failures_;
+    return status::failure("no spilled conversation is indexed under that id");
+  }
+  execute_spill_read(*env_, *f);
+  return fetched(*f);
+}
+
+expected<spill_read> spill_keeper::fetched(spill_fetch& f) {
+  const double read_s = f.read_s;
+  auto got = store_.finish_read(f);
   if (!got) {
     ++read_failures_;
     log_warn() << "a session spill read failed (" << got.error().error() << ")";
     return got;
   }
-  last_read_s_ = static_cast<double>(steady_ns() - t0) / 1e9;
+  last_read_s_ = read_s;
   last_read_bytes_ = got->bytes_read;
   if (last_read_s_ > 0)
     read_bps_ = blend_rate(read_bps_, static_cast<double>(got->bytes_read) / last_read_s_);
@@ -151,6 +167,26 @@ void spill_keeper::apply(const spill_read& got, state_adapter& into, kernels::ba
   r.adopt(std::move(p));
 }
 
+std::size_t spill_keeper::in_flight_share(const std::vector<token_id>& prompt) const {
+  std::size_t best = 0;
+  for (const auto& w : in_flight_)
+    if (auto j = w.lock()) best = std::max(best, common_prefix(j->image.manifest.tokens, prompt));
+  return best;
+}
+
+bool spill_keeper::in_flight_session(const std::string& session) const {
+  if (session.empty()) return false;
+  for (const auto& w : in_flight_)
+    if (auto j = w.lock(); j && j->image.manifest.session_key == session) return true;
+  return false;
+}
+
+std::size_t spill_keeper::in_flight() const {
+  std::size_t n = 0;
+  for (const auto& w : in_flight_) n += w.expired() ? 0 : 1;
+  return n;
+}
+
 std::vector<const spill_manifest*> spill_keeper::resident_manifests() const {
   std::vector<const spill_manifest*> out;
   for (const spill_manifest* m : store_.manifests())
@@ -176,6 +212,8 @@ nlohmann::json spill_keeper::stats() const {
   j["blocks_staged"] = blocks_staged_;
   j["blocks_skipped_on_device"] = blocks_skipped_;
   j["staged_bytes"] = staged_;
+  j["in_flight"] = in_flight();
+  j["in_flight_waits"] = waits_;
   j["stage_limit_bytes"] = opts_.stage_bytes;
   j["min_tokens"] = opts_.min_tokens;
   j["read_bytes_per_s"] = read_bps_;

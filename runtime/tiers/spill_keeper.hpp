@@ -87,10 +87,30 @@ class spill_keeper {
   // Reads manifest `id` back and verifies it: nothing reaches an engine before that (a failure
   // is counted and the status says why).
   expected<spill_read> read(std::uint64_t id);
+  // The same read in parts, so that its I/O runs off the board's thread: planned here (nullptr:
+  // not indexed), executed by the spill reader (execute_spill_read), finished here (counted; a
+  // failure deletes what failed, as read() does).
+  spill_fetch_ptr plan_fetch(std::uint64_t id) const { return store_.plan_read(id); }
+  expected<spill_read> fetched(spill_fetch& f);
+  // Executes a planned read on the owner's thread, through the keeper's own env: for a board
+  // without a spill reader (tests without actors).
+  void execute_here(spill_fetch& f) { execute_spill_read(*env_, f); }
   // Writes a verified read's rows into `into` and makes it `r`'s resident prompt (valid length:
   // its rows; the caller restores the sections from r's anchors). Throws only what an
   // allocation throws, before the first row is written.
   void apply(const spill_read& read, state_adapter& into, kernels::backend where, resident_prefix& r);
+
+  // ---- In flight -----------------------------------------------------------------------------
+  // A staged job is in flight from stage_*() until committed(): its conversation is in no
+  // manifest yet, and its bytes are on their way to the NVMe. A request that would resume from
+  // it waits for the commit (slot_board) instead of being served cold.
+  // The longest prefix `prompt` shares with a conversation in flight (0: none).
+  std::size_t in_flight_share(const std::vector<token_id>& prompt) const;
+  // Whether a conversation of session `session` (not empty) is in flight.
+  bool in_flight_session(const std::string& session) const;
+  std::size_t in_flight() const;
+  // A request held for a commit (stats: in_flight_waits).
+  void count_wait() { ++waits_; }
 
   // Manifests a planned stop left as some slot's resident conversation, newest first.
   std::vector<const spill_manifest*> resident_manifests() const;
@@ -119,9 +139,10 @@ class spill_keeper {
   spill_options opts_;
   tokenizer tok_;
   spill_store store_;
-  std::uint64_t staged_ = 0;  // host bytes in jobs not committed yet
+  std::uint64_t staged_ = 0;                               // host bytes in jobs not committed yet
+  std::vector<std::weak_ptr<const spill_job>> in_flight_;  // staged, not committed yet
   double read_bps_ = 0, write_bps_ = 0;
-  long spills_ = 0, spill_refusals_ = 0, stage_refusals_ = 0, hits_ = 0, read_failures_ = 0;
+  long spills_ = 0, waits_ = 0, spill_refusals_ = 0, stage_refusals_ = 0, hits_ = 0, read_failures_ = 0;
   long blocks_staged_ = 0, blocks_skipped_ = 0;
   std::size_t tokens_saved_ = 0;
   double last_write_s_ = 0, last_read_s_ = 0;

@@ -193,6 +193,7 @@ spill_job_ptr spill_keeper::stage(const conversation& c, const std::string& why)
   }
   staged_ += job->image.staged_bytes();
   ++spills_;
+  in_flight_.push_back(job);
   return job;
 }
 

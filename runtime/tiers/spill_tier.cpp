@@ -10,19 +10,33 @@ spill_tier::spill_tier(std::shared_ptr<spill_keeper> keeper, device_tier& device
 
 std::optional<resume_offer> spill_tier::offer(tier_lookup& l, std::size_t floor) {
   planned_.reset();
+  fetched_.reset();
   if (l.guest) return std::nullopt;
   planned_ = keeper_->offer(*l.prompt, floor, prefill_tps_, opts_.end_anchor, opts_.end_align);
   if (!planned_) return std::nullopt;
   return planned_->offer;
 }
 
+spill_fetch_ptr spill_tier::fetch() const {
+  if (!planned_) return nullptr;
+  return keeper_->plan_fetch(planned_->id);
+}
+
+void spill_tier::take_fetched(spill_fetch& f) {
+  fetched_.reset();
+  if (!planned_ || f.id != planned_->id) return;
+  auto got = keeper_->fetched(f);
+  if (got) fetched_ = std::move(*got);
+}
+
 bool spill_tier::restore(state_adapter& into, const resume_offer& o) {
   if (!planned_ || planned_->offer.at != o.at) return false;
-  const std::uint64_t id = planned_->id;
-  // Every file read and verified before anything changes: a failure is the tiers above.
-  auto read = keeper_->read(id);
-  if (!read) return false;
-  take_in(into, *read, o.at);
+  // Every file read and verified (by the spill reader) before anything changes: without that
+  // read, or after a failed one, the tiers above.
+  if (!fetched_ || fetched_->manifest.id != planned_->id) return false;
+  const spill_read read = std::move(*fetched_);
+  fetched_.reset();
+  take_in(into, read, o.at);
   return true;
 }
 
@@ -51,10 +65,12 @@ void spill_tier::take_in(state_adapter& into, const spill_read& read, std::optio
 void spill_tier::begin(const resume_offer& o, const state_adapter&, const tier_lookup&, bool) {
   if (o.source == cache_source::spill) keeper_->count_hit(o.at);
   planned_.reset();
+  fetched_.reset();
 }
 
 void spill_tier::clear(cache_tier) {
   planned_.reset();
+  fetched_.reset();
   keeper_->clear();
 }
 

@@ -11,8 +11,11 @@ namespace anchorage {
 
 // The session spill as the coordinator sees it (docs/SPILL.md), after the disk tier: a spilled
 // conversation whose tokens the prompt starts with resumes at its end anchor or its newest
-// usable grid anchor (source spill), when reading it costs less than the prefill it saves. Its
-// restore reads and verifies every file first; then the conversation in place is set aside as
+// usable grid anchor (source spill), when reading it costs less than the prefill it saves. The
+// read is a fetch: fetch() plans it, the board's spill reader reads and verifies every file off
+// the board's thread, take_fetched() hands the outcome back, and only then does restore() run
+// (without a verified read of the planned conversation it refuses: the tiers above, or cold).
+// Then the conversation in place is set aside as
 // for any request (device_tier::make_way: spilled when it must be, parked), the spilled rows are
 // written, and the conversation becomes the resident one with its anchors and end anchor.
 // A guest never takes it (its rows would replace the resident ones). Name: spill.
@@ -29,6 +32,12 @@ class spill_tier final : public tier {
   // The board's measured prefill rate, for the cost rule (0: unmeasured, the spill reads).
   void expect_rate(double prefill_tokens_per_s) { prefill_tps_ = prefill_tokens_per_s; }
 
+  // The planned offer's read (nullptr: no spill offer is planned, or its conversation is gone).
+  spill_fetch_ptr fetch() const;
+  // The spill reader's outcome of fetch(), finished by the keeper (counted; a failure deletes
+  // what failed): restore() takes it when it is verified.
+  void take_fetched(spill_fetch& f);
+
   bool serves(cache_source s) const override { return s == cache_source::spill; }
   std::vector<cache_tier> names() const override { return {cache_tier::spill}; }
   std::optional<resume_offer> offer(tier_lookup& l, std::size_t floor) override;
@@ -36,7 +45,10 @@ class spill_tier final : public tier {
   void begin(const resume_offer& offer, const state_adapter&, const tier_lookup&, bool) override;
   void after_prefill_step(const state_adapter&, kernels::backend) override {}
   void end_generation(const state_adapter&, kernels::backend, end_record) override {}
-  void finish(state_adapter&) override { planned_.reset(); }
+  void finish(state_adapter&) override {
+    planned_.reset();
+    fetched_.reset();
+  }
   void clear(cache_tier) override;
   void stats(cache_stats& into) const override;
 
@@ -47,6 +59,7 @@ class spill_tier final : public tier {
   kernels::backend where_;
   double prefill_tps_ = 0;
   std::optional<spill_offer> planned_;  // what offer() found, until begin()
+  std::optional<spill_read> fetched_;   // its verified read, until begin()
 };
 
 }  // namespace anchorage

@@ -20,7 +20,6 @@ struct request_info {
   std::string session_key;         // a request of another session parks the resident one
   std::size_t max_tokens = 0;      // a guest's stash holds its output too
   std::size_t hidden_reserve = 0;  // rows the server may add unseen (the reasoning budget's phrase)
-  bool side_slot_free = false;     // --parallel: a guest can run on a side slot instead
   // A guest whatever its length (a compaction's continuation, docs/COMPACTION.md): it reads the
   // resident rows and leaves them, their anchors and their end anchor as they were.
   bool force_guest = false;
@@ -35,7 +34,7 @@ struct tier_lookup {
   // (a short prompt that continues the resident conversation is no guest). The tiers after it
   // see the final answer.
   bool guest = false;
-  bool stashed() const { return guest && !info.side_slot_free; }  // a guest on slot 0's rows
+  bool stashed() const { return guest; }  // a guest runs on the rows in place, stashed
 };
 
 // One cache tier as its coordinator (cache_tiers) drives it, in lookup order. For every request:
@@ -62,7 +61,7 @@ class tier {
   virtual bool restore(state_adapter& into, const resume_offer& offer) = 0;
 
   // The engine holds offer.served's first offer.at rows; the prefill of the rest begins.
-  // `guest`: the request is a guest (stash or side slot) and must leave the tier's rows alone.
+  // `guest`: the request is a guest (stashed) and must leave the tier's rows alone.
   virtual void begin(const resume_offer& offer, const state_adapter& state, const tier_lookup& l,
                      bool guest) = 0;
   virtual void after_prefill_step(const state_adapter& state, kernels::backend where) = 0;

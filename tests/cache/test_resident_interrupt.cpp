@@ -1,5 +1,5 @@
 // The resident prefix under interruption: a guest's stash, the parked session
-// swapped back and forth, the pinned head, and a guest on a side slot. Each state is compared
+// swapped back and forth, and the pinned head. Each state is compared
 // byte for byte with an engine that only ever ran that one conversation.
 #include <catch2/catch.hpp>
 
@@ -161,41 +161,4 @@ TEST_CASE("a pinned head comes back for the same session after a replacing reque
   auto cold = make_engine(c);
   cold->prefill(back);
   require_same_as(*e, *cold);
-}
-
-TEST_CASE("a guest on a side slot leaves slot 0 untouched byte for byte", "[resident][guest][side]") {
-  const model_config c = test_config("tiny");
-  cache_tiers tiers(small_cache(true));
-  auto slot0 = make_engine(c);
-  auto side = make_engine(c);
-  const auto a1 = test_tokens(1800, 260);
-  const auto r1 = serve_turn(tiers, *slot0, a1, 8, "a");
-  const snapshot before = take_snapshot(slot0->cache_state());
-  const std::vector<float> logits_before = slot0->last_logits();
-
-  request_info info;
-  info.session_key = "title";
-  info.max_tokens = 8;
-  info.side_slot_free = true;
-  const auto guest = test_tokens(300, 261);
-  auto o = tiers.plan(guest, info);
-  REQUIRE(o.via == cache_via::side);
-  if (o.source == cache_source::cold)
-    side->reset();
-  else
-    tiers.restore(side->cache_state(), o);
-  tiers.begin(o, side->cache_state());
-  side->prefill(slice(o.served, side->length(), o.served.size()));
-  generation_request g;
-  g.max_tokens = 8;
-  generator(*side, g).run();
-  tiers.finish(side->cache_state());
-
-  require_same_state(take_snapshot(slot0->cache_state()), before, slot0->layout());
-  CHECK(same_bytes(slot0->last_logits(), logits_before));
-  CHECK(tiers.budget().used(budget_pool::stash) == 0);
-  const auto a2 = next_prompt(a1, r1.output, 15, 262);
-  const auto r2 = serve_turn(tiers, *slot0, a2, 0, "a");
-  CHECK(r2.offer.source == cache_source::end);
-  CHECK(nlohmann::json(tiers.stats())["resident"]["guests_side"] == 1);
 }

@@ -31,11 +31,10 @@ struct turn {
   std::string text;
 };
 
-board_runner_options runner_options(const model_config& c, bool side_slot) {
+board_runner_options runner_options() {
   board_runner_options o;
   o.decode_block = 2;
   o.cache = small_cache(true);
-  if (side_slot) o.side_slots.push_back(std::shared_ptr<engine>(make_engine(c).release()));
   return o;
 }
 
@@ -49,7 +48,7 @@ struct process {
   int next_id = 0;
 
   process(const std::string& dir, double assumed_read = 1e9, std::size_t min_tokens = 64,
-          std::uint64_t stage_bytes = 1ULL << 30, bool side_slot = false, const std::string& preset = "tiny")
+          std::uint64_t stage_bytes = 1ULL << 30, const std::string& preset = "tiny")
       : c(test_config(preset)) {
     disk_tier_options o;
     o.store.dir = dir;
@@ -57,7 +56,7 @@ struct process {
     o.admission.min_tokens = min_tokens;
     o.assumed_read_bytes_per_s = assumed_read;
     o.stage_bytes = stage_bytes;
-    board_runner_options ro = runner_options(c, side_slot);
+    board_runner_options ro = runner_options();
     ro.disk = o;
     runner = std::make_unique<board_runner>(std::shared_ptr<engine>(make_engine(c).release()), ro);
     disk = std::make_unique<disk_driver>(env, runner->slot0().layout(), o);
@@ -88,7 +87,7 @@ struct process {
 // passes forward it cold: the second admits an anchor at its longest line.
 void write_head_twice(const std::string& dir, const std::vector<token_id>& head,
                       const std::string& preset = "tiny") {
-  process p(dir, 1e9, 64, 1ULL << 30, false, preset);
+  process p(dir, 1e9, 64, 1ULL << 30, preset);
   p.serve(head);
   p.clear_device();
   p.serve(head);
@@ -109,7 +108,7 @@ std::unique_ptr<engine> cold_after(const model_config& c, const std::vector<toke
 
 // What a board without caches answers to `prompt`.
 std::string cold_text(const model_config& c, const std::vector<token_id>& prompt, int max_tokens) {
-  board_runner_options o = runner_options(c, false);
+  board_runner_options o = runner_options();
   o.cache.enabled = false;
   board_runner r(std::shared_ptr<engine>(make_engine(c).release()), o);
   const run_result res = run_to_end(r, r.start(job_of(prompt, max_tokens, "cold")));
@@ -157,7 +156,7 @@ TEST_CASE("after a restart a prompt resumes from disk and equals a cold prefill 
   const auto head = test_tokens(6 * g + 5, 502);
   write_head_twice(dir.str(), head, preset);
   // A new process: a fresh engine, empty device tiers, the index rebuilt by the scan.
-  process q(dir.str(), 1e9, 64, 1ULL << 30, false, preset);
+  process q(dir.str(), 1e9, 64, 1ULL << 30, preset);
   CHECK(q.scan().indexed == 7);  // 6 chunks and the anchor
   auto prompt = head;
   const auto more = test_tokens(2 * g + 3, 503);
@@ -290,37 +289,6 @@ TEST_CASE("a staging pool too small for the whole prompt still writes the lines 
   CHECK(p.service().store().chunk_count() == 3);  // lines 1..3: the chain from the start
   CHECK(p.runner->stats().disk_staging->stage_refusals == 1);
   CHECK(p.runner->stats().disk_staging->staged_bytes == 0);
-}
-
-TEST_CASE("a guest on a side slot restores its head from disk into the side slot only", "[disk][guest]") {
-  temp_dir dir("anchorage-disk-tier");
-  const model_config c = test_config("tiny");
-  const std::size_t g = static_cast<std::size_t>(c.grid);
-  const auto head = test_tokens(4 * g, 512);
-  write_head_twice(dir.str(), head);
-  process q(dir.str(), 1e9, 64, 1ULL << 30, true);
-  // Slot 0 holds a long conversation; the guest is under a quarter of it.
-  const auto resident = test_tokens(24 * g + 3, 513);
-  q.serve(resident, 4, "long");
-  const auto rows_before = q.runner->tiers().resident().tokens();
-  const std::size_t chunks_before = q.service().store().chunk_count();
-  auto guest = head;
-  const auto more = test_tokens(g / 2, 514);
-  guest.insert(guest.end(), more.begin(), more.end());
-  const auto t = q.serve(guest, 4, "title");
-  REQUIRE(t.source == cache_source::disk);
-  CHECK(t.via == "side");
-  CHECK(t.at == 4 * g);
-  // The side slot's state is a cold run's; slot 0's rows and the disk are as they were.
-  const engine& side = q.runner->active();
-  REQUIRE(&side != &q.runner->slot0());
-  const auto cold = cold_after(c, guest, 4);
-  REQUIRE(side.length() == cold->length());
-  require_same_state(state_bytes(side.cache_state(), side.length()),
-                     state_bytes(cold->cache_state(), cold->length()), cold->layout());
-  CHECK(q.runner->tiers().resident().tokens() == rows_before);
-  CHECK(q.service().store().chunk_count() == chunks_before);
-  CHECK(q.service().stats().hits == 1);
 }
 
 TEST_CASE("the disk tier answers with its own offer: the line, the bytes to read, the hit", "[disk]") {

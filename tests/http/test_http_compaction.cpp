@@ -225,3 +225,159 @@ TEST_CASE(
   CHECK_THAT(metrics, Catch::Contains("anchorage_compactions_total{served=\"prewritten\"} 2"));
   CHECK_THAT(metrics, Catch::Contains("anchorage_compaction_worker_runs_total{run=\"finished\"}"));
 }
+
+namespace {
+
+// A conversation opencode goes on with after its first compaction: its summary as an assistant
+// message after "What did we do so far?", then "Continue if you have next steps...", answered,
+// then one more turn, answered.
+const std::string prior_summary =
+    "## Objective\n- list the files in src and read main.cpp\n\n## Next Move\n1. read main.cpp";
+const std::string continue_after =
+    "Continue if you have next steps, or stop and ask for clarification if you are "
+    "unsure how to proceed.";
+
+json compacted_conversation(const http_server& s, const httplib::Headers& h) {
+  json messages = json::array({{{"role", "system"}, {"content", filler(system_prompt, 900)}},
+                               {{"role", "user"}, {"content", "What did we do so far?"}},
+                               {{"role", "assistant"}, {"content", prior_summary}},
+                               {{"role", "user"}, {"content", continue_after}}});
+  const turn_reply t1 = post_turn(s, greedy_turn(messages, 12), h);
+  messages.push_back({{"role", "assistant"}, {"content", t1.message.value("content", "")}});
+  messages.push_back({{"role", "user"}, {"content", "Now read main.cpp."}});
+  const turn_reply t2 = post_turn(s, greedy_turn(messages, 12), h);
+  REQUIRE(t2.x_cache["source"] == "end");
+  messages.push_back({{"role", "assistant"}, {"content", t2.message.value("content", "")}});
+  return messages;
+}
+
+// The repeat compaction's instructions after the block (the words as third parties copied
+// opencode's prompt builder; no capture of one exists).
+std::string repeat_instructions() {
+  return "Here is the summary of the conversation before the <conversation> above:\n\n<prior-summary>\n" +
+         prior_summary +
+         "\n</prior-summary>\n\nThe <prior-summary> summarizes everything that happened before the "
+         "<conversation>. Construct a new summary that combines both. The <prior-summary> is discarded after "
+         "this: anything you do not carry into the new summary is lost.\n\n" +
+         opencode_compaction_instructions().substr(opencode_compaction_instructions().find("Output exactly"));
+}
+
+// opencode's repeat compaction of `messages`: the messages after the summary flattened (the
+// system text, "What did we do so far?" and the summary are not), the prior summary after the
+// block; its agent's system text, no temperature. `typed`: a user message after the last answer.
+json repeat_compaction(const json& messages, const std::string& typed = {}) {
+  std::string t = "Here is the conversation so far:\n\n<conversation>\n";
+  for (std::size_t i = 3; i < messages.size(); ++i) {
+    const json& m = messages[i];
+    const std::string role = m["role"];
+    if (role == "user") t += "[User]: " + json(m["content"].get<std::string>()).dump() + "\n\n";
+    if (role == "assistant") t += "[Assistant]: " + m["content"].get<std::string>() + "\n\n";
+  }
+  if (!typed.empty()) t += "[User]: " + json(typed).dump() + "\n\n";
+  t += "</conversation>\n\n" + repeat_instructions();
+  return {{"model", "anchorage"},
+          {"max_tokens", 12},
+          {"messages", json::array({{{"role", "system"}, {"content", opencode_compaction_system_text()}},
+                                    {{"role", "user"}, {"content", t}}})}};
+}
+
+// The continuation's turn as the server renders it (the default template, thinking off).
+std::string continuation_turn(const std::string& before = {}) {
+  return "<|im_end|>\n" + before + "<|im_start|>user\n" + opencode_compaction_system_text() + "\n\n" +
+         repeat_instructions() + "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+}
+
+}  // namespace
+
+TEST_CASE(
+    "http: opencode's repeat compaction is served as the continuation, and after a quiet spell from "
+    "the prewrite",
+    "[http][compaction][worker]") {
+  http_server s(
+      {"--compaction-idle-s", "2", "--compaction-min-tokens", "1", "--compaction-max-tokens", "16"});
+  const json messages = compacted_conversation(s, session);
+  const json before = s.get("/v1/cache/stats").body_json()["tiers"];
+  const long end_rows = before["resident"]["end_anchor"].get<long>();
+  const long finished = before["compaction"]["worker"].value("finished", 0L);
+
+  // The repeat compaction: only the continuation turn is read, the prior summary in it.
+  const turn_reply c = post_session(s, repeat_compaction(messages));
+  INFO(c.x_cache.dump());
+  CHECK(c.x_cache["via"] == "compaction");
+  CHECK(c.x_cache["source"] == "end");
+  CHECK(c.x_cache["resumed_at"] == end_rows);
+  const long turn_tokens = static_cast<long>(count_tokens(continuation_turn()));
+  CHECK(c.x_cache["prefilled_tokens"].get<long>() >= turn_tokens - 2);
+  CHECK(c.x_cache["prefilled_tokens"].get<long>() <= turn_tokens + 2);
+  CHECK(c.usage["prompt_tokens"].get<long>() == end_rows + c.x_cache["prefilled_tokens"].get<long>());
+  CHECK(c.usage["prompt_tokens_details"]["cached_tokens"] == end_rows);
+  CHECK(compaction_stats(s, 1)["continuations"] == 1);
+
+  // After a quiet spell the worker has written the summary of this end for the turn the repeat
+  // compaction planned, and the same request (opencode sends it again when it retries) is
+  // answered from it.
+  const json w = worker_finished(s, finished + 1);
+  REQUIRE(w["worker"]["finished"].get<long>() >= finished + 1);
+  const turn_reply again = post_session(s, repeat_compaction(messages));
+  INFO(again.x_cache.dump());
+  CHECK(again.x_cache["via"] == "prewritten");
+  CHECK(again.x_cache["prefilled_tokens"] == 0);
+  CHECK(again.x_cache["resumed_at"] == again.usage["prompt_tokens"]);
+  CHECK(again.usage["prompt_tokens"] == c.usage["prompt_tokens"]);
+  CHECK(again.usage["completion_tokens"].get<long>() > 0);
+
+  // The conversation goes on from its end anchor.
+  json next = messages;
+  next.push_back({{"role", "user"}, {"content", "And the tests?"}});
+  const turn_reply t3 = post_session(s, greedy_turn(next, 8));
+  CHECK(t3.x_cache["source"] == "end");
+  CHECK(t3.x_cache["resumed_at"] == end_rows);
+}
+
+TEST_CASE("http: a compaction asked for right after the user typed prefills that message, not the transcript",
+          "[http][compaction]") {
+  http_server s;
+  const json messages = compacted_conversation(s, session);
+  const long end_rows = s.get("/v1/cache/stats").body_json()["tiers"]["resident"]["end_anchor"].get<long>();
+  const std::string typed = "Also list the tests.";
+  const turn_reply c = post_session(s, repeat_compaction(messages, typed));
+  INFO(c.x_cache.dump());
+  CHECK(c.x_cache["via"] == "compaction");
+  CHECK(c.x_cache["resumed_at"] == end_rows);
+  // The typed message's user turn, then the instructions' turn.
+  const long turn_tokens =
+      static_cast<long>(count_tokens(continuation_turn("<|im_start|>user\n" + typed + "<|im_end|>\n")));
+  CHECK(c.x_cache["prefilled_tokens"].get<long>() >= turn_tokens - 2);
+  CHECK(c.x_cache["prefilled_tokens"].get<long>() <= turn_tokens + 2);
+  CHECK(c.x_cache["prefilled_tokens"].get<long>() >
+        static_cast<long>(count_tokens(continuation_turn())) + static_cast<long>(count_tokens(typed)) - 2);
+  CHECK(compaction_stats(s, 1)["continuations"] == 1);
+}
+
+TEST_CASE(
+    "http: a repeat compaction of another named session, or whose transcript differs in one message, "
+    "is served as sent",
+    "[http][compaction]") {
+  http_server s;
+  const json messages = compacted_conversation(s, session);
+  SECTION("another session") {
+    const httplib::Headers other = {{"x-session-id", "ses_fedcba9876543210"},
+                                    {"x-session-affinity", "ses_fedcba9876543210"}};
+    const turn_reply c = post_turn(s, repeat_compaction(messages), other);
+    CHECK(c.x_cache.value("via", "") != "compaction");
+    CHECK(c.x_cache["prefilled_tokens"] == c.usage["prompt_tokens"]);
+    CHECK(compaction_stats(s, 1)["as_sent"] == 1);
+  }
+  SECTION("one message differs") {
+    json changed = messages;
+    changed[5]["content"] = "Now read util.cpp.";
+    const turn_reply c = post_session(s, repeat_compaction(changed));
+    CHECK(c.x_cache.value("via", "") != "compaction");
+    CHECK(c.x_cache["prefilled_tokens"] == c.usage["prompt_tokens"]);
+    CHECK(compaction_stats(s, 1)["as_sent"] == 1);
+  }
+  SECTION("the same session and transcript: the continuation (the cases above can fail)") {
+    const turn_reply c = post_session(s, repeat_compaction(messages));
+    CHECK(c.x_cache["via"] == "compaction");
+  }
+}

@@ -165,3 +165,63 @@ TEST_CASE("http: clear with tier=spill deletes the spill's files", "[http][spill
   CHECK(tiers_of(off, true)["spill"]["enabled"] == false);
   CHECK(off.post("/v1/cache/clear?tier=spill", "", admin).status == 400);
 }
+
+namespace {
+
+// Sessions that evict each other on `parallel` slots, each asked for again at once after its
+// eviction (its spill possibly still being written): every such turn resumes from the spill with
+// the answer of a server that ran only that conversation, `rounds` times in a row.
+void evicted_and_asked_at_once(int parallel, int rounds) {
+  temp_dir dir("anchorage-http-spill-race");
+  const std::vector<std::string> flags = {"--cache-dir",          dir.str(),
+                                          "--disk-min-tokens",    "1000000",
+                                          "--spill-min-tokens",   "256",
+                                          "--resident-park-gb",   "0",
+                                          "--resident-guest-max", "0",
+                                          "--cache-budget-gb",    "0",
+                                          "--parallel",           std::to_string(parallel)};
+  http_server s(flags);
+  http_server ref({"--disk-min-tokens", "1000000"});
+  for (int i = 0; i < rounds; ++i) {
+    INFO("round " << i << " of " << rounds << " on " << parallel << " slot(s)");
+    const std::string a_name = "A" + std::to_string(i);
+    json a = conversation(a_name);
+    const turn_reply a1 = post_turn(s, greedy_turn(a, 6));
+    answer(a, a1, "Now read main.cpp.");
+    // Every other slot taken by other sessions, the last of which evicts A.
+    for (int k = 0; k < parallel; ++k)
+      post_turn(s, greedy_turn(conversation("B" + std::to_string(i) + "_" + std::to_string(k)), 6));
+    // A at once.
+    const turn_reply a2 = post_turn(s, greedy_turn(a, 6));
+    CHECK(a2.x_cache["source"] == "spill");
+    // A server that ran only A.
+    json alone = conversation(a_name);
+    const turn_reply r1 = post_turn(ref, greedy_turn(alone, 6));
+    answer(alone, r1, "Now read main.cpp.");
+    REQUIRE(alone == a);
+    const turn_reply r2 = post_turn(ref, greedy_turn(alone, 6));
+    CHECK(a2.message == r2.message);
+    CHECK(a2.x_cache["resumed_at"] == r2.x_cache["resumed_at"]);
+    CHECK(a2.x_cache["prefilled_tokens"] == r2.x_cache["prefilled_tokens"]);
+  }
+  const json spill = s.get("/v1/cache/stats").body_json()["tiers"]["spill"];
+  CHECK(spill["read_failures"] == 0);
+  CHECK(spill["write_failures"] == 0);
+  // How often the race was met (a request held for its spill's commit): not fixed by the test.
+  WARN("spill race on " << parallel << " slot(s): " << spill.value("in_flight_waits", 0L) << " of " << rounds
+                        << " turns waited for their spill's commit");
+}
+
+}  // namespace
+
+TEST_CASE(
+    "http: a conversation evicted and asked for again at once resumes from the spill, one slot, 20 times",
+    "[http][spill]") {
+  evicted_and_asked_at_once(1, 20);
+}
+
+TEST_CASE(
+    "http: a conversation evicted and asked for again at once resumes from the spill, two slots, 20 times",
+    "[http][spill]") {
+  evicted_and_asked_at_once(2, 20);
+}

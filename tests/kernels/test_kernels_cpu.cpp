@@ -164,6 +164,30 @@ TEST_CASE("block checksums see every word and its place", "[kernels]") {
   CHECK(a[0] == b[0]);
 }
 
+TEST_CASE("block_checksum equals its plain definition at every length (lanes and tail)", "[kernels]") {
+  std::vector<std::uint64_t> buf(5000);
+  for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = (i + 1) * 0xd1b54a32d192ed03ULL ^ (i << 7);
+  for (long row_words : {1L, 3L, 8L, 13L}) {
+    const long rows = static_cast<long>(buf.size()) / row_words;
+    for (long a : {0L, 1L, 5L}) {
+      for (long b : {a + 1, a + 2, a + 9, a + 64, rows}) {
+        if (b > rows || b <= a) continue;
+        std::uint64_t got[2];
+        cpu::block_checksum(buf.data(), row_words * 8, a, b, got);
+        std::uint64_t s0 = 0, s1 = 0;
+        for (long i = 0; i < (b - a) * row_words; ++i) {
+          const std::uint64_t w = buf[static_cast<std::size_t>(a * row_words + i)];
+          s0 += w;
+          s1 += static_cast<std::uint64_t>(i + 1) * w;
+        }
+        INFO(row_words << " words a row, rows [" << a << ", " << b << ")");
+        CHECK(got[0] == s0);
+        CHECK(got[1] == s1);
+      }
+    }
+  }
+}
+
 TEST_CASE("small kernels match their definitions", "[kernels]") {
   SECTION("rmsnorm") {
     const auto x = random_vec(2 * 8, 1), w = random_vec(8, 2);

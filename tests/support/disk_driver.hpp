@@ -10,6 +10,8 @@
 
 #include "runtime/disk/disk_service.hpp"
 #include "runtime/io/clock.hpp"
+#include "runtime/io/uring_env.hpp"
+#include "runtime/spill/spill_store.hpp"
 #include "runtime/tiers/board_runner.hpp"
 
 namespace anchorage::testing {
@@ -61,7 +63,8 @@ struct run_result {
   long steps = 0;
 };
 
-// Steps until the request ends (at most `max_steps`), the disk's messages answered as they come.
+// Steps until the request ends (at most `max_steps`), the disk's messages and the spill reads
+// answered as they come.
 inline run_result run_to_end(board_runner& r, board_events first, disk_driver* disk = nullptr,
                              long max_steps = 100000) {
   run_result res;
@@ -75,6 +78,13 @@ inline run_result run_to_end(board_runner& r, board_events first, disk_driver* d
     if (out.done) res.done = out.done;
     if (disk && out.disk_read) {
       out = r.restored(disk->service->start_read(*out.disk_read));
+      continue;
+    }
+    if (out.spill_read) {
+      // The spill reader's part, here: its own env, as the actor has.
+      uring_env reader;
+      execute_spill_read(reader, *out.spill_read);
+      out = r.spill_fetched(std::move(out.spill_read));
       continue;
     }
     if (disk && out.disk_plan) {

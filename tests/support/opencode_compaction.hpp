@@ -66,6 +66,20 @@ inline std::string opencode_flattened_text(const std::vector<opencode_turn>& tur
          "\n</conversation>\n\n" + instructions;
 }
 
+// The instructions of opencode's repeat compaction (a conversation it compacted before): the
+// earlier summary after the transcript, then a request to combine the two, then the template.
+// No such request was captured (tests/support/clients/ has the first compaction only); the words
+// follow third-party copies of opencode's prompt builder, shortened like the ones above.
+inline std::string opencode_repeat_instructions(const std::string& prior_summary) {
+  return "Here is the summary of the conversation before the <conversation> above:\n\n<prior-summary>\n" +
+         prior_summary +
+         "\n</prior-summary>\n\nThe <prior-summary> summarizes everything that happened before the "
+         "<conversation>. Construct a new summary that combines both. The <prior-summary> is discarded after "
+         "this: anything you do not carry into the new summary is lost.\n\nOutput exactly the Markdown "
+         "structure shown inside <template> and keep the section order unchanged.\n<template>\n## "
+         "Objective\n- [one or two brief sentences]\n</template>";
+}
+
 inline chat_message opencode_message(std::string role, std::string content) {
   chat_message m;
   m.role = std::move(role);

@@ -56,9 +56,25 @@ struct board_run {
   std::map<std::string, stream_event> finished;
 };
 
-// Every step of every slot until none wants one; spills written as they are staged.
+// A slot's spill read, answered at once (the spill reader's part, on the keeper's env), and what
+// the slot did next.
+inline void serve_spill_read(slot_board& b, slot_events& s) {
+  while (s.events.spill_read) {
+    spill_fetch_ptr f = std::move(s.events.spill_read);
+    b.spill()->execute_here(*f);
+    slot_events next = b.spill_fetched(s.slot, std::move(f));
+    for (auto& ev : next.events.events) s.events.events.push_back(std::move(ev));
+    for (auto& j : next.events.spill_writes) s.events.spill_writes.push_back(std::move(j));
+    if (next.events.done) s.events.done = std::move(next.events.done);
+    s.events.spill_read = std::move(next.events.spill_read);
+  }
+}
+
+// Every step of every slot until none wants one; spills written as they are staged, spill reads
+// answered as they are asked for.
 inline void run_all(slot_board& b, board_run& log, spill_driver* w, slot_events first) {
   auto take = [&](slot_events& s) {
+    serve_spill_read(b, s);
     for (auto& ev : s.events.events)
       if (ev.what == stream_event::kind::finished) log.finished[ev.id] = ev;
     if (w && b.spill()) w->serve(*b.spill(), s.events.spill_writes);

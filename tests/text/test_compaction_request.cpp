@@ -157,6 +157,33 @@ TEST_CASE("a flattened compaction built the way opencode builds it", "[compactio
   }
 }
 
+TEST_CASE("a flattened compaction is recognised by its structure, not by a phrase", "[compaction]") {
+  const auto flattened = opencode_flattened_request(turns);
+  SECTION("under another system text") {
+    auto m = flattened;
+    m[0].content = main_system;
+    const auto c = detect_compaction(m, false);
+    REQUIRE(c);
+    CHECK(c->shape == compaction_shape::flattened);
+    CHECK(c->system_text == main_system);
+  }
+  SECTION("asking for something other than an anchored summary") {
+    auto m = flattened;
+    m[1].content = opencode_flattened_text(turns, "Translate the conversation above into French.");
+    const auto c = detect_compaction(m, false);
+    REQUIRE(c);
+    CHECK(c->instructions ==
+          "Here is the conversation so far:\n\nTranslate the conversation above into French.");
+  }
+  SECTION("another text before the block") {
+    auto m = flattened;
+    m[1].content = "Look: " + m[1].content;
+    const auto c = detect_compaction(m, false);
+    REQUIRE(c);
+    CHECK(c->user_lines == user_texts());
+  }
+}
+
 TEST_CASE("an anchored compaction: the instruction opens the user text", "[compaction]") {
   SECTION("the transcript in a block after the instruction") {
     const std::string text =
@@ -228,13 +255,6 @@ TEST_CASE("a trailing instruction after a normal turn's history", "[compaction]"
 
 TEST_CASE("near misses are not compaction requests", "[compaction]") {
   const auto flattened = opencode_flattened_request(turns);
-  SECTION("a flattened transcript under another system text") {
-    auto m = flattened;
-    m[0].content = main_system;
-    CHECK_FALSE(detect_compaction(m, false));
-    m[0].content = "Summarize: You are a context summarization agent.";
-    CHECK_FALSE(detect_compaction(m, false));
-  }
   SECTION("a flattened transcript with no system text") {
     CHECK_FALSE(detect_compaction({flattened[1]}, false));
   }
@@ -244,9 +264,9 @@ TEST_CASE("near misses are not compaction requests", "[compaction]") {
     m.push_back(flattened[1]);
     CHECK_FALSE(detect_compaction(m, false));
   }
-  SECTION("a flattened transcript that asks for something else") {
+  SECTION("a flattened transcript with nothing after it") {
     auto m = flattened;
-    m[1].content = opencode_flattened_text(turns, "Translate the conversation above into French.");
+    m[1].content = "Summarise this:\n\n<conversation>\n" + opencode_flatten(turns) + "\n</conversation>\n";
     CHECK_FALSE(detect_compaction(m, false));
   }
   SECTION("the opener with no closed block, or the tag only mentioned mid-line") {
@@ -259,9 +279,8 @@ TEST_CASE("near misses are not compaction requests", "[compaction]") {
     CHECK_FALSE(detect_compaction(m, false));
   }
   SECTION("an opener in another case") {
+    // (A flattened transcript is recognised by its structure, whatever the case of its opener.)
     auto m = flattened;
-    m[1].content = "here is the conversation so far:" + m[1].content.substr(32);
-    CHECK_FALSE(detect_compaction(m, false));
     m[1].content = "CREATE A NEW ANCHORED SUMMARY of the above";
     CHECK_FALSE(detect_compaction(m, false));
   }
@@ -274,9 +293,6 @@ TEST_CASE("near misses are not compaction requests", "[compaction]") {
         with_last(history,
                   "What does \"Provide a detailed prompt for continuing our conversation above.\" do?"),
         false));
-    auto m = flattened;
-    m[1].content = "Look: " + m[1].content;
-    CHECK_FALSE(detect_compaction(m, false));
   }
   SECTION("an instruction with no history before it") {
     CHECK_FALSE(detect_compaction(

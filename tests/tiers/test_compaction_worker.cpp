@@ -240,11 +240,14 @@ TEST_CASE("compaction worker: a summary of an end the conversation moved past is
   CHECK(got.cache.via == "compaction");
   CHECK(got.cache.prefilled_tokens == static_cast<long>(the_plan(c).turn.size()));
   CHECK(a.compactions_prewritten() == 0);
-  // Another session's compaction with the same lines and turn is not this summary's either.
+  // Another named session's compaction with the same lines and turn is not this summary's
+  // either, nor this conversation's continuation (compaction_session_fits): served as sent.
   REQUIRE(drive_idle(a, a.start_idle(tmpl)).reply->what == idle_reply::outcome::finished);
   board_job other = compaction_request(c, rows, 9, "other");
   other.session_key = "header:ses_B";
-  CHECK(run(a, other).cache.via == "compaction");
+  CHECK(run(a, other).cache.via == "");
+  CHECK(a.compactions_prewritten() == 0);
+  CHECK(a.compactions_as_sent() == 1);
 }
 
 TEST_CASE("compaction worker: the summary answers only a request whose sampling it honours",
