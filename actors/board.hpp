@@ -11,7 +11,7 @@
 #include "protocol/interfaces.hpp"
 #include "runtime/speculative/suffix_lookup.hpp"
 #include "runtime/suffix/suffix_store.hpp"
-#include "runtime/tiers/slot_board.hpp"
+#include "runtime/board/slot_board.hpp"
 
 namespace anchorage {
 
@@ -41,7 +41,7 @@ struct board_options {
 };
 
 // The board: the only owner of the engines and of the device tiers (each slot's resident prefix
-// is its engine's own rows). The work is its slot_board's (runtime/tiers/slot_board.hpp): one
+// is its engine's own rows). The work is its slot_board's (runtime/board/slot_board.hpp): one
 // board_runner per slot. The actor runs one step of one slot per message (a prefill chunk or a
 // decode block), sending itself the next step, so a message that arrives meanwhile (a new
 // request, a cancel at high priority, a clear) is handled between two steps. The disk actor's

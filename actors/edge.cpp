@@ -10,12 +10,14 @@
 #include "actors/admin.hpp"
 #include "actors/edge_exchange.hpp"
 #include "actors/edge_stream.hpp"
+#include "actors/edge_stream_step.hpp"
 #include "protocol/error_code.hpp"
 #include "runtime/api/anthropic_request.hpp"
 #include "runtime/api/anthropic_response.hpp"
 #include "runtime/api/anthropic_sse_encoder.hpp"
 #include "runtime/api/openai_request.hpp"
 #include "runtime/api/openai_response.hpp"
+#include "runtime/api/response_store.hpp"
 #include "runtime/api/sse_encoder.hpp"
 #include "runtime/io/clock.hpp"
 #include "runtime/server/http_front.hpp"
@@ -97,70 +99,6 @@ void answer_whole_anthropic(exchange& ex, trace_writer* trace, const std::string
   }
 }
 
-// What a streamed request keeps between the calls of its chunk provider; `encoder` is
-// sse_encoder (OpenAI's chunks) or anthropic_sse_encoder (Anthropic's events).
-template <class encoder>
-struct stream_state {
-  std::shared_ptr<exchange> ex;
-  encoder sse;
-  trace_writer* trace;
-  request_kind kind;
-  std::string path, body;
-};
-
-// Writes `chunks` in order, one write each, stopping at the first that fails; whether all went.
-bool write_chunks(httplib::DataSink& sink, const std::vector<std::string>& chunks) {
-  for (const std::string& c : chunks)
-    if (!sink.write(c.data(), c.size())) return false;
-  return true;
-}
-
-// The client went away: stop the generation at its next step. A client that left is recorded
-// too (a replay skips it: it cannot leave the same way).
-template <class encoder>
-void cancel(stream_state<encoder>& st) {
-  const stream_event end = st.ex->cancel();
-  if (!st.trace) return;
-  st.trace->record(st.path, st.body, nlohmann::json{{"cancelled", true}},
-                   end.what == stream_event::kind::finished ? trace_ledger(end.ledger) : nlohmann::json());
-}
-
-// One call of the chunk provider: the opening chunks on the first, then one event's chunks per
-// call. Returns false to drop the connection (the client went away).
-template <class encoder>
-bool stream_step(stream_state<encoder>& st, httplib::DataSink& sink) {
-  if (!st.sse.opened()) {
-    if (write_chunks(sink, st.sse.open())) return true;
-    cancel(st);
-    return false;
-  }
-  const stream_event ev = st.ex->next();
-  const std::vector<std::string> chunks = st.sse.feed(ev);
-  switch (ev.what) {
-    case stream_event::kind::finished: {
-      if (st.trace)
-        st.trace->record(st.path, st.body, trace_outcome(st.kind, ev.finish_reason, ev.output, ev.usage),
-                         trace_ledger(ev.ledger));
-      const bool ok = write_chunks(sink, chunks);
-      sink.done();
-      return ok;
-    }
-    case stream_event::kind::failed:
-      if (st.trace) st.trace->record(st.path, st.body, trace_error(ev.error), nullptr);
-      for (const std::string& c : chunks)
-        sink.write(c.data(), c.size());  // each tried: the end goes out if it can
-      sink.done();
-      return true;
-    case stream_event::kind::accepted:
-    case stream_event::kind::progress:
-    case stream_event::kind::delta:
-      break;
-  }
-  if (write_chunks(sink, chunks)) return true;
-  cancel(st);
-  return false;
-}
-
 // Operator routes go through the admin actor, which checks the token and the tier; its
 // error_codes become their HTTP status and message (protocol/error_code.hpp's describe()).
 template <class... Ts>
@@ -208,7 +146,11 @@ void internal_error(const httplib::Request& q, httplib::Response& res, std::exce
 }  // namespace
 
 http_edge::http_edge(caf::actor_system& sys, conductor_actor conductor, const server_config& cfg)
-    : sys_(sys), conductor_(std::move(conductor)), cfg_(cfg), server_(std::make_unique<edge_http_server>()) {
+    : sys_(sys),
+      conductor_(std::move(conductor)),
+      cfg_(cfg),
+      server_(std::make_unique<edge_http_server>()),
+      stored_responses_(std::make_shared<response_store>()) {
   started_s_ = unix_seconds();
   admin_ = sys_.spawn(admin, cfg_.admin_token, conductor_);
   if (!cfg_.trace_path.empty()) {
@@ -270,6 +212,7 @@ void http_edge::routes() {
   s.Post("/v1/messages/count_tokens", [this](const httplib::Request& q, httplib::Response& r) {
     messages(anthropic_route::count_tokens, q, r);
   });
+  s.Post("/v1/responses", [this](const httplib::Request& q, httplib::Response& r) { responses(q, r); });
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& r) { models(r); });
   s.Get("/health", [this](const httplib::Request&, httplib::Response& r) { health(r); });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) { metrics(r); });
@@ -310,7 +253,7 @@ void http_edge::generate(request_kind kind, const httplib::Request& http, httpli
 
   auto st = std::make_shared<stream_state<sse_encoder>>(
       stream_state<sse_encoder>{ex, sse_encoder(kind, id, created, model, req->include_usage), trace_.get(),
-                                kind, http.path, http.body});
+                                kind, http.path, http.body, nullptr});
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream", [st](std::size_t, httplib::DataSink& sink) { return stream_step(*st, sink); });
@@ -364,7 +307,7 @@ void http_edge::messages(anthropic_route route, const httplib::Request& http, ht
   if (!req->stream) return answer_whole_anthropic(*ex, trace_.get(), id, model, http, res);
 
   auto st = std::make_shared<stream_state<anthropic_sse_encoder>>(stream_state<anthropic_sse_encoder>{
-      ex, anthropic_sse_encoder(id, model), trace_.get(), request_kind::chat, http.path, http.body});
+      ex, anthropic_sse_encoder(id, model), trace_.get(), request_kind::chat, http.path, http.body, nullptr});
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream", [st](std::size_t, httplib::DataSink& sink) { return stream_step(*st, sink); });

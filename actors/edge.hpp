@@ -21,6 +21,7 @@ class trace_writer;
 class http_front;
 class edge_http_server;
 class tokenizer;
+class response_store;
 struct render_limits;
 enum class anthropic_route;
 
@@ -51,6 +52,8 @@ class http_edge {
   void generate(request_kind kind, const httplib::Request& http, httplib::Response& res);
   // POST /v1/messages and /v1/messages/count_tokens (Anthropic's Messages API), docs/SERVER.md.
   void messages(anthropic_route route, const httplib::Request& http, httplib::Response& res);
+  // POST /v1/responses (OpenAI's Responses API), docs/SERVER.md; in edge_responses.cpp.
+  void responses(const httplib::Request& http, httplib::Response& res);
   void models(httplib::Response& res) const;
   void health(httplib::Response& res) const;
   void metrics(httplib::Response& res);
@@ -66,6 +69,9 @@ class http_edge {
   std::unique_ptr<trace_writer> trace_;
   std::unique_ptr<const render_limits> render_limits_;  // set_prompt_renderer's
   std::unique_ptr<const tokenizer> tok_;
+  // The stored Responses answers' conversations, for previous_response_id (shared with the
+  // streams that add to it after their route returned).
+  std::shared_ptr<response_store> stored_responses_;
   std::atomic<bool> draining_{false};
   std::atomic<long> next_id_{0};
   std::int64_t started_s_ = 0;

@@ -52,7 +52,7 @@
 #include "runtime/text/compaction_plan.hpp"
 #include "runtime/text/opencode_compaction.hpp"
 #include "runtime/text/tokenizer.hpp"
-#include "runtime/tiers/board_runner.hpp"
+#include "runtime/board/board_runner.hpp"
 #include "tools/bench_common.hpp"
 
 using namespace anchorage;

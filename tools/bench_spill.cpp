@@ -38,7 +38,7 @@
 #include "runtime/engine/model_weights.hpp"
 #include "runtime/io/clock.hpp"
 #include "runtime/io/uring_env.hpp"
-#include "runtime/tiers/slot_board.hpp"
+#include "runtime/board/slot_board.hpp"
 #include "runtime/tiers/spill_keeper.hpp"
 #include "tools/bench_common.hpp"
 #include "tools/disk_bench_raw.hpp"

@@ -10,91 +10,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/api/request_fields.hpp"
+
 namespace anchorage {
 
 namespace {
 
-// ordered_json: tool schemas and tool_use inputs keep the client's key order, as the chat route
-// keeps its tools and object arguments.
-using json = nlohmann::ordered_json;
-// The outcome of one validation step: nullopt when it passed.
-using failure = std::optional<api_error>;
+// ordered_json (request_fields::json): tool schemas and tool_use inputs keep the client's key
+// order, as the chat route keeps its tools and object arguments.
+using namespace request_fields;
 
 constexpr int max_json_depth = 512;
 constexpr std::string_view billing_block = "x-anthropic-billing-header";
-
-api_error invalid(std::string param, std::string message) {
-  return api_error{400, "invalid_request_error", std::move(message), std::move(param)};
-}
-
-api_error wrong_type(const std::string& param, const char* expected, const json& v) {
-  const std::string got = v.is_number_float() ? "a non-integer number"
-                          : v.is_number()     ? "an integer"
-                                              : std::string(v.type_name());
-  return invalid(param, param + " must be " + expected + ", got " + got);
-}
-
-// The member `key` of object `obj`, or null when it is absent or JSON null.
-const json* field(const json& obj, const char* key) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-std::string dump_compact(const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-failure opt_string(const json& obj, const char* key, const std::string& param, std::string& out) {
-  const json* v = field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_string()) return wrong_type(param, "a string", *v);
-  out = v->get<std::string>();
-  return std::nullopt;
-}
-
-// A required non-empty string member.
-failure need_string(const json& obj, const char* key, const std::string& param, std::string& out) {
-  const json* v = field(obj, key);
-  if (!v || !v->is_string() || v->get_ref<const std::string&>().empty())
-    return invalid(param, param + " must be a non-empty string");
-  out = v->get<std::string>();
-  return std::nullopt;
-}
-
-failure opt_bool(const json& obj, const char* key, const std::string& param, bool& out) {
-  const json* v = field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_boolean()) return wrong_type(param, "a boolean", *v);
-  out = v->get<bool>();
-  return std::nullopt;
-}
-
-// An integer >= lo; values beyond LONG_MAX are clamped to it.
-failure read_integer(const json& v, const std::string& param, long lo, long& out) {
-  if (!v.is_number_integer()) return wrong_type(param, "an integer", v);
-  if (v.is_number_unsigned()) {
-    const std::uint64_t u = v.get<std::uint64_t>();
-    out = u > static_cast<std::uint64_t>(LONG_MAX) ? LONG_MAX : static_cast<long>(u);
-  } else {
-    out = static_cast<long>(v.get<std::int64_t>());
-  }
-  if (out < lo)
-    return invalid(param, param + " must be an integer >= " + std::to_string(lo) + ", got " + v.dump());
-  return std::nullopt;
-}
-
-// A number in [lo, hi], or in (lo, hi] when lo_open.
-failure opt_ranged(const json& obj, const char* key, double lo, double hi, bool lo_open, double& out) {
-  const json* v = field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_number()) return wrong_type(key, "a number", *v);
-  const double x = v->get<double>();
-  if ((lo_open ? x <= lo : x < lo) || x > hi) {
-    return invalid(key, std::string(key) + " must be in " + (lo_open ? "(" : "[") + json(lo).dump() + ", " +
-                            json(hi).dump() + "], got " + v->dump());
-  }
-  out = x;
-  return std::nullopt;
-}
 
 bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
 

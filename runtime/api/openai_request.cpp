@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/api/request_fields.hpp"
 #include "runtime/text/tokenizer.hpp"
 
 namespace anchorage {
@@ -17,68 +18,13 @@ namespace {
 
 // ordered_json: objects keep the client's key order (tools and tool-call arguments are rendered
 // with `tojson`, which writes keys in the order given).
-using json = nlohmann::ordered_json;
-// The outcome of one validation step: nullopt when it passed.
-using failure = std::optional<api_error>;
+// The JSON readers (request_fields: json is ordered_json, failure an optional api_error).
+using namespace request_fields;
 
 constexpr int max_json_depth = 512;
 constexpr std::size_t max_stop_strings = 4;
 constexpr std::size_t max_logit_bias_entries = 300;
 constexpr double max_logit_bias = 100.0;
-
-api_error invalid(std::string param, std::string message) {
-  return api_error{400, "invalid_request_error", std::move(message), std::move(param)};
-}
-
-// "<param> must be <expected>, got <what v is>".
-api_error wrong_type(const std::string& param, const char* expected, const json& v) {
-  const std::string got = v.is_number_float() ? "a non-integer number"
-                          : v.is_number()     ? "an integer"
-                                              : std::string(v.type_name());
-  return invalid(param, param + " must be " + expected + ", got " + got);
-}
-
-// The member `key` of object `obj`, or null when it is absent or JSON null.
-const json* field(const json& obj, const char* key) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-std::string dump_compact(const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-// The opt_* readers store obj[key] into `out` when it is present and not null, and leave `out`
-// alone otherwise; `param` names the field in errors.
-template <typename T>  // std::string or std::optional<std::string>
-failure opt_string(const json& obj, const char* key, const std::string& param, T& out) {
-  const json* v = field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_string()) return wrong_type(param, "a string", *v);
-  out = v->get<std::string>();
-  return std::nullopt;
-}
-
-failure opt_bool(const json& obj, const char* key, const std::string& param, bool& out) {
-  const json* v = field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_boolean()) return wrong_type(param, "a boolean", *v);
-  out = v->get<bool>();
-  return std::nullopt;
-}
-
-// A number in [lo, hi], or in (lo, hi] when lo_open.
-failure opt_ranged(const json& obj, const char* key, double lo, double hi, bool lo_open, double& out) {
-  const json* v = field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_number()) return wrong_type(key, "a number", *v);
-  const double x = v->get<double>();
-  if ((lo_open ? x <= lo : x < lo) || x > hi) {
-    return invalid(key, std::string(key) + " must be in " + (lo_open ? "(" : "[") + json(lo).dump() + ", " +
-                            json(hi).dump() + "], got " + v->dump());
-  }
-  out = x;
-  return std::nullopt;
-}
 
 // A positive integer; values beyond LONG_MAX are clamped to it.
 failure read_positive(const json& v, const std::string& param, long& out) {

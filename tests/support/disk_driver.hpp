@@ -12,7 +12,7 @@
 #include "runtime/io/clock.hpp"
 #include "runtime/io/uring_env.hpp"
 #include "runtime/spill/spill_store.hpp"
-#include "runtime/tiers/board_runner.hpp"
+#include "runtime/board/board_runner.hpp"
 
 namespace anchorage::testing {
 

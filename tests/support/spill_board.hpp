@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "runtime/io/uring_env.hpp"
-#include "runtime/tiers/slot_board.hpp"
+#include "runtime/board/slot_board.hpp"
 #include "runtime/tiers/spill_keeper.hpp"
 #include "tests/support/disk_driver.hpp"
 

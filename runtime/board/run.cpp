@@ -1,0 +1,143 @@
+#include "runtime/board/run.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "runtime/io/clock.hpp"
+
+namespace anchorage {
+
+generation_job to_generation_job(const board_job& j) {
+  generation_job g;
+  if (j.tok) g.tok = *j.tok;
+  g.prompt.assign(j.prompt.begin(), j.prompt.end());
+  g.gen.sampling.temperature = static_cast<float>(j.temperature);
+  g.gen.sampling.top_p = static_cast<float>(j.top_p);
+  g.gen.sampling.seed = j.seed;
+  g.gen.sampling.logit_bias.assign(j.logit_bias.begin(), j.logit_bias.end());
+  g.gen.max_tokens = static_cast<int>(j.max_tokens);
+  g.gen.stop_tokens.assign(j.stop_tokens.begin(), j.stop_tokens.end());
+  g.stop_strings = j.stop_strings;
+  g.parse_reasoning = j.parse_reasoning;
+  g.parse_tool_calls = j.parse_tool_calls;
+  if (j.tools) g.tools = *j.tools;
+  g.starts_in_reasoning = j.starts_in_reasoning;
+  g.reasoning_budget = j.reasoning_budget;
+  return g;
+}
+
+request_info info_of(const board_job& j) {
+  request_info info;
+  info.session_key = j.session_key;
+  info.max_tokens = static_cast<std::size_t>(std::max(0L, j.max_tokens));
+  if (j.reasoning_budget >= 0) info.hidden_reserve = reasoning_close_length(j.tok ? *j.tok : tokenizer());
+  if (j.user_start >= 0) info.user_start = static_cast<std::size_t>(j.user_start);
+  return info;
+}
+
+board_events failed_events(const board_job& j, int status, const std::string& message) {
+  board_events out;
+  out.sink = j.sink;
+  stream_event ev;
+  ev.what = stream_event::kind::failed;
+  ev.id = j.id;
+  ev.error = api_error{status, status >= 500 ? "server_error" : "invalid_request_error", message, ""};
+  out.events.push_back(std::move(ev));
+  ledger_entry e;
+  e.id = j.id;
+  e.route = j.route;
+  e.session_key = j.session_key;
+  e.prompt_tokens = static_cast<long>(j.prompt.size());
+  e.finish_reason = "error";
+  out.done = std::move(e);
+  return out;
+}
+
+run::run(slot_state& slot, board_job job, std::int64_t start_ns)
+    : slot_(slot), job_(std::move(job)), start_ns_(start_ns) {}
+
+speculative_counters run::speculation() const {
+  return session_ && !session_->done() ? session_->speculation() : speculative_counters{};
+}
+
+void run::begin_session(generation_job g) {
+  session_ = std::make_unique<generation_session>(*slot_.eng, std::move(g));
+  if (cancel_pending_) session_->cancel();
+}
+
+board_events run::running_events() {
+  board_events out;
+  out.sink = job_.sink;
+  phase_ = phase::running;
+  out.step_again = true;
+  return out;
+}
+
+void run::cancel() {
+  if (session_) return session_->cancel();
+  cancel_pending_ = true;  // restoring or planning: the session ends at its first step
+}
+
+board_events run::step() {
+  if (!session_ || phase_ != phase::running) return {};
+  ++slot_.counters.steps;
+  const bool was_prefilling = session_->prefilling();
+  return after_step(session_->step(slot_.decode_block), was_prefilling);
+}
+
+std::optional<token_id> run::batch_token() const {
+  if (!session_ || phase_ != phase::running) return std::nullopt;
+  return session_->batch_token();
+}
+
+board_events run::step_forwarded() {
+  if (!session_ || phase_ != phase::running) throw std::logic_error("board_runner: no request to step");
+  ++slot_.counters.steps;
+  return after_step(session_->step_forwarded(), false);
+}
+
+std::vector<token_id> run::batch_rows(std::size_t max_rows) {
+  if (!session_ || phase_ != phase::running) throw std::logic_error("board_runner: no request to step");
+  return session_->batch_rows(max_rows);
+}
+
+board_events run::step_rows() {
+  if (!session_ || phase_ != phase::running) throw std::logic_error("board_runner: no request to step");
+  ++slot_.counters.steps;
+  return after_step(session_->step_rows(), false);
+}
+
+// What a step leaves: the kind's part after a prefill chunk, progress, the first token's time,
+// the kind's part after decoded tokens (a checkpoint), the deltas, the end.
+board_events run::after_step(generation_session::step_result r, bool was_prefilling) {
+  board_events out;
+  out.sink = job_.sink;
+  if (was_prefilling) after_prefill_chunk(out);
+  if (session_->prefilling() || r.prefill_finished) {
+    stream_event ev;
+    ev.what = stream_event::kind::progress;
+    ev.id = job_.id;
+    ev.prompt_tokens = session_->prompt_tokens();
+    ev.done_tokens = static_cast<long>(slot_.eng->length());
+    out.events.push_back(std::move(ev));
+  }
+  if (r.tokens > 0 && first_token_ns_ == 0) first_token_ns_ = steady_ns();
+  if (r.tokens > 0 && !session_->done()) after_tokens(out);
+  if (!r.deltas.empty()) {
+    stream_event ev;
+    ev.what = stream_event::kind::delta;
+    ev.id = job_.id;
+    ev.deltas = std::move(r.deltas);
+    out.events.push_back(std::move(ev));
+  }
+  if (session_->done()) {
+    slot_.counters.speculation.add(session_->speculation());
+    finish(out);
+    phase_ = phase::ended;
+  } else {
+    out.step_again = true;
+  }
+  return out;
+}
+
+}  // namespace anchorage
