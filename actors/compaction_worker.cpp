@@ -25,6 +25,9 @@ void ask(worker_ptr self, std::uint64_t at) {
             auto& s = self->state;
             s.asking = false;
             if (r.what == idle_reply::outcome::preempted) ++s.preempted;
+            // Busy when it asked (a request ran past the quiet spell): ask again after another
+            // quiet spell, unless a request came meanwhile (its activity re-armed the timer).
+            if (r.what == idle_reply::outcome::refused && at == s.activity) return arm(self);
             if (r.what != idle_reply::outcome::finished) return;
             ++s.finished;
             if (at == s.activity) self->send(self, tick_atom::value, at);  // another slot's turn
