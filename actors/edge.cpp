@@ -92,8 +92,8 @@ void answer_whole_anthropic(exchange& ex, trace_writer* trace, const std::string
                     trace_outcome(request_kind::chat, ev.finish_reason, ev.output, ev.usage),
                     trace_ledger(ev.ledger));
     res.status = 200;
-    res.set_content(anthropic_json_text(
-                        anthropic_message_body(id, model, ev.output, ev.finish_reason, ev.usage, ev.cache)),
+    res.set_content(anthropic_json_text(anthropic_message_body(id, model, ev.output, ev.finish_reason,
+                                                               ev.usage, ev.cache, ev.stop_sequence)),
                     "application/json");
     return;
   }

@@ -51,8 +51,7 @@ struct keep_answer {
 
 // A request without "stream": waits for the end and answers one response object.
 void answer_whole(exchange& ex, trace_writer* trace, const responses_meta& meta, const keep_answer& keep,
-                  const std::function<long(const std::string&)>& count, const httplib::Request& http,
-                  httplib::Response& res) {
+                  const httplib::Request& http, httplib::Response& res) {
   for (;;) {
     stream_event ev = ex.next();
     if (ev.what == stream_event::kind::failed) return fail_responses(trace, http, res, ev.error);
@@ -63,9 +62,9 @@ void answer_whole(exchange& ex, trace_writer* trace, const responses_meta& meta,
                     trace_ledger(ev.ledger));
     keep(ev);
     res.status = 200;
-    res.set_content(responses_json_text(responses_body(meta, ev.output, ev.finish_reason, ev.usage, ev.cache,
-                                                       count(ev.output.reasoning))),
-                    "application/json");
+    res.set_content(
+        responses_json_text(responses_body(meta, ev.output, ev.finish_reason, ev.usage, ev.cache)),
+        "application/json");
     return;
   }
 }
@@ -109,19 +108,15 @@ void http_edge::responses(const httplib::Request& http, httplib::Response& res) 
   const std::string id = "resp_" + std::to_string(started_s_) + "_" + std::to_string(++next_id_);
   keep_answer keep{r.echo.store ? stored_responses_ : nullptr, id, std::move(prior)};
   if (keep.store) keep.conversation.insert(keep.conversation.end(), r.input.begin(), r.input.end());
-  const tokenizer* tok = tok_.get();
-  std::function<long(const std::string&)> count = [tok](const std::string& text) {
-    return tok && !text.empty() ? static_cast<long>(tok->encode(text, false).size()) : 0L;
-  };
   const responses_meta meta{id, unix_seconds(), model, r.echo};
   auto req = std::make_shared<const completion_request>(std::move(r.chat));
   auto ex = std::make_shared<exchange>(sys_, conductor_, id, req, received);
   stream_event first = ex->next();
   if (first.what == stream_event::kind::failed) return fail_responses(trace_.get(), http, res, first.error);
-  if (!req->stream) return answer_whole(*ex, trace_.get(), meta, keep, count, http, res);
+  if (!req->stream) return answer_whole(*ex, trace_.get(), meta, keep, http, res);
 
   auto st = std::make_shared<stream_state<responses_sse_encoder>>(stream_state<responses_sse_encoder>{
-      ex, responses_sse_encoder(meta, count), trace_.get(), request_kind::chat, http.path, http.body, keep});
+      ex, responses_sse_encoder(meta), trace_.get(), request_kind::chat, http.path, http.body, keep});
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream", [st](std::size_t, httplib::DataSink& sink) { return stream_step(*st, sink); });

@@ -77,7 +77,8 @@ struct completion_request {
 struct usage_info {
   long prompt_tokens = 0;
   long completion_tokens = 0;
-  long cached_tokens = 0;  // prompt tokens whose state was restored instead of prefilled
+  long cached_tokens = 0;     // prompt tokens whose state was restored instead of prefilled
+  long reasoning_tokens = 0;  // completion tokens generated inside the reasoning block
 };
 
 // Where the prompt's state came from; reported to clients as the extension field "x_cache".

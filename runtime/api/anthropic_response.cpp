@@ -38,11 +38,21 @@ const char* error_type(int status) {
 }  // namespace
 
 anthropic_stop_reason to_anthropic_stop_reason(const assistant_output& output,
-                                               const std::string& finish_reason) {
+                                               const std::string& finish_reason,
+                                               const std::string& stop_sequence) {
   if (finish_reason == "length") return anthropic_stop_reason::max_tokens;
   if (!output.tool_calls.empty()) return anthropic_stop_reason::tool_use;
+  if (!stop_sequence.empty()) return anthropic_stop_reason::stop_sequence;
   return anthropic_stop_reason::end_turn;
 }
+
+namespace {
+
+json stop_sequence_json(anthropic_stop_reason reason, const std::string& stop_sequence) {
+  return reason == anthropic_stop_reason::stop_sequence ? json(stop_sequence) : json(nullptr);
+}
+
+}  // namespace
 
 const char* wire_name(anthropic_stop_reason r) {
   switch (r) {
@@ -86,7 +96,8 @@ std::string thinking_signature(const std::string& thinking) {
 
 json anthropic_message_body(const std::string& id, const std::string& model, const assistant_output& output,
                             const std::string& finish_reason, const usage_info& usage,
-                            const x_cache_info& x_cache) {
+                            const x_cache_info& x_cache, const std::string& stop_sequence) {
+  const anthropic_stop_reason reason = to_anthropic_stop_reason(output, finish_reason, stop_sequence);
   json content = json::array();
   if (!output.reasoning.empty())
     content.push_back({{"type", "thinking"},
@@ -101,8 +112,8 @@ json anthropic_message_body(const std::string& id, const std::string& model, con
               {"role", "assistant"},
               {"model", model},
               {"content", std::move(content)},
-              {"stop_reason", wire_name(to_anthropic_stop_reason(output, finish_reason))},
-              {"stop_sequence", nullptr},
+              {"stop_reason", wire_name(reason)},
+              {"stop_sequence", stop_sequence_json(reason, stop_sequence)},
               {"usage", anthropic_usage_json(usage, x_cache)},
               {"x_cache", json(x_cache_json(x_cache))}};
 }
@@ -132,12 +143,14 @@ json anthropic_block_delta(int index, json delta) {
 
 json anthropic_block_stop(int index) { return json{{"type", "content_block_stop"}, {"index", index}}; }
 
-json anthropic_message_delta(anthropic_stop_reason reason, const usage_info& usage,
-                             const x_cache_info& x_cache) {
-  return json{{"type", "message_delta"},
-              {"delta", {{"stop_reason", wire_name(reason)}, {"stop_sequence", nullptr}}},
-              {"usage", anthropic_usage_json(usage, x_cache)},
-              {"x_cache", json(x_cache_json(x_cache))}};
+json anthropic_message_delta(anthropic_stop_reason reason, const std::string& stop_sequence,
+                             const usage_info& usage, const x_cache_info& x_cache) {
+  return json{
+      {"type", "message_delta"},
+      {"delta",
+       {{"stop_reason", wire_name(reason)}, {"stop_sequence", stop_sequence_json(reason, stop_sequence)}}},
+      {"usage", anthropic_usage_json(usage, x_cache)},
+      {"x_cache", json(x_cache_json(x_cache))}};
 }
 
 std::string anthropic_json_text(const json& value) {

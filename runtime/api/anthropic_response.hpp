@@ -23,11 +23,12 @@ namespace anchorage {
 
 enum class anthropic_stop_reason { end_turn, max_tokens, stop_sequence, tool_use };
 
-// tool_use when the turn made tool calls and stopped by itself, max_tokens for "length",
-// end_turn otherwise. stop_sequence is never answered: the generation does not say which stop
-// string cut it, so a cut by one reads as end_turn (and "stop_sequence" stays null).
+// max_tokens for "length"; tool_use when the turn made tool calls and stopped by itself;
+// stop_sequence when `stop_sequence` (the stop string that cut the content, stream_event's) is
+// not empty; end_turn otherwise.
 anthropic_stop_reason to_anthropic_stop_reason(const assistant_output& output,
-                                               const std::string& finish_reason);
+                                               const std::string& finish_reason,
+                                               const std::string& stop_sequence = {});
 const char* wire_name(anthropic_stop_reason r);
 
 // {"type":"error","error":{"type","message"}}; the type from the status: 400 and other 4xx
@@ -48,12 +49,14 @@ nlohmann::ordered_json anthropic_tool_input(const tool_call& call);
 std::string thinking_signature(const std::string& thinking);
 
 // {"id","type":"message","role":"assistant","model","content":[thinking?, text?, tool_use*],
-//  "stop_reason","stop_sequence":null,"usage","x_cache"}. The thinking block appears when there
+//  "stop_reason","stop_sequence","usage","x_cache"}. The thinking block appears when there
 // is reasoning, the text block when there is content, one tool_use block per call.
+// "stop_sequence" is the stop string when stop_reason is "stop_sequence", null otherwise.
 nlohmann::ordered_json anthropic_message_body(const std::string& id, const std::string& model,
                                               const assistant_output& output,
                                               const std::string& finish_reason, const usage_info& usage,
-                                              const x_cache_info& x_cache);
+                                              const x_cache_info& x_cache,
+                                              const std::string& stop_sequence = {});
 
 // POST /v1/messages/count_tokens: {"input_tokens": n}.
 nlohmann::ordered_json anthropic_count_body(long input_tokens);
@@ -65,10 +68,10 @@ nlohmann::ordered_json anthropic_message_start(const std::string& id, const std:
 nlohmann::ordered_json anthropic_block_start(int index, nlohmann::ordered_json block);
 nlohmann::ordered_json anthropic_block_delta(int index, nlohmann::ordered_json delta);
 nlohmann::ordered_json anthropic_block_stop(int index);
-// {"type":"message_delta","delta":{"stop_reason","stop_sequence":null},"usage":{...},"x_cache"}:
-// usage in full (cumulative totals).
-nlohmann::ordered_json anthropic_message_delta(anthropic_stop_reason reason, const usage_info& usage,
-                                               const x_cache_info& x_cache);
+// {"type":"message_delta","delta":{"stop_reason","stop_sequence"},"usage":{...},"x_cache"}:
+// usage in full (cumulative totals); stop_sequence as in anthropic_message_body.
+nlohmann::ordered_json anthropic_message_delta(anthropic_stop_reason reason, const std::string& stop_sequence,
+                                               const usage_info& usage, const x_cache_info& x_cache);
 
 // Compact JSON text of `value`; never throws (invalid UTF-8 becomes U+FFFD).
 std::string anthropic_json_text(const nlohmann::ordered_json& value);

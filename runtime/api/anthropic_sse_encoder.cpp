@@ -34,8 +34,9 @@ std::vector<std::string> anthropic_sse_encoder::feed(const stream_event& ev) {
       break;
     case stream_event::kind::finished:
       close_block(out);
-      out.push_back(anthropic_sse(anthropic_message_delta(
-          to_anthropic_stop_reason(ev.output, ev.finish_reason), ev.usage, ev.cache)));
+      out.push_back(anthropic_sse(
+          anthropic_message_delta(to_anthropic_stop_reason(ev.output, ev.finish_reason, ev.stop_sequence),
+                                  ev.stop_sequence, ev.usage, ev.cache)));
       out.push_back(anthropic_sse(json{{"type", "message_stop"}}));
       phase_ = phase::closed;
       break;

@@ -63,7 +63,8 @@ json usage_json(const usage_info& u) {
   return json{{"prompt_tokens", u.prompt_tokens},
               {"completion_tokens", u.completion_tokens},
               {"total_tokens", u.prompt_tokens + u.completion_tokens},
-              {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+              {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}},
+              {"completion_tokens_details", {{"reasoning_tokens", u.reasoning_tokens}}}};
 }
 
 json x_cache_json(const x_cache_info& x) {

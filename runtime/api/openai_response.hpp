@@ -19,7 +19,8 @@ std::string json_text(const nlohmann::json& value);
 
 // {"error":{"message","type","param" (null when empty),"code":null}}
 nlohmann::json error_body(const api_error& e);
-// {"prompt_tokens","completion_tokens","total_tokens","prompt_tokens_details":{"cached_tokens"}}
+// {"prompt_tokens","completion_tokens","total_tokens","prompt_tokens_details":{"cached_tokens"},
+//  "completion_tokens_details":{"reasoning_tokens"}}
 nlohmann::json usage_json(const usage_info& u);
 // {"source","resumed_at","prefilled_tokens","restore_ms","ttft_ms"}
 nlohmann::json x_cache_json(const x_cache_info& x);

@@ -66,13 +66,13 @@ json responses_error_body(const api_error& e) {
                 {"code", e.code.empty() ? json(nullptr) : json(e.code)}}}};
 }
 
-json responses_usage_json(const usage_info& u, const x_cache_info& x, long reasoning_tokens) {
+json responses_usage_json(const usage_info& u, const x_cache_info& x) {
   const long cached = std::clamp(x.resumed_at, 0L, u.prompt_tokens);
   return json{{"input_tokens", u.prompt_tokens},
               {"input_tokens_details", {{"cached_tokens", cached}}},
               {"output_tokens", u.completion_tokens},
               {"output_tokens_details",
-               {{"reasoning_tokens", std::clamp(reasoning_tokens, 0L, u.completion_tokens)}}},
+               {{"reasoning_tokens", std::clamp(u.reasoning_tokens, 0L, u.completion_tokens)}}},
               {"total_tokens", u.prompt_tokens + u.completion_tokens}};
 }
 
@@ -115,14 +115,13 @@ json output_items(const std::string& response_id, const assistant_output& output
 }
 
 json responses_body(const responses_meta& meta, const assistant_output& output,
-                    const std::string& finish_reason, const usage_info& usage, const x_cache_info& x_cache,
-                    long reasoning_tokens) {
+                    const std::string& finish_reason, const usage_info& usage, const x_cache_info& x_cache) {
   json r = json::object();
   const bool cut = incomplete(finish_reason);
   add_head(r, meta, cut ? "incomplete" : "completed",
            cut ? json{{"reason", "max_output_tokens"}} : json(nullptr));
   r["output"] = output_items(meta.id, output, finish_reason);
-  add_tail(r, meta, responses_usage_json(usage, x_cache, reasoning_tokens));
+  add_tail(r, meta, responses_usage_json(usage, x_cache));
   r["x_cache"] = json(x_cache_json(x_cache));
   return r;
 }

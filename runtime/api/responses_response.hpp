@@ -46,8 +46,8 @@ std::string function_call_item_id(const std::string& response_id, int index);
 nlohmann::ordered_json responses_error_body(const api_error& e);
 
 // The usage object above; cached_tokens is resumed_at clamped to [0, prompt_tokens].
-nlohmann::ordered_json responses_usage_json(const usage_info& u, const x_cache_info& x,
-                                            long reasoning_tokens);
+// reasoning_tokens is u.reasoning_tokens clamped to [0, output_tokens].
+nlohmann::ordered_json responses_usage_json(const usage_info& u, const x_cache_info& x);
 
 // The output items of `output` as described above. `finish_reason` "length" marks the message
 // item "incomplete".
@@ -67,7 +67,7 @@ nlohmann::ordered_json output_items(const std::string& response_id, const assist
 // {"reason":"max_output_tokens"} when finish_reason is "length".
 nlohmann::ordered_json responses_body(const responses_meta& meta, const assistant_output& output,
                                       const std::string& finish_reason, const usage_info& usage,
-                                      const x_cache_info& x_cache, long reasoning_tokens);
+                                      const x_cache_info& x_cache);
 
 // The response object of the stream's opening events: status "in_progress", output [], usage
 // null, no x_cache.

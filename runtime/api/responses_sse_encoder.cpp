@@ -6,9 +6,7 @@ namespace anchorage {
 
 using json = nlohmann::ordered_json;
 
-responses_sse_encoder::responses_sse_encoder(responses_meta meta,
-                                             std::function<long(const std::string&)> count_reasoning)
-    : meta_(std::move(meta)), count_reasoning_(std::move(count_reasoning)) {}
+responses_sse_encoder::responses_sse_encoder(responses_meta meta) : meta_(std::move(meta)) {}
 
 void responses_sse_encoder::emit(const char* type, json data, std::vector<std::string>& out) {
   json ev = {{"type", type}, {"sequence_number", sequence_++}};
@@ -187,8 +185,7 @@ void responses_sse_encoder::finish(const stream_event& ev, std::vector<std::stri
   if (streamed_.tool_calls.empty()) open_message(out);  // no text and no call: an empty message
   close_message(cut ? "incomplete" : "completed", out);
   for (std::size_t k = 0; k < streamed_.tool_calls.size(); ++k) add_call(static_cast<int>(k), out);
-  const long reasoning_tokens = count_reasoning_ ? count_reasoning_(ev.output.reasoning) : 0;
-  json response = responses_body(meta_, ev.output, ev.finish_reason, ev.usage, ev.cache, reasoning_tokens);
+  json response = responses_body(meta_, ev.output, ev.finish_reason, ev.usage, ev.cache);
   response["output"] = items_;
   emit(cut ? "response.incomplete" : "response.completed", {{"response", std::move(response)}}, out);
 }

@@ -33,7 +33,6 @@
 // feed() opens the stream first when open() was not called. After a finished or failed event
 // the stream is closed() and feed() answers nothing. streamed() is what the deltas fed so far add
 // up to. Not thread-safe: one owner.
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,9 +46,7 @@ namespace anchorage {
 
 class responses_sse_encoder {
  public:
-  // `count_reasoning` gives output_tokens_details.reasoning_tokens for the answer's reasoning text
-  // (null: 0).
-  responses_sse_encoder(responses_meta meta, std::function<long(const std::string&)> count_reasoning = {});
+  explicit responses_sse_encoder(responses_meta meta);
 
   std::vector<std::string> open();
   std::vector<std::string> feed(const stream_event& ev);
@@ -81,7 +78,6 @@ class responses_sse_encoder {
   void item_done(int index, std::vector<std::string>& out);
 
   responses_meta meta_;
-  std::function<long(const std::string&)> count_reasoning_;
   phase phase_ = phase::unopened;
   long sequence_ = 0;
   nlohmann::ordered_json items_ = nlohmann::ordered_json::array();

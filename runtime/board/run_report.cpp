@@ -13,13 +13,15 @@ void run::report(board_events& out) {
   ev.what = stream_event::kind::finished;
   ev.id = job_.id;
   ev.finish_reason = s.finish_reason();
+  ev.stop_sequence = s.stop_string();
   ev.output = s.output();
   ev.prompt_tokens = s.prompt_tokens();
   ev.cache = job_.cache;
   ev.cache.prefilled_tokens = s.prefilled_tokens();
   const std::int64_t first = first_token_ns_ ? first_token_ns_ : now;
   ev.cache.ttft_ms = static_cast<double>(first - job_.received_ns) / 1e6;
-  ev.usage = usage_info{s.prompt_tokens(), s.output_tokens(), s.prompt_tokens() - s.prefilled_tokens()};
+  ev.usage = usage_info{s.prompt_tokens(), s.output_tokens(), s.prompt_tokens() - s.prefilled_tokens(),
+                        s.reasoning_tokens()};
   auto& l = ev.ledger;
   l.id = job_.id;
   l.session_key = job_.session_key;

@@ -299,8 +299,14 @@ void generation_session::emit(std::vector<output_delta>& into, output_delta d) {
   }
   held_ += d.text;
   std::size_t cut = std::string::npos;
-  for (const auto& s : job_.stop_strings) cut = std::min(cut, held_.find(s));
-  if (cut != std::string::npos) {
+  const std::string* matched = nullptr;
+  for (const auto& s : job_.stop_strings)
+    if (const std::size_t at = held_.find(s); at < cut) {
+      cut = at;
+      matched = &s;
+    }
+  if (matched) {
+    stop_string_ = *matched;
     held_.resize(cut);
     flush_held(into);
     done_ = true;

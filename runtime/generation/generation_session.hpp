@@ -124,6 +124,9 @@ class generation_session {
   bool done() const { return done_ && replayed_.empty(); }
   // stop, length or cancelled ("tool_calls" is the edge's reading of stop with calls made)
   const std::string& finish_reason() const { return finish_; }
+  // The stop string (of job.stop_strings) that ended the content; empty when none did. When two
+  // match, the one that starts first (the first listed on a tie).
+  const std::string& stop_string() const { return stop_string_; }
   long prompt_tokens() const { return static_cast<long>(job_.prompt.size()); }
   // prompt tokens forwarded so far (all of them once the prefill is done)
   long prefilled_tokens() const { return prefilled_; }
@@ -209,6 +212,7 @@ class generation_session {
   bool cancelled_ = false;
   bool done_ = false;
   std::string finish_;
+  std::string stop_string_;
 };
 
 }  // namespace anchorage

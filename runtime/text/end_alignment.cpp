@@ -314,6 +314,12 @@ std::size_t end_record::rules_from() const {
   }
   if (!hidden.empty()) from = std::min(from, hidden.front().first);
   if (!answers.empty()) from = std::min(from, answers.front().first);
+  // A BPE merges the whitespace before an answer with the answer's own leading whitespace when
+  // the client re-tokenises the text ("assistant\n" then "\t\n" becomes one "\n\t\n"), also
+  // across a block the client drops ("assistant\n<think>..." rendered as "assistant\n\t\n"):
+  // the rules start at the whitespace run before.
+  from = std::min(from, rows.size());
+  while (from > 0 && tok.is_whitespace(rows[from - 1]) && !tok.is_special(rows[from - 1])) --from;
   return from;
 }
 

@@ -7,8 +7,9 @@
 //  * Exact head: R[0, rules_from()) must equal C token for token, where rules_from() is the
 //    smallest of prompt_len, the first answer's start, the first span's start and the <think>
 //    that opens the first reasoning span (earlier answers in the prompt part keep their spans: a
-//    client that drops their reasoning later, or re-tokenises their text, still aligns). No rule
-//    applies in the head.
+//    client that drops their reasoning later, or re-tokenises their text, still aligns), moved
+//    back over the whitespace tokens before it (a BPE merges them with an answer's leading
+//    whitespace, also where the client drops the block between). No rule applies in the head.
 //  * Exact prefix: when C starts with all of R, that is the alignment (nothing used). O(e) and no
 //    allocation besides `served`.
 //  * Otherwise R[rules_from(), e) is walked left to right against C:

@@ -116,6 +116,20 @@ TEST_CASE("anthropic: stop reasons and empty answers", "[api][anthropic]") {
   CHECK(to_anthropic_stop_reason(calls, "tool_calls") == anthropic_stop_reason::tool_use);
   CHECK(to_anthropic_stop_reason(calls, "length") == anthropic_stop_reason::max_tokens);
   CHECK(std::string(wire_name(anthropic_stop_reason::stop_sequence)) == "stop_sequence");
+  // a stop string that cut the content: stop_sequence, named in the body and the message_delta
+  CHECK(to_anthropic_stop_reason(text_only, "stop", "\n\nHuman:") == anthropic_stop_reason::stop_sequence);
+  CHECK(to_anthropic_stop_reason(text_only, "length", "x") == anthropic_stop_reason::max_tokens);
+  CHECK(to_anthropic_stop_reason(calls, "stop", "x") == anthropic_stop_reason::tool_use);
+  const json cut = anthropic_message_body("m", "x", text_only, "stop", {}, {}, "END");
+  CHECK(cut["stop_reason"] == "stop_sequence");
+  CHECK(cut["stop_sequence"] == "END");
+  const json delta =
+      anthropic_message_delta(anthropic_stop_reason::stop_sequence, "END", usage_info{}, x_cache_info{});
+  CHECK(delta["delta"] == json({{"stop_reason", "stop_sequence"}, {"stop_sequence", "END"}}));
+  const json ended =
+      anthropic_message_delta(anthropic_stop_reason::end_turn, "", usage_info{}, x_cache_info{});
+  CHECK(ended["delta"]["stop_sequence"].is_null());
+  CHECK(anthropic_message_body("m", "x", text_only, "stop", {}, {})["stop_sequence"].is_null());
 
   const json empty = json::parse(anthropic_json_text(anthropic_message_body("m", "x", {}, "length", {}, {})));
   CHECK(empty["content"] == json::array());  // no empty text block

@@ -11,7 +11,7 @@ using nlohmann::json;
 
 namespace {
 
-const usage_info usage{12, 5, 8};
+const usage_info usage{12, 5, 8, 3};
 
 x_cache_info warm_cache() {
   x_cache_info x;
@@ -24,7 +24,8 @@ x_cache_info warm_cache() {
 }
 
 const json usage_expected = json::parse(R"({"prompt_tokens":12,"completion_tokens":5,
-  "total_tokens":17,"prompt_tokens_details":{"cached_tokens":8}})");
+  "total_tokens":17,"prompt_tokens_details":{"cached_tokens":8},
+  "completion_tokens_details":{"reasoning_tokens":3}})");
 const json x_cache_expected = json::parse(R"({"source":"ram","resumed_at":8,
   "prefilled_tokens":4,"restore_ms":1.5,"ttft_ms":20.25})");
 

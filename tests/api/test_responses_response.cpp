@@ -45,7 +45,7 @@ stream_event event(stream_event::kind what) {
 // 60 were restored.
 struct turn {
   assistant_output output;
-  usage_info usage{100, 9, 60};
+  usage_info usage{100, 9, 60, 4};  // 4 of the 9 output tokens inside the reasoning
   x_cache_info cache;
   turn() {
     output.reasoning = "Let me look.";
@@ -100,8 +100,7 @@ std::vector<stream_event> turn_events(const turn& t, const std::string& finish_r
 
 TEST_CASE("responses: the response object and its usage", "[api][responses]") {
   const turn t;
-  const json r =
-      json::parse(responses_json_text(responses_body(meta(), t.output, "stop", t.usage, t.cache, 4)));
+  const json r = json::parse(responses_json_text(responses_body(meta(), t.output, "stop", t.usage, t.cache)));
   CHECK(r["id"] == "resp_17_3");
   CHECK(r["object"] == "response");
   CHECK(r["created_at"] == 1700000000);
@@ -128,18 +127,18 @@ TEST_CASE("responses: the response object and its usage", "[api][responses]") {
     "output_tokens": 9, "output_tokens_details": {"reasoning_tokens": 4}, "total_tokens": 109})"));
 
   const json cut =
-      json::parse(responses_json_text(responses_body(meta(), t.output, "length", t.usage, t.cache, 0)));
+      json::parse(responses_json_text(responses_body(meta(), t.output, "length", t.usage, t.cache)));
   CHECK(cut["status"] == "incomplete");
   CHECK(cut["incomplete_details"] == json{{"reason", "max_output_tokens"}});
   CHECK(cut["output"][1]["status"] == "incomplete");
 
   // an answer of nothing is one empty message; reasoning alone has an empty message after it
-  const json empty = responses_body(meta(), {}, "stop", t.usage, t.cache, 0)["output"];
+  const json empty = responses_body(meta(), {}, "stop", t.usage, t.cache)["output"];
   REQUIRE(empty.size() == 1);
   CHECK(empty[0]["type"] == "message");
   assistant_output only_reasoning;
   only_reasoning.reasoning = "hm";
-  const json reasoned = responses_body(meta(), only_reasoning, "length", t.usage, t.cache, 0)["output"];
+  const json reasoned = responses_body(meta(), only_reasoning, "length", t.usage, t.cache)["output"];
   REQUIRE(reasoned.size() == 2);
   CHECK(reasoned[1]["content"][0]["text"] == "");
   CHECK(reasoned[1]["status"] == "incomplete");
@@ -159,7 +158,7 @@ TEST_CASE("responses: a streamed turn adds up to the response object", "[api][re
   for (const char* finish : {"stop", "length"}) {
     INFO(finish);
     const turn t;
-    responses_sse_encoder enc(meta(), [](const std::string& text) { return static_cast<long>(text.size()); });
+    responses_sse_encoder enc(meta());
     const std::string raw = stream_of(turn_events(t, finish), enc);
     INFO(raw.substr(0, 3000));
     const responses_accumulated acc = accumulate_responses(raw);
@@ -172,8 +171,8 @@ TEST_CASE("responses: a streamed turn adds up to the response object", "[api][re
     CHECK(enc.closed());
     CHECK(enc.streamed().content == t.output.content);
     CHECK(enc.streamed().reasoning == t.output.reasoning);
-    const json whole = json::parse(responses_json_text(responses_body(
-        meta(), t.output, finish, t.usage, t.cache, static_cast<long>(t.output.reasoning.size()))));
+    const json whole =
+        json::parse(responses_json_text(responses_body(meta(), t.output, finish, t.usage, t.cache)));
     CHECK(acc.output == whole["output"]);  // the items as the events built them
     CHECK(acc.response == whole);          // the final response, usage included
     // the reasoning item is done before the message item is added; the calls come last

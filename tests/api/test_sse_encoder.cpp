@@ -24,7 +24,7 @@ std::string text_chunk(const std::string& text, const std::string& finish = "nul
          R"("}],"created":1700000000,"id":"cmpl-1","model":"m","object":"text_completion"})" + "\n\n";
 }
 const std::string usage_fields =
-    R"("usage":{"completion_tokens":3,"prompt_tokens":10,"prompt_tokens_details":{"cached_tokens":4},"total_tokens":13},)"
+    R"("usage":{"completion_tokens":3,"completion_tokens_details":{"reasoning_tokens":0},"prompt_tokens":10,"prompt_tokens_details":{"cached_tokens":4},"total_tokens":13},)"
     R"("x_cache":{"prefilled_tokens":6,"restore_ms":0.5,"resumed_at":4,"source":"resident","ttft_ms":2.0}})";
 const std::string done = "data: [DONE]\n\n";
 

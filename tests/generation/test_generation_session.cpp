@@ -77,6 +77,8 @@ TEST_CASE("stop strings cut the content and never reach the client", "[session]"
   CHECK(text == full.substr(0, first));
   CHECK(s.output().content == text);
   CHECK(s.finish_reason() == "stop");
+  CHECK(s.stop_string() == stop);  // which one cut it: the Anthropic route's stop_sequence
+  CHECK(free_run.stop_string().empty());
   CHECK(s.output_tokens() < 40);
 }
 

@@ -180,6 +180,43 @@ TEST_CASE("http: messages: a greedy stream adds up to the non-streamed answer", 
   CHECK(su["cache_read_input_tokens"] == acc.x_cache["resumed_at"]);
 }
 
+TEST_CASE("http: messages: a stop sequence that cuts the answer is named, streamed or not",
+          "[http][anthropic]") {
+  http_server s;
+  json body = greedy_request();
+  body.erase("thinking");
+  body["max_tokens"] = 24;
+  const json free = read_message(s.post_json("/v1/messages", body));
+  CHECK(free["stop_reason"] != "stop_sequence");  // max_tokens, or end_turn on a stop token
+  CHECK(free["stop_sequence"].is_null());
+  const std::string text = blocks_text(free["content"], "text");
+  // Two printable ASCII characters of the greedy answer (two tokens: its bytes are the random
+  // model's), so the stop string spans tokens.
+  std::size_t at = 0;
+  const auto printable = [](char c) { return c >= 0x21 && c <= 0x7e; };
+  while (at + 2 <= text.size() && !(printable(text[at]) && printable(text[at + 1]))) ++at;
+  INFO(json(text).dump());
+  REQUIRE(at + 2 <= text.size());
+  const std::string stop = text.substr(at, 2);
+  const std::size_t first = text.find(stop);
+  body["stop_sequences"] = json::array({"never in this answer", stop});
+
+  const json cut = read_message(s.post_json("/v1/messages", body));
+  CHECK(cut["stop_reason"] == "stop_sequence");
+  CHECK(cut["stop_sequence"] == stop);
+  CHECK(blocks_text(cut["content"], "text") == text.substr(0, first));
+
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  const sse_stream st = s.stream("/v1/messages", streamed_body, {}, claude_headers);
+  REQUIRE(st.status == 200);
+  const anthropic_accumulated acc = accumulate_anthropic(st.raw);
+  for (const std::string& p : acc.problems) FAIL_CHECK(p);
+  CHECK(acc.message["stop_reason"] == "stop_sequence");
+  CHECK(acc.message["stop_sequence"] == stop);
+  CHECK(blocks_text(acc.message["content"], "text") == text.substr(0, first));
+}
+
 TEST_CASE("http: messages: a tool_use the client re-serialises still resumes at the end anchor",
           "[http][anthropic]") {
   http_server s;

@@ -9,6 +9,7 @@
 
 #include "runtime/api/responses_response.hpp"
 #include "runtime/api/responses_sse_encoder.hpp"
+#include "tests/support/mutated_bodies.hpp"
 #include "tests/support/chat_turns.hpp"
 #include "tests/support/responses_stream.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -335,7 +336,7 @@ TEST_CASE("http: responses: the official SDK's accumulated stream equals the non
     out.content = "Reading both.";
     out.tool_calls = {{"call_0", "read", R"({"path": "/a", "limit": 5})"},
                       {"call_1", "read", R"({"path":"/b"})"}};
-    usage_info usage{120, 30, 100};
+    usage_info usage{120, 30, 100, 6};
     x_cache_info cache;
     cache.source = "end";
     cache.resumed_at = 100;
@@ -363,7 +364,7 @@ TEST_CASE("http: responses: the official SDK's accumulated stream equals the non
     write_file(dir.file("request.json"), json{{"input", "Read a and b."}}.dump());
     const json j =
         run_sdk(npm_dir, "--replay " + dir.file("stream.sse") + " " + dir.file("request.json"), dir);
-    const json whole = json::parse(responses_json_text(responses_body(meta, out, "stop", usage, cache, 0)));
+    const json whole = json::parse(responses_json_text(responses_body(meta, out, "stop", usage, cache)));
     json sdk_output = j["response"]["output"];
     for (json& item : sdk_output) {  // what the SDK's parse helpers add
       item.erase("parsed_arguments");
@@ -391,33 +392,7 @@ TEST_CASE("http: responses: 500 mutated requests get a 200 or a 4xx in OpenAI's 
     "tools": [{"type": "function", "name": "shell", "parameters": {"type": "object", "properties": {"cmd": {"type": "array"}}}}],
     "tool_choice": "auto", "reasoning": {"effort": "low"}, "max_output_tokens": 2, "temperature": 0,
     "store": false, "stream": false, "prompt_cache_key": "thread-1"})");
-  const std::vector<json> values = {
-      nullptr, 0, -1, 3.5, "x", "", true, json::array(), json::object(), json::array({1, "a"})};
-  std::vector<std::string> bodies;
-  const json flat = base.flatten();
-  for (const auto& [pointer, leaf] : flat.items()) {
-    const json::json_pointer at(pointer);
-    for (const json& v : values) {
-      json m = base;
-      m[at] = v;
-      bodies.push_back(m.dump());
-    }
-    json removed = base;
-    json& parent = removed[at.parent_pointer()];
-    if (parent.is_array())
-      parent.erase(static_cast<std::size_t>(std::stoul(at.back())));
-    else
-      parent.erase(at.back());
-    bodies.push_back(removed.dump());
-  }
-  for (std::size_t i = 0; i < base["input"].size(); ++i)
-    for (const json& v : values) {
-      json m = base;
-      m["input"][i] = v;
-      bodies.push_back(m.dump());
-    }
-  const std::string text = base.dump();
-  for (std::size_t cut = 0; cut < text.size(); cut += text.size() / 80) bodies.push_back(text.substr(0, cut));
+  const std::vector<std::string> bodies = mutated_bodies(base, "/input");
   INFO(bodies.size() << " bodies");
   REQUIRE(bodies.size() >= 500);
   int ok = 0, refused = 0;

@@ -181,3 +181,42 @@ TEST_CASE("http: --tokenizer with a file that is not a tokenizer is refused at s
   server_config cfg = parse_server_args({"--preset", "tiny", "--port", "0", "--tokenizer", path});
   CHECK_THROWS_WITH(server(cfg), Catch::Contains(path));
 }
+
+TEST_CASE("http: with Qwen3's BPE an answer of newlines alone resumes at the end anchor",
+          "[http][tokenizer][bpe][end]") {
+  std::string why;
+  const auto qwen3 = qwen3_tokenizer(why);
+  if (!qwen3) {
+    WARN("skipped: " << why);
+    return;
+  }
+  // What the random model answers a client through Qwen3's template: newline after newline until
+  // max_tokens. The client's copy re-tokenises the template's "\n" after "assistant" together with
+  // them (one token of many newlines), so the copy differs from the rows from the prompt's end.
+  server_config cfg = qwen3_vocab_config();
+  cfg.chat_template = "qwen3";
+  http_server s(http_server::from_config{}, cfg);
+  const token_id newline = qwen3->encode("\n", false).at(0);
+  json messages = json::array({{{"role", "system"}, {"content", system_prompt}},
+                               {{"role", "user"}, {"content", "First question whitespace?"}}});
+  const json body = {{"model", "anchorage"},
+                     {"messages", messages},
+                     {"max_tokens", 16},
+                     {"temperature", 0},
+                     {"logit_bias", {{std::to_string(newline), 100}}}};
+  const turn_reply first = post_turn(s, body);
+  REQUIRE(first.finish_reason == "length");
+  const std::string content = first.message.value("content", "");
+  REQUIRE(content == std::string(16, '\n'));
+  for (const char* stopped : {"as sent", "then again"}) {
+    INFO(stopped);
+    messages.push_back({{"role", "assistant"}, {"content", content}});
+    messages.push_back({{"role", "user"}, {"content", "Second?"}});
+    json next = body;
+    next["messages"] = messages;
+    const turn_reply t = post_turn(s, next);
+    CHECK(t.x_cache["source"] == "end");
+    CHECK(t.x_cache["prefilled_tokens"].get<long>() < 16);
+    REQUIRE(t.message.value("content", "") == content);
+  }
+}

@@ -11,6 +11,11 @@
 #include <unistd.h>
 
 #include "tools/replay/trace_replay.hpp"
+#include "tools/replay/wire_outcome.hpp"
+#include "runtime/api/anthropic_response.hpp"
+#include "runtime/api/anthropic_sse_encoder.hpp"
+#include "runtime/api/responses_response.hpp"
+#include "runtime/api/responses_sse_encoder.hpp"
 #include "runtime/api/openai_response.hpp"
 #include "runtime/server/trace.hpp"
 
@@ -72,6 +77,7 @@ TEST_CASE("every recorded trace replays without a mismatch", "[trace]") {
   };
   REQUIRE(has("basic.jsonl"));
   REQUIRE(has("agent.jsonl"));
+  REQUIRE(has("wires.jsonl"));
   for (const auto& path : traces) {
     const replay_report r = replay_trace(path.string());
     INFO(path.filename().string() << ": " << r.requests << " requests replayed in " << r.seconds
@@ -218,4 +224,70 @@ TEST_CASE("outcomes rebuilt from responses are what trace_outcome records", "[tr
                                 sse_data(chat_chunk_role("c", 0, "m")) + sse_data(error_body(e)) + sse_done(),
                                 nullptr) == seen);
   }
+}
+
+namespace {
+
+// A finished turn's events as the board sends them: one delta event per piece, then finished.
+std::vector<stream_event> turn_events(const assistant_output& out, const std::string& finish,
+                                      const usage_info& usage, const x_cache_info& x) {
+  stream_event d;
+  d.what = stream_event::kind::delta;
+  if (!out.reasoning.empty()) d.deltas.push_back({output_delta::kind::reasoning, out.reasoning, {}, 0});
+  if (!out.content.empty()) d.deltas.push_back({output_delta::kind::content, out.content, {}, 0});
+  for (std::size_t i = 0; i < out.tool_calls.size(); ++i)
+    d.deltas.push_back({output_delta::kind::tool_call, "", out.tool_calls[i], static_cast<int>(i)});
+  stream_event f;
+  f.what = stream_event::kind::finished;
+  f.finish_reason = finish;
+  f.output = out;
+  f.usage = usage;
+  f.cache = x;
+  return {d, f};
+}
+
+template <typename Encoder>
+std::string encoded(Encoder enc, const std::vector<stream_event>& events) {
+  std::string raw;
+  for (const std::string& c : enc.open()) raw += c;
+  for (const stream_event& ev : events)
+    for (const std::string& c : enc.feed(ev)) raw += c;
+  return raw;
+}
+
+}  // namespace
+
+TEST_CASE("outcomes rebuilt from the agent wires are what trace_outcome records", "[trace]") {
+  assistant_output out;
+  out.reasoning = "think \xC3\x9F";
+  out.content = "Reading.";
+  // arguments as the model wrote them: spaces, key order; the messages wire re-dumps them
+  out.tool_calls = {{"call_0", "read", "{\"zeta\": 1, \"alpha\": \"/a\"}"}, {"call_1", "bash", ""}};
+  const usage_info usage{40, 12, 8, 5};
+  x_cache_info x;
+  x.resumed_at = 8;  // what the wires report as cached: resumed_at, here prompt - prefilled
+  CHECK(wire_of_path("/v1/messages") == replay_wire::messages);
+  CHECK(wire_of_path("/v1/responses") == replay_wire::responses);
+  CHECK(wire_of_path("/v1/chat/completions") == replay_wire::chat);
+  CHECK(wire_of_path("/v1/completions") == replay_wire::completions);
+
+  for (const char* finish : {"stop", "length"}) {
+    INFO(finish);
+    const json recorded = trace_outcome(request_kind::chat, finish, out, usage);
+    const json shown = messages_view(recorded);
+    CHECK(shown["tool_calls"][0]["arguments"] == R"({"zeta":1,"alpha":"/a"})");
+    CHECK(shown["tool_calls"][1]["arguments"] == "{}");
+    CHECK(messages_outcome_from_body(200, anthropic_json_text(anthropic_message_body(
+                                              "msg_1", "m", out, finish, usage, x))) == shown);
+    CHECK(messages_outcome_from_sse(
+              encoded(anthropic_sse_encoder("msg_1", "m"), turn_events(out, finish, usage, x))) == shown);
+    const responses_meta meta{"resp_1", 0, "m", {}};
+    CHECK(responses_outcome_from_body(
+              200, responses_json_text(responses_body(meta, out, finish, usage, x))) == recorded);
+    CHECK(responses_outcome_from_sse(
+              encoded(responses_sse_encoder(meta), turn_events(out, finish, usage, x))) == recorded);
+  }
+  const api_error e{400, "invalid_request_error", "messages must be an array", "messages"};
+  CHECK(messages_outcome_from_body(400, anthropic_json_text(anthropic_error_body(e))) == trace_error(e));
+  CHECK(responses_outcome_from_body(400, responses_json_text(responses_error_body(e))) == trace_error(e));
 }

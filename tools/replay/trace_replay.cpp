@@ -13,6 +13,7 @@
 #include "runtime/server/ledger.hpp"
 #include "runtime/server/server_config.hpp"
 #include "runtime/server/trace.hpp"
+#include "tools/replay/wire_outcome.hpp"
 
 namespace anchorage {
 namespace {
@@ -108,34 +109,46 @@ json chat_reason(const json& seen, bool has_calls) {
   return seen;
 }
 
-json error_outcome(int status, const json& body) {
-  json out;
-  if (status > 0) out["status"] = status;
-  const json e = body.is_object() && body.contains("error") ? body["error"] : json();
-  out["type"] = e.is_object() && e.contains("type") ? e["type"] : json();
-  out["message"] = e.is_object() && e.contains("message") ? e["message"] : json();
-  return out;
+// The id an object carries: its own, or its message's (Anthropic's message_start) or its
+// response's (the Responses events).
+std::string id_in(const json& j) {
+  if (!j.is_object()) return "";
+  if (j.contains("id") && j["id"].is_string()) return j["id"].get<std::string>();
+  for (const char* inner : {"message", "response"})
+    if (j.contains(inner) && j[inner].is_object() && j[inner].contains("id") && j[inner]["id"].is_string())
+      return j[inner]["id"].get<std::string>();
+  return "";
 }
 
-request_kind kind_of_path(const std::string& path) {
-  return path.find("chat") != std::string::npos ? request_kind::chat : request_kind::completion;
-}
-
-// The id a response carries: the body's, or the first chunk's.
+// The id a response carries: the body's, or the first event's that has one.
 std::string response_id(const std::string& body, bool sse) {
-  if (!sse) {
-    const json j = json::parse(body, nullptr, false);
-    return j.is_object() && j.contains("id") && j["id"].is_string() ? j["id"].get<std::string>() : "";
-  }
+  if (!sse) return id_in(json::parse(body, nullptr, false));
   std::size_t pos = 0;
   while ((pos = body.find("data: ", pos)) != std::string::npos) {
     const std::size_t end = body.find('\n', pos);
-    const json j = json::parse(
-        body.substr(pos + 6, end == std::string::npos ? std::string::npos : end - pos - 6), nullptr, false);
-    if (j.is_object() && j.contains("id") && j["id"].is_string()) return j["id"].get<std::string>();
+    const std::string id = id_in(json::parse(
+        body.substr(pos + 6, end == std::string::npos ? std::string::npos : end - pos - 6), nullptr, false));
+    if (!id.empty()) return id;
     pos = end;
   }
   return "";
+}
+
+request_kind kind_of(replay_wire w) {
+  return w == replay_wire::completions ? request_kind::completion : request_kind::chat;
+}
+
+// What came back, read the way its wire writes it.
+json outcome_from_body(replay_wire w, int status, const std::string& body) {
+  if (w == replay_wire::messages) return messages_outcome_from_body(status, body);
+  if (w == replay_wire::responses) return responses_outcome_from_body(status, body);
+  return replay_outcome_from_body(kind_of(w), status, body);
+}
+
+json outcome_from_sse(replay_wire w, const std::string& sse, const json& ledger) {
+  if (w == replay_wire::messages) return messages_outcome_from_sse(sse);
+  if (w == replay_wire::responses) return responses_outcome_from_sse(sse);
+  return replay_outcome_from_sse(kind_of(w), sse, ledger);
 }
 
 // The ledger entry with `id` from the stats route; null when none comes within about a second.
@@ -159,7 +172,7 @@ json replay_outcome_from_body(request_kind kind, int status, const std::string& 
   const json j = json::parse(body, nullptr, false);
   if (status != 200) {
     if (j.is_discarded()) return {{"status", status}, {"type", nullptr}, {"message", body}};
-    return error_outcome(status, j);
+    return replay_error_outcome(status, j);
   }
   const json choice =
       j.is_object() && j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()
@@ -205,7 +218,7 @@ json replay_outcome_from_sse(request_kind kind, const std::string& sse, const js
     if (data == "[DONE]") break;
     const json chunk = json::parse(data, nullptr, false);
     if (!chunk.is_object()) continue;
-    if (chunk.contains("error")) return error_outcome(0, chunk);
+    if (chunk.contains("error")) return replay_error_outcome(0, chunk);
     if (chunk.contains("usage") && chunk["usage"].is_object()) usage = usage_from(chunk["usage"]);
     if (!chunk.contains("choices") || !chunk["choices"].is_array()) continue;
     for (const auto& choice : chunk["choices"]) {
@@ -324,7 +337,7 @@ replay_report replay_trace(const std::string& path, const std::vector<std::strin
     }
     const std::string http_path = rec["route"].get<std::string>();
     where += ", " + http_path + "): ";
-    const request_kind kind = kind_of_path(http_path);
+    const replay_wire wire = wire_of_path(http_path);
     const json& body = rec["body"];
     // A string body is the text the client sent when it was not JSON. The recorder also stores
     // a body that was a JSON string literal as that string: when the string is itself valid
@@ -336,8 +349,11 @@ replay_report replay_trace(const std::string& path, const std::vector<std::strin
     if (body.is_string() && !json::accept(body.get_ref<const std::string&>())) sent = body.get<std::string>();
     // Without a seed of its own a request sampled with the server's fallback seed (its sequence
     // number there); send the seed it used, so the replay does not depend on arrival order.
-    if (body.is_object() && !body.contains("seed") && rec.contains("ledger") && rec["ledger"].is_object() &&
-        rec["ledger"].contains("seed")) {
+    // (The agent wires have no seed: their requests sampled with the sequence number, which the
+    // replay's order gives them again.)
+    const bool seeded_wire = wire == replay_wire::chat || wire == replay_wire::completions;
+    if (seeded_wire && body.is_object() && !body.contains("seed") && rec.contains("ledger") &&
+        rec["ledger"].is_object() && rec["ledger"].contains("seed")) {
       json seeded = body;
       seeded["seed"] = rec["ledger"]["seed"];
       sent = seeded.dump();
@@ -353,15 +369,17 @@ replay_report replay_trace(const std::string& path, const std::vector<std::strin
     const json entry = find_ledger(cli, id);
 
     std::vector<std::string> diffs;
-    const json& expected = rec["outcome"];
+    // The messages wire re-dumps a call's arguments as a JSON object: the recorded ones compare
+    // in that form.
+    const json expected = wire == replay_wire::messages ? messages_view(rec["outcome"]) : rec["outcome"];
     if (sse) {
-      const json actual = replay_outcome_from_sse(kind, res->body, entry);
+      const json actual = outcome_from_sse(wire, res->body, entry);
       std::set<std::string> skip;
       if (!actual.contains("status")) skip.insert("status");  // an error inside the stream
       if (!actual.contains("usage") && actual.contains("finish_reason")) skip.insert("usage");
       compare("outcome", expected, actual, diffs, skip);
     } else {
-      compare("outcome", expected, replay_outcome_from_body(kind, res->status, res->body), diffs);
+      compare("outcome", expected, outcome_from_body(wire, res->status, res->body), diffs);
     }
 
     const json expected_ledger = rec.value("ledger", json());

@@ -27,6 +27,9 @@
 //  - chat finish_reason: the client sees chat_finish_reason(...), "tool_calls" when there were
 //    tool calls and the generation stopped; the trace records the generation's own reason, so
 //    "tool_calls" with tool calls is read back as "stop".
+//  - /v1/messages and /v1/responses: read in their own wire's shapes (tools/replay/wire_outcome.hpp);
+//    a call's recorded arguments compare with the messages wire's tool_use input as that route
+//    dumps them. Their requests are sent without a seed (the wires have none).
 //  - usage of a stream that did not ask for stream_options.include_usage (no usage chunk): taken
 //    from the request's ledger entry, which the board fills from the same session counters
 //    (prompt_tokens, output_tokens, prompt_tokens - prefilled). Without a ledger entry it is not
