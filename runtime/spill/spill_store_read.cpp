@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "runtime/core/prefault.hpp"
 #include "runtime/io/clock.hpp"
 #include "runtime/spill/spill_codec.hpp"
 #include "runtime/spill/spill_store.hpp"
@@ -132,8 +133,10 @@ void execute_spill_read(file_env& env, spill_fetch& f) {
   out = spill_read{};
   out.manifest = m;
   out.rows.resize(layout.views.size());
+  // Prefaulted: the first touch of tens of fresh MiB, a trap per 4 KiB page, cost more than
+  // reading them (runtime/core/prefault.hpp).
   for (std::size_t v = 0; v < layout.views.size(); ++v)
-    out.rows[v].resize(n * layout.views[v].bytes_per_token);
+    resize_prefaulted(out.rows[v], n * layout.views[v].bytes_per_token);
   out.anchors.resize(m.anchors.size());
   f.failure.clear();
   f.failed_at = 0;
