@@ -9,6 +9,7 @@
 
 #include "runtime/api/anthropic_response.hpp"
 #include "runtime/api/anthropic_sse_encoder.hpp"
+#include "tests/support/encoded_stream.hpp"
 #include "tests/support/anthropic_stream.hpp"
 
 using namespace anchorage;
@@ -53,14 +54,6 @@ struct turn {
     cache.prefilled_tokens = 40;
   }
 };
-
-std::string stream_of(const std::vector<stream_event>& events, anthropic_sse_encoder& enc) {
-  std::string raw;
-  for (const std::string& c : enc.open()) raw += c;
-  for (const stream_event& ev : events)
-    for (const std::string& c : enc.feed(ev)) raw += c;
-  return raw;
-}
 
 }  // namespace
 
@@ -169,7 +162,8 @@ TEST_CASE("anthropic: a stream's events in Anthropic's order add up to the body"
   done.output = t.output;
   done.usage = t.usage;
   done.cache = t.cache;
-  const std::string raw = stream_of({event(stream_event::kind::accepted), progress, d1, d2, d3, done}, enc);
+  const std::string raw =
+      encoded_stream(enc, {event(stream_event::kind::accepted), progress, d1, d2, d3, done});
   CHECK(enc.closed());
   CHECK(enc.feed(done).empty());
 
@@ -218,7 +212,7 @@ TEST_CASE("anthropic: a kind change closes the open block and a failure ends wit
               delta(output_delta::kind::content, "b")};
   stream_event failed = event(stream_event::kind::failed);
   failed.error = {503, "server_error", "the queue is full", ""};
-  const std::string raw = stream_of({d, failed}, enc);  // feed() opens the stream itself
+  const std::string raw = encoded_stream(enc, {d, failed});  // feed() opens the stream itself
   CHECK(enc.closed());
   const anthropic_accumulated acc = accumulate_anthropic(raw);
   INFO(raw);
@@ -238,7 +232,7 @@ TEST_CASE("anthropic: a turn that says nothing streams no block", "[api][anthrop
   d.deltas = {delta(output_delta::kind::content, ""), delta(output_delta::kind::reasoning, "")};
   stream_event done = event(stream_event::kind::finished);
   done.finish_reason = "length";
-  const std::string raw = stream_of({d, done}, enc);
+  const std::string raw = encoded_stream(enc, {d, done});
   const anthropic_accumulated acc = accumulate_anthropic(raw);
   for (const std::string& p : acc.problems) FAIL_CHECK(p);
   CHECK(acc.names == std::vector<std::string>{"message_start", "ping", "message_delta", "message_stop"});

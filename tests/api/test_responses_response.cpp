@@ -12,6 +12,7 @@
 #include "runtime/api/response_store.hpp"
 #include "runtime/api/responses_response.hpp"
 #include "runtime/api/responses_sse_encoder.hpp"
+#include "tests/support/encoded_stream.hpp"
 #include "tests/support/responses_stream.hpp"
 
 using namespace anchorage;
@@ -66,14 +67,6 @@ responses_meta meta() {
   m.echo.max_output_tokens = 64;
   m.echo.metadata = {{"k", "v"}};
   return m;
-}
-
-std::string stream_of(const std::vector<stream_event>& events, responses_sse_encoder& enc) {
-  std::string raw;
-  for (const std::string& c : enc.open()) raw += c;
-  for (const stream_event& ev : events)
-    for (const std::string& c : enc.feed(ev)) raw += c;
-  return raw;
 }
 
 // The turn's events: reasoning in two deltas, content in two, the calls, then the end.
@@ -159,7 +152,7 @@ TEST_CASE("responses: a streamed turn adds up to the response object", "[api][re
     INFO(finish);
     const turn t;
     responses_sse_encoder enc(meta());
-    const std::string raw = stream_of(turn_events(t, finish), enc);
+    const std::string raw = encoded_stream(enc, turn_events(t, finish));
     INFO(raw.substr(0, 3000));
     const responses_accumulated acc = accumulate_responses(raw);
     for (const std::string& p : acc.problems) FAIL_CHECK(p);
@@ -190,7 +183,7 @@ TEST_CASE("responses: a stream of nothing is one empty message, and a failure en
     responses_sse_encoder enc(meta());
     stream_event fin = event(stream_event::kind::finished);
     fin.finish_reason = "stop";
-    const responses_accumulated acc = accumulate_responses(stream_of({fin}, enc));
+    const responses_accumulated acc = accumulate_responses(encoded_stream(enc, {fin}));
     for (const std::string& p : acc.problems) FAIL_CHECK(p);
     REQUIRE(acc.output.size() == 1);
     CHECK(acc.output[0]["content"][0]["text"] == "");
@@ -202,7 +195,7 @@ TEST_CASE("responses: a stream of nothing is one empty message, and a failure en
     d.deltas = {delta(output_delta::kind::content, "par")};
     stream_event failed = event(stream_event::kind::failed);
     failed.error = {400, "invalid_request_error", "the prompt is too long", "", "context_length_exceeded"};
-    const responses_accumulated acc = accumulate_responses(stream_of({d, failed}, enc));
+    const responses_accumulated acc = accumulate_responses(encoded_stream(enc, {d, failed}));
     for (const std::string& p : acc.problems) FAIL_CHECK(p);
     CHECK(acc.names.back() == "response.failed");
     REQUIRE(acc.error.is_object());

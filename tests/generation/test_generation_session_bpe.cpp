@@ -127,13 +127,8 @@ TEST_CASE("bpe alignment: a client's empty think block stands for the reasoning"
 TEST_CASE(
     "bpe alignment: Qwen3's empty block after a prompt ending in <think> and a newline resumes at the end",
     "[end_alignment][bpe]") {
-  std::string why;
-  const auto qwen3 = qwen3_tokenizer(why);
-  if (!qwen3) {
-    WARN("skipped: " << why);
-    return;
-  }
-  const tokenizer& bpe = *qwen3;
+  QWEN3_TOKENIZER_OR_SKIP(qwen3);
+  const tokenizer& bpe = qwen3;
   const std::string head = "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n";
   end_record r;
   r.tok = bpe;

@@ -76,12 +76,7 @@ TEST_CASE("http: six raw turns of a BPE on the qwen35 layout each resume at the 
 
 TEST_CASE("http: six raw turns of Qwen3's tokenizer each resume at the end anchor",
           "[http][roundtrip][bpe]") {
-  std::string why;
-  const auto qwen3 = qwen3_tokenizer(why);
-  if (!qwen3) {
-    WARN("skipped: " << why);
-    return;
-  }
+  QWEN3_TOKENIZER_OR_SKIP(qwen3);
   for (bool thinking : {true, false})
-    six_turns(roundtrip_config("qwen35-tiny", qwen3_tokenizer_json, 151936), *qwen3, thinking, 31);
+    six_turns(roundtrip_config("qwen35-tiny", qwen3_tokenizer_json, 151936), qwen3, thinking, 31);
 }

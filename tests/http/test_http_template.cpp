@@ -62,12 +62,7 @@ void check_refused(const server_config& cfg, const std::string& file) {
 }  // namespace
 
 TEST_CASE("http: --tokenizer of Qwen3 renders with the Qwen3 template beside it", "[http][template][bpe]") {
-  std::string why;
-  const auto qwen3 = qwen3_tokenizer(why);
-  if (!qwen3) {
-    WARN("skipped: " << why);
-    return;
-  }
+  QWEN3_TOKENIZER_OR_SKIP(qwen3);
   const fs::path config = fs::path(qwen3_tokenizer_json).parent_path() / "tokenizer_config.json";
   if (!fs::exists(config)) {
     WARN("skipped: " << config.string() << " is missing");
@@ -89,8 +84,8 @@ TEST_CASE("http: --tokenizer of Qwen3 renders with the Qwen3 template beside it"
     template_options b;
     b.enable_thinking = thinking;
     const std::string builtin = render_chat(to_messages(conversation()), b);
-    const long q3_count = static_cast<long>(qwen3->encode(q3, true).size());
-    const long builtin_count = static_cast<long>(qwen3->encode(builtin, true).size());
+    const long q3_count = static_cast<long>(qwen3.encode(q3, true).size());
+    const long builtin_count = static_cast<long>(qwen3.encode(builtin, true).size());
     REQUIRE(q3_count != builtin_count);
     CHECK(prompt_tokens_of(s, thinking) == q3_count);
     CHECK(prompt_tokens_of(forced, thinking) == builtin_count);

@@ -55,13 +55,8 @@ json words_only(const std::vector<token_id>& ids) {
 }  // namespace
 
 TEST_CASE("http: --tokenizer counts, streams and resumes with Qwen3's BPE", "[http][tokenizer][bpe]") {
-  std::string why;
-  const auto qwen3 = qwen3_tokenizer(why);
-  if (!qwen3) {
-    WARN("skipped: " << why);
-    return;
-  }
-  const tokenizer* bpe = &*qwen3;
+  QWEN3_TOKENIZER_OR_SKIP(qwen3);
+  const tokenizer* bpe = &qwen3;
   http_server s(http_server::from_config{}, qwen3_vocab_config());
   const std::vector<token_id> words = word_ids(*bpe);
   json messages = json::array({{{"role", "system"}, {"content", system_prompt}},
@@ -121,13 +116,8 @@ TEST_CASE("http: --tokenizer counts, streams and resumes with Qwen3's BPE", "[ht
 
 TEST_CASE("http: with Qwen3's BPE a client that drops its reasoning resumes at the end anchor",
           "[http][tokenizer][bpe][end]") {
-  std::string why;
-  const auto qwen3 = qwen3_tokenizer(why);
-  if (!qwen3) {
-    WARN("skipped: " << why);
-    return;
-  }
-  const tokenizer* bpe = &*qwen3;
+  QWEN3_TOKENIZER_OR_SKIP(qwen3);
+  const tokenizer* bpe = &qwen3;
   server_config cfg = qwen3_vocab_config();
   cfg.reasoning_budget = 4;  // the hidden phrase closes the block; the words never do
   http_server s(http_server::from_config{}, cfg);
@@ -184,19 +174,14 @@ TEST_CASE("http: --tokenizer with a file that is not a tokenizer is refused at s
 
 TEST_CASE("http: with Qwen3's BPE an answer of newlines alone resumes at the end anchor",
           "[http][tokenizer][bpe][end]") {
-  std::string why;
-  const auto qwen3 = qwen3_tokenizer(why);
-  if (!qwen3) {
-    WARN("skipped: " << why);
-    return;
-  }
+  QWEN3_TOKENIZER_OR_SKIP(qwen3);
   // What the random model answers a client through Qwen3's template: newline after newline until
   // max_tokens. The client's copy re-tokenises the template's "\n" after "assistant" together with
   // them (one token of many newlines), so the copy differs from the rows from the prompt's end.
   server_config cfg = qwen3_vocab_config();
   cfg.chat_template = "qwen3";
   http_server s(http_server::from_config{}, cfg);
-  const token_id newline = qwen3->encode("\n", false).at(0);
+  const token_id newline = qwen3.encode("\n", false).at(0);
   json messages = json::array({{{"role", "system"}, {"content", system_prompt}},
                                {{"role", "user"}, {"content", "First question whitespace?"}}});
   const json body = {{"model", "anchorage"},

@@ -242,13 +242,8 @@ TEST_CASE("round trip: a small BPE's answers resume at the end anchor", "[text][
 
 TEST_CASE("round trip: Qwen3's tokenizer's answers resume at the end anchor",
           "[text][alignment][roundtrip]") {
-  std::string why;
-  const auto tok = qwen3_tokenizer(why);
-  if (!tok) {
-    WARN("skipped: " << why);
-    return;
-  }
-  converse_all(*tok, 25);
+  QWEN3_TOKENIZER_OR_SKIP(tok);
+  converse_all(tok, 25);
 }
 
 TEST_CASE("round trip: answers of white space alone resume at the end anchor",
@@ -256,12 +251,7 @@ TEST_CASE("round trip: answers of white space alone resume at the end anchor",
   SECTION("the byte tokenizer") { whitespace_answers(tokenizer()); }
   SECTION("a small BPE") { whitespace_answers(tokenizer::from_json_file(bpe_fixture("tiny_qwen3.json"))); }
   SECTION("Qwen3's tokenizer") {
-    std::string why;
-    const auto tok = qwen3_tokenizer(why);
-    if (!tok) {
-      WARN("skipped: " << why);
-      return;
-    }
-    whitespace_answers(*tok);
+    QWEN3_TOKENIZER_OR_SKIP(tok);
+    whitespace_answers(tok);
   }
 }

@@ -104,17 +104,12 @@ TEST_CASE("bpe output: undefined ids and other added tokens produce nothing", "[
 }
 
 TEST_CASE("bpe output: Qwen3's tool calls and multi-byte text", "[openai][bpe]") {
-  std::string why;
-  const auto tok = qwen3_tokenizer(why);
-  if (!tok) {
-    WARN("skipped: " << why);
-    return;
-  }
+  QWEN3_TOKENIZER_OR_SKIP(tok);
   const std::string text =
       "Sure \xE2\x80\x94 \xE4\xBD\xA0\xE5\xA5\xBD \xF0\x9F\x98\x80\n<tool_call>\n{\"name\": \"get_weather\", "
       "\"arguments\": {\"city\": \"Z\xC3\xBCrich\"}}\n</tool_call>";
-  const std::vector<token_id> ids = tok->encode(text, true);
-  output_parser p(false, true, false, *tok);
+  const std::vector<token_id> ids = tok.encode(text, true);
+  output_parser p(false, true, false, tok);
   const fed f = feed_all(p, ids);
   for (const auto& t : f.texts) CHECK(valid_utf8(t));
   CHECK(f.result.content == "Sure \xE2\x80\x94 \xE4\xBD\xA0\xE5\xA5\xBD \xF0\x9F\x98\x80");

@@ -18,8 +18,10 @@
 #include "runtime/api/responses_sse_encoder.hpp"
 #include "runtime/api/openai_response.hpp"
 #include "runtime/server/trace.hpp"
+#include "tests/support/encoded_stream.hpp"
 
 using namespace anchorage;
+using anchorage::testing::encoded_stream;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -246,15 +248,6 @@ std::vector<stream_event> turn_events(const assistant_output& out, const std::st
   return {d, f};
 }
 
-template <typename Encoder>
-std::string encoded(Encoder enc, const std::vector<stream_event>& events) {
-  std::string raw;
-  for (const std::string& c : enc.open()) raw += c;
-  for (const stream_event& ev : events)
-    for (const std::string& c : enc.feed(ev)) raw += c;
-  return raw;
-}
-
 }  // namespace
 
 TEST_CASE("outcomes rebuilt from the agent wires are what trace_outcome records", "[trace]") {
@@ -279,13 +272,13 @@ TEST_CASE("outcomes rebuilt from the agent wires are what trace_outcome records"
     CHECK(shown["tool_calls"][1]["arguments"] == "{}");
     CHECK(messages_outcome_from_body(200, anthropic_json_text(anthropic_message_body(
                                               "msg_1", "m", out, finish, usage, x))) == shown);
-    CHECK(messages_outcome_from_sse(
-              encoded(anthropic_sse_encoder("msg_1", "m"), turn_events(out, finish, usage, x))) == shown);
+    CHECK(messages_outcome_from_sse(encoded_stream(anthropic_sse_encoder("msg_1", "m"),
+                                                   turn_events(out, finish, usage, x))) == shown);
     const responses_meta meta{"resp_1", 0, "m", {}};
     CHECK(responses_outcome_from_body(
               200, responses_json_text(responses_body(meta, out, finish, usage, x))) == recorded);
     CHECK(responses_outcome_from_sse(
-              encoded(responses_sse_encoder(meta), turn_events(out, finish, usage, x))) == recorded);
+              encoded_stream(responses_sse_encoder(meta), turn_events(out, finish, usage, x))) == recorded);
   }
   const api_error e{400, "invalid_request_error", "messages must be an array", "messages"};
   CHECK(messages_outcome_from_body(400, anthropic_json_text(anthropic_error_body(e))) == trace_error(e));

@@ -123,13 +123,9 @@ std::string id_in(const json& j) {
 // The id a response carries: the body's, or the first event's that has one.
 std::string response_id(const std::string& body, bool sse) {
   if (!sse) return id_in(json::parse(body, nullptr, false));
-  std::size_t pos = 0;
-  while ((pos = body.find("data: ", pos)) != std::string::npos) {
-    const std::size_t end = body.find('\n', pos);
-    const std::string id = id_in(json::parse(
-        body.substr(pos + 6, end == std::string::npos ? std::string::npos : end - pos - 6), nullptr, false));
+  for (const std::string& data : sse_payloads(body)) {
+    const std::string id = id_in(json::parse(data, nullptr, false));
     if (!id.empty()) return id;
-    pos = end;
   }
   return "";
 }
@@ -205,16 +201,7 @@ json replay_outcome_from_sse(request_kind kind, const std::string& sse, const js
   std::string text, content, reasoning;
   json calls = json::array();
   json finish, usage;
-  std::size_t pos = 0;
-  while (pos < sse.size()) {
-    std::size_t end = sse.find('\n', pos);
-    if (end == std::string::npos) end = sse.size();
-    std::string line = sse.substr(pos, end - pos);
-    pos = end + 1;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.rfind("data:", 0) != 0) continue;  // blank lines and ": prefill" comments
-    std::string data = line.substr(5);
-    if (!data.empty() && data[0] == ' ') data.erase(0, 1);
+  for (const std::string& data : sse_payloads(sse)) {
     if (data == "[DONE]") break;
     const json chunk = json::parse(data, nullptr, false);
     if (!chunk.is_object()) continue;

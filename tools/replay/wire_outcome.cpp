@@ -20,20 +20,11 @@ long num_of(const json& v, const char* key) {
   return v.is_object() && v.contains(key) && v[key].is_number() ? v[key].get<long>() : 0L;
 }
 
-// The data lines of an SSE body, parsed (lines that are not JSON objects left out).
+// The data lines of an SSE body that are JSON objects, parsed.
 template <typename J>
 std::vector<J> sse_data(const std::string& sse) {
   std::vector<J> out;
-  std::size_t pos = 0;
-  while (pos < sse.size()) {
-    std::size_t end = sse.find('\n', pos);
-    if (end == std::string::npos) end = sse.size();
-    std::string line = sse.substr(pos, end - pos);
-    pos = end + 1;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.rfind("data:", 0) != 0) continue;
-    std::string data = line.substr(5);
-    if (!data.empty() && data[0] == ' ') data.erase(0, 1);
+  for (const std::string& data : sse_payloads(sse)) {
     J j = J::parse(data, nullptr, false);
     if (j.is_object()) out.push_back(std::move(j));
   }
@@ -98,6 +89,23 @@ json responses_outcome(const ordered& r) {
 }
 
 }  // namespace
+
+std::vector<std::string> sse_payloads(const std::string& sse) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < sse.size()) {
+    std::size_t end = sse.find('\n', pos);
+    if (end == std::string::npos) end = sse.size();
+    std::string line = sse.substr(pos, end - pos);
+    pos = end + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.rfind("data:", 0) != 0) continue;
+    std::string data = line.substr(5);
+    if (!data.empty() && data[0] == ' ') data.erase(0, 1);
+    out.push_back(std::move(data));
+  }
+  return out;
+}
 
 replay_wire wire_of_path(const std::string& path) {
   if (path.rfind("/v1/messages", 0) == 0) return replay_wire::messages;

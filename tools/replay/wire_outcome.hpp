@@ -19,10 +19,15 @@
 // gives {"status","type","message"}; an error inside a stream has no "status" (its HTTP status was
 // 200).
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace anchorage {
+
+// The payloads of an SSE body's data lines, in order ("data:" and one space after it taken off, a
+// trailing CR too; "[DONE]" kept). Comments (": prefill") and blank lines are left out.
+std::vector<std::string> sse_payloads(const std::string& sse);
 
 enum class replay_wire { completions, chat, messages, responses };
 
