@@ -20,9 +20,9 @@ state_store::state_store(memory_budget& budget, budget_pool pool, std::size_t en
 
 state_store::~state_store() { clear(); }
 
-std::size_t state_store::entries(const std::string& kind) const {
+std::size_t state_store::entries(kind k) const {
   return static_cast<std::size_t>(
-      std::count_if(lru_.begin(), lru_.end(), [&](const entry& e) { return e.kind == kind; }));
+      std::count_if(lru_.begin(), lru_.end(), [&](const entry& e) { return e.what == k; }));
 }
 
 state_store::entry_list::iterator state_store::find_exact(const token_id* tokens, std::size_t n,
@@ -59,14 +59,12 @@ void state_store::evict_lru() {
 }
 
 bool state_store::insert(const std::vector<token_id>& tokens, const state_adapter& from,
-                         kernels::backend where, std::string kind) {
+                         kernels::backend where, kind k) {
   const std::size_t n = tokens.size();
   if (n == 0) throw std::invalid_argument("state_store::insert: no tokens");
   if (n > from.valid_length())
     throw std::invalid_argument("state_store::insert: " + std::to_string(n) +
                                 " tokens for a state valid to " + std::to_string(from.valid_length()));
-  if (kind != "session" && kind != "prefix")
-    throw std::invalid_argument("state_store::insert: kind '" + kind + "' is neither session nor prefix");
 
   const std::uint64_t h = hash_(tokens.data(), n);
   auto present = find_exact(tokens.data(), n, h);
@@ -99,7 +97,7 @@ bool state_store::insert(const std::vector<token_id>& tokens, const state_adapte
   assert(e.state.bytes() == need);
   e.tokens = tokens;
   e.hash = h;
-  e.kind = std::move(kind);
+  e.what = k;
   e.bytes = need;
   lru_.push_front(std::move(e));
   by_length_[n].emplace(h, lru_.begin());
@@ -123,17 +121,17 @@ std::optional<state_store::hit> state_store::lookup(const std::vector<token_id>&
       }
       touch(it->second);
       ++hits_;
-      return hit{n, &e.state, e.kind == "prefix"};
+      return hit{n, &e.state, e.what == kind::prefix};
     }
   }
   ++misses_;
   return std::nullopt;
 }
 
-std::size_t state_store::drop_prefixes_of(const std::vector<token_id>& tokens, const std::string& kind) {
+std::size_t state_store::drop_prefixes_of(const std::vector<token_id>& tokens, kind k) {
   std::size_t dropped = 0;
   for (auto it = lru_.begin(); it != lru_.end();) {
-    const bool prefix = it->kind == kind && it->tokens.size() < tokens.size() &&
+    const bool prefix = it->what == k && it->tokens.size() < tokens.size() &&
                         std::equal(it->tokens.begin(), it->tokens.end(), tokens.begin());
     if (!prefix) {
       ++it;

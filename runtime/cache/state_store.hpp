@@ -49,10 +49,13 @@ class state_store {
   state_store(const state_store&) = delete;
   state_store& operator=(const state_store&) = delete;
 
+  // What an entry is: a `prefix` snapshot, which its inserter promises is a cold prefill's state at
+  // a grid line, or a `session` snapshot (rows a generation wrote), a session resume.
+  enum class kind { session, prefix };
+
   // What lookup() found. `copy` points into the store and stays valid until the next insert()
   // (which may evict it) or clear(). Restore with copy->restore(engine.cache_state(), length).
-  // `exact`: the entry is a "prefix" snapshot, which its inserter promises is a cold prefill's
-  // state at a grid line; a "session" snapshot (rows a generation wrote) is a session resume.
+  // `exact`: the entry is a prefix snapshot.
   struct hit {
     std::size_t length = 0;
     const state_copy* copy = nullptr;
@@ -60,13 +63,12 @@ class state_store {
   };
 
   // Keeps a snapshot of rows [0, tokens.size()) of `from`, taken on `where`, keyed by `tokens`.
-  // `kind` is "session" or "prefix" (stats, and hit::exact). Returns true when the entry is
+  // `k` is what the entry is (stats, and hit::exact). Returns true when the entry is
   // stored, or was already present (then it is only touched as most recently used, not copied
   // again); false, with a refusal counted, when it is over the per-entry cap or cannot fit in
   // the pool even empty. Throws std::invalid_argument when tokens is empty or longer than
-  // from.valid_length(), or kind is neither "session" nor "prefix"; nothing changes then.
-  bool insert(const std::vector<token_id>& tokens, const state_adapter& from, kernels::backend where,
-              std::string kind);
+  // from.valid_length(); nothing changes then.
+  bool insert(const std::vector<token_id>& tokens, const state_adapter& from, kernels::backend where, kind k);
 
   // The longest entry whose tokens are a prefix of `prompt` and whose length is <= max_len (a
   // caller that must forward at least one token passes prompt.size() - 1). A hit is touched as
@@ -78,16 +80,16 @@ class state_store {
   // restore the hit.)
   void note_restored(std::size_t tokens) { tokens_saved_ += tokens; }
 
-  // Drops the entries of `kind` whose tokens are a proper prefix of `tokens` (a conversation's
+  // Drops the entries of kind `k` whose tokens are a proper prefix of `tokens` (a conversation's
   // earlier session snapshots, once its newer turn is kept) and releases their bytes; counted
   // as superseded, not evicted. Returns how many were dropped.
-  std::size_t drop_prefixes_of(const std::vector<token_id>& tokens, const std::string& kind);
+  std::size_t drop_prefixes_of(const std::vector<token_id>& tokens, kind k);
 
   // Drops every entry and releases its bytes (not counted as evictions). Counters are kept.
   void clear();
 
   std::size_t entries() const { return lru_.size(); }
-  std::size_t entries(const std::string& kind) const;
+  std::size_t entries(kind k) const;
   std::size_t bytes() const { return bytes_; }  // reserved in the pool by this store
   long hits() const { return hits_; }
   long misses() const { return misses_; }
@@ -104,7 +106,7 @@ class state_store {
   struct entry {
     std::vector<token_id> tokens;
     std::uint64_t hash = 0;
-    std::string kind;
+    kind what = kind::session;
     std::size_t bytes = 0;  // reserved in the pool for this entry
     state_copy state;
   };

@@ -164,8 +164,12 @@ std::string spill_foreign_block(const sf::block_header& h, const state_layout& l
 
 spill_decode<spill_block_view> verify_spill_block(const unsigned char* d, std::size_t size,
                                                   const state_layout& layout, const spill_block_ref& ref,
-                                                  const std::vector<token_id>& tokens) {
+                                                  const std::vector<token_id>& tokens,
+                                                  const std::vector<unsigned char*>& into) {
   using R = spill_decode<spill_block_view>;
+  if (!into.empty() && into.size() != layout.views.size())
+    throw std::invalid_argument("verify_spill_block: " + num(into.size()) + " destinations for " +
+                                num(layout.views.size()) + " views");
   auto hr = read_spill_block_header(d, size);
   if (!hr.ok()) return R::from(hr);
   const sf::block_header& h = hr.value;
@@ -195,7 +199,9 @@ spill_decode<spill_block_view> verify_spill_block(const unsigned char* d, std::s
   r.value.rows.reserve(layout.views.size());
   for (std::size_t v = 0; v < layout.views.size(); ++v) {
     const std::size_t len = n * layout.views[v].bytes_per_token;
-    if (!check_block(r, "view " + layout.views[v].name, h.views[v], at, len, ref.sums[v])) return r;
+    if (!check_block(r, "view " + layout.views[v].name, h.views[v], at, len, ref.sums[v],
+                     into.empty() ? nullptr : into[v]))
+      return r;
     r.value.rows.push_back(at);
     at += len;
   }

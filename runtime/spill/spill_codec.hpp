@@ -84,10 +84,14 @@ struct spill_block_view {
 // sizes against the layout (foreign_engine), the name, a and b against `ref` (wrong_place),
 // file_bytes and the length, the stored sums against the ref's, the tokens' crc, every stored
 // id against tokens[a, b) (wrong_tokens), every view's crc, then the sums recomputed over the
-// rows against the ref's (wrong_sums).
+// rows against the ref's (wrong_sums). With `into` (one destination per view), each view's rows
+// are also copied there as they are checked: crc, sums and copy run over one cache-sized piece at
+// a time, so the bytes are read from memory once. After a failure the destinations hold part of
+// the rows, and the caller must not use them.
 spill_decode<spill_block_view> verify_spill_block(const unsigned char* data, std::size_t size,
                                                   const state_layout& layout, const spill_block_ref& ref,
-                                                  const std::vector<token_id>& tokens);
+                                                  const std::vector<token_id>& tokens,
+                                                  const std::vector<unsigned char*>& into = {});
 
 // ---- Anchor files ---------------------------------------------------------------------------
 

@@ -56,13 +56,12 @@ std::string verify_file(spill_fetch& f, std::size_t i, const unsigned char* d) {
   }
   if (i <= m.blocks.size()) {
     const spill_block_ref& ref = m.blocks[i - 1];
-    auto v = verify_spill_block(d, file.bytes, layout, ref, m.tokens);
-    if (!v.ok()) return v.error;
-    for (std::size_t k = 0; k < layout.views.size(); ++k) {
-      const std::size_t bpt = layout.views[k].bytes_per_token;
-      std::memcpy(out.rows[k].data() + ref.a * bpt, v.value.rows[k], (ref.b - ref.a) * bpt);
-    }
-    return {};
+    // Verified and copied in one pass over the bytes (verify_spill_block's `into`).
+    std::vector<unsigned char*> into(layout.views.size());
+    for (std::size_t k = 0; k < layout.views.size(); ++k)
+      into[k] = out.rows[k].data() + ref.a * layout.views[k].bytes_per_token;
+    auto v = verify_spill_block(d, file.bytes, layout, ref, m.tokens, into);
+    return v.ok() ? std::string() : v.error;
   }
   const std::size_t ai = i - 1 - m.blocks.size();
   auto v = verify_spill_anchor(d, file.bytes, layout, m.anchors[ai]);

@@ -142,7 +142,7 @@ void device_tier::after_prefill_step(const state_adapter& state, kernels::backen
   const bool exact = !guest_ ? resident_.taint() >= prefix_target_ : run_exact_;
   if (prefix_target_ != 0 && state.valid_length() == prefix_target_ && exact) {
     std::vector<token_id> head(served_.begin(), served_.begin() + static_cast<long>(prefix_target_));
-    store_.insert(head, state, where, "prefix");
+    store_.insert(head, state, where, state_store::kind::prefix);
     prefix_target_ = 0;
   }
 }
@@ -151,8 +151,9 @@ void device_tier::end_generation(const state_adapter& state, kernels::backend wh
   // A guest keeps no end anchor and no session snapshot of its own.
   if (!opts_.enabled || guest_) return;
   // The conversation's newest turn supersedes its earlier session snapshots.
-  if (opts_.session_cache && !record.rows.empty() && store_.insert(record.rows, state, where, "session"))
-    store_.drop_prefixes_of(record.rows, "session");
+  if (opts_.session_cache && !record.rows.empty() &&
+      store_.insert(record.rows, state, where, state_store::kind::session))
+    store_.drop_prefixes_of(record.rows, state_store::kind::session);
   resident_.end_generation(state, where, std::move(record));
 }
 

@@ -28,7 +28,8 @@ TEST_CASE("a prompt resumed from a stored snapshot equals a cold prefill", "[sto
 
   auto a = make_engine(c);
   a->prefill(slice(first_prompt, 0, line));
-  REQUIRE(store.insert(slice(first_prompt, 0, line), a->cache_state(), a->where(), "prefix"));
+  REQUIRE(
+      store.insert(slice(first_prompt, 0, line), a->cache_state(), a->where(), state_store::kind::prefix));
   a->prefill(slice(first_prompt, line, first_prompt.size()));
   CHECK(store.bytes() == state_copy::bytes_for(a->layout(), line));
   CHECK(budget.used(budget_pool::store) == store.bytes());
@@ -66,7 +67,7 @@ TEST_CASE("a hash collision is refused by the token check", "[store]") {
   budget.set_limit(budget_pool::store, std::size_t{1} << 30);
   state_store store(budget, budget_pool::store, std::numeric_limits<std::size_t>::max(),
                     [](const token_id*, std::size_t) { return std::uint64_t{42}; });
-  REQUIRE(store.insert(x, eng->cache_state(), eng->where(), "session"));
+  REQUIRE(store.insert(x, eng->cache_state(), eng->where(), state_store::kind::session));
 
   auto y = x;
   y[5] ^= 1;  // same length, same (forced) hash, other tokens
@@ -83,7 +84,7 @@ TEST_CASE("a hash collision is refused by the token check", "[store]") {
   CHECK(store.hits() == 1);
 
   // The same tokens again refresh the entry rather than duplicating it.
-  REQUIRE(store.insert(x, eng->cache_state(), eng->where(), "session"));
+  REQUIRE(store.insert(x, eng->cache_state(), eng->where(), state_store::kind::session));
   CHECK(store.entries() == 1);
   CHECK(store.bytes() == budget.used(budget_pool::store));
 }
@@ -101,7 +102,7 @@ TEST_CASE("the store evicts the least recently used entry to stay in its pool", 
   budget.set_limit(budget_pool::store, 2 * one);
   state_store store(budget, budget_pool::store, one);  // the per-entry cap fits one snapshot of n rows
   auto insert = [&](const std::vector<token_id>& k) {
-    const bool ok = store.insert(k, eng->cache_state(), eng->where(), "prefix");
+    const bool ok = store.insert(k, eng->cache_state(), eng->where(), state_store::kind::prefix);
     CHECK(budget.used(budget_pool::store) <= budget.limit(budget_pool::store));
     CHECK(budget.used(budget_pool::store) == store.bytes());
     return ok;
@@ -139,9 +140,11 @@ TEST_CASE("the store evicts the least recently used entry to stay in its pool", 
     const budget_pool tight_pool = budget_pool::stash;  // another pool than the store's
     budget.set_limit(tight_pool, short_one);
     state_store tight(budget, tight_pool);
-    REQUIRE(tight.insert(test_tokens(c.grid, 105), eng->cache_state(), eng->where(), "prefix"));
+    REQUIRE(
+        tight.insert(test_tokens(c.grid, 105), eng->cache_state(), eng->where(), state_store::kind::prefix));
     CHECK(budget.free(tight_pool) == 0);
-    CHECK_FALSE(tight.insert(k3, eng->cache_state(), eng->where(), "prefix"));  // n > grid rows
+    CHECK_FALSE(
+        tight.insert(k3, eng->cache_state(), eng->where(), state_store::kind::prefix));  // n > grid rows
     CHECK(tight.refusals() == 1);
     CHECK(tight.evictions() == 0);
     CHECK(tight.entries() == 1);
@@ -164,7 +167,7 @@ TEST_CASE("the store releases its pool when destroyed", "[store]") {
   budget.set_limit(budget_pool::store, std::size_t{1} << 30);
   {
     state_store store(budget);
-    REQUIRE(store.insert(test_tokens(c.grid), eng->cache_state(), eng->where(), "session"));
+    REQUIRE(store.insert(test_tokens(c.grid), eng->cache_state(), eng->where(), state_store::kind::session));
     CHECK(budget.used(budget_pool::store) > 0);
   }
   CHECK(budget.used(budget_pool::store) == 0);
@@ -181,13 +184,13 @@ TEST_CASE("lookup returns the longest matching entry within max_len", "[store]")
   budget.set_limit(budget_pool::store, std::size_t{1} << 30);
   state_store store(budget);
   for (std::size_t n : {g, 2 * g, 3 * g})
-    REQUIRE(store.insert(slice(prompt, 0, n), eng->cache_state(), eng->where(), "prefix"));
+    REQUIRE(store.insert(slice(prompt, 0, n), eng->cache_state(), eng->where(), state_store::kind::prefix));
   auto other = slice(prompt, 0, 2 * g + 5);
   other.back() ^= 1;  // longer than 2g but not a prefix of the prompt
-  REQUIRE(store.insert(other, eng->cache_state(), eng->where(), "session"));
+  REQUIRE(store.insert(other, eng->cache_state(), eng->where(), state_store::kind::session));
   CHECK(store.entries() == 4);
-  CHECK(store.entries("prefix") == 3);
-  CHECK(store.entries("session") == 1);
+  CHECK(store.entries(state_store::kind::prefix) == 3);
+  CHECK(store.entries(state_store::kind::session) == 1);
 
   auto length_at = [&](std::size_t max_len) -> std::size_t {
     const auto h = store.lookup(prompt, max_len);
@@ -210,10 +213,10 @@ TEST_CASE("insert checks its preconditions", "[store]") {
   memory_budget budget;
   budget.set_limit(budget_pool::store, std::size_t{1} << 30);
   state_store store(budget);
-  CHECK_THROWS_AS(store.insert(test_tokens(c.grid + 1), eng->cache_state(), eng->where(), "prefix"),
-                  std::invalid_argument);
-  CHECK_THROWS_AS(store.insert({}, eng->cache_state(), eng->where(), "prefix"), std::invalid_argument);
-  CHECK_THROWS_AS(store.insert(test_tokens(4), eng->cache_state(), eng->where(), "other"),
+  CHECK_THROWS_AS(
+      store.insert(test_tokens(c.grid + 1), eng->cache_state(), eng->where(), state_store::kind::prefix),
+      std::invalid_argument);
+  CHECK_THROWS_AS(store.insert({}, eng->cache_state(), eng->where(), state_store::kind::prefix),
                   std::invalid_argument);
   CHECK(store.entries() == 0);
   CHECK(budget.used(budget_pool::store) == 0);
@@ -230,13 +233,13 @@ TEST_CASE("a newer session snapshot supersedes the conversation's earlier ones",
   const auto head = [&](std::size_t n) {
     return std::vector<token_id>(tokens.begin(), tokens.begin() + static_cast<long>(n));
   };
-  REQUIRE(store.insert(head(40), e->cache_state(), e->where(), "session"));
-  REQUIRE(store.insert(head(60), e->cache_state(), e->where(), "prefix"));
+  REQUIRE(store.insert(head(40), e->cache_state(), e->where(), state_store::kind::session));
+  REQUIRE(store.insert(head(60), e->cache_state(), e->where(), state_store::kind::prefix));
   auto other = head(50);
   other.back() = (other.back() + 1) % 256;  // another conversation: not a prefix
-  REQUIRE(store.insert(other, e->cache_state(), e->where(), "session"));
-  REQUIRE(store.insert(head(90), e->cache_state(), e->where(), "session"));
-  CHECK(store.drop_prefixes_of(head(90), "session") == 1);  // head(40) only
+  REQUIRE(store.insert(other, e->cache_state(), e->where(), state_store::kind::session));
+  REQUIRE(store.insert(head(90), e->cache_state(), e->where(), state_store::kind::session));
+  CHECK(store.drop_prefixes_of(head(90), state_store::kind::session) == 1);  // head(40) only
   CHECK(store.entries() == 3);
   CHECK(store.superseded() == 1);
   CHECK(store.evictions() == 0);

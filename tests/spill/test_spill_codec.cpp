@@ -74,6 +74,31 @@ TEST_CASE("host_sum is block_checksum's definition and combine_sums joins two ra
   }
 }
 
+TEST_CASE("crc_sum_copy gives crc32, host_sum and a copy in one pass, across its pieces", "[spill]") {
+  std::mt19937_64 rng(11);
+  const std::size_t piece = 128 * 1024;
+  for (std::size_t n :
+       {std::size_t{0}, std::size_t{5}, std::size_t{8}, piece - 3, piece, piece + 8, 3 * piece + 13}) {
+    INFO(n << " bytes");
+    spill_bytes data(n);
+    for (auto& b : data) b = static_cast<unsigned char>(rng());
+    std::uint32_t crc = 1;
+    spill_sum sum{1, 1};
+    spill_bytes copy(n + 1, 0xA5);  // one byte more: nothing is written past n
+    spill_codec_detail::crc_sum_copy(data.data(), n, copy.data(), crc, sum);
+    CHECK(crc == crc32(data.data(), n));
+    CHECK(sum == host_sum(data.data(), n));
+    CHECK(sum == sums_by_definition(spill_bytes(data.begin(), data.begin() + static_cast<long>(n / 8 * 8))));
+    CHECK(std::equal(data.begin(), data.end(), copy.begin()));
+    CHECK(copy[n] == 0xA5);
+    std::uint32_t crc_alone = 0;
+    spill_sum sum_alone;
+    spill_codec_detail::crc_sum_copy(data.data(), n, nullptr, crc_alone, sum_alone);
+    CHECK(crc_alone == crc);
+    CHECK(sum_alone == sum);
+  }
+}
+
 TEST_CASE("the spill's prefix hash is the disk tier's, and names bind their content", "[spill]") {
   std::mt19937_64 rng(11);
   std::vector<token_id> t(300);
@@ -130,6 +155,18 @@ TEST_CASE("a block file round-trips and every check catches its fault", "[spill]
   REQUIRE(ok.ok());
   for (std::size_t v = 0; v < t.l.views.size(); ++v)
     CHECK(std::memcmp(ok.value.rows[v], t.img.blocks[2].rows[v].data(), t.img.blocks[2].rows[v].size()) == 0);
+  // With destinations, the rows are copied there as they are verified.
+  std::vector<spill_bytes> dest(t.l.views.size());
+  std::vector<unsigned char*> into;
+  for (std::size_t v = 0; v < t.l.views.size(); ++v) {
+    dest[v].assign(t.img.blocks[2].rows[v].size(), 0);
+    into.push_back(dest[v].data());
+  }
+  REQUIRE(verify_spill_block(file.data(), file.size(), t.l, ref, t.m().tokens, into).ok());
+  for (std::size_t v = 0; v < t.l.views.size(); ++v) CHECK(dest[v] == t.img.blocks[2].rows[v]);
+  CHECK_THROWS_AS(verify_spill_block(file.data(), file.size(), t.l, ref, t.m().tokens,
+                                     std::vector<unsigned char*>(t.l.views.size() + 1, dest[0].data())),
+                  std::invalid_argument);
 
   auto fault_of = [&](const spill_bytes& b, const spill_block_ref& r, const std::vector<token_id>& tokens,
                       const state_layout& l) {
