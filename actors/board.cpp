@@ -76,6 +76,12 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
       // A planned stop (the conductor asks once nothing runs), and a clear by name.
       [=](spill_atom) -> caf::result<spill_stop_reply> { return spill_for_stop(self); },
       [=](clear_atom, cache_tier tier) -> caf::result<clear_reply> { return clear_tier(self, tier); },
+      [=](quiesce_atom) -> caf::result<cache_stats> {
+        auto rp = self->make_response_promise<cache_stats>();
+        self->state.quiesces.push_back(rp);
+        answer_quiesces(self);
+        return rp;
+      },
   };
 }
 

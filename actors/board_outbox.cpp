@@ -14,7 +14,7 @@
 
 namespace anchorage {
 
-void send_tiers(board_ptr self) {
+cache_stats tiers_now(board_ptr self) {
   auto& st = self->state;
   cache_stats c = st.slots->stats();
   c.suffix = st.suffix_stats;
@@ -22,7 +22,23 @@ void send_tiers(board_ptr self) {
     c.suffix->lookups = st.suffix_view->view().lookups();
     c.suffix->hits = st.suffix_view->view().hits();
   }
-  self->send(st.conductor, tiers_atom::value, std::move(c));
+  return c;
+}
+
+void send_tiers(board_ptr self) { self->send(self->state.conductor, tiers_atom::value, tiers_now(self)); }
+
+void answer_quiesces(board_ptr self) {
+  auto& st = self->state;
+  if (st.quiesces.empty() || st.writes_out > 0 || !st.slots->quiet()) return;
+  auto deliver = [self, waiting = std::move(st.quiesces)]() mutable {
+    const cache_stats now = tiers_now(self);
+    for (auto& rp : waiting) rp.deliver(now);
+  };
+  st.quiesces.clear();
+  if (!st.suffix_writer) return deliver();
+  // Its updates for the adds sent before come ahead of its answer (one sender, in order).
+  self->request(st.suffix_writer, caf::infinite, quiesce_atom::value)
+      .then([deliver](bool) mutable { deliver(); }, [deliver](caf::error&) mutable { deliver(); });
 }
 
 // What the suffix store's writer sent, into the view the drafters read.
@@ -93,9 +109,15 @@ void send_to_disk(board_ptr self, std::size_t slot, board_events& out) {
       release(bytes);
       continue;
     }
+    ++st.writes_out;
+    auto answered = [self, release](std::uint64_t b) {
+      --self->state.writes_out;
+      release(b);
+      answer_quiesces(self);
+    };
     self->request(st.disk, caf::infinite, disk_submit_atom::value, sub)
-        .then([release](disk_write_reply& r) { release(r.released_bytes); },
-              [release, bytes](caf::error&) { release(bytes); });
+        .then([answered](disk_write_reply& r) { answered(r.released_bytes); },
+              [answered, bytes](caf::error&) { answered(bytes); });
   }
   if (!st.disk) return;
   for (auto key : out.generations_started) self->send(st.disk, generation_started_atom::value, key);
@@ -117,11 +139,17 @@ void send_spill(board_ptr self, spill_job_ptr job, std::function<void(const spil
     for (auto& ev : self->state.slots->spill_committed()) send_all(self, std::move(ev));
   };
   if (!st.spill_writer) return commit(std::move(job));
+  ++st.writes_out;
+  auto answered = [self, commit](spill_job_ptr j) {
+    --self->state.writes_out;
+    commit(std::move(j));
+    answer_quiesces(self);
+  };
   self->request(st.spill_writer, caf::infinite, spill_write_atom::value, job)
-      .then([commit](spill_job_ptr& done) { commit(std::move(done)); },
-            [commit, job](caf::error&) {
+      .then([answered](spill_job_ptr& done) { answered(std::move(done)); },
+            [answered, job](caf::error&) {
               job->results.clear();
-              commit(job);
+              answered(job);
             });
 }
 
@@ -169,6 +197,7 @@ void send_all(board_ptr self, slot_events tagged) {
     st.step_queued = true;
     self->send(self, step_atom::value);
   }
+  answer_quiesces(self);
 }
 
 // A request or a hold needs the board: idle work stops first, between two of its steps.

@@ -74,6 +74,32 @@ void answer_drains(conductor_ptr self) {
   }
 }
 
+// Every quiesce waiting is answered once the queue is quiet: the board's (its slots quiet and its
+// writes committed) with its stats, then the disk actor's stats, so the stats served next are
+// what every write left.
+void answer_quiesces(conductor_ptr self) {
+  auto& st = self->state;
+  if (st.quiesces.empty() || !st.queue->quiet(false)) return;
+  auto deliver = [self, waiting = std::move(st.quiesces)](bool ok) mutable {
+    for (auto& rp : waiting) rp.deliver(ok);
+  };
+  st.quiesces.clear();
+  self->request(st.board, caf::infinite, quiesce_atom::value)
+      .then(
+          [self, deliver](cache_stats& tiers) mutable {
+            self->state.queue->set_tiers(std::move(tiers));
+            if (!self->state.disk) return deliver(true);
+            self->request(self->state.disk, caf::infinite, stats_atom::value)
+                .then(
+                    [self, deliver](disk_stats& d) mutable {
+                      self->state.queue->set_disk(std::move(d));
+                      deliver(true);
+                    },
+                    [deliver](caf::error&) mutable { deliver(false); });
+          },
+          [deliver](caf::error&) mutable { deliver(false); });
+}
+
 // A stats or metrics answer made once the disk actor's own stats are fresh: at once without a
 // disk tier; with what was last known when the disk actor does not answer within
 // disk_stats_wait (it is busy with a read: the stats never wait for a restore).
@@ -119,6 +145,7 @@ conductor_actor::behavior_type conductor(conductor_ptr self, conductor_options o
       [=](done_atom, const ledger_entry& e) {
         send_all(self, self->state.queue->finished(e));
         answer_drains(self);
+        answer_quiesces(self);
       },
       [=](tiers_atom, cache_stats& tiers) {
         auto& st = self->state;
@@ -150,6 +177,12 @@ conductor_actor::behavior_type conductor(conductor_ptr self, conductor_options o
           return r;
         }
         return self->delegate(st.board, idle_atom::value, std::move(rq));
+      },
+      [=](quiesce_atom) -> caf::result<bool> {
+        auto rp = self->make_response_promise<bool>();
+        self->state.quiesces.push_back(rp);
+        answer_quiesces(self);
+        return rp;
       },
       // Answered (true) once idle; whoever asks bounds the wait with its request's timeout.
       [=](drain_atom) -> caf::result<bool> {

@@ -42,6 +42,9 @@ struct conductor_state {
   // Drains waiting: answered true once nothing runs, nothing is queued and the disk tier's
   // staging is written.
   std::vector<caf::typed_response_promise<bool>> drains;
+  // Quiesces waiting (quiesce_atom): answered once nothing runs or waits and the board and the
+  // disk actor have reported every write committed.
+  std::vector<caf::typed_response_promise<bool>> quiesces;
   static inline const char* name = "conductor";
 };
 

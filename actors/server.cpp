@@ -162,6 +162,14 @@ bool server::drain(std::chrono::milliseconds grace) {
   return idle;
 }
 
+bool server::quiesce(std::chrono::milliseconds within) {
+  caf::scoped_actor self{*system_};
+  bool quiet = false;
+  self->request(conductor_, std::max(within, std::chrono::milliseconds(1)), quiesce_atom::value)
+      .receive([&](bool b) { quiet = b; }, [&](caf::error&) { quiet = false; });
+  return quiet;
+}
+
 void server::stop() {
   if (edge_) edge_->stop();
   if (conductor_) {

@@ -1,4 +1,5 @@
 #pragma once
+#include <chrono>
 #include <memory>
 
 #include <caf/actor.hpp>
@@ -26,6 +27,10 @@ class server {
   // the disk tier's staged writes,
   // then stop the edge. Returns whether everything finished within the grace period.
   bool drain(std::chrono::milliseconds grace);
+  // Waits (up to `within`) until nothing runs or waits and every write (disk, spill, suffix
+  // store) is committed, with the stats routes showing it; changes nothing (unlike drain).
+  // For tests and tools, in place of polling the stats. Returns whether that came in time.
+  bool quiesce(std::chrono::milliseconds within);
   void stop();
 
   conductor_actor conductor() const { return conductor_; }

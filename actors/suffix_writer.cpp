@@ -57,6 +57,8 @@ suffix_writer_actor::behavior_type suffix_writer(
       },
       // After every add sent before it (one sender, so in order): nothing queued is lost.
       [self](suffix_stop_atom) { self->quit(); },
+      // Every add before it is written and its update sent: the answer comes after them.
+      [](quiesce_atom) { return true; },
       [self](clear_atom) -> suffix_update {
         auto& s = self->state;
         bool ok = false;

@@ -29,7 +29,7 @@ struct stream_event {
   std::vector<output_delta> deltas;  // delta
   long done_tokens = 0;              // progress: prompt tokens forwarded so far
   long prompt_tokens = 0;
-  std::string finish_reason;  // finished
+  run_finish finish_reason = run_finish::stop;  // finished
   std::string stop_sequence;  // finished: the stop string that ended the content ("": none did)
   assistant_output output;    // finished: everything the deltas carried
   usage_info usage;           // finished

@@ -19,23 +19,27 @@ namespace anchorage {
 using done_receiver =
     caf::typed_actor<caf::reacts_to<done_atom, ledger_entry>, caf::reacts_to<tiers_atom, cache_stats>>;
 
-// The board: the only owner of the engine.
-using board_actor = caf::typed_actor<caf::reacts_to<run_atom, board_job>, caf::reacts_to<step_atom>,
-                                     caf::reacts_to<cancel_atom, std::string>,
-                                     caf::replies_to<clear_atom, cache_tier>::with<clear_reply>,
-                                     caf::replies_to<spill_atom>::with<spill_stop_reply>,
-                                     caf::replies_to<idle_atom, idle_request>::with<idle_reply>,
-                                     caf::reacts_to<suffix_update_atom, suffix_update>>;
+// The board: the only owner of the engine. Quiesce is answered with its tiers' stats once no slot
+// runs anything (a request or idle work) and every write it sent (spill, disk, suffix store) is
+// committed.
+using board_actor = caf::typed_actor<
+    caf::reacts_to<run_atom, board_job>, caf::reacts_to<step_atom>, caf::reacts_to<cancel_atom, std::string>,
+    caf::replies_to<clear_atom, cache_tier>::with<clear_reply>,
+    caf::replies_to<spill_atom>::with<spill_stop_reply>,
+    caf::replies_to<idle_atom, idle_request>::with<idle_reply>,
+    caf::reacts_to<suffix_update_atom, suffix_update>, caf::replies_to<quiesce_atom>::with<cache_stats>>;
 
 // What the suffix store's writer tells the board: its snapshots, deltas and counters.
 using suffix_receiver = caf::typed_actor<caf::reacts_to<suffix_update_atom, suffix_update>>;
 
 // The suffix store's writer (actors/suffix_writer): owns the store; appends each finished
 // request's ids on its own thread and tells the board what its view needs; stop (sent by the
-// board at its exit, after its last add) makes it quit once what came before is written.
+// board at its exit, after its last add) makes it quit once what came before is written;
+// quiesce is answered once every add sent before it is written and its update sent.
 using suffix_writer_actor =
     caf::typed_actor<caf::reacts_to<suffix_add_atom, suffix_ids_ptr>,
-                     caf::replies_to<clear_atom>::with<suffix_update>, caf::reacts_to<suffix_stop_atom>>;
+                     caf::replies_to<clear_atom>::with<suffix_update>, caf::reacts_to<suffix_stop_atom>,
+                     caf::replies_to<quiesce_atom>::with<bool>>;
 
 // The disk writer: writes a staged job's files through its own env and hands the job back, in
 // the order the jobs came (write-behind: the board never waits for it).
@@ -52,12 +56,14 @@ using spill_reader_actor =
     caf::typed_actor<caf::replies_to<spill_read_atom, spill_fetch_ptr>::with<spill_fetch_ptr>>;
 
 // The conductor: renders, looks up, queues, dispatches; keeps the ledger and the metrics.
+// Quiesce (tests and tools, in place of polling the stats): answered true once nothing runs or
+// waits, every write is committed and the stats it serves say so (the board's and the disk's).
 using conductor_actor = caf::typed_actor<
     caf::reacts_to<generate_atom, request_envelope>, caf::reacts_to<cancel_atom, std::string>,
     caf::reacts_to<done_atom, ledger_entry>, caf::reacts_to<tiers_atom, cache_stats>,
     caf::replies_to<stats_atom>::with<std::string>, caf::replies_to<metrics_atom>::with<std::string>,
     caf::replies_to<clear_atom, cache_tier>::with<clear_reply>, caf::replies_to<drain_atom>::with<bool>,
-    caf::replies_to<idle_atom, idle_request>::with<idle_reply>>;
+    caf::replies_to<idle_atom, idle_request>::with<idle_reply>, caf::replies_to<quiesce_atom>::with<bool>>;
 
 // The compaction worker: told of every request (activity) and of the continuation to prewrite
 // from; after --compaction-idle-s without activity it asks the conductor for idle work.

@@ -20,8 +20,8 @@ struct ledger_entry {
   double ttft_ms = 0;
   double total_ms = 0;
   long output_tokens = 0;
-  unsigned long long seed = 0;  // the sampling seed used (the request's, or the fallback)
-  std::string finish_reason;    // stop, length, tool_calls, cancelled, error
+  unsigned long long seed = 0;                  // the sampling seed used (the request's, or the fallback)
+  run_finish finish_reason = run_finish::stop;  // stop, length, cancelled or error
 };
 
 }  // namespace anchorage

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/cache_source.hpp"
 #include "protocol/chat_message.hpp"
 
 namespace anchorage {
@@ -24,8 +25,6 @@ struct api_error {
   std::string param;    // the offending field ("messages[2].role"), empty when none
   std::string code{};   // a machine-readable reason (e.g. "context_length_exceeded"), or empty
 };
-
-enum class request_kind { completion, chat };
 
 // A validated /v1/completions or /v1/chat/completions request. Only the fields of `kind` are
 // set; the others keep their defaults.
@@ -83,14 +82,13 @@ struct usage_info {
 
 // Where the prompt's state came from; reported to clients as the extension field "x_cache".
 struct x_cache_info {
-  std::string source = "cold";  // cold, or the tier the state was restored from
-  long resumed_at = 0;          // prompt position the restored state covers
-  long prefilled_tokens = 0;    // prompt tokens actually forwarded
+  cache_source source = cache_source::cold;  // cold, or the tier the state was restored from
+  long resumed_at = 0;                       // prompt position the restored state covers
+  long prefilled_tokens = 0;                 // prompt tokens actually forwarded
   double restore_ms = 0;
   double ttft_ms = 0;
-  std::string via;  // "", or what served it beyond the source: stash (a guest whose
-                    // rows were copied aside and back), side (a side slot), pin, park
-  long slot = -1;   // the slot (--parallel) it ran on; -1 when not known
+  cache_via via = cache_via::none;  // what served it beyond the source (omitted when none)
+  long slot = -1;                   // the slot (--parallel) it ran on; -1 when not known
 };
 
 // The assistant's turn, split the way OpenAI's chat message is.

@@ -106,8 +106,8 @@ stream_event run_job(board_runner& r, board_job j) {
     out = r.step();
   }
   if (!done) die(id + " never finished");
-  log_info() << id << ": source " << done->cache.source << ", via '" << done->cache.via << "', ttft "
-             << done->cache.ttft_ms << " ms, prefilled " << done->cache.prefilled_tokens;
+  log_info() << id << ": source " << done->cache.source << ", via '" << to_string(done->cache.via)
+             << "', ttft " << done->cache.ttft_ms << " ms, prefilled " << done->cache.prefilled_tokens;
   return *done;
 }
 
@@ -205,7 +205,8 @@ void check_same(const stream_event& a, const stream_event& b, board_runner& ra, 
   if (a.output.content != b.output.content) die(what + ": the answers differ with and without idle work");
   if (ra.tiers().resident().tokens() != rb.tiers().resident().tokens())
     die(what + ": the runners hold different conversations");
-  if (a.cache.source != "end" || b.cache.source != "end") die(what + ": not resumed at the end anchor");
+  if (a.cache.source != cache_source::end || b.cache.source != cache_source::end)
+    die(what + ": not resumed at the end anchor");
 }
 
 }  // namespace
@@ -276,15 +277,17 @@ int main(int argc, char** argv) {
 
   log_info() << "continuation: the turn of " << turn << " tokens at the end anchor";
   const stream_event cont = run_job(a, compaction_request("compact-continuation", true));
-  if (cont.cache.via != "compaction" || cont.cache.prefilled_tokens != static_cast<long>(turn))
-    die("the compaction request was not served as the continuation (via '" + cont.cache.via + "')");
+  if (cont.cache.via != cache_via::compaction || cont.cache.prefilled_tokens != static_cast<long>(turn))
+    die(std::string("the compaction request was not served as the continuation (via '") +
+        to_string(cont.cache.via) + "')");
 
   if (!a.idle_candidate(tmpl, rows.size())) die("A is no candidate for idle work");
   log_info() << "idle work: the summary prewritten (" << max_tokens << " tokens at most)";
   const idle_figures idle = run_idle(a, tmpl);
   const stream_event pre = run_job(a, compaction_request("compact-prewritten", true));
-  if (pre.cache.via != "prewritten" || pre.cache.prefilled_tokens != 0)
-    die("the compaction request was not answered from the prewrite (via '" + pre.cache.via + "')");
+  if (pre.cache.via != cache_via::prewritten || pre.cache.prefilled_tokens != 0)
+    die(std::string("the compaction request was not answered from the prewrite (via '") +
+        to_string(pre.cache.via) + "')");
   if (pre.output.content != cont.output.content) die("the prewritten answer differs from the continuation's");
 
   log_info() << "during idle: an arrival during the idle prefill (N1)";

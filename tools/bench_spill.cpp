@@ -239,8 +239,9 @@ int main(int argc, char** argv) {
   const stream_event spill = run_turn(*b, p2, max_tokens, "t2-spill");
   b.reset();
   e2.reset();
-  if (spill.cache.source != "spill")
-    die("turn 2 after the restart came from " + spill.cache.source + ", not the spill");
+  if (spill.cache.source != cache_source::spill)
+    die(std::string("turn 2 after the restart came from ") + to_string(spill.cache.source) +
+        ", not the spill");
 
   stream_event cold;
   {

@@ -82,8 +82,8 @@ int main(int argc, char** argv) {
     nlohmann::json j;
     j["prompt_tokens"] = ids.size();
     j["completion_tokens"] = out.size();
-    j["finish_reason"] = g.reason() == finish_reason::stop ? "stop" : "length";
-    j["text"] = tok.decode(out);  // invalid UTF-8 is replaced when dumped below
+    j["finish_reason"] = *g.reason();  // run() ran to the end
+    j["text"] = tok.decode(out);       // invalid UTF-8 is replaced when dumped below
     j["prefill_s"] = secs(t0, t1);
     j["decode_s"] = secs(t1, t2);
     j["fingerprint"] = e.layout().fingerprint;

@@ -37,10 +37,9 @@ const char* error_type(int status) {
 
 }  // namespace
 
-anthropic_stop_reason to_anthropic_stop_reason(const assistant_output& output,
-                                               const std::string& finish_reason,
+anthropic_stop_reason to_anthropic_stop_reason(const assistant_output& output, run_finish finish_reason,
                                                const std::string& stop_sequence) {
-  if (finish_reason == "length") return anthropic_stop_reason::max_tokens;
+  if (finish_reason == run_finish::length) return anthropic_stop_reason::max_tokens;
   if (!output.tool_calls.empty()) return anthropic_stop_reason::tool_use;
   if (!stop_sequence.empty()) return anthropic_stop_reason::stop_sequence;
   return anthropic_stop_reason::end_turn;
@@ -95,8 +94,8 @@ std::string thinking_signature(const std::string& thinking) {
 }
 
 json anthropic_message_body(const std::string& id, const std::string& model, const assistant_output& output,
-                            const std::string& finish_reason, const usage_info& usage,
-                            const x_cache_info& x_cache, const std::string& stop_sequence) {
+                            run_finish finish_reason, const usage_info& usage, const x_cache_info& x_cache,
+                            const std::string& stop_sequence) {
   const anthropic_stop_reason reason = to_anthropic_stop_reason(output, finish_reason, stop_sequence);
   json content = json::array();
   if (!output.reasoning.empty())

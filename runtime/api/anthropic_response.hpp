@@ -26,8 +26,7 @@ enum class anthropic_stop_reason { end_turn, max_tokens, stop_sequence, tool_use
 // max_tokens for "length"; tool_use when the turn made tool calls and stopped by itself;
 // stop_sequence when `stop_sequence` (the stop string that cut the content, stream_event's) is
 // not empty; end_turn otherwise.
-anthropic_stop_reason to_anthropic_stop_reason(const assistant_output& output,
-                                               const std::string& finish_reason,
+anthropic_stop_reason to_anthropic_stop_reason(const assistant_output& output, run_finish finish_reason,
                                                const std::string& stop_sequence = {});
 const char* wire_name(anthropic_stop_reason r);
 
@@ -53,9 +52,8 @@ std::string thinking_signature(const std::string& thinking);
 // is reasoning, the text block when there is content, one tool_use block per call.
 // "stop_sequence" is the stop string when stop_reason is "stop_sequence", null otherwise.
 nlohmann::ordered_json anthropic_message_body(const std::string& id, const std::string& model,
-                                              const assistant_output& output,
-                                              const std::string& finish_reason, const usage_info& usage,
-                                              const x_cache_info& x_cache,
+                                              const assistant_output& output, run_finish finish_reason,
+                                              const usage_info& usage, const x_cache_info& x_cache,
                                               const std::string& stop_sequence = {});
 
 // POST /v1/messages/count_tokens: {"input_tokens": n}.

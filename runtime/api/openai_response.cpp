@@ -10,14 +10,14 @@ json envelope(const char* object, const std::string& id, std::int64_t created, c
   return json{{"id", id}, {"object", object}, {"created", created}, {"model", model}};
 }
 
-json chat_choice_delta(json delta, const std::string* finish_reason) {
+json chat_choice_delta(json delta, const run_finish* finish_reason) {
   return json{{"index", 0},
               {"delta", std::move(delta)},
               {"logprobs", nullptr},
               {"finish_reason", finish_reason ? json(*finish_reason) : json(nullptr)}};
 }
 
-json text_choice(const std::string& text, const std::string* finish_reason) {
+json text_choice(const std::string& text, const run_finish* finish_reason) {
   return json{{"index", 0},
               {"text", text},
               {"logprobs", nullptr},
@@ -73,18 +73,18 @@ json x_cache_json(const x_cache_info& x) {
          {"prefilled_tokens", x.prefilled_tokens},
          {"restore_ms", x.restore_ms},
          {"ttft_ms", x.ttft_ms}};
-  if (!x.via.empty()) j["via"] = x.via;
+  if (x.via != cache_via::none) j["via"] = x.via;
   if (x.slot >= 0) j["slot"] = x.slot;
   return j;
 }
 
-std::string chat_finish_reason(const assistant_output& output, const std::string& finish_reason) {
-  if (!output.tool_calls.empty() && finish_reason == "stop") return "tool_calls";
+run_finish chat_finish_reason(const assistant_output& output, run_finish finish_reason) {
+  if (!output.tool_calls.empty() && finish_reason == run_finish::stop) return run_finish::tool_calls;
   return finish_reason;
 }
 
 json completion_body(const std::string& id, std::int64_t created, const std::string& model,
-                     const std::string& text, const std::string& finish_reason, const usage_info& usage,
+                     const std::string& text, run_finish finish_reason, const usage_info& usage,
                      const x_cache_info& x_cache) {
   json body = envelope("text_completion", id, created, model);
   body["choices"] = json::array({text_choice(text, &finish_reason)});
@@ -94,7 +94,7 @@ json completion_body(const std::string& id, std::int64_t created, const std::str
 }
 
 json chat_body(const std::string& id, std::int64_t created, const std::string& model,
-               const assistant_output& output, const std::string& finish_reason, const usage_info& usage,
+               const assistant_output& output, run_finish finish_reason, const usage_info& usage,
                const x_cache_info& x_cache) {
   json message = {{"role", "assistant"}};
   const bool null_content = output.content.empty() && !output.tool_calls.empty();
@@ -140,7 +140,7 @@ json chat_chunk_delta(const std::string& id, std::int64_t created, const std::st
 }
 
 json chat_chunk_finish(const std::string& id, std::int64_t created, const std::string& model,
-                       const std::string& finish_reason) {
+                       run_finish finish_reason) {
   return chat_chunk(id, created, model, chat_choice_delta(json::object(), &finish_reason));
 }
 
@@ -157,7 +157,7 @@ json completion_chunk(const std::string& id, std::int64_t created, const std::st
 }
 
 json completion_chunk_finish(const std::string& id, std::int64_t created, const std::string& model,
-                             const std::string& finish_reason) {
+                             run_finish finish_reason) {
   json chunk = envelope("text_completion", id, created, model);
   chunk["choices"] = json::array({text_choice("", &finish_reason)});
   return chunk;

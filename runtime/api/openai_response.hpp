@@ -26,13 +26,13 @@ nlohmann::json usage_json(const usage_info& u);
 nlohmann::json x_cache_json(const x_cache_info& x);
 
 // "tool_calls" when `output` made tool calls and finish_reason is "stop"; else finish_reason.
-std::string chat_finish_reason(const assistant_output& output, const std::string& finish_reason);
+run_finish chat_finish_reason(const assistant_output& output, run_finish finish_reason);
 
 // {"id","object":"text_completion","created","model",
 //  "choices":[{"index":0,"text","logprobs":null,"finish_reason"}],"usage","x_cache"}
 nlohmann::json completion_body(const std::string& id, std::int64_t created, const std::string& model,
-                               const std::string& text, const std::string& finish_reason,
-                               const usage_info& usage, const x_cache_info& x_cache);
+                               const std::string& text, run_finish finish_reason, const usage_info& usage,
+                               const x_cache_info& x_cache);
 
 // {"id","object":"chat.completion","created","model","choices":[{"index":0,"message":
 //  {"role":"assistant","content","reasoning_content"?,"tool_calls"?},"logprobs":null,
@@ -40,8 +40,8 @@ nlohmann::json completion_body(const std::string& id, std::int64_t created, cons
 // reasoning_content appears only when non-empty, tool_calls only when there are some;
 // finish_reason goes through chat_finish_reason.
 nlohmann::json chat_body(const std::string& id, std::int64_t created, const std::string& model,
-                         const assistant_output& output, const std::string& finish_reason,
-                         const usage_info& usage, const x_cache_info& x_cache);
+                         const assistant_output& output, run_finish finish_reason, const usage_info& usage,
+                         const x_cache_info& x_cache);
 
 // Chat streaming: {"id","object":"chat.completion.chunk","created","model",
 //  "choices":[{"index":0,"delta":{...},"logprobs":null,"finish_reason"}]}.
@@ -53,7 +53,7 @@ nlohmann::json chat_chunk_delta(const std::string& id, std::int64_t created, con
                                 const output_delta& delta);
 // delta {} with the finish_reason (pass chat_finish_reason's answer).
 nlohmann::json chat_chunk_finish(const std::string& id, std::int64_t created, const std::string& model,
-                                 const std::string& finish_reason);
+                                 run_finish finish_reason);
 // "choices":[] with "usage" and "x_cache": the last chunk when include_usage was asked for.
 nlohmann::json chat_chunk_usage(const std::string& id, std::int64_t created, const std::string& model,
                                 const usage_info& usage, const x_cache_info& x_cache);
@@ -64,7 +64,7 @@ nlohmann::json completion_chunk(const std::string& id, std::int64_t created, con
                                 const std::string& text);
 // text "" with the finish_reason.
 nlohmann::json completion_chunk_finish(const std::string& id, std::int64_t created, const std::string& model,
-                                       const std::string& finish_reason);
+                                       run_finish finish_reason);
 // "choices":[] with "usage" and "x_cache".
 nlohmann::json completion_chunk_usage(const std::string& id, std::int64_t created, const std::string& model,
                                       const usage_info& usage, const x_cache_info& x_cache);

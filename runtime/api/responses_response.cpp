@@ -17,7 +17,7 @@ std::string suffix(const std::string& response_id) {
 
 json string_or_null(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
 
-bool incomplete(const std::string& finish_reason) { return finish_reason == "length"; }
+bool incomplete(run_finish finish_reason) { return finish_reason == run_finish::length; }
 
 // The members of a response object before "output" ...
 void add_head(json& r, const responses_meta& meta, const char* status, json incomplete_details) {
@@ -102,8 +102,7 @@ json function_call_item(const std::string& response_id, int index, const tool_ca
               {"arguments", call.arguments}};
 }
 
-json output_items(const std::string& response_id, const assistant_output& output,
-                  const std::string& finish_reason) {
+json output_items(const std::string& response_id, const assistant_output& output, run_finish finish_reason) {
   json items = json::array();
   if (!output.reasoning.empty()) items.push_back(reasoning_item(response_id, output.reasoning));
   if (!output.content.empty() || output.tool_calls.empty())
@@ -114,8 +113,8 @@ json output_items(const std::string& response_id, const assistant_output& output
   return items;
 }
 
-json responses_body(const responses_meta& meta, const assistant_output& output,
-                    const std::string& finish_reason, const usage_info& usage, const x_cache_info& x_cache) {
+json responses_body(const responses_meta& meta, const assistant_output& output, run_finish finish_reason,
+                    const usage_info& usage, const x_cache_info& x_cache) {
   json r = json::object();
   const bool cut = incomplete(finish_reason);
   add_head(r, meta, cut ? "incomplete" : "completed",

@@ -57,7 +57,7 @@ nlohmann::ordered_json message_item(const std::string& response_id, const std::s
 nlohmann::ordered_json function_call_item(const std::string& response_id, int index, const tool_call& call,
                                           const char* status);
 nlohmann::ordered_json output_items(const std::string& response_id, const assistant_output& output,
-                                    const std::string& finish_reason);
+                                    run_finish finish_reason);
 
 // The whole response object: {"id","object":"response","created_at","status","error":null,
 // "incomplete_details","instructions","max_output_tokens","model","output","parallel_tool_calls",
@@ -66,7 +66,7 @@ nlohmann::ordered_json output_items(const std::string& response_id, const assist
 // "usage","metadata","x_cache"}. status "completed", or "incomplete" with incomplete_details
 // {"reason":"max_output_tokens"} when finish_reason is "length".
 nlohmann::ordered_json responses_body(const responses_meta& meta, const assistant_output& output,
-                                      const std::string& finish_reason, const usage_info& usage,
+                                      run_finish finish_reason, const usage_info& usage,
                                       const x_cache_info& x_cache);
 
 // The response object of the stream's opening events: status "in_progress", output [], usage

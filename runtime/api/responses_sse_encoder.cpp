@@ -180,7 +180,7 @@ void responses_sse_encoder::add_call(int call_index, std::vector<std::string>& o
 }
 
 void responses_sse_encoder::finish(const stream_event& ev, std::vector<std::string>& out) {
-  const bool cut = ev.finish_reason == "length";
+  const bool cut = ev.finish_reason == run_finish::length;
   close_reasoning(out);
   if (streamed_.tool_calls.empty()) open_message(out);  // no text and no call: an empty message
   close_message(cut ? "incomplete" : "completed", out);

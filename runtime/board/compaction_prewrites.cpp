@@ -25,7 +25,7 @@ bool compaction_prewrites::answers(const prewritten_summary& s, const board_job&
   if (job.seed_explicit && job.seed != s.seed) return false;
   if (!job.logit_bias.empty() || !job.stop_strings.empty()) return false;
   const auto n = static_cast<long>(s.output.size());
-  if (s.finish_reason == "stop") return n <= job.max_tokens;
+  if (s.finish_reason == run_finish::stop) return n <= job.max_tokens;
   return job.max_tokens <= n;
 }
 

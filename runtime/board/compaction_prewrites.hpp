@@ -23,9 +23,9 @@ struct prewritten_summary {
   double temperature = 1.0;
   double top_p = 1.0;
   std::uint64_t seed = 0;
-  long max_tokens = 0;           // what the run allowed
-  std::vector<token_id> output;  // the summary's ids, as the session emitted them
-  std::string finish_reason;     // "stop" or "length"
+  long max_tokens = 0;                          // what the run allowed
+  std::vector<token_id> output;                 // the summary's ids, as the session emitted them
+  run_finish finish_reason = run_finish::stop;  // stop or length
 };
 
 class compaction_prewrites {

@@ -40,7 +40,7 @@ class continuation_run : public generation_run {
   bool checkpointed() const override { return false; }
   bool force_guest() const override { return in_place_; }
   bool stages_disk() const override { return false; }
-  std::string via_name(cache_via) const override { return "compaction"; }
+  cache_via served_via(cache_via) const override { return cache_via::compaction; }
   bool keeps_end() const override { return false; }
 
  private:

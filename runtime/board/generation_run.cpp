@@ -155,7 +155,7 @@ cache_source generation_run::restore_start(resume_offer& o) {
   if (o.via != cache_via::stash) slot_.read_back = false;
   job_.prompt.assign(o.served.begin(), o.served.end());
   job_.cache = x_cache_info{};
-  job_.cache.source = to_string(reported);
+  job_.cache.source = reported;
   job_.cache.resumed_at = static_cast<long>(o.at);
   job_.cache.restore_ms = static_cast<double>(steady_ns() - start_ns_) / 1e6;
   return reported;
@@ -195,7 +195,7 @@ board_events generation_run::begin_request() {
   slot_.guarded([&] { slot_.tiers->begin(o, slot_.eng->cache_state()); });
   slot_.take_spills(out);
   const cache_via via = slot_.tiers->running_via();
-  job_.cache.via = via_name(via);
+  job_.cache.via = served_via(via);
   served_as_asked_ =
       job_.prompt.size() == asked_.size() && std::equal(asked_.begin(), asked_.end(), job_.prompt.begin());
   if (cancel_pending_) session_->cancel();
@@ -274,7 +274,7 @@ bool generation_run::resume_checkpoint(const verified_checkpoint& c, board_event
   slot_.guarded([&] { slot_.tiers->begin(o, e.cache_state()); });
   out.generations_started.push_back(job_key_);
   job_.cache = x_cache_info{};
-  job_.cache.source = to_string(cache_source::checkpoint);
+  job_.cache.source = cache_source::checkpoint;
   job_.cache.resumed_at = static_cast<long>(e.length());
   job_.cache.restore_ms = static_cast<double>(steady_ns() - start_ns_) / 1e6;
   next_checkpoint_ = session_->output_ids().size() + slot_.checkpoint_every();

@@ -37,7 +37,7 @@ class generation_run : public run {
   virtual bool checkpointed() const { return true; }
   virtual bool force_guest() const { return false; }
   virtual bool stages_disk() const { return true; }
-  virtual std::string via_name(cache_via via) const { return to_string(via); }
+  virtual cache_via served_via(cache_via via) const { return via; }
   virtual bool keeps_end() const { return true; }
   // Whether the suffix store gets its ids and the slot's end anchor becomes its conversation's.
   virtual bool leaves_conversation() const { return true; }

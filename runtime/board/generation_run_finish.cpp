@@ -64,8 +64,8 @@ void generation_run::keep_end() {
 // identical one. A cancelled one is not (its output was cut short).
 void generation_run::keep_response() {
   if (!response_key_ || !slot_.responses) return;
-  const std::string& reason = session_->finish_reason();
-  if (reason == "stop" || reason == "length")
+  const run_finish reason = session_->finish_reason();
+  if (reason == run_finish::stop || reason == run_finish::length)
     slot_.responses->put(std::move(*response_key_), cached_response{session_->output_ids(), reason});
   response_key_.reset();
 }
@@ -74,7 +74,7 @@ void generation_run::keep(board_events& out) {
   const generation_session& s = *session_;
   engine& e = *slot_.eng;
   // A generation that ended (not one cut short) needs its checkpoints no more.
-  if (slot_.checkpoint_every() > 0 && job_key_ != 0 && s.finish_reason() != "cancelled")
+  if (slot_.checkpoint_every() > 0 && job_key_ != 0 && s.finish_reason() != run_finish::cancelled)
     out.generations_finished.push_back(job_key_);
   const bool forwarded = e.length() >= job_.prompt.size();
   if (keeps_end() && forwarded) keep_end();

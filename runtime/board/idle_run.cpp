@@ -26,7 +26,7 @@ board_events idle_run::preempt() {
 
 void idle_run::finish(board_events& out) {
   keep(out);
-  finish_idle(out, session_->finish_reason() == "cancelled");
+  finish_idle(out, session_->finish_reason() == run_finish::cancelled);
   out.tiers_changed = true;  // the counters, the summaries kept
 }
 

@@ -12,7 +12,7 @@ replayed_run::replayed_run(slot_state& slot, board_job job, std::int64_t start_n
   slot_.eng->abandon_prefill();  // a request cancelled inside its prefill left its queue
   session_ = std::make_unique<generation_session>(*slot_.eng, std::move(g));
   job_.cache = x_cache_info{};
-  job_.cache.source = to_string(cache_source::response);
+  job_.cache.source = cache_source::response;
   job_.cache.resumed_at = static_cast<long>(job_.prompt.size());
   source_ = cache_source::response;
 }
@@ -25,12 +25,12 @@ replayed_run::replayed_run(slot_state& slot, board_job job, std::int64_t start_n
   const auto limit = static_cast<std::size_t>(std::max(0L, job_.max_tokens));
   g.resume_output.assign(s.output.begin(),
                          s.output.begin() + static_cast<long>(std::min(limit, s.output.size())));
-  g.replay_finish = g.resume_output.size() < s.output.size() ? "length" : s.finish_reason;
+  g.replay_finish = g.resume_output.size() < s.output.size() ? run_finish::length : s.finish_reason;
   session_ = std::make_unique<generation_session>(*slot_.eng, std::move(g));
   job_.cache = x_cache_info{};
-  job_.cache.source = to_string(cache_source::end);
+  job_.cache.source = cache_source::end;
   job_.cache.resumed_at = static_cast<long>(job_.prompt.size());
-  job_.cache.via = "prewritten";
+  job_.cache.via = cache_via::prewritten;
   source_ = cache_source::end;
 }
 

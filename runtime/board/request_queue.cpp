@@ -132,7 +132,7 @@ queue_outbox request_queue::cancel(const std::string& id) {
 
 queue_outbox request_queue::finished(const ledger_entry& e) {
   queue_outbox out;
-  if (e.finish_reason != "error") counters_.on_finished(e);
+  if (e.finish_reason != run_finish::error) counters_.on_finished(e);
   book_->record(e);
   running_.erase(std::remove(running_.begin(), running_.end(), e.id), running_.end());
   dispatch(out);

@@ -48,7 +48,7 @@ board_events failed_events(const board_job& j, int status, const std::string& me
   e.route = j.route;
   e.session_key = j.session_key;
   e.prompt_tokens = static_cast<long>(j.prompt.size());
-  e.finish_reason = "error";
+  e.finish_reason = run_finish::error;
   out.done = std::move(e);
   return out;
 }

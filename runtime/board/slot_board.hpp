@@ -39,6 +39,8 @@ class slot_board {
 
   std::size_t size() const { return runners_.size(); }
   std::size_t idle_slots() const;
+  // Nothing runs on any slot (a request or idle work) and no request waits for one.
+  bool quiet() const { return idle_slots() == size(); }
   // The slot a request would take now (nullopt: every slot busy).
   std::optional<slot_choice> choose(const board_job& job) const;
   // Starts `job` on the slot choose() names. Throws std::logic_error when every slot is busy.

@@ -9,7 +9,7 @@ response_cache::response_cache(std::size_t limit_bytes, hasher hash)
     : limit_(limit_bytes), hash_(std::move(hash)) {}
 
 std::size_t response_cache::entry_bytes(const response_key& key, const cached_response& answer) {
-  return sizeof(entry) + key.bytes() + answer.output.size() * sizeof(token_id) + answer.finish_reason.size();
+  return sizeof(entry) + key.bytes() + answer.output.size() * sizeof(token_id);
 }
 
 response_cache::lru_list::iterator response_cache::locate(const response_key& key, std::uint64_t digest) {

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "protocol/cache_source.hpp"
 #include "protocol/cache_stats.hpp"
 #include "runtime/cache/response_key.hpp"
 #include "runtime/core/token.hpp"
@@ -25,7 +26,7 @@ namespace anchorage {
 
 struct cached_response {
   std::vector<token_id> output;  // the ids the session emitted (generation_session::output_ids)
-  std::string finish_reason;     // "stop" or "length"
+  run_finish finish_reason = run_finish::stop;  // stop or length
 };
 
 class response_cache {

@@ -48,9 +48,9 @@ generation_session::generation_session(engine& e, generation_job job)
     drafter_.emplace(job_.speculative, job_.lookup);
   const std::size_t from = engine_.length();
   start_ = from;
-  if (!job_.replay_finish.empty()) {
+  if (job_.replay_finish) {
     replay();
-    if (!done_) finish(job_.replay_finish, replayed_);
+    if (!done_) finish(*job_.replay_finish, replayed_);
     return;
   }
   if (!job_.resume_output.empty()) {
@@ -96,7 +96,7 @@ void generation_session::replay() {
     ids_.push_back(t);
     on_token(t, forced, replayed_);
   }
-  if (!done_ && out_of_tokens()) finish("length", replayed_);
+  if (!done_ && out_of_tokens()) finish(run_finish::length, replayed_);
 }
 
 void generation_session::start_decoding() {
@@ -125,7 +125,7 @@ generation_session::step_result generation_session::step(int block) {
   replayed_.clear();
   if (done_) return r;
   if (cancelled_) {
-    finish("cancelled", r.deltas);
+    finish(run_finish::cancelled, r.deltas);
     return r;
   }
   if (prefilling()) {
@@ -144,7 +144,7 @@ generation_session::step_result generation_session::step(int block) {
     if (!t) break;
     after_token(t, r);
   }
-  if (!done_ && gen_->done()) finish(gen_->reason() == finish_reason::stop ? "stop" : "length", r.deltas);
+  if (!done_ && gen_->done()) finish(*gen_->reason(), r.deltas);
   return r;
 }
 
@@ -192,7 +192,7 @@ generation_session::step_result generation_session::step_rows() {
   if (!batchable() || round_rows_.empty())
     throw std::logic_error("generation_session: no batched step to take");
   take_rows(r);
-  if (!done_ && gen_->done()) finish(gen_->reason() == finish_reason::stop ? "stop" : "length", r.deltas);
+  if (!done_ && gen_->done()) finish(*gen_->reason(), r.deltas);
   return r;
 }
 
@@ -310,7 +310,7 @@ void generation_session::emit(std::vector<output_delta>& into, output_delta d) {
     held_.resize(cut);
     flush_held(into);
     done_ = true;
-    finish_ = "stop";
+    finish_ = run_finish::stop;
     return;
   }
   // keep the last longest_stop_ - 1 bytes: they may begin a stop string
@@ -336,7 +336,7 @@ void generation_session::flush_held(std::vector<output_delta>& into) {
   into.push_back(std::move(d));
 }
 
-void generation_session::finish(const std::string& reason, std::vector<output_delta>& into) {
+void generation_session::finish(run_finish reason, std::vector<output_delta>& into) {
   for (auto& d : parser_.finish()) {
     emit(into, std::move(d));
     if (done_) return;

@@ -48,9 +48,9 @@ struct generation_job {
   // forwarded, so engine length == prompt.size() + resume_output.size() - 1.
   std::vector<token_id> resume_output;
   // Not empty: resume_output is a whole generation written earlier (a prewritten summary,
-  // docs/COMPACTION.md), replayed without the engine and finished with this reason ("stop" or
-  // "length") unless the replay ends it first; nothing is forwarded and the engine is not read.
-  std::string replay_finish;
+  // docs/COMPACTION.md), replayed without the engine and finished with this reason (stop or
+  // length) unless the replay ends it first; nothing is forwarded and the engine is not read.
+  std::optional<run_finish> replay_finish;
   // Speculative decoding (docs/SPECULATIVE.md): the drafters, and the suffix store's read side
   // for the lookup drafter (null: the generation's own tokens only; not owned). Off: one token per
   // forward. On or off, the emitted ids are the same (the greedy gate, and for sampling the same
@@ -122,8 +122,9 @@ class generation_session {
   const tokenizer& tok() const { return job_.tok; }
   bool prefilling() const { return engine_.prefill_remaining() > 0; }
   bool done() const { return done_ && replayed_.empty(); }
-  // stop, length or cancelled ("tool_calls" is the edge's reading of stop with calls made)
-  const std::string& finish_reason() const { return finish_; }
+  // stop, length or cancelled once done (tool_calls is the chat wire's reading of stop with calls
+  // made); stop before.
+  run_finish finish_reason() const { return finish_; }
   // The stop string (of job.stop_strings) that ended the content; empty when none did. When two
   // match, the one that starts first (the first listed on a tie).
   const std::string& stop_string() const { return stop_string_; }
@@ -184,7 +185,7 @@ class generation_session {
   void maybe_close_reasoning();
   void emit(std::vector<output_delta>& into, output_delta d);
   void flush_held(std::vector<output_delta>& into);
-  void finish(const std::string& reason, std::vector<output_delta>& into);
+  void finish(run_finish reason, std::vector<output_delta>& into);
 
   engine& engine_;
   generation_job job_;
@@ -211,7 +212,7 @@ class generation_session {
   long output_tokens_ = 0;
   bool cancelled_ = false;
   bool done_ = false;
-  std::string finish_;
+  run_finish finish_ = run_finish::stop;
   std::string stop_string_;
 };
 

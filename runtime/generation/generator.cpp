@@ -11,7 +11,7 @@ generator::generator(engine& e, generation_request r)
       step_(req_.first_step),
       pending_(req_.pending),
       forced_(req_.forced.begin(), req_.forced.end()) {
-  if (req_.max_tokens <= 0) reason_ = finish_reason::length;
+  if (req_.max_tokens <= 0) reason_ = run_finish::length;
 }
 
 void generator::force(const std::vector<token_id>& tokens) {
@@ -23,7 +23,7 @@ std::optional<token_id> generator::step() {
   if (done()) return std::nullopt;
   if (pending_) {
     if (engine_.length() >= static_cast<std::size_t>(engine_.config().ctx_size)) {
-      reason_ = finish_reason::length;  // no room to forward it
+      reason_ = run_finish::length;  // no room to forward it
       return std::nullopt;
     }
     engine_.decode(*pending_);
@@ -58,11 +58,11 @@ std::optional<token_id> generator::emit(const std::vector<float>& logits) {
     ++step_;
     pending_ = t;
     if (std::find(req_.stop_tokens.begin(), req_.stop_tokens.end(), t) != req_.stop_tokens.end()) {
-      reason_ = finish_reason::stop;
+      reason_ = run_finish::stop;
       return std::nullopt;
     }
   }
-  if (++emitted_ >= req_.max_tokens) reason_ = finish_reason::length;
+  if (++emitted_ >= req_.max_tokens) reason_ = run_finish::length;
   return t;
 }
 

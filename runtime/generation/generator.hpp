@@ -4,12 +4,11 @@
 #include <optional>
 #include <vector>
 
+#include "protocol/cache_source.hpp"
 #include "runtime/engine/engine.hpp"
 #include "runtime/generation/sampler.hpp"
 
 namespace anchorage {
-
-enum class finish_reason { none, stop, length };
 
 struct generation_request {
   sampling_params sampling;
@@ -60,8 +59,9 @@ class generator {
   // instead of sampling. Does nothing once the generation is done.
   void force(const std::vector<token_id>& tokens);
 
-  bool done() const { return reason_ != finish_reason::none; }
-  finish_reason reason() const { return reason_; }
+  bool done() const { return reason_.has_value(); }
+  // stop or length once done(); nullopt before.
+  std::optional<run_finish> reason() const { return reason_; }
   std::uint64_t next_step() const { return step_; }
   std::optional<token_id> pending() const { return pending_; }
   // The forced tokens not yet emitted, in order.
@@ -80,7 +80,7 @@ class generator {
   std::deque<token_id> forced_;
   bool last_forced_ = false;
   int emitted_ = 0;
-  finish_reason reason_ = finish_reason::none;
+  std::optional<run_finish> reason_;
 };
 
 }  // namespace anchorage

@@ -49,7 +49,8 @@ ledger_entry ledger_entry_from_json(const nlohmann::json& j) {
   e.total_ms = j.at("total_ms").get<double>();
   e.output_tokens = j.at("output_tokens").get<long>();
   e.seed = j.value("seed", 0ULL);
-  e.finish_reason = j.at("finish_reason").get<std::string>();
+  e.finish_reason =
+      from_text(run_finish_from_string(j.at("finish_reason").get<std::string>()), "finish_reason");
   return e;
 }
 

@@ -5,7 +5,7 @@
 namespace anchorage {
 
 void metrics::on_finished(const ledger_entry& e) {
-  ++requests_[std::string(to_string(e.route)) + "|" + to_string(e.source) + "|" + e.finish_reason];
+  ++requests_[{e.route, e.source, e.finish_reason}];
   prompt_tokens_ += e.prompt_tokens;
   prefilled_ += e.prefilled;
   cached_ += e.prompt_tokens - e.prefilled;
@@ -23,9 +23,9 @@ std::string metrics::text(long queue_depth, long running) const {
   o << "# HELP anchorage_requests_total Requests finished, by route, cache source and finish reason.\n"
     << "# TYPE anchorage_requests_total counter\n";
   for (const auto& [key, n] : requests_) {
-    const auto a = key.find('|'), b = key.rfind('|');
-    o << "anchorage_requests_total{route=\"" << key.substr(0, a) << "\",source=\""
-      << key.substr(a + 1, b - a - 1) << "\",finish_reason=\"" << key.substr(b + 1) << "\"} " << n << "\n";
+    const auto& [route, source, finish] = key;
+    o << "anchorage_requests_total{route=\"" << to_string(route) << "\",source=\"" << to_string(source)
+      << "\",finish_reason=\"" << to_string(finish) << "\"} " << n << "\n";
   }
   o << "# HELP anchorage_rejected_total Requests refused before running, by HTTP status.\n"
     << "# TYPE anchorage_rejected_total counter\n";

@@ -1,10 +1,10 @@
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
-
-#include <optional>
 
 #include "protocol/cache_stats.hpp"
 #include "protocol/ledger_entry.hpp"
@@ -24,7 +24,7 @@ class metrics {
   std::string text(long queue_depth, long running) const;
 
  private:
-  std::map<std::string, long> requests_;  // "route|source|finish_reason"
+  std::map<std::tuple<request_kind, cache_source, run_finish>, long> requests_;
   std::map<int, long> rejected_;
   long prompt_tokens_ = 0, prefilled_ = 0, cached_ = 0, output_tokens_ = 0;
   double ttft_sum_s_ = 0, total_sum_s_ = 0, queue_sum_s_ = 0;

@@ -26,7 +26,7 @@ void trace_writer::record(const std::string& route, const std::string& body, con
   out_.flush();
 }
 
-nlohmann::json trace_outcome(request_kind kind, const std::string& finish_reason, const assistant_output& out,
+nlohmann::json trace_outcome(request_kind kind, run_finish finish_reason, const assistant_output& out,
                              const usage_info& usage) {
   nlohmann::json j;
   j["status"] = 200;

@@ -33,7 +33,7 @@ class trace_writer {
 };
 
 // The deterministic part of a response, the same whether it was streamed or not.
-nlohmann::json trace_outcome(request_kind kind, const std::string& finish_reason, const assistant_output& out,
+nlohmann::json trace_outcome(request_kind kind, run_finish finish_reason, const assistant_output& out,
                              const usage_info& usage);
 nlohmann::json trace_error(const api_error& e);
 // The ledger fields a replay compares (no times, no id).

@@ -139,8 +139,8 @@ bool check_length(R& r, std::uint64_t file_bytes, std::uint64_t expect, std::siz
 
 // crc32 and host_sum of `n` bytes, and a copy of them to `to` when it is not null, in one pass:
 // piece by piece (a multiple of 8 bytes each, small enough to stay in the core's L2 cache between
-// the three), so the bytes come from memory once. The sums compose: a piece at word k with local
-// sums (c0, c1) adds c0 to s0 and c1 + k * c0 to s1.
+// the three), so the bytes come from memory once. Each piece's sums join the total's with
+// combine_sums.
 inline void crc_sum_copy(const unsigned char* data, std::size_t n, unsigned char* to, std::uint32_t& crc,
                          spill_sum& sum) {
   constexpr std::size_t piece = 128 * 1024;
@@ -151,12 +151,7 @@ inline void crc_sum_copy(const unsigned char* data, std::size_t n, unsigned char
     const std::size_t len = std::min(piece, n - at);
     crc = crc32_extend(crc, data + at, len);
     const std::size_t words_len = at < whole ? std::min(len, whole - at) : 0;
-    if (words_len > 0) {
-      const spill_sum part = host_sum(data + at, words_len);
-      const std::uint64_t k = at / 8;
-      sum.s0 += part.s0;
-      sum.s1 += part.s1 + k * part.s0;
-    }
+    if (words_len > 0) sum = combine_sums(sum, host_sum(data + at, words_len), at / 8);
     if (to) std::memcpy(to + at, data + at, len);
   }
 }

@@ -57,14 +57,14 @@ TEST_CASE("a high-priority message sent during a long prefill is handled before 
   f.sched->run();
 
   REQUIRE(seen->ledger.size() == 1);
-  CHECK(seen->ledger[0].finish_reason == "cancelled");
+  CHECK(seen->ledger[0].finish_reason == run_finish::cancelled);
   CHECK(seen->ledger[0].output_tokens == 0);
   // At high priority the cancel passes the board's own next step: no fourth chunk ran. At
   // normal priority it queues behind that step, so one more chunk runs first.
   CHECK(eng->length() == static_cast<std::size_t>((high ? 3 : 4) * c.grid));
   REQUIRE(!seen->events.empty());
   CHECK(seen->events.back().what == stream_event::kind::finished);
-  CHECK(seen->events.back().finish_reason == "cancelled");
+  CHECK(seen->events.back().finish_reason == run_finish::cancelled);
 }
 
 TEST_CASE("the board streams progress, deltas and one finished event", "[actors][board]") {
@@ -92,8 +92,8 @@ TEST_CASE("the board streams progress, deltas and one finished event", "[actors]
   CHECK(end.output.content == text);
   CHECK(end.usage.prompt_tokens == 3 * c.grid);
   CHECK(end.usage.completion_tokens == 5);
-  CHECK(end.finish_reason == "length");
-  CHECK(end.cache.source == "cold");
+  CHECK(end.finish_reason == run_finish::length);
+  CHECK(end.cache.source == cache_source::cold);
   CHECK(end.cache.prefilled_tokens == 3 * c.grid);
   REQUIRE(seen->ledger.size() == 1);
   CHECK(seen->ledger[0].prefilled == 3 * c.grid);
@@ -195,7 +195,7 @@ TEST_CASE("a cancel that passes its run in the mailbox still cancels it", "[acto
   caf::anon_send<caf::message_priority::high>(b, cancel_atom::value, std::string("r1"));
   f.sched->run();
   REQUIRE(seen->ledger.size() == 1);
-  CHECK(seen->ledger[0].finish_reason == "cancelled");
+  CHECK(seen->ledger[0].finish_reason == run_finish::cancelled);
   CHECK(seen->ledger[0].prefilled == 0);
   CHECK(eng->length() == 0);
 }

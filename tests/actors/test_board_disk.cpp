@@ -144,7 +144,7 @@ TEST_CASE("a cancel and a clear sent while the board restores from disk are hand
 
   t.f.sched->run();  // the disk reads; the board applies, then the cancel ends the request
   REQUIRE(t.seen->ledger.size() == 1);
-  CHECK(t.seen->ledger[0].finish_reason == "cancelled");
+  CHECK(t.seen->ledger[0].finish_reason == run_finish::cancelled);
   CHECK(t.seen->ledger[0].source == cache_source::disk);  // the verified bytes were applied
   CHECK(t.seen->ledger[0].output_tokens == 0);
   CHECK(t.disk_st().service->stats().hits == 1);
@@ -189,5 +189,5 @@ TEST_CASE("a staged write goes out and comes back between two board steps, the b
   CHECK(t.disk_st().service->store().chunk_count() == 3);
   t.f.sched->run();
   REQUIRE(t.seen->ledger.size() == 1);
-  CHECK(t.seen->ledger[0].finish_reason == "length");
+  CHECK(t.seen->ledger[0].finish_reason == run_finish::length);
 }

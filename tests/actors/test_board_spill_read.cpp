@@ -126,6 +126,6 @@ TEST_CASE("while one slot's conversation is read back from the spill, another sl
   run_all(ref, rlog, nullptr, ref.start(job_of(a1, 6, "a1", "A")));
   REQUIRE(ref.runner(0).tiers().resident().tokens() == a_rows);
   run_all(ref, rlog, nullptr, ref.start(job_of(a2, 8, "a2", "A")));
-  CHECK(rlog.finished.at("a2").cache.source == "end");
+  CHECK(rlog.finished.at("a2").cache.source == cache_source::end);
   CHECK(got == rlog.finished.at("a2").output.content);
 }

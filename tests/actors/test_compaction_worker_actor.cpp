@@ -139,7 +139,7 @@ TEST_CASE("compaction worker: a request during idle work is served after at most
   for (std::size_t i = 0; i < seen_before; ++i) CHECK(seen->events[i].id == "t1");
   const stream_event* got = finished(*seen, "t3");
   REQUIRE(got);
-  CHECK(got->cache.source == "end");
+  CHECK(got->cache.source == cache_source::end);
   CHECK(got->cache.resumed_at == static_cast<long>(end));
   CHECK(seen->ledger.size() == 2);  // t1 and t3: idle work has no ledger entry
 
@@ -232,7 +232,7 @@ TEST_CASE(
   send("t2", chat(history, 6));
   const stream_event* t2 = finished(*seen, "t2");
   REQUIRE(t2);
-  REQUIRE(t2->cache.source == "end");
+  REQUIRE(t2->cache.source == cache_source::end);
   history.push_back(msg("assistant", t2->output.content));
   f.sched->advance_time(std::chrono::seconds(20));
   f.sched->run();
@@ -255,7 +255,7 @@ TEST_CASE(
     send("compact", chat({msg("system", opencode_compaction_system_text()), msg("user", t)}, 12));
     const stream_event* got = finished(*seen, "compact");
     REQUIRE(got);
-    CHECK(got->cache.via == "prewritten");
+    CHECK(got->cache.via == cache_via::prewritten);
     CHECK(got->cache.prefilled_tokens == 0);
     CHECK(got->usage.completion_tokens > 0);
     CHECK(got->usage.cached_tokens == got->usage.prompt_tokens);
@@ -280,7 +280,7 @@ TEST_CASE(
     CHECK(bst.slots->prewrites().size() == 0);
     const stream_event* t3 = finished(*seen, "t3");
     REQUIRE(t3);
-    CHECK(t3->cache.source == "end");
+    CHECK(t3->cache.source == cache_source::end);
     f.sched->advance_time(std::chrono::seconds(30));
     f.sched->run();
     CHECK(wst.finished == 1);

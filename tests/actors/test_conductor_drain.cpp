@@ -25,6 +25,7 @@ board_actor::behavior_type held_board(board_actor::pointer, std::shared_ptr<std:
       [](spill_atom) -> spill_stop_reply { return {}; },
       [](idle_atom, const idle_request&) -> idle_reply { return {}; },
       [](suffix_update_atom, const suffix_update&) {},
+      [](quiesce_atom) -> cache_stats { return {}; },
   };
 }
 
@@ -57,6 +58,37 @@ board_actor::behavior_type spilling_board(board_actor::pointer self, std::shared
       },
       [](idle_atom, const idle_request&) -> idle_reply { return {}; },
       [](suffix_update_atom, const suffix_update&) {},
+      [](quiesce_atom) -> cache_stats { return {}; },
+  };
+}
+
+// A board that runs nothing and answers a quiesce only when the test says so: a job named
+// "settle" delivers it (as a real board answers once its writes came back).
+struct held_quiesce {
+  std::vector<std::string> runs;
+  int asked = 0;
+  caf::typed_response_promise<cache_stats> pending;
+};
+
+board_actor::behavior_type quiescing_board(board_actor::pointer self, std::shared_ptr<held_quiesce> h) {
+  return {
+      [h](run_atom, const board_job& j) {
+        if (j.id != "settle") return h->runs.push_back(j.id);
+        h->pending.deliver(cache_stats{});
+      },
+      [](step_atom) {},
+      [](cancel_atom, const std::string&) {},
+      [](clear_atom, cache_tier tier) -> clear_reply {
+        return clear_reply{tier, {}};
+      },
+      [](spill_atom) -> spill_stop_reply { return {}; },
+      [](idle_atom, const idle_request&) -> idle_reply { return {}; },
+      [](suffix_update_atom, const suffix_update&) {},
+      [self, h](quiesce_atom) -> caf::result<cache_stats> {
+        ++h->asked;
+        h->pending = self->make_response_promise<cache_stats>();
+        return h->pending;
+      },
   };
 }
 
@@ -78,7 +110,7 @@ cache_stats staged(std::uint64_t bytes) {
 ledger_entry ended(const std::string& id) {
   ledger_entry e;
   e.id = id;
-  e.finish_reason = "length";
+  e.finish_reason = run_finish::length;
   return e;
 }
 
@@ -188,4 +220,67 @@ TEST_CASE("with the session spill a drain asks the board to spill once nothing r
   REQUIRE(answer->has_value());
   CHECK(**answer);
   CHECK(h->asked == 1);
+}
+
+TEST_CASE(
+    "a quiesce asks the board once nothing runs or waits, and is answered when the board's writes are in",
+    "[actors][conductor]") {
+  caf_fixture f;
+  auto h = std::make_shared<held_quiesce>();
+  conductor_options opts;
+  opts.limits.ctx_size = 1024;
+  auto& sys = *f.sys;
+  board_actor board;
+  auto cond = f.spawn(conductor, opts, [&sys, h, &board](done_receiver) {
+    board = sys.spawn(quiescing_board, h);
+    return board;
+  });
+  auto seen = std::make_shared<recorded>();
+  auto sink = f.spawn(recorder, seen);
+  f.sched->run();
+  auto quiesce = [&] {
+    auto answer = std::make_shared<std::optional<bool>>();
+    f.spawn(
+        [cond, answer](caf::event_based_actor* self, int) -> caf::behavior {
+          self->request(cond, caf::infinite, quiesce_atom::value).then([answer](bool ok) { *answer = ok; });
+          return {[](int) {}};
+        },
+        0);
+    f.sched->run();
+    return answer;
+  };
+  caf::anon_send(cond, generate_atom::value,
+                 request_envelope{"r1", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
+  caf::anon_send(cond, generate_atom::value,
+                 request_envelope{"r2", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
+  f.sched->run();
+  REQUIRE(h->runs == std::vector<std::string>{"r1"});
+
+  const auto a = quiesce();
+  CHECK_FALSE(a->has_value());
+  CHECK(h->asked == 0);  // r1 runs, r2 waits: the board is not asked yet
+
+  caf::anon_send(cond, done_atom::value, ended("r1"));
+  f.sched->run();
+  CHECK(h->asked == 0);  // r2 runs now
+  caf::anon_send(cond, done_atom::value, ended("r2"));
+  f.sched->run();
+  CHECK(h->asked == 1);  // quiet: the board is asked, and its writes are not in yet
+  CHECK_FALSE(a->has_value());
+
+  board_job settle;
+  settle.id = "settle";
+  caf::anon_send(board, run_atom::value, settle);
+  f.sched->run();
+  REQUIRE(a->has_value());
+  CHECK(**a);
+
+  // Quiet already: the board is asked at once; nothing ran, nothing is drained or spilled.
+  const auto b = quiesce();
+  CHECK(h->asked == 2);
+  caf::anon_send(board, run_atom::value, settle);
+  f.sched->run();
+  REQUIRE(b->has_value());
+  CHECK(**b);
+  CHECK(h->runs == std::vector<std::string>{"r1", "r2"});
 }

@@ -49,7 +49,7 @@ struct turn {
     output.reasoning = "Let me look.";
     output.content = "Reading both.";
     output.tool_calls = {{"call_0", "read", R"({"path": "/z", "limit": 5})"}, {"call_1", "list", ""}};
-    cache.source = "end";
+    cache.source = cache_source::end;
     cache.resumed_at = 60;
     cache.prefilled_tokens = 40;
   }
@@ -59,8 +59,8 @@ struct turn {
 
 TEST_CASE("anthropic: the message body holds thinking and text and tool_use blocks", "[api][anthropic]") {
   const turn t;
-  const json body = json::parse(
-      anthropic_json_text(anthropic_message_body("msg_1", "anchorage", t.output, "stop", t.usage, t.cache)));
+  const json body = json::parse(anthropic_json_text(
+      anthropic_message_body("msg_1", "anchorage", t.output, run_finish::stop, t.usage, t.cache)));
   CHECK(body["id"] == "msg_1");
   CHECK(body["type"] == "message");
   CHECK(body["role"] == "assistant");
@@ -94,26 +94,28 @@ TEST_CASE("anthropic: a tool_use input keeps the model's key order", "[api][anth
   CHECK(anthropic_json_text(anthropic_tool_input({"c", "f", " \n"})) == "{}");
   assistant_output out;
   out.tool_calls = {call};
-  const std::string text = anthropic_json_text(anthropic_message_body("m", "x", out, "stop", {}, {}));
+  const std::string text =
+      anthropic_json_text(anthropic_message_body("m", "x", out, run_finish::stop, {}, {}));
   CHECK(text.find(R"("input":{"zeta":1,"alpha":{"y":2,"b":3}})") != std::string::npos);
 }
 
 TEST_CASE("anthropic: stop reasons and empty answers", "[api][anthropic]") {
   assistant_output text_only;
   text_only.content = "hi";
-  CHECK(to_anthropic_stop_reason(text_only, "stop") == anthropic_stop_reason::end_turn);
-  CHECK(to_anthropic_stop_reason(text_only, "length") == anthropic_stop_reason::max_tokens);
+  CHECK(to_anthropic_stop_reason(text_only, run_finish::stop) == anthropic_stop_reason::end_turn);
+  CHECK(to_anthropic_stop_reason(text_only, run_finish::length) == anthropic_stop_reason::max_tokens);
   assistant_output calls;
   calls.tool_calls = {{"c", "f", "{}"}};
-  CHECK(to_anthropic_stop_reason(calls, "stop") == anthropic_stop_reason::tool_use);
-  CHECK(to_anthropic_stop_reason(calls, "tool_calls") == anthropic_stop_reason::tool_use);
-  CHECK(to_anthropic_stop_reason(calls, "length") == anthropic_stop_reason::max_tokens);
+  CHECK(to_anthropic_stop_reason(calls, run_finish::stop) == anthropic_stop_reason::tool_use);
+  CHECK(to_anthropic_stop_reason(calls, run_finish::tool_calls) == anthropic_stop_reason::tool_use);
+  CHECK(to_anthropic_stop_reason(calls, run_finish::length) == anthropic_stop_reason::max_tokens);
   CHECK(std::string(wire_name(anthropic_stop_reason::stop_sequence)) == "stop_sequence");
   // a stop string that cut the content: stop_sequence, named in the body and the message_delta
-  CHECK(to_anthropic_stop_reason(text_only, "stop", "\n\nHuman:") == anthropic_stop_reason::stop_sequence);
-  CHECK(to_anthropic_stop_reason(text_only, "length", "x") == anthropic_stop_reason::max_tokens);
-  CHECK(to_anthropic_stop_reason(calls, "stop", "x") == anthropic_stop_reason::tool_use);
-  const json cut = anthropic_message_body("m", "x", text_only, "stop", {}, {}, "END");
+  CHECK(to_anthropic_stop_reason(text_only, run_finish::stop, "\n\nHuman:") ==
+        anthropic_stop_reason::stop_sequence);
+  CHECK(to_anthropic_stop_reason(text_only, run_finish::length, "x") == anthropic_stop_reason::max_tokens);
+  CHECK(to_anthropic_stop_reason(calls, run_finish::stop, "x") == anthropic_stop_reason::tool_use);
+  const json cut = anthropic_message_body("m", "x", text_only, run_finish::stop, {}, {}, "END");
   CHECK(cut["stop_reason"] == "stop_sequence");
   CHECK(cut["stop_sequence"] == "END");
   const json delta =
@@ -122,9 +124,10 @@ TEST_CASE("anthropic: stop reasons and empty answers", "[api][anthropic]") {
   const json ended =
       anthropic_message_delta(anthropic_stop_reason::end_turn, "", usage_info{}, x_cache_info{});
   CHECK(ended["delta"]["stop_sequence"].is_null());
-  CHECK(anthropic_message_body("m", "x", text_only, "stop", {}, {})["stop_sequence"].is_null());
+  CHECK(anthropic_message_body("m", "x", text_only, run_finish::stop, {}, {})["stop_sequence"].is_null());
 
-  const json empty = json::parse(anthropic_json_text(anthropic_message_body("m", "x", {}, "length", {}, {})));
+  const json empty =
+      json::parse(anthropic_json_text(anthropic_message_body("m", "x", {}, run_finish::length, {}, {})));
   CHECK(empty["content"] == json::array());  // no empty text block
   CHECK(empty["stop_reason"] == "max_tokens");
   CHECK(json::parse(anthropic_json_text(anthropic_count_body(42))) == json({{"input_tokens", 42}}));
@@ -158,7 +161,7 @@ TEST_CASE("anthropic: a stream's events in Anthropic's order add up to the body"
   stream_event d3 = event(stream_event::kind::delta);
   d3.deltas = {call_delta(t.output.tool_calls[0], 0), call_delta(t.output.tool_calls[1], 1)};
   stream_event done = event(stream_event::kind::finished);
-  done.finish_reason = "stop";
+  done.finish_reason = run_finish::stop;
   done.output = t.output;
   done.usage = t.usage;
   done.cache = t.cache;
@@ -192,8 +195,8 @@ TEST_CASE("anthropic: a stream's events in Anthropic's order add up to the body"
                                              "message_stop"};
   CHECK(acc.names == expected);
 
-  const json body = json::parse(
-      anthropic_json_text(anthropic_message_body("msg_7", "anchorage", t.output, "stop", t.usage, t.cache)));
+  const json body = json::parse(anthropic_json_text(
+      anthropic_message_body("msg_7", "anchorage", t.output, run_finish::stop, t.usage, t.cache)));
   CHECK(acc.message["id"] == "msg_7");
   CHECK(acc.message["content"] == body["content"]);
   CHECK(acc.message["stop_reason"] == "tool_use");
@@ -231,7 +234,7 @@ TEST_CASE("anthropic: a turn that says nothing streams no block", "[api][anthrop
   stream_event d = event(stream_event::kind::delta);
   d.deltas = {delta(output_delta::kind::content, ""), delta(output_delta::kind::reasoning, "")};
   stream_event done = event(stream_event::kind::finished);
-  done.finish_reason = "length";
+  done.finish_reason = run_finish::length;
   const std::string raw = encoded_stream(enc, {d, done});
   const anthropic_accumulated acc = accumulate_anthropic(raw);
   for (const std::string& p : acc.problems) FAIL_CHECK(p);

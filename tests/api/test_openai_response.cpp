@@ -15,7 +15,7 @@ const usage_info usage{12, 5, 8, 3};
 
 x_cache_info warm_cache() {
   x_cache_info x;
-  x.source = "ram";
+  x.source = cache_source::resident;
   x.resumed_at = 8;
   x.prefilled_tokens = 4;
   x.restore_ms = 1.5;
@@ -26,7 +26,7 @@ x_cache_info warm_cache() {
 const json usage_expected = json::parse(R"({"prompt_tokens":12,"completion_tokens":5,
   "total_tokens":17,"prompt_tokens_details":{"cached_tokens":8},
   "completion_tokens_details":{"reasoning_tokens":3}})");
-const json x_cache_expected = json::parse(R"({"source":"ram","resumed_at":8,
+const json x_cache_expected = json::parse(R"({"source":"resident","resumed_at":8,
   "prefilled_tokens":4,"restore_ms":1.5,"ttft_ms":20.25})");
 
 }  // namespace
@@ -53,7 +53,8 @@ TEST_CASE("completion body", "[openai]") {
     "model":"m","choices":[{"index":0,"text":"Hello","logprobs":null,"finish_reason":"length"}]})");
   expected["usage"] = usage_expected;
   expected["x_cache"] = x_cache_expected;
-  CHECK(completion_body("cmpl-1", 1700000000, "m", "Hello", "length", usage, warm_cache()) == expected);
+  CHECK(completion_body("cmpl-1", 1700000000, "m", "Hello", run_finish::length, usage, warm_cache()) ==
+        expected);
 }
 
 TEST_CASE("chat body with content and reasoning", "[openai]") {
@@ -65,11 +66,11 @@ TEST_CASE("chat body with content and reasoning", "[openai]") {
     "reasoning_content":"think"},"logprobs":null,"finish_reason":"stop"}]})");
   expected["usage"] = usage_expected;
   expected["x_cache"] = x_cache_expected;
-  CHECK(chat_body("chatcmpl-1", 5, "m", out, "stop", usage, warm_cache()) == expected);
+  CHECK(chat_body("chatcmpl-1", 5, "m", out, run_finish::stop, usage, warm_cache()) == expected);
 
   out.reasoning.clear();
   out.content.clear();
-  const json plain = chat_body("c", 5, "m", out, "length", usage, warm_cache());
+  const json plain = chat_body("c", 5, "m", out, run_finish::length, usage, warm_cache());
   CHECK(plain["choices"][0]["message"] == json::parse(R"({"role":"assistant","content":""})"));
   CHECK(plain["choices"][0]["finish_reason"] == "length");
 }
@@ -77,19 +78,19 @@ TEST_CASE("chat body with content and reasoning", "[openai]") {
 TEST_CASE("chat body with tool calls", "[openai]") {
   assistant_output out;
   out.tool_calls.push_back({"call_0", "read", "{\"path\":\"a\"}"});
-  const json body = chat_body("c", 5, "m", out, "stop", usage, warm_cache());
+  const json body = chat_body("c", 5, "m", out, run_finish::stop, usage, warm_cache());
   CHECK(body["choices"][0]["message"] == json::parse(R"({"role":"assistant","content":null,
     "tool_calls":[{"id":"call_0","type":"function","function":{"name":"read",
     "arguments":"{\"path\":\"a\"}"}}]})"));
   CHECK(body["choices"][0]["finish_reason"] == "tool_calls");
   // Cut off by the length limit: the reason stays.
-  CHECK(chat_body("c", 5, "m", out, "length", usage, warm_cache())["choices"][0]["finish_reason"] ==
+  CHECK(chat_body("c", 5, "m", out, run_finish::length, usage, warm_cache())["choices"][0]["finish_reason"] ==
         "length");
   out.content = "Reading.";
-  CHECK(chat_body("c", 5, "m", out, "stop", usage, warm_cache())["choices"][0]["message"]["content"] ==
-        "Reading.");
-  CHECK(chat_finish_reason(out, "stop") == "tool_calls");
-  CHECK(chat_finish_reason(assistant_output{}, "stop") == "stop");
+  CHECK(chat_body("c", 5, "m", out, run_finish::stop, usage,
+                  warm_cache())["choices"][0]["message"]["content"] == "Reading.");
+  CHECK(chat_finish_reason(out, run_finish::stop) == run_finish::tool_calls);
+  CHECK(chat_finish_reason(assistant_output{}, run_finish::stop) == run_finish::stop);
 }
 
 TEST_CASE("chat streaming chunks", "[openai]") {
@@ -114,7 +115,7 @@ TEST_CASE("chat streaming chunks", "[openai]") {
         json::parse(R"({"tool_calls":[{"index":1,"id":"call_1","type":"function",
           "function":{"name":"grep","arguments":"{}"}}]})"));
 
-  CHECK(chat_chunk_finish("c", 5, "m", "tool_calls") ==
+  CHECK(chat_chunk_finish("c", 5, "m", run_finish::tool_calls) ==
         json::parse("{" + head + R"(,"choices":[{"index":0,"delta":{},"logprobs":null,
           "finish_reason":"tool_calls"}]})"));
   json expected = json::parse("{" + head + R"(,"choices":[]})");
@@ -128,7 +129,7 @@ TEST_CASE("completion streaming chunks", "[openai]") {
   CHECK(completion_chunk("k", 7, "m", "ab") ==
         json::parse("{" + head + R"(,"choices":[{"index":0,"text":"ab","logprobs":null,
           "finish_reason":null}]})"));
-  CHECK(completion_chunk_finish("k", 7, "m", "stop") ==
+  CHECK(completion_chunk_finish("k", 7, "m", run_finish::stop) ==
         json::parse("{" + head + R"(,"choices":[{"index":0,"text":"","logprobs":null,
           "finish_reason":"stop"}]})"));
   json expected = json::parse("{" + head + R"(,"choices":[]})");

@@ -142,7 +142,7 @@ TEST_CASE("responses: an answer's output items sent back are the answer", "[api]
     if (shape != 2 && shape != 4) out.content = "  Text with\nlines  ";
     if (shape >= 2 && shape != 4)
       out.tool_calls = {{"call_0", "read", R"({"path": "/z", "limit": 5})"}, {"call_1", "ls", "{}"}};
-    const json items = output_items("resp_1_2", out, "stop");
+    const json items = output_items("resp_1_2", out, run_finish::stop);
     json body = {{"input", json::array({{{"role", "user"}, {"content", "Go."}}})}};
     for (const json& item : items) body["input"].push_back(item);
     // re-serialised by the client: other key order and spacing

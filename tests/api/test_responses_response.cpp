@@ -52,7 +52,7 @@ struct turn {
     output.reasoning = "Let me look.";
     output.content = "Reading both.";
     output.tool_calls = {{"call_0", "read", R"({"path": "/z", "limit": 5})"}, {"call_1", "list", "{}"}};
-    cache.source = "end";
+    cache.source = cache_source::end;
     cache.resumed_at = 60;
     cache.prefilled_tokens = 40;
   }
@@ -70,7 +70,7 @@ responses_meta meta() {
 }
 
 // The turn's events: reasoning in two deltas, content in two, the calls, then the end.
-std::vector<stream_event> turn_events(const turn& t, const std::string& finish_reason) {
+std::vector<stream_event> turn_events(const turn& t, run_finish finish_reason) {
   stream_event d = event(stream_event::kind::delta);
   d.deltas = {delta(output_delta::kind::reasoning, "Let me "), delta(output_delta::kind::reasoning, "look.")};
   stream_event c = event(stream_event::kind::delta);
@@ -93,7 +93,8 @@ std::vector<stream_event> turn_events(const turn& t, const std::string& finish_r
 
 TEST_CASE("responses: the response object and its usage", "[api][responses]") {
   const turn t;
-  const json r = json::parse(responses_json_text(responses_body(meta(), t.output, "stop", t.usage, t.cache)));
+  const json r =
+      json::parse(responses_json_text(responses_body(meta(), t.output, run_finish::stop, t.usage, t.cache)));
   CHECK(r["id"] == "resp_17_3");
   CHECK(r["object"] == "response");
   CHECK(r["created_at"] == 1700000000);
@@ -119,19 +120,20 @@ TEST_CASE("responses: the response object and its usage", "[api][responses]") {
   CHECK(r["usage"] == json::parse(R"({"input_tokens": 100, "input_tokens_details": {"cached_tokens": 60},
     "output_tokens": 9, "output_tokens_details": {"reasoning_tokens": 4}, "total_tokens": 109})"));
 
-  const json cut =
-      json::parse(responses_json_text(responses_body(meta(), t.output, "length", t.usage, t.cache)));
+  const json cut = json::parse(
+      responses_json_text(responses_body(meta(), t.output, run_finish::length, t.usage, t.cache)));
   CHECK(cut["status"] == "incomplete");
   CHECK(cut["incomplete_details"] == json{{"reason", "max_output_tokens"}});
   CHECK(cut["output"][1]["status"] == "incomplete");
 
   // an answer of nothing is one empty message; reasoning alone has an empty message after it
-  const json empty = responses_body(meta(), {}, "stop", t.usage, t.cache)["output"];
+  const json empty = responses_body(meta(), {}, run_finish::stop, t.usage, t.cache)["output"];
   REQUIRE(empty.size() == 1);
   CHECK(empty[0]["type"] == "message");
   assistant_output only_reasoning;
   only_reasoning.reasoning = "hm";
-  const json reasoned = responses_body(meta(), only_reasoning, "length", t.usage, t.cache)["output"];
+  const json reasoned =
+      responses_body(meta(), only_reasoning, run_finish::length, t.usage, t.cache)["output"];
   REQUIRE(reasoned.size() == 2);
   CHECK(reasoned[1]["content"][0]["text"] == "");
   CHECK(reasoned[1]["status"] == "incomplete");
@@ -148,7 +150,7 @@ TEST_CASE("responses: errors in OpenAI's shape, with a code when there is one", 
 }
 
 TEST_CASE("responses: a streamed turn adds up to the response object", "[api][responses]") {
-  for (const char* finish : {"stop", "length"}) {
+  for (run_finish finish : {run_finish::stop, run_finish::length}) {
     INFO(finish);
     const turn t;
     responses_sse_encoder enc(meta());
@@ -159,7 +161,7 @@ TEST_CASE("responses: a streamed turn adds up to the response object", "[api][re
     CHECK(acc.comments == 1);  // the progress comment
     CHECK(acc.names.front() == "response.created");
     CHECK(acc.names[1] == "response.in_progress");
-    const bool cut = std::string(finish) == "length";
+    const bool cut = finish == run_finish::length;
     CHECK(acc.names.back() == (cut ? "response.incomplete" : "response.completed"));
     CHECK(enc.closed());
     CHECK(enc.streamed().content == t.output.content);
@@ -182,7 +184,7 @@ TEST_CASE("responses: a stream of nothing is one empty message, and a failure en
   {
     responses_sse_encoder enc(meta());
     stream_event fin = event(stream_event::kind::finished);
-    fin.finish_reason = "stop";
+    fin.finish_reason = run_finish::stop;
     const responses_accumulated acc = accumulate_responses(encoded_stream(enc, {fin}));
     for (const std::string& p : acc.problems) FAIL_CHECK(p);
     REQUIRE(acc.output.size() == 1);

@@ -65,14 +65,14 @@ stream_event deltas(std::vector<output_delta> ds) {
 }
 
 // The end of a turn that reasoned, said "Hi" and called read().
-stream_event finished(const std::string& finish_reason = "stop") {
+stream_event finished(run_finish finish_reason = run_finish::stop) {
   stream_event ev = event(stream_event::kind::finished);
   ev.finish_reason = finish_reason;
   ev.output.reasoning = "hm";
   ev.output.content = "Hi";
   ev.output.tool_calls = {{"call_0", "read", R"({"path":"a"})"}};
   ev.usage = {10, 3, 4};
-  ev.cache.source = "resident";
+  ev.cache.source = cache_source::resident;
   ev.cache.resumed_at = 4;
   ev.cache.prefilled_tokens = 6;
   ev.cache.restore_ms = 0.5;
@@ -129,7 +129,7 @@ TEST_CASE("sse: include_usage off ends with the finish chunk and [DONE]", "[api]
   SECTION("chat, cut by the length") {
     sse_encoder sse(request_kind::chat, "chatcmpl-1", 1700000000, "m", /*include_usage=*/false);
     sse.open();
-    CHECK(sse.feed(finished("length")) == chunks{chat_chunk("{}", R"("length")"), done});
+    CHECK(sse.feed(finished(run_finish::length)) == chunks{chat_chunk("{}", R"("length")"), done});
   }
   SECTION("completions") {
     sse_encoder sse(request_kind::completion, "cmpl-1", 1700000000, "m", /*include_usage=*/false);

@@ -38,9 +38,9 @@ TEST_CASE("a started job steps to one finished event with its ledger entry", "[t
   REQUIRE(res.events.back().what == stream_event::kind::finished);
   const stream_event& end = res.events.back();
   CHECK(end.output.content == res.text);
-  CHECK(end.finish_reason == "length");
+  CHECK(end.finish_reason == run_finish::length);
   CHECK(end.usage.completion_tokens == 5);
-  CHECK(end.cache.source == "cold");
+  CHECK(end.cache.source == cache_source::cold);
   const ledger_entry& l = *res.done;
   CHECK(l.id == "r1");
   CHECK(l.route == request_kind::completion);
@@ -48,7 +48,7 @@ TEST_CASE("a started job steps to one finished event with its ledger entry", "[t
   CHECK(l.prompt_tokens == 3 * c.grid);
   CHECK(l.prefilled == 3 * c.grid);
   CHECK(l.output_tokens == 5);
-  CHECK(l.finish_reason == "length");
+  CHECK(l.finish_reason == run_finish::length);
   CHECK(end.ledger.source == l.source);
 
   // The same prompt again resumes from the resident prefix with the same answer.
@@ -70,7 +70,7 @@ TEST_CASE("a cancel inside the prefill ends the request at its next step", "[tie
   r.cancel("r1");
   const run_result res = run_to_end(r, r.step());
   REQUIRE(res.done);
-  CHECK(res.done->finish_reason == "cancelled");
+  CHECK(res.done->finish_reason == run_finish::cancelled);
   CHECK(res.done->output_tokens == 0);
   CHECK(res.steps == 0);  // the step after the cancel was the last
   CHECK(r.slot0().length() == static_cast<std::size_t>(2 * c.grid));  // no chunk ran after it
@@ -80,7 +80,7 @@ TEST_CASE("a cancel inside the prefill ends the request at its next step", "[tie
     r.cancel("early");
     const run_result e = run_to_end(r, r.start(job_of(prompt, 4, "early")));
     REQUIRE(e.done);
-    CHECK(e.done->finish_reason == "cancelled");
+    CHECK(e.done->finish_reason == run_finish::cancelled);
     CHECK(e.done->output_tokens == 0);
   }
 }
@@ -170,7 +170,7 @@ TEST_CASE("an identical request resumes a cut generation from its checkpoint",
     a.cancel("r1");
     part = run_to_end(a, a.step(), &ad);
     REQUIRE(part.done);
-    REQUIRE(part.done->finish_reason == "cancelled");
+    REQUIRE(part.done->finish_reason == run_finish::cancelled);
     REQUIRE(ad.service->stats().checkpoints >= 1);
   }
   board_runner b(make_engine(c), o);  // a restart on the same folder
@@ -179,7 +179,7 @@ TEST_CASE("an identical request resumes a cut generation from its checkpoint",
   REQUIRE(res.done);
   CHECK(res.done->source == cache_source::checkpoint);
   CHECK(res.done->prefilled == 0);
-  CHECK(res.events.back().cache.source == "checkpoint");
+  CHECK(res.events.back().cache.source == cache_source::checkpoint);
   CHECK(res.done->output_tokens == whole.done->output_tokens);
   CHECK(res.events.back().output.content == whole.events.back().output.content);
 }

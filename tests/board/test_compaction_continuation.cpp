@@ -33,7 +33,7 @@ std::vector<token_id> converse(board_runner& r, const model_config& c) {
   auto p2 = r.tiers().resident().tokens();
   const auto more = test_tokens(17, 902);
   p2.insert(p2.end(), more.begin(), more.end());
-  REQUIRE(run_job(r, job_of(p2, 6, "t2", "A")).cache.source == "end");
+  REQUIRE(run_job(r, job_of(p2, 6, "t2", "A")).cache.source == cache_source::end);
   return r.tiers().resident().tokens();
 }
 
@@ -62,8 +62,8 @@ TEST_CASE("compaction: a continuation leaves the conversation's rows and anchors
   board_job j = job_of(test_tokens(400, 903), 5, "compact", "A");  // the request as sent
   j.compaction = plan;
   const stream_event done = run_job(a, j);
-  CHECK(done.cache.via == "compaction");
-  CHECK(done.cache.source == "end");
+  CHECK(done.cache.via == cache_via::compaction);
+  CHECK(done.cache.source == cache_source::end);
   CHECK(done.cache.resumed_at == static_cast<long>(e));
   CHECK(done.cache.prefilled_tokens == static_cast<long>(plan.turn.size()));
   CHECK(a.compactions_continued() == 1);
@@ -84,7 +84,7 @@ TEST_CASE("compaction: a continuation leaves the conversation's rows and anchors
   p3.insert(p3.end(), more.begin(), more.end());
   const stream_event got = run_job(a, job_of(p3, 8, "t3", "A"));
   const stream_event want = run_job(ref, job_of(p3, 8, "t3", "A"));
-  CHECK(got.cache.source == "end");
+  CHECK(got.cache.source == cache_source::end);
   CHECK(got.cache.resumed_at == static_cast<long>(e));
   CHECK(got.output.content == want.output.content);
   const std::size_t n = ref.slot0().length();
@@ -106,13 +106,13 @@ TEST_CASE("compaction: the guard failing, or no conversation held, serves the re
   j.compaction = plan;
   // Nothing held yet.
   stream_event done = run_job(a, j);
-  CHECK(done.cache.via != "compaction");
+  CHECK(done.cache.via != cache_via::compaction);
   CHECK(done.cache.prefilled_tokens == static_cast<long>(as_sent.size()));
   converse(a, c);
   // Held, but its lines are not in the record.
   j.id = "c2";
   done = run_job(a, j);
-  CHECK(done.cache.via != "compaction");
+  CHECK(done.cache.via != cache_via::compaction);
   CHECK(done.usage.prompt_tokens == static_cast<long>(as_sent.size()));
   CHECK(a.compactions_as_sent() == 2);
   CHECK(a.compactions_continued() == 0);

@@ -47,7 +47,7 @@ std::vector<token_id> converse(board_runner& r, const model_config& c) {
   auto p2 = r.tiers().resident().tokens();
   const auto more = test_tokens(17, 902);
   p2.insert(p2.end(), more.begin(), more.end());
-  REQUIRE(run_job(r, opencode_job(p2, 6, "t2")).cache.source == "end");
+  REQUIRE(run_job(r, opencode_job(p2, 6, "t2")).cache.source == cache_source::end);
   return r.tiers().resident().tokens();
 }
 
@@ -134,7 +134,7 @@ void check_next_turn(board_runner& a, const model_config& c, const std::vector<t
   p3.insert(p3.end(), more.begin(), more.end());
   const stream_event got = run_job(a, opencode_job(p3, 8, "t3"));
   const stream_event want = run_job(ref, opencode_job(p3, 8, "t3"));
-  CHECK(got.cache.source == "end");
+  CHECK(got.cache.source == cache_source::end);
   CHECK(got.cache.resumed_at == static_cast<long>(rows.size()));
   CHECK(got.output.content == want.output.content);
   check_same_state(a.slot0(), ref.slot0());
@@ -169,8 +169,8 @@ TEST_CASE("compaction worker: a finished run keeps the summary and leaves the co
   // The compaction request at this end anchor: answered from the summary, nothing prefilled, with
   // the answer the continuation gives on a board that never ran the worker.
   const stream_event got = run_job(a, compaction_request(c, rows, 9, "compact"));
-  CHECK(got.cache.via == "prewritten");
-  CHECK(got.cache.source == "end");
+  CHECK(got.cache.via == cache_via::prewritten);
+  CHECK(got.cache.source == cache_source::end);
   CHECK(got.cache.prefilled_tokens == 0);
   CHECK(got.usage.cached_tokens == got.usage.prompt_tokens);
   CHECK(got.usage.prompt_tokens == static_cast<long>(rows.size() + the_plan(c).turn.size()));
@@ -178,7 +178,7 @@ TEST_CASE("compaction worker: a finished run keeps the summary and leaves the co
   board_runner ref(fresh(c), worker_options());
   REQUIRE(converse(ref, c) == rows);
   const stream_event want = run_job(ref, compaction_request(c, rows, 9, "compact"));
-  CHECK(want.cache.via == "compaction");
+  CHECK(want.cache.via == cache_via::compaction);
   CHECK(want.cache.prefilled_tokens == static_cast<long>(the_plan(c).turn.size()));
   CHECK(got.output.content == want.output.content);
   CHECK(got.finish_reason == want.finish_reason);
@@ -186,9 +186,9 @@ TEST_CASE("compaction worker: a finished run keeps the summary and leaves the co
   // A shorter max_tokens is the summary's head, cut as the continuation would cut it.
   const stream_event shorter = run_job(a, compaction_request(c, rows, 3, "compact-3"));
   const stream_event shorter_ref = run_job(ref, compaction_request(c, rows, 3, "compact-3"));
-  CHECK(shorter.cache.via == "prewritten");
+  CHECK(shorter.cache.via == cache_via::prewritten);
   CHECK(shorter.output.content == shorter_ref.output.content);
-  CHECK(shorter.finish_reason == "length");
+  CHECK(shorter.finish_reason == run_finish::length);
   check_unchanged(before, a);
   check_next_turn(a, c, rows);
 }
@@ -233,11 +233,11 @@ TEST_CASE("compaction worker: a summary of an end the conversation moved past is
   auto p3 = rows;
   const auto more = test_tokens(11, 904);
   p3.insert(p3.end(), more.begin(), more.end());
-  REQUIRE(run_job(a, opencode_job(p3, 6, "t3")).cache.source == "end");
+  REQUIRE(run_job(a, opencode_job(p3, 6, "t3")).cache.source == cache_source::end);
   rows = a.tiers().resident().tokens();
   CHECK(a.idle_candidate(tmpl, 0));  // a new end: a new summary may be written
   const stream_event got = run_job(a, compaction_request(c, rows, 9, "compact"));
-  CHECK(got.cache.via == "compaction");
+  CHECK(got.cache.via == cache_via::compaction);
   CHECK(got.cache.prefilled_tokens == static_cast<long>(the_plan(c).turn.size()));
   CHECK(a.compactions_prewritten() == 0);
   // Another named session's compaction with the same lines and turn is not this summary's
@@ -245,7 +245,7 @@ TEST_CASE("compaction worker: a summary of an end the conversation moved past is
   REQUIRE(drive_idle(a, a.start_idle(tmpl)).reply->what == idle_reply::outcome::finished);
   board_job other = compaction_request(c, rows, 9, "other");
   other.session_key = "header:ses_B";
-  CHECK(run_job(a, other).cache.via == "");
+  CHECK(run_job(a, other).cache.via == cache_via::none);
   CHECK(a.compactions_prewritten() == 0);
   CHECK(a.compactions_as_sent() == 1);
 }
@@ -278,16 +278,16 @@ TEST_CASE("compaction worker: the summary answers only a request whose sampling 
     INFO(ch.what);
     board_job j = compaction_request(c, rows, 9, std::string("c-") + ch.what);
     ch.apply(j);
-    CHECK(run_job(a, j).cache.via == "compaction");
+    CHECK(run_job(a, j).cache.via == cache_via::compaction);
   }
   // A summary cut by its own max_tokens answers no request that allows more; one that stopped
   // answers any that allows as much.
   const stream_event m = run_job(a, compaction_request(c, rows, 40, "more"));
-  CHECK(m.cache.via == (m.usage.completion_tokens < 9 ? "prewritten" : "compaction"));
+  CHECK(m.cache.via == (m.usage.completion_tokens < 9 ? cache_via::prewritten : cache_via::compaction));
   // The same sampling (the seed it was written with, explicitly) is answered from it.
   board_job same = compaction_request(c, rows, 9, "same");
   same.seed_explicit = true;
-  CHECK(run_job(a, same).cache.via == "prewritten");
+  CHECK(run_job(a, same).cache.via == cache_via::prewritten);
 }
 
 TEST_CASE("compaction worker: only an opencode session's conversation is prewritten for",
@@ -300,7 +300,7 @@ TEST_CASE("compaction worker: only an opencode session's conversation is prewrit
   CHECK_FALSE(a.idle_candidate(tmpl, 0));
   // A guest of an opencode session (a title request) does not make the conversation opencode's.
   board_job title = opencode_job(test_tokens(20, 912), 4, "title");
-  CHECK(run_job(a, title).cache.via == "stash");
+  CHECK(run_job(a, title).cache.via == cache_via::stash);
   CHECK_FALSE(a.idle_candidate(tmpl, 0));
   // No template plan, no work; a busy slot, no work.
   run_job(a, opencode_job(test_tokens(static_cast<std::size_t>(2 * c.grid), 913), 6, "t2"));

@@ -67,8 +67,8 @@ TEST_CASE("continuation run: above the end anchor, via compaction, the conversat
   continuation_run cont(slot, j, steady_ns(), true);
   const driven d = drive(cont, cont.start());
   REQUIRE(d.finished());
-  CHECK(d.finished()->cache.via == "compaction");
-  CHECK(d.finished()->cache.source == "end");
+  CHECK(d.finished()->cache.via == cache_via::compaction);
+  CHECK(d.finished()->cache.source == cache_source::end);
   CHECK(d.finished()->cache.resumed_at == static_cast<long>(end));
   CHECK(d.finished()->cache.prefilled_tokens == static_cast<long>(sent.compaction->turn.size()));
   CHECK(r.tokens() == rows);

@@ -54,7 +54,7 @@ TEST_CASE("generation run: a cancel before its start ends it at its first step",
   r.cancel();
   const driven d = drive(r, r.start());
   REQUIRE(d.done);
-  CHECK(d.done->finish_reason == "cancelled");
+  CHECK(d.done->finish_reason == run_finish::cancelled);
   CHECK(d.done->output_tokens == 0);
   CHECK(d.steps == 1);
   CHECK(r.ended());
@@ -76,7 +76,7 @@ TEST_CASE("generation run: a determined request's answer is kept for the next id
   REQUIRE(d.done);
   const auto hit = slot.responses->find(*key);
   REQUIRE(hit);
-  CHECK(hit->finish_reason == "length");
+  CHECK(hit->finish_reason == run_finish::length);
   CHECK(hit->output.size() == 5);
 
   // A prompt longer than the context: failed at once with a 400, nothing kept.
@@ -87,5 +87,5 @@ TEST_CASE("generation run: a determined request's answer is kept for the next id
   CHECK(out.events[0].what == stream_event::kind::failed);
   CHECK(out.events[0].error.status == 400);
   REQUIRE(out.done);
-  CHECK(out.done->finish_reason == "error");
+  CHECK(out.done->finish_reason == run_finish::error);
 }

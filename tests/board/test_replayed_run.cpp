@@ -33,7 +33,7 @@ TEST_CASE("replayed run: the response cache's answer, replayed without reading t
   REQUIRE(got.finished());
   CHECK(got.text == want.text);
   CHECK(got.finished()->finish_reason == want.finished()->finish_reason);
-  CHECK(got.finished()->cache.source == "response");
+  CHECK(got.finished()->cache.source == cache_source::response);
   CHECK(got.finished()->cache.resumed_at == static_cast<long>(prompt.size()));
   REQUIRE(got.done);
   CHECK(got.done->prefilled == 0);
@@ -52,15 +52,15 @@ TEST_CASE("replayed run: a prewritten summary answers with its ids, cut at the r
   const driven full = drive(live, live.start());
   prewritten_summary s;
   s.output.assign(full.suffix_add->begin() + static_cast<long>(prompt.size()), full.suffix_add->end());
-  s.finish_reason = "stop";
+  s.finish_reason = run_finish::stop;
   s.seed = 0;
   REQUIRE(s.output.size() == 9);
   replayed_run r(slot, job_of(prompt, 4, "summary"), steady_ns(), s);
   const driven got = drive(r, r.start());
   REQUIRE(got.finished());
-  CHECK(got.finished()->cache.via == "prewritten");
-  CHECK(got.finished()->cache.source == "end");
-  CHECK(got.finished()->finish_reason == "length");  // the summary did not fit in 4 tokens
+  CHECK(got.finished()->cache.via == cache_via::prewritten);
+  CHECK(got.finished()->cache.source == cache_source::end);
+  CHECK(got.finished()->finish_reason == run_finish::length);  // the summary did not fit in 4 tokens
   CHECK(got.finished()->usage.completion_tokens == 4);
 }
 
@@ -69,6 +69,6 @@ TEST_CASE("replayed run: ids that cannot be the job's output refuse to replay", 
   slot_state slot(shared_engine(c), small_runner_options());
   cached_response bad;
   bad.output = {1 << 30};
-  bad.finish_reason = "length";
+  bad.finish_reason = run_finish::length;
   CHECK_THROWS(replayed_run(slot, job_of(test_tokens(30, 623), 4), steady_ns(), bad));
 }

@@ -32,7 +32,7 @@ request_queue_options options(int slots, int max_queue) {
   return o;
 }
 
-ledger_entry ended(const std::string& id, const std::string& reason = "length") {
+ledger_entry ended(const std::string& id, run_finish reason = run_finish::length) {
   ledger_entry e;
   e.id = id;
   e.finish_reason = reason;
@@ -159,7 +159,7 @@ TEST_CASE("the request queue's stats show the queue, the ledger and the requests
   q.admit(envelope("a"));
   q.admit(envelope("b"));
   q.finished(ended("a"));
-  q.finished(ended("b", "error"));
+  q.finished(ended("b", run_finish::error));
   auto j = nlohmann::json::parse(q.stats_text());
   CHECK(j["queue"]["slots"] == 1);
   CHECK(j["queue"]["max_queue"] == 4);

@@ -54,7 +54,7 @@ TEST_CASE("response board: an identical greedy request decodes nothing and answe
   const auto prompt = test_tokens(50, 901);
   const run_result first = run_job(r, greedy(prompt, 12, "a"));
   const stream_event& f1 = finished_of(first);
-  CHECK(f1.cache.source != "response");
+  CHECK(f1.cache.source != cache_source::response);
   CHECK(f1.usage.completion_tokens == 12);
   REQUIRE(r.responses()->size() == 1);
   const std::size_t rows = r.slot0().length();
@@ -62,7 +62,7 @@ TEST_CASE("response board: an identical greedy request decodes nothing and answe
 
   const run_result second = run_job(r, greedy(prompt, 12, "b"));
   const stream_event& f2 = finished_of(second);
-  CHECK(f2.cache.source == "response");
+  CHECK(f2.cache.source == cache_source::response);
   CHECK(f2.cache.prefilled_tokens == 0);
   CHECK(f2.cache.resumed_at == static_cast<long>(prompt.size()));
   CHECK(f2.usage.prompt_tokens == static_cast<long>(prompt.size()));
@@ -84,7 +84,7 @@ TEST_CASE("response board: an identical greedy request decodes nothing and answe
   CHECK(s.misses == 1);
   // The next ordinary turn still resumes from the tiers (the hit left them as they were).
   const run_result third = run_job(r, job_of(prompt, 4, "c"));
-  CHECK(finished_of(third).cache.source != "response");
+  CHECK(finished_of(third).cache.source != cache_source::response);
 }
 
 TEST_CASE("response board: a generation that stopped replays as stopped", "[tiers][response]") {
@@ -104,12 +104,12 @@ TEST_CASE("response board: a generation that stopped replays as stopped", "[tier
   stop.stop_tokens = {kept->output[2]};
   const std::string text = finished_of(probe).output.content;
   const run_result live = run_job(r, stop);
-  REQUIRE(finished_of(live).finish_reason == "stop");
-  CHECK(finished_of(live).cache.source != "response");
+  REQUIRE(finished_of(live).finish_reason == run_finish::stop);
+  CHECK(finished_of(live).cache.source != cache_source::response);
   stop.id = "s2";
   const run_result again = run_job(r, stop);
-  CHECK(finished_of(again).cache.source == "response");
-  CHECK(finished_of(again).finish_reason == "stop");
+  CHECK(finished_of(again).cache.source == cache_source::response);
+  CHECK(finished_of(again).finish_reason == run_finish::stop);
   CHECK(finished_of(again).output.content == finished_of(live).output.content);
   CHECK(deltas_of(again) == deltas_of(live));
   // And a stop string the same way: a character of the probe's content past its first.
@@ -119,7 +119,7 @@ TEST_CASE("response board: a generation that stopped replays as stopped", "[tier
   const run_result live_s = run_job(r, str);
   str.id = "t2";
   const run_result again_s = run_job(r, str);
-  CHECK(finished_of(again_s).cache.source == "response");
+  CHECK(finished_of(again_s).cache.source == cache_source::response);
   CHECK(finished_of(again_s).finish_reason == finished_of(live_s).finish_reason);
   CHECK(finished_of(again_s).output.content == finished_of(live_s).output.content);
   CHECK(deltas_of(again_s) == deltas_of(live_s));
@@ -169,13 +169,13 @@ TEST_CASE("response board: a request that differs in any field that changes the 
     j.id = std::string("x-") + name;
     change(j);
     const run_result res = run_job(r, j);
-    CHECK(finished_of(res).cache.source != "response");
+    CHECK(finished_of(res).cache.source != cache_source::response);
     CHECK(r.responses()->stats().misses == ++misses);
   }
   // The unchanged request still hits (none of the above replaced its entry).
   board_job same = base;
   same.id = "same";
-  CHECK(finished_of(run_job(r, same)).cache.source == "response");
+  CHECK(finished_of(run_job(r, same)).cache.source == cache_source::response);
 }
 
 TEST_CASE("response board: a sampled request is never kept nor answered", "[tiers][response]") {
@@ -189,10 +189,10 @@ TEST_CASE("response board: a sampled request is never kept nor answered", "[tier
   sampled.seed_explicit = true;
   run_job(r, sampled);
   sampled.id = "s2";
-  CHECK(finished_of(run_job(r, sampled)).cache.source != "response");
+  CHECK(finished_of(run_job(r, sampled)).cache.source != cache_source::response);
   // temperature 0 the client did not send as such (job_of: greedy unset) is not trusted either.
   run_job(r, job_of(prompt, 6, "z1"));
-  CHECK(finished_of(run_job(r, job_of(prompt, 6, "z2"))).cache.source != "response");
+  CHECK(finished_of(run_job(r, job_of(prompt, 6, "z2"))).cache.source != cache_source::response);
   CHECK(r.responses()->size() == 0);
   CHECK(r.responses()->stats().stores == 0);
   CHECK(r.responses()->stats().misses == 0);  // never looked up
@@ -208,16 +208,16 @@ TEST_CASE("response board: a cancelled generation is not kept", "[tiers][respons
   r.step();  // a first block of tokens
   r.cancel("c1");
   const run_result cut = run_to_end(r, r.step());
-  REQUIRE(finished_of(cut).finish_reason == "cancelled");
+  REQUIRE(finished_of(cut).finish_reason == run_finish::cancelled);
   CHECK(r.responses()->size() == 0);
   const run_result next = run_job(r, greedy(prompt, 24, "c2"));
-  CHECK(finished_of(next).cache.source != "response");
-  CHECK(finished_of(next).finish_reason == "length");
+  CHECK(finished_of(next).cache.source != cache_source::response);
+  CHECK(finished_of(next).finish_reason == run_finish::length);
   CHECK(r.responses()->size() == 1);
   // A hit cancelled before its step still answers in full: nothing of it was cut.
   r.cancel("c3");
   const run_result hit = run_job(r, greedy(prompt, 24, "c3"));
-  CHECK(finished_of(hit).cache.source == "response");
+  CHECK(finished_of(hit).cache.source == cache_source::response);
   CHECK(finished_of(hit).output.content == finished_of(next).output.content);
 }
 
@@ -244,7 +244,7 @@ TEST_CASE("response board: the slots share one cache, shown in the stats and cle
   };
   const stream_event a = run_board(greedy(prompt, 6, "a"));
   const stream_event hit = run_board(greedy(prompt, 6, "b"));
-  CHECK(hit.cache.source == "response");
+  CHECK(hit.cache.source == cache_source::response);
   CHECK(hit.output.content == a.output.content);
   const cache_stats st = b.stats();
   REQUIRE(st.response);
@@ -257,7 +257,7 @@ TEST_CASE("response board: the slots share one cache, shown in the stats and cle
   REQUIRE(cleared);
   CHECK(*cleared == std::vector<cache_tier>{cache_tier::response});
   CHECK(b.stats().response->entries == 0);
-  CHECK(run_board(greedy(prompt, 6, "c")).cache.source != "response");
+  CHECK(run_board(greedy(prompt, 6, "c")).cache.source != cache_source::response);
   const auto all = b.clear(cache_tier::all);
   REQUIRE(all);
   CHECK(all->back() == cache_tier::response);

@@ -160,7 +160,7 @@ TEST_CASE("slots: a session's follow-up goes back to its slot and resumes there"
   log.take(b.start(job_of(next, 4, "a2", "A")));
   run_all(b, log);
   CHECK(log.slot_of["a2"] == log.slot_of["a1"]);
-  CHECK(log.finished("a2").cache.source == "end");
+  CHECK(log.finished("a2").cache.source == cache_source::end);
   // B's rows are as B left them.
   CHECK(b.runner(log.slot_of["b1"]).tiers().resident().tokens().size() >= other.size());
 }
@@ -263,7 +263,7 @@ TEST_CASE("slots: a mixed load with a cancel answers as alone, decode steps neve
       if (decoding) most = std::max(most, chunks_in_a_row);
     }
     CHECK(most == 1);
-    CHECK(log.finished("s2").finish_reason == "cancelled");
+    CHECK(log.finished("s2").finish_reason == run_finish::cancelled);
     for (const auto& j : jobs) {
       if (j.id == "s2") continue;
       REQUIRE(log.finished_step.count(j.id));
@@ -301,7 +301,7 @@ TEST_CASE("slots: a grid-anchor resume on one of 2 or 4 slots equals a cold pref
       }
       run_all(b, log);
       REQUIRE(log.slot_of["a2"] == log.slot_of["a1"]);
-      CHECK(log.finished("a2").cache.source == "resident");
+      CHECK(log.finished("a2").cache.source == cache_source::resident);
       CHECK(log.finished("a2").cache.resumed_at == static_cast<long>(3 * g));
       // One output token, never forwarded: the slot's engine holds the prompt's rows only.
       const engine& e = b.runner(log.slot_of["a2"]).active();

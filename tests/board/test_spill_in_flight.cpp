@@ -88,7 +88,7 @@ TEST_CASE(
   CHECK(s.waiting() == 0);
   run_all(s, log, &w, std::move(started.front()));
   const stream_event& got = log.finished.at("a2");
-  CHECK(got.cache.source == "spill");
+  CHECK(got.cache.source == cache_source::spill);
   CHECK(got.cache.resumed_at == static_cast<long>(a_rows.size()));
   // A server that ran only A.
   slot_board ref({fresh(c)}, small_runner_options());
@@ -97,7 +97,7 @@ TEST_CASE(
   REQUIRE(ref.runner(0).tiers().resident().tokens() == a_rows);
   run_all(ref, rlog, nullptr, ref.start(job_of(a2, 8, "a2", "A")));
   const stream_event& want = rlog.finished.at("a2");
-  CHECK(want.cache.source == "end");
+  CHECK(want.cache.source == cache_source::end);
   CHECK(got.output.content == want.output.content);
   const std::size_t n = ref.runner(0).slot0().length();
   REQUIRE(s.runner(0).slot0().length() == n);
@@ -136,7 +136,7 @@ TEST_CASE("spill: with a spill in flight, a request that would not resume from i
   auto c_started = s.admit(job_of(next, 4, "c2", "C"));
   REQUIRE(c_started);
   run_holding(s, log, held, std::move(*c_started));
-  CHECK(log.finished.at("c2").cache.source == "end");
+  CHECK(log.finished.at("c2").cache.source == cache_source::end);
   // A new session sharing only the head: it starts too.
   auto d_started = s.admit(job_of(plus(head, 40, 845), 4, "d1", "D"));
   REQUIRE(d_started);

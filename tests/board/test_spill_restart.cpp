@@ -81,7 +81,7 @@ TEST_CASE("spill: a planned stop and a new start resume the next turn from the s
   run_all(a, log, &w, a.start(job_of(p1, 6, "t1", "A")));
   const auto p2 = next_turn(a, 21, 802);
   run_all(a, log, &w, a.start(job_of(p2, 6, "t2", "A")));
-  REQUIRE(log.finished.at("t2").cache.source == "end");
+  REQUIRE(log.finished.at("t2").cache.source == cache_source::end);
   // The stop: the resident conversation spilled and indexed.
   auto jobs = a.spill_for_stop();
   REQUIRE(jobs.size() == 1);
@@ -116,8 +116,8 @@ TEST_CASE("spill: a planned stop and a new start resume the next turn from the s
   run_all(b, log_b, &w, b.start(job_of(p3, 8, "t3", "A")));
   const stream_event& never = log.finished.at("t3");
   const stream_event& back = log_b.finished.at("t3");
-  CHECK(never.cache.source == "end");
-  CHECK(back.cache.source == "spill");
+  CHECK(never.cache.source == cache_source::end);
+  CHECK(back.cache.source == cache_source::spill);
   CHECK(back.cache.resumed_at == static_cast<long>(rows));
   CHECK(back.cache.prefilled_tokens == never.cache.prefilled_tokens);
   CHECK(back.output.content == never.output.content);
@@ -155,7 +155,7 @@ TEST_CASE("spill: re-spilling an unchanged conversation writes no block, a grown
   // A turn that grows it by d tokens.
   const std::size_t n0 = a.runner(0).tiers().resident().tokens().size();
   run_all(a, log, &w, a.start(job_of(next_turn(a, static_cast<std::size_t>(c.grid + 5), 812), 5, "t2", "A")));
-  REQUIRE(log.finished.at("t2").cache.source == "end");
+  REQUIRE(log.finished.at("t2").cache.source == cache_source::end);
   const std::size_t d = a.runner(0).tiers().resident().tokens().size() - n0;
   jobs = a.spill_for_stop();
   w.serve(*k, jobs);
@@ -182,7 +182,7 @@ TEST_CASE(
   run_all(s, log, &w, s.start(job_of(a1, 6, "a1", "A")));
   const auto a2 = next_turn(s, 13, 822);
   run_all(s, log, &w, s.start(job_of(a2, 6, "a2", "A")));
-  REQUIRE(log.finished.at("a2").cache.source == "end");
+  REQUIRE(log.finished.at("a2").cache.source == cache_source::end);
   const auto a_rows = s.runner(0).tiers().resident().tokens();
   // B replaces A's rows: A is spilled first.
   run_all(s, log, &w,
@@ -197,7 +197,7 @@ TEST_CASE(
   a3.insert(a3.end(), more.begin(), more.end());
   run_all(s, log, &w, s.start(job_of(a3, 8, "a3", "A")));
   const stream_event& got = log.finished.at("a3");
-  CHECK(got.cache.source == "spill");
+  CHECK(got.cache.source == cache_source::spill);
   CHECK(got.cache.resumed_at == static_cast<long>(a_rows.size()));
   // A server that ran only A.
   board_runner_options plain = small_runner_options();
@@ -208,7 +208,7 @@ TEST_CASE(
   REQUIRE(ref.runner(0).tiers().resident().tokens() == a_rows);
   run_all(ref, rlog, nullptr, ref.start(job_of(a3, 8, "a3", "A")));
   const stream_event& want = rlog.finished.at("a3");
-  CHECK(want.cache.source == "end");
+  CHECK(want.cache.source == cache_source::end);
   CHECK(got.output.content == want.output.content);
   const std::size_t n = ref.runner(0).slot0().length();
   REQUIRE(s.runner(0).slot0().length() == n);
@@ -257,7 +257,7 @@ TEST_CASE("spill: a damaged block is never read back, the slot starts empty and 
   CHECK(k->store().manifest_count() == 0);
   board_run log;
   run_all(b, log, nullptr, b.start(job_of(p2, 5, "t2", "A")));
-  CHECK(log.finished.at("t2").cache.source == "cold");
+  CHECK(log.finished.at("t2").cache.source == cache_source::cold);
   slot_board ref({fresh(c)}, small_runner_options());
   board_run rlog;
   run_all(ref, rlog, nullptr, ref.start(job_of(p2, 5, "t2", "A")));
@@ -310,7 +310,7 @@ TEST_CASE("spill: a kill -9 during a spill leaves the previous one, which the ne
   // Turn 2 again: from the first spill's end anchor, the answer the server that never died gave.
   board_run log;
   run_all(b, log, nullptr, b.start(job_of(p2, 5, "t2", "A")));
-  CHECK(log.finished.at("t2").cache.source == "spill");
+  CHECK(log.finished.at("t2").cache.source == cache_source::spill);
   CHECK(log.finished.at("t2").cache.resumed_at == static_cast<long>(first_rows));
   CHECK(log.finished.at("t2").output.content == never_answer);
 }
@@ -341,7 +341,7 @@ TEST_CASE("spill: a full disk during a spill is a soft failure, the earlier spil
   CHECK(count_files(dir.str(), ".tmp") == 0);
   // Serving goes on.
   run_all(a, log, &w, a.start(job_of(next_turn(a, 7, 853), 5, "t3", "A")));
-  CHECK(log.finished.at("t3").cache.source == "end");
+  CHECK(log.finished.at("t3").cache.source == cache_source::end);
 }
 
 TEST_CASE("spill: an engine of other weights never reads another's spill", "[spill][tiers]") {
@@ -367,7 +367,7 @@ TEST_CASE("spill: an engine of other weights never reads another's spill", "[spi
   CHECK(b.runner(0).tiers().resident().tokens().empty());
   board_run log;
   run_all(b, log, nullptr, b.start(job_of(p2, 5, "t2", "A")));
-  CHECK(log.finished.at("t2").cache.source == "cold");
+  CHECK(log.finished.at("t2").cache.source == cache_source::cold);
 }
 
 TEST_CASE("spill: two slots' conversations come back to their own slots after a stop",
@@ -411,7 +411,7 @@ TEST_CASE("spill: two slots' conversations come back to their own slots after a 
     slot_events first = b.start(job_of(next, 4, "n" + std::to_string(s), session[s]));
     CHECK(first.slot == s);
     run_all(b, log, nullptr, std::move(first));
-    CHECK(log.finished.at("n" + std::to_string(s)).cache.source == "spill");
+    CHECK(log.finished.at("n" + std::to_string(s)).cache.source == cache_source::spill);
   }
 }
 

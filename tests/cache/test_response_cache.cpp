@@ -22,8 +22,8 @@ response_key key_of(std::vector<token_id> prompt, long max_tokens = 8) {
   return k;
 }
 
-cached_response answer_of(std::vector<token_id> ids, std::string reason = "stop") {
-  return cached_response{std::move(ids), std::move(reason)};
+cached_response answer_of(std::vector<token_id> ids, run_finish reason = run_finish::stop) {
+  return cached_response{std::move(ids), reason};
 }
 
 // A greedy board job (what the conductor renders for temperature 0) of `prompt`.
@@ -41,11 +41,11 @@ board_job greedy_job(std::vector<std::int32_t> prompt) {
 TEST_CASE("response cache: an equal key finds the answer, any other key misses", "[cache][response]") {
   response_cache c(1 << 20);
   CHECK_FALSE(c.find(key_of({1, 2, 3})));
-  REQUIRE(c.put(key_of({1, 2, 3}), answer_of({7, 8, 9}, "length")));
+  REQUIRE(c.put(key_of({1, 2, 3}), answer_of({7, 8, 9}, run_finish::length)));
   const auto hit = c.find(key_of({1, 2, 3}));
   REQUIRE(hit);
   CHECK(hit->output == std::vector<token_id>{7, 8, 9});
-  CHECK(hit->finish_reason == "length");
+  CHECK(hit->finish_reason == run_finish::length);
   CHECK_FALSE(c.find(key_of({1, 2, 4})));     // one token differs
   CHECK_FALSE(c.find(key_of({1, 2})));        // a prefix
   CHECK_FALSE(c.find(key_of({1, 2, 3}, 9)));  // another max_tokens
@@ -58,7 +58,7 @@ TEST_CASE("response cache: an equal key finds the answer, any other key misses",
   CHECK(s.misses == 5);
   CHECK(s.stores == 1);
   CHECK(s.bytes == c.bytes());
-  CHECK(s.bytes == response_cache::entry_bytes(key_of({1, 2, 3}), answer_of({7, 8, 9}, "length")));
+  CHECK(s.bytes == response_cache::entry_bytes(key_of({1, 2, 3}), answer_of({7, 8, 9}, run_finish::length)));
   CHECK(s.limit_bytes == 1 << 20);
 }
 

@@ -27,7 +27,7 @@ struct turn {
   cache_source source = cache_source::cold;
   std::size_t at = 0;
   std::size_t prefilled = 0;
-  std::string via;
+  cache_via via = cache_via::none;
   std::string text;
 };
 

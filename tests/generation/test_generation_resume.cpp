@@ -32,7 +32,7 @@ struct outcome {
   std::vector<tool_call> calls_streamed;
   std::vector<std::pair<std::size_t, std::size_t>> hidden;
   std::optional<std::size_t> reasoning_end;
-  std::string finish;
+  run_finish finish = run_finish::stop;
   long output_tokens = 0;
   long reasoning_tokens = 0;
   snapshot state;  // the engine's, at the end
@@ -164,7 +164,7 @@ TEST_CASE("a sampled generation resumed from any checkpoint ends as the uninterr
 
   SECTION("to max_tokens") {
     const recorded r = check_every_resume(c, job, 3);
-    CHECK(r.end.finish == "length");
+    CHECK(r.end.finish == run_finish::length);
     CHECK(r.end.ids.size() == 40u);
   }
   SECTION("to a stop string, held back across the checkpoints") {
@@ -173,7 +173,7 @@ TEST_CASE("a sampled generation resumed from any checkpoint ends as the uninterr
     auto stopped = job;
     stopped.stop_strings = {"never said", probe.end.out.content.substr(20, 4)};
     const recorded r = check_every_resume(c, stopped, 2);
-    CHECK(r.end.finish == "stop");
+    CHECK(r.end.finish == run_finish::stop);
     CHECK(r.end.ids.size() < 40u);
   }
   SECTION("with tool call tags, the parser holding a call across the checkpoints") {
@@ -196,7 +196,7 @@ TEST_CASE("a sampled generation resumed from any checkpoint ends as the uninterr
     auto stopped = job;
     stopped.gen.stop_tokens = {stop};
     const recorded r = check_every_resume(c, stopped, 4);
-    CHECK(r.end.finish == "stop");
+    CHECK(r.end.finish == run_finish::stop);
     CHECK(r.end.ids == slice(probe.end.ids, 0, static_cast<std::size_t>(first)));
   }
 }
@@ -211,7 +211,7 @@ TEST_CASE("a resumed generation re-derives the forced close phrase", "[session][
   SECTION("budget 5, sampled: checkpoints before, inside and after the phrase") {
     const auto job = sampled(thinking_job(prompt, static_cast<int>(5 + phrase.size()) + 25, 5), 77);
     const recorded r = check_every_resume(c, job, 3);
-    CHECK(r.end.finish == "length");
+    CHECK(r.end.finish == run_finish::length);
     CHECK(slice(r.end.ids, 5, 5 + phrase.size()) == phrase);
     CHECK(r.end.hidden == std::vector<span>{{5, 5 + hidden}});
     CHECK(r.end.reasoning_end == std::optional<std::size_t>(5 + hidden));
@@ -226,14 +226,14 @@ TEST_CASE("a resumed generation re-derives the forced close phrase", "[session][
     REQUIRE(probe.end.out.content.size() > 20);
     job.stop_strings = {probe.end.out.content.substr(12, 3)};
     const recorded r = check_every_resume(c, job, 5);
-    CHECK(r.end.finish == "stop");
+    CHECK(r.end.finish == run_finish::stop);
     CHECK(r.end.hidden == std::vector<span>{{5, 5 + hidden}});
   }
   SECTION("max_tokens inside the hidden text and on the forced </think>") {
     for (const int max_tokens : {5 + 3, static_cast<int>(5 + hidden + 1)}) {
       INFO("max_tokens " << max_tokens);
       const recorded r = check_every_resume(c, sampled(thinking_job(prompt, max_tokens, 5), 79), 2);
-      CHECK(r.end.finish == "length");
+      CHECK(r.end.finish == run_finish::length);
       CHECK(r.end.ids.size() == static_cast<std::size_t>(max_tokens));
       CHECK(r.end.out.content.empty());
     }
@@ -315,7 +315,7 @@ TEST_CASE("a resume whose replay reaches the end leaves the engine alone", "[ses
   SECTION("max_tokens") {
     const auto job = sampled(greedy_job(prompt, 12), 5);
     const recorded r = record(c, job);
-    REQUIRE(r.end.finish == "length");
+    REQUIRE(r.end.finish == run_finish::length);
     auto e = make_engine(c);
     restore_snapshot(e->cache_state(), r.states.back());
     auto j = job;
@@ -325,7 +325,7 @@ TEST_CASE("a resume whose replay reaches the end leaves the engine alone", "[ses
     const auto res = s.step(4);
     CHECK(res.tokens == 0);
     CHECK(s.done());
-    CHECK(s.finish_reason() == "length");
+    CHECK(s.finish_reason() == run_finish::length);
     CHECK(s.output_tokens() == 12);
     CHECK(s.next_step() == 12u);
     outcome o;
@@ -341,7 +341,7 @@ TEST_CASE("a resume whose replay reaches the end leaves the engine alone", "[ses
     auto job = free_job;
     job.stop_strings = {probe.end.out.content.substr(15, 2)};
     const recorded r = record(c, job);
-    REQUIRE(r.end.finish == "stop");
+    REQUIRE(r.end.finish == run_finish::stop);
     auto e = make_engine(c);
     restore_snapshot(e->cache_state(), r.states.back());
     auto j = job;

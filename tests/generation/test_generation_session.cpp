@@ -38,7 +38,7 @@ TEST_CASE("a session prefills a chunk per step, then decodes in blocks", "[sessi
   run_all(s, 4, &steps);
   CHECK(steps == 2);  // 4 + 2 more tokens
   CHECK(s.output_tokens() == 10);
-  CHECK(s.finish_reason() == "length");
+  CHECK(s.finish_reason() == run_finish::length);
   CHECK(s.prefilled_tokens() == 2 * c.grid + 5);
 }
 
@@ -76,7 +76,7 @@ TEST_CASE("stop strings cut the content and never reach the client", "[session]"
   const std::string text = run_all(s, 1);
   CHECK(text == full.substr(0, first));
   CHECK(s.output().content == text);
-  CHECK(s.finish_reason() == "stop");
+  CHECK(s.finish_reason() == run_finish::stop);
   CHECK(s.stop_string() == stop);  // which one cut it: the Anthropic route's stop_sequence
   CHECK(free_run.stop_string().empty());
   CHECK(s.output_tokens() < 40);
@@ -90,7 +90,7 @@ TEST_CASE("a cancelled session ends at its next step", "[session]") {
   s.cancel();
   s.step(4);
   CHECK(s.done());
-  CHECK(s.finish_reason() == "cancelled");
+  CHECK(s.finish_reason() == run_finish::cancelled);
   CHECK(e->length() == static_cast<std::size_t>(c.grid));
   CHECK(s.output_tokens() == 0);
 }
@@ -107,7 +107,7 @@ TEST_CASE("a stop token ends the session with reason stop", "[session]") {
   job.gen.stop_tokens = {third};
   generation_session s(*e, job);
   run_all(s, 4);
-  CHECK(s.finish_reason() == "stop");
+  CHECK(s.finish_reason() == run_finish::stop);
   // the stop token is not part of the output; the tokens before its first occurrence are
   const auto& full = free_run.output_ids();
   const auto at = std::find(full.begin(), full.end(), third) - full.begin();
@@ -148,7 +148,7 @@ TEST_CASE("forced tokens are emitted instead of sampled and take no step number"
   CHECK_FALSE(g.last_forced());
   CHECK(g.next_step() == 4u);
   while (auto t = g.step()) out.push_back(*t);
-  CHECK(g.reason() == finish_reason::length);
+  CHECK(g.reason() == run_finish::length);
   CHECK(out.size() == 20u);  // forced tokens count toward max_tokens
   CHECK(g.emitted() == 20);
   CHECK(e->length() == prompt.size() + 19);  // every token but the pending last one forwarded
@@ -202,7 +202,7 @@ TEST_CASE("a reasoning budget closes the block with a hidden phrase", "[session]
   }
   const auto& ids = s.output_ids();
   REQUIRE(ids.size() == static_cast<std::size_t>(max_tokens));
-  CHECK(s.finish_reason() == "length");
+  CHECK(s.finish_reason() == run_finish::length);
   CHECK(s.output_tokens() == max_tokens);                // the forced phrase counts
   CHECK(e->length() == prompt.size() + ids.size() - 1);  // every token but the pending last one
   // the first 5 tokens are the free run's; the phrase follows them, token for token
@@ -269,7 +269,7 @@ TEST_CASE("a generation whose max_tokens ends inside the close phrase stops clea
     auto e = make_engine(c);
     generation_session s(*e, thinking_job(prompt, max_tokens, 5));
     run_all(s, 4);
-    CHECK(s.finish_reason() == "length");
+    CHECK(s.finish_reason() == run_finish::length);
     CHECK(s.output_tokens() == max_tokens);
     CHECK(s.output_ids() == slice(full.output_ids(), 0, max_tokens));
     using span = std::pair<std::size_t, std::size_t>;
@@ -283,7 +283,7 @@ TEST_CASE("a generation whose max_tokens ends inside the close phrase stops clea
     auto e = make_engine(c);
     generation_session s(*e, thinking_job(prompt, max_tokens, 5));
     run_all(s, 64);
-    CHECK(s.finish_reason() == "length");
+    CHECK(s.finish_reason() == run_finish::length);
     CHECK(s.output_ids() == slice(full.output_ids(), 0, max_tokens));
     CHECK(s.output_ids().back() == special_tokens::think_close);
     CHECK(s.reasoning_end() == std::optional<std::size_t>(5 + hidden));

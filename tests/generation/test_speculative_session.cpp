@@ -70,7 +70,7 @@ class scripted_source final : public lookup_source {
 struct run_result {
   std::vector<token_id> ids;
   assistant_output out;
-  std::string finish;
+  run_finish finish = run_finish::stop;
   snapshot state;
   speculative_counters counters;
 };
@@ -143,7 +143,7 @@ TEST_CASE("greedy gate: a stop token, a stop string and max_tokens inside an acc
     generation_job job = greedy_job(prompt, 60);
     job.gen.stop_tokens = {free_run.ids[23]};
     const run_result want = run_job(c, job);
-    CHECK(want.finish == "stop");
+    CHECK(want.finish == run_finish::stop);
     require_same_run(want, run_scripted(c, job, free_run.ids), layout);
   }
   SECTION("stop string") {
@@ -151,7 +151,7 @@ TEST_CASE("greedy gate: a stop token, a stop string and max_tokens inside an acc
     generation_job job = greedy_job(prompt, 60);
     job.stop_strings = {free_run.out.content.substr(14, 3)};
     const run_result want = run_job(c, job);
-    CHECK(want.finish == "stop");
+    CHECK(want.finish == run_finish::stop);
     require_same_run(want, run_scripted(c, job, free_run.ids), layout);
   }
   SECTION("max_tokens") {
@@ -248,7 +248,7 @@ TEST_CASE("a cancelled speculative generation leaves the engine holding its prom
   for (int i = 0; i < 6; ++i) s.step(4);
   s.cancel();
   s.step(4);
-  CHECK(s.finish_reason() == "cancelled");
+  CHECK(s.finish_reason() == run_finish::cancelled);
   const auto& ids = s.output_ids();
   REQUIRE(ids.size() > 6);
   CHECK(std::equal(ids.begin(), ids.end(), want.ids.begin()));

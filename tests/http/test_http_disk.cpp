@@ -13,15 +13,15 @@ using namespace anchorage::testing;
 
 namespace {
 
-// Polls the stats until `ready` holds for the disk tier's object (writes are behind requests).
-json wait_disk(const http_server& s, const std::function<bool(const json&)>& ready) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (;;) {
-    const json j = s.get("/v1/cache/stats").body_json();
-    const json d = j.contains("tiers") && j["tiers"].contains("disk") ? j["tiers"]["disk"] : json::object();
-    if ((d.contains("entries") && ready(d)) || std::chrono::steady_clock::now() >= until) return d;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+// The disk tier's stats once every write is committed (writes are behind requests), checked
+// against what the test expects of them.
+json wait_disk(const http_server& s, const std::function<bool(const json&)>& expected) {
+  REQUIRE(s.quiesce());
+  const json d = s.get("/v1/cache/stats").body_json()["tiers"]["disk"];
+  REQUIRE(d.contains("entries"));
+  INFO(d.dump());
+  CHECK(expected(d));
+  return d;
 }
 
 std::size_t files_under(const std::string& dir, const std::string& ext) {
@@ -87,8 +87,13 @@ TEST_CASE("clear with tier=disk deletes the tier's files, tier=all too", "[http]
   CHECK(r.body_json()["cleared"] == json::array({"disk"}));
   CHECK(files_under(dir.str(), "") == 0);
   CHECK(a.get("/v1/cache/stats").body_json()["tiers"]["disk"]["entries"] == 0);
-  post_turn(a, chat_body(agent_messages("Another first question."), 13, 4));
+  // Another agent's head: prefilled cold (the resident head above would resume it, and a resumed
+  // prefix is not written again), so the disk holds files again for tier=all to delete.
+  json other = agent_messages("Another first question.");
+  other[0]["content"] = filler(std::string("Another agent. ") + system_prompt, 1700);
+  post_turn(a, chat_body(other, 13, 4));
   wait_disk(a, [](const json& d) { return d["entries"] >= 4 && d["staged_bytes"] == 0; });
+  REQUIRE(files_under(dir.str(), ".chk") > 0);
   const http_reply all = a.post("/v1/cache/clear?tier=all", "", admin);
   REQUIRE(all.status == 200);
   CHECK(all.body_json()["cleared"] == json::array({"resident", "store", "disk", "spill"}));
@@ -111,9 +116,7 @@ TEST_CASE("a generation cut short resumes after a restart from its checkpoint wi
         a.stream("/v1/chat/completions", streamed, [](const sse_stream& s) { return s.events.size() < 40; });
     REQUIRE(st.aborted);
     // The board ends the request at its next step; until then it may stage more checkpoints.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (a.ledger().empty() && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(a.quiesce());
     REQUIRE(a.ledger().size() == 1);
     CHECK(a.ledger()[0]["finish_reason"] == "cancelled");
     const json d = wait_disk(

@@ -338,7 +338,7 @@ TEST_CASE("http: responses: the official SDK's accumulated stream equals the non
                       {"call_1", "read", R"({"path":"/b"})"}};
     usage_info usage{120, 30, 100, 6};
     x_cache_info cache;
-    cache.source = "end";
+    cache.source = cache_source::end;
     cache.resumed_at = 100;
     cache.prefilled_tokens = 20;
     responses_sse_encoder enc(meta);
@@ -354,7 +354,7 @@ TEST_CASE("http: responses: the official SDK's accumulated stream equals the non
     d.deltas.push_back({output_delta::kind::tool_call, "", out.tool_calls[1], 1});
     stream_event fin;
     fin.what = stream_event::kind::finished;
-    fin.finish_reason = "stop";
+    fin.finish_reason = run_finish::stop;
     fin.output = out;
     fin.usage = usage;
     fin.cache = cache;
@@ -364,7 +364,8 @@ TEST_CASE("http: responses: the official SDK's accumulated stream equals the non
     write_file(dir.file("request.json"), json{{"input", "Read a and b."}}.dump());
     const json j =
         run_sdk(npm_dir, "--replay " + dir.file("stream.sse") + " " + dir.file("request.json"), dir);
-    const json whole = json::parse(responses_json_text(responses_body(meta, out, "stop", usage, cache)));
+    const json whole =
+        json::parse(responses_json_text(responses_body(meta, out, run_finish::stop, usage, cache)));
     json sdk_output = j["response"]["output"];
     for (json& item : sdk_output) {  // what the SDK's parse helpers add
       item.erase("parsed_arguments");

@@ -159,12 +159,8 @@ TEST_CASE("http: an identical request's answer is drafted from the suffix store 
   const std::string first = completion_text(s, body);
   // The writer adds the first request's ids and hands the board the delta; then the second
   // request's lookups can find its answer there.
-  for (int i = 0; i < 200; ++i) {
-    const json st = s.get("/v1/cache/stats").body_json()["tiers"]["suffix"];
-    if (st.value("ids", 0L) > 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(s.quiesce());
+  REQUIRE(s.get("/v1/cache/stats").body_json()["tiers"]["suffix"].value("ids", 0L) > 0);
   const std::string second = completion_text(s, body);
   CHECK(second == first);
   CHECK(second == completion_text(plain, body));

@@ -27,17 +27,12 @@ json conversation(const std::string& who) {
                       {{"role", "user"}, {"content", "List the files in src."}}});
 }
 
-// The tiers' stats once the board has reported its spill (it reads the spill back first);
-// `off`: a server without one, whose spill object says so from the start.
-json tiers_of(const http_server& s, bool off = false) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (;;) {
-    const json j = s.get("/v1/cache/stats").body_json();
-    const bool ready = j.contains("tiers") && j["tiers"].contains("spill") &&
-                       (off || j["tiers"]["spill"].contains("entries"));
-    if (ready || std::chrono::steady_clock::now() >= until) return j.value("tiers", json::object());
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+// The tiers' stats once every write is committed (the spill's are behind requests).
+json tiers_of(const http_server& s) {
+  REQUIRE(s.quiesce());
+  const json j = s.get("/v1/cache/stats").body_json();
+  REQUIRE(j.contains("tiers"));
+  return j["tiers"];
 }
 
 void answer(json& messages, const turn_reply& t, const std::string& next) {
@@ -108,14 +103,9 @@ TEST_CASE(
   // Session B replaces A's rows; the park holds nothing, so A is spilled first.
   const turn_reply b1 = post_turn(s, greedy_turn(conversation("B"), 10));
   CHECK(b1.x_cache["source"] == "cold");
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  json spill;
-  do {
-    spill = tiers_of(s).value("spill", json::object());
-    if (spill.value("entries", 0) >= 1 && spill.value("staged_bytes", 1) == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  } while (std::chrono::steady_clock::now() < until);
+  const json spill = tiers_of(s)["spill"];
   REQUIRE(spill["entries"] == 1);
+  CHECK(spill["staged_bytes"] == 0);
   const turn_reply a2 = post_turn(s, greedy_turn(a, 10));
   CHECK(a2.x_cache["source"] == "spill");
   // A server that ran only A.
@@ -162,7 +152,7 @@ TEST_CASE("http: clear with tier=spill deletes the spill's files", "[http][spill
   CHECK(tiers_of(b)["spill"]["entries"] == 0);
   // With the spill off nothing is named spill.
   http_server off({"--cache-dir", dir.str(), "--session-spill", "off", "--admin-token", "secret"});
-  CHECK(tiers_of(off, true)["spill"]["enabled"] == false);
+  CHECK(tiers_of(off)["spill"]["enabled"] == false);
   CHECK(off.post("/v1/cache/clear?tier=spill", "", admin).status == 400);
 }
 

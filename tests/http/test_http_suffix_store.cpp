@@ -28,26 +28,27 @@ json conversation(const std::string& who) {
                       {{"role", "user"}, {"content", "List the files in " + who + "."}}});
 }
 
-// tiers.suffix once `ready` holds for it (the writer's counters come after the request's reply).
-json suffix_when(const http_server& s, const std::function<bool(const json&)>& ready) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (;;) {
-    const json j = s.get("/v1/cache/stats").body_json();
-    const json x = j.contains("tiers") ? j["tiers"].value("suffix", json::object()) : json::object();
-    if ((x.is_object() && ready(x)) || std::chrono::steady_clock::now() >= until) return x;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+// tiers.suffix once every add is written (the writer's counters come after the request's reply).
+json suffix_now(const http_server& s) {
+  REQUIRE(s.quiesce());
+  const json j = s.get("/v1/cache/stats").body_json();
+  REQUIRE(j.contains("tiers"));
+  const json x = j["tiers"].value("suffix", json::object());
+  REQUIRE(x.is_object());
+  return x;
 }
 
 // Once the writer has opened the store and reported (its path is the log's).
 json opened(const http_server& s) {
-  return suffix_when(s, [](const json& x) {
-    return x.value("path", std::string()).find(".log") != std::string::npos || x.contains("refused");
-  });
+  const json x = suffix_now(s);
+  CHECK((x.value("path", std::string()).find(".log") != std::string::npos || x.contains("refused")));
+  return x;
 }
 
 json after_adds(const http_server& s, std::uint64_t adds) {
-  return suffix_when(s, [adds](const json& x) { return x.value("adds", std::uint64_t{0}) >= adds; });
+  const json x = suffix_now(s);
+  CHECK(x.value("adds", std::uint64_t{0}) >= adds);
+  return x;
 }
 
 std::uint64_t mode_of(const std::string& path) {
@@ -154,7 +155,7 @@ TEST_CASE("http: --suffix-store off makes no directory, and the clear route empt
     flags[3] = "off";  // --suffix-store off
     http_server s(flags);
     post_turn(s, greedy_turn(conversation("off"), 4));
-    const json x = suffix_when(s, [](const json& j) { return j.contains("enabled"); });
+    const json x = suffix_now(s);
     CHECK(x["enabled"] == false);
     CHECK_FALSE(std::filesystem::exists(dir.file("suffix")));
     CHECK_THAT(s.get("/metrics").body, !Catch::Contains("anchorage_suffix_store_ids"));
@@ -168,7 +169,7 @@ TEST_CASE("http: --suffix-store off makes no directory, and the clear route empt
   const http_reply r = s.post("/v1/cache/clear?tier=suffix", "", admin);
   REQUIRE(r.status == 200);
   CHECK(r.body_json()["cleared"] == json::array({"suffix"}));
-  const json y = suffix_when(s, [](const json& j) { return j.value("ids", 1) == 0; });
+  const json y = suffix_now(s);
   CHECK(y["ids"] == 0);
   CHECK(y["bytes"] == header_bytes);
   CHECK(std::filesystem::file_size(y["path"].get<std::string>()) == header_bytes);
@@ -179,7 +180,7 @@ TEST_CASE("http: --suffix-store off makes no directory, and the clear route empt
   REQUIRE(all.status == 200);
   const json cleared = all.body_json()["cleared"];
   CHECK(std::find(cleared.begin(), cleared.end(), json("suffix")) != cleared.end());
-  CHECK(suffix_when(s, [](const json& j) { return j.value("ids", 1) == 0; })["ids"] == 0);
+  CHECK(suffix_now(s)["ids"] == 0);
 }
 
 TEST_CASE("http: a torn tail of the suffix log is cut at the next start and counted", "[http][suffix]") {

@@ -222,19 +222,20 @@ class http_server {
     REQUIRE(j["ledger"].is_array());
     return j["ledger"];
   }
-  // The ledger entry of request `id`, polling /v1/cache/stats (the entry is written when the
+  // Waits until nothing runs or waits and every write (disk, spill, suffix store) is committed,
+  // the stats routes showing it (server::quiesce); whether that came within `within`.
+  bool quiesce(std::chrono::milliseconds within = std::chrono::seconds(30)) const {
+    return server_->quiesce(within);
+  }
+
+  // The ledger entry of request `id` once the server is quiet (the entry is written when the
   // board reports the request done, which for a cancelled stream comes after the client left).
   std::optional<json> ledger_entry_of(const std::string& id,
                                       std::chrono::milliseconds within = std::chrono::seconds(10)) const {
-    const auto until = std::chrono::steady_clock::now() + within;
-    auto backoff = std::chrono::milliseconds(5);
-    for (;;) {
-      for (const json& e : ledger())
-        if (e.value("id", "") == id) return e;
-      if (std::chrono::steady_clock::now() >= until) return std::nullopt;
-      std::this_thread::sleep_for(backoff);
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
-    }
+    if (!quiesce(within)) return std::nullopt;
+    for (const json& e : ledger())
+      if (e.value("id", "") == id) return e;
+    return std::nullopt;
   }
 
  private:

@@ -51,7 +51,7 @@ inline void expect_valid_completion(const http_server& s) {
 // (same config, same random weights seed), with the server's stop tokens.
 struct engine_run {
   std::vector<token_id> tokens;
-  finish_reason reason = finish_reason::none;
+  run_finish reason = run_finish::stop;
 };
 inline engine_run run_engine(const server_config& cfg, const std::vector<token_id>& prompt, int max_tokens,
                              sampling_params sampling = {}) {
@@ -65,7 +65,7 @@ inline engine_run run_engine(const server_config& cfg, const std::vector<token_i
   generator g(e, req);
   engine_run out;
   out.tokens = g.run();
-  out.reason = g.reason();
+  out.reason = *g.reason();  // run() ran to the end
   return out;
 }
 
@@ -79,7 +79,7 @@ inline assistant_output parse_tokens(const std::vector<token_id>& ids, bool reas
   return p.result();
 }
 
-inline std::string finish_name(finish_reason r) { return r == finish_reason::stop ? "stop" : "length"; }
+inline std::string finish_name(run_finish r) { return to_string(r); }
 
 // A chat stream's deltas put back together, plus the checks every chat stream must pass:
 // every data line JSON, the role chunk first, one id throughout, one finish chunk, the usage

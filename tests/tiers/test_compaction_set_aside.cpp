@@ -35,7 +35,7 @@ std::vector<token_id> a_then_b(slot_board& s, board_run& log, spill_driver* w, c
   const auto a1 = test_tokens(static_cast<std::size_t>(3 * c.grid + 11), 821);
   run_all(s, log, w, s.start(job_of(a1, 6, "a1", "A")));
   run_all(s, log, w, s.start(job_of(grown(s.runner(0).tiers().resident().tokens(), 13, 822), 6, "a2", "A")));
-  REQUIRE(log.finished.at("a2").cache.source == "end");
+  REQUIRE(log.finished.at("a2").cache.source == cache_source::end);
   const auto rows = s.runner(0).tiers().resident().tokens();
   run_all(s, log, w,
           s.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 9), 823), 6, "b1", "B")));
@@ -62,7 +62,7 @@ void check_next_turn(slot_board& s, board_run& log, spill_driver* w, slot_board&
   run_all(s, log, w, s.start(job_of(a3, 8, "a3", "A")));
   run_all(ref, rlog, nullptr, ref.start(job_of(a3, 8, "a3", "A")));
   const stream_event& got = log.finished.at("a3");
-  CHECK(got.cache.source == "end");
+  CHECK(got.cache.source == cache_source::end);
   CHECK(got.cache.resumed_at == static_cast<long>(rows.size()));
   CHECK(got.output.content == rlog.finished.at("a3").output.content);
   check_same_state(s.runner(0).slot0(), ref.runner(0).slot0());
@@ -82,7 +82,7 @@ TEST_CASE("compaction: a parked conversation is continued from the park, reading
 
   run_all(s, log, nullptr, s.start(compaction_of(rows, "compact")));
   const stream_event& got = log.finished.at("compact");
-  CHECK(got.cache.via == "compaction");
+  CHECK(got.cache.via == cache_via::compaction);
   CHECK(got.cache.resumed_at == static_cast<long>(rows.size()));
   CHECK(got.cache.prefilled_tokens == 9);
   CHECK(got.usage.prompt_tokens == static_cast<long>(rows.size() + 9));
@@ -109,8 +109,8 @@ TEST_CASE("compaction: a spilled conversation is continued from the spill, readi
 
   run_all(s, log, &w, s.start(compaction_of(rows, "compact")));
   const stream_event& got = log.finished.at("compact");
-  CHECK(got.cache.via == "compaction");
-  CHECK(got.cache.source == "spill");
+  CHECK(got.cache.via == cache_via::compaction);
+  CHECK(got.cache.source == cache_source::spill);
   CHECK(got.cache.resumed_at == static_cast<long>(rows.size()));
   CHECK(got.cache.prefilled_tokens == 9);
   CHECK(s.runner(0).tiers().resident().end_position() == rows.size());
@@ -129,6 +129,6 @@ TEST_CASE("compaction: a spilled conversation is continued from the spill, readi
   board_job miss = compaction_of(rows, "miss");
   miss.compaction->user_lines.front() = "a line this conversation never held";
   run_all(s, log, &w, s.start(miss));
-  CHECK(log.finished.at("miss").cache.via != "compaction");
+  CHECK(log.finished.at("miss").cache.via != cache_via::compaction);
   CHECK(log.finished.at("miss").usage.prompt_tokens == 400);
 }

@@ -171,12 +171,12 @@ TEST_CASE("outcomes rebuilt from responses are what trace_outcome records", "[tr
   const x_cache_info x{};
 
   SECTION("a chat body with tool calls") {
-    const json body = chat_body("chatcmpl-1", 0, "m", out, "stop", usage, x);
+    const json body = chat_body("chatcmpl-1", 0, "m", out, run_finish::stop, usage, x);
     CHECK(replay_outcome_from_body(request_kind::chat, 200, json_text(body)) ==
-          trace_outcome(request_kind::chat, "stop", out, usage));
-    const json cut = chat_body("chatcmpl-1", 0, "m", out, "length", usage, x);
+          trace_outcome(request_kind::chat, run_finish::stop, out, usage));
+    const json cut = chat_body("chatcmpl-1", 0, "m", out, run_finish::length, usage, x);
     CHECK(replay_outcome_from_body(request_kind::chat, 200, json_text(cut)) ==
-          trace_outcome(request_kind::chat, "length", out, usage));
+          trace_outcome(request_kind::chat, run_finish::length, out, usage));
   }
   SECTION("a chat stream with tool calls, with and without its usage chunk") {
     std::string sse = sse_data(chat_chunk_role("c", 0, "m")) + ": prefill 32/40\n\n";
@@ -193,8 +193,8 @@ TEST_CASE("outcomes rebuilt from responses are what trace_outcome records", "[tr
       d.index = i;
       sse += sse_data(chat_chunk_delta("c", 0, "m", d));
     }
-    sse += sse_data(chat_chunk_finish("c", 0, "m", chat_finish_reason(out, "stop")));
-    const json expected = trace_outcome(request_kind::chat, "stop", out, usage);
+    sse += sse_data(chat_chunk_finish("c", 0, "m", chat_finish_reason(out, run_finish::stop)));
+    const json expected = trace_outcome(request_kind::chat, run_finish::stop, out, usage);
     CHECK(replay_outcome_from_sse(request_kind::chat,
                                   sse + sse_data(chat_chunk_usage("c", 0, "m", usage, x)) + sse_done(),
                                   nullptr) == expected);
@@ -205,15 +205,16 @@ TEST_CASE("outcomes rebuilt from responses are what trace_outcome records", "[tr
   SECTION("a completion stream") {
     const std::string sse = sse_data(completion_chunk("c", 0, "m", "ab")) +
                             sse_data(completion_chunk("c", 0, "m", "c")) +
-                            sse_data(completion_chunk_finish("c", 0, "m", "length")) +
+                            sse_data(completion_chunk_finish("c", 0, "m", run_finish::length)) +
                             sse_data(completion_chunk_usage("c", 0, "m", usage, x)) + sse_done();
     assistant_output text;
     text.content = "abc";
     CHECK(replay_outcome_from_sse(request_kind::completion, sse, nullptr) ==
-          trace_outcome(request_kind::completion, "length", text, usage));
-    CHECK(replay_outcome_from_body(request_kind::completion, 200,
-                                   json_text(completion_body("c", 0, "m", "abc", "length", usage, x))) ==
-          trace_outcome(request_kind::completion, "length", text, usage));
+          trace_outcome(request_kind::completion, run_finish::length, text, usage));
+    CHECK(replay_outcome_from_body(
+              request_kind::completion, 200,
+              json_text(completion_body("c", 0, "m", "abc", run_finish::length, usage, x))) ==
+          trace_outcome(request_kind::completion, run_finish::length, text, usage));
   }
   SECTION("errors") {
     const api_error e{400, "invalid_request_error", "the prompt is empty", "prompt"};
@@ -231,8 +232,8 @@ TEST_CASE("outcomes rebuilt from responses are what trace_outcome records", "[tr
 namespace {
 
 // A finished turn's events as the board sends them: one delta event per piece, then finished.
-std::vector<stream_event> turn_events(const assistant_output& out, const std::string& finish,
-                                      const usage_info& usage, const x_cache_info& x) {
+std::vector<stream_event> turn_events(const assistant_output& out, run_finish finish, const usage_info& usage,
+                                      const x_cache_info& x) {
   stream_event d;
   d.what = stream_event::kind::delta;
   if (!out.reasoning.empty()) d.deltas.push_back({output_delta::kind::reasoning, out.reasoning, {}, 0});
@@ -264,7 +265,7 @@ TEST_CASE("outcomes rebuilt from the agent wires are what trace_outcome records"
   CHECK(wire_of_path("/v1/chat/completions") == replay_wire::chat);
   CHECK(wire_of_path("/v1/completions") == replay_wire::completions);
 
-  for (const char* finish : {"stop", "length"}) {
+  for (run_finish finish : {run_finish::stop, run_finish::length}) {
     INFO(finish);
     const json recorded = trace_outcome(request_kind::chat, finish, out, usage);
     const json shown = messages_view(recorded);
