@@ -114,6 +114,21 @@ ledger_entry ended(const std::string& id) {
   return e;
 }
 
+// Asks the conductor `atom` (drain or quiesce) from an actor of its own; the answer lands in the
+// returned optional when it comes.
+template <class Atom>
+std::shared_ptr<std::optional<bool>> ask(caf_fixture& f, const conductor_actor& cond, Atom atom) {
+  auto answer = std::make_shared<std::optional<bool>>();
+  f.spawn(
+      [cond, answer, atom](caf::event_based_actor* self, int) -> caf::behavior {
+        self->request(cond, caf::infinite, atom).then([answer](bool ok) { *answer = ok; });
+        return {[](int) {}};
+      },
+      0);
+  f.sched->run();
+  return answer;
+}
+
 }  // namespace
 
 TEST_CASE("a drain is answered once nothing runs or waits and the staged disk writes are written",
@@ -128,18 +143,7 @@ TEST_CASE("a drain is answered once nothing runs or waits and the staged disk wr
   auto sink = f.spawn(recorder, seen);
   f.sched->run();
 
-  // Asks for a drain; the answer lands in the returned optional when it comes.
-  auto drain = [&] {
-    auto answer = std::make_shared<std::optional<bool>>();
-    f.spawn(
-        [cond, answer](caf::event_based_actor* self, int) -> caf::behavior {
-          self->request(cond, caf::infinite, drain_atom::value).then([answer](bool idle) { *answer = idle; });
-          return {[](int) {}};
-        },
-        0);
-    f.sched->run();
-    return answer;
-  };
+  auto drain = [&] { return ask(f, cond, drain_atom::value); };
 
   SECTION("idle: answered at once") {
     const auto a = drain();
@@ -196,17 +200,10 @@ TEST_CASE("with the session spill a drain asks the board to spill once nothing r
   auto seen = std::make_shared<recorded>();
   auto sink = f.spawn(recorder, seen);
   f.sched->run();
-  auto answer = std::make_shared<std::optional<bool>>();
   caf::anon_send(cond, generate_atom::value,
                  request_envelope{"r1", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
   f.sched->run();
-  f.spawn(
-      [cond, answer](caf::event_based_actor* self, int) -> caf::behavior {
-        self->request(cond, caf::infinite, drain_atom::value).then([answer](bool idle) { *answer = idle; });
-        return {[](int) {}};
-      },
-      0);
-  f.sched->run();
+  const auto answer = ask(f, cond, drain_atom::value);
   CHECK(h->asked == 0);  // r1 runs: its conversation is not final yet
   CHECK_FALSE(answer->has_value());
   caf::anon_send(cond, done_atom::value, ended("r1"));
@@ -238,17 +235,7 @@ TEST_CASE(
   auto seen = std::make_shared<recorded>();
   auto sink = f.spawn(recorder, seen);
   f.sched->run();
-  auto quiesce = [&] {
-    auto answer = std::make_shared<std::optional<bool>>();
-    f.spawn(
-        [cond, answer](caf::event_based_actor* self, int) -> caf::behavior {
-          self->request(cond, caf::infinite, quiesce_atom::value).then([answer](bool ok) { *answer = ok; });
-          return {[](int) {}};
-        },
-        0);
-    f.sched->run();
-    return answer;
-  };
+  auto quiesce = [&] { return ask(f, cond, quiesce_atom::value); };
   caf::anon_send(cond, generate_atom::value,
                  request_envelope{"r1", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
   caf::anon_send(cond, generate_atom::value,
