@@ -11,6 +11,20 @@ using conductor_ptr = conductor_actor::stateful_pointer<conductor_state>;
 
 void send_all(conductor_ptr self, queue_outbox out);
 
+// Every wait for a start that the requests running now satisfy (started_atom).
+void answer_startings(conductor_ptr self) {
+  auto& st = self->state;
+  auto& w = st.startings;
+  for (auto it = w.begin(); it != w.end();) {
+    if (st.queue->running() < it->first) {
+      ++it;
+      continue;
+    }
+    it->second.deliver(true);
+    it = w.erase(it);
+  }
+}
+
 // The disk's offer for a queued request; the request is handed over once it came.
 void ask_offer(conductor_ptr self, std::string id, disk_offer_request rq) {
   auto got = [self, id](std::optional<disk_offer> offer) {
@@ -30,6 +44,7 @@ void send_all(conductor_ptr self, queue_outbox out) {
     self->send<caf::message_priority::high>(st.board, cancel_atom::value, *out.cancel_running);
   if (out.worker_template && st.worker)
     self->send(st.worker, compaction_template_atom::value, std::move(*out.worker_template));
+  answer_startings(self);
 }
 
 // Every drain waiting is answered once the queue says the server is idle; the planned stop's
@@ -182,6 +197,12 @@ conductor_actor::behavior_type conductor(conductor_ptr self, conductor_options o
         auto rp = self->make_response_promise<bool>();
         self->state.quiesces.push_back(rp);
         answer_quiesces(self);
+        return rp;
+      },
+      [=](started_atom, std::size_t n) -> caf::result<bool> {
+        auto rp = self->make_response_promise<bool>();
+        self->state.startings.emplace_back(n, rp);
+        answer_startings(self);
         return rp;
       },
       // Answered (true) once idle; whoever asks bounds the wait with its request's timeout.

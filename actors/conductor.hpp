@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <caf/fwd.hpp>
@@ -45,6 +46,8 @@ struct conductor_state {
   // Quiesces waiting (quiesce_atom): answered once nothing runs or waits and the board and the
   // disk actor have reported every write committed.
   std::vector<caf::typed_response_promise<bool>> quiesces;
+  // Waits for requests to start (started_atom): each answered once that many run at once.
+  std::vector<std::pair<std::size_t, caf::typed_response_promise<bool>>> startings;
   static inline const char* name = "conductor";
 };
 

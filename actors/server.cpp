@@ -170,6 +170,14 @@ bool server::quiesce(std::chrono::milliseconds within) {
   return quiet;
 }
 
+bool server::wait_running(std::size_t n, std::chrono::milliseconds within) {
+  caf::scoped_actor self{*system_};
+  bool running = false;
+  self->request(conductor_, std::max(within, std::chrono::milliseconds(1)), started_atom::value, n)
+      .receive([&](bool b) { running = b; }, [&](caf::error&) { running = false; });
+  return running;
+}
+
 void server::stop() {
   if (edge_) edge_->stop();
   if (conductor_) {

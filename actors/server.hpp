@@ -31,6 +31,9 @@ class server {
   // store) is committed, with the stats routes showing it; changes nothing (unlike drain).
   // For tests and tools, in place of polling the stats. Returns whether that came in time.
   bool quiesce(std::chrono::milliseconds within);
+  // Waits (up to `within`) until at least `n` requests run on the board at once (tests, in place
+  // of polling the stats for a request's start). Returns whether that came in time.
+  bool wait_running(std::size_t n, std::chrono::milliseconds within);
   void stop();
 
   conductor_actor conductor() const { return conductor_; }

@@ -1,7 +1,8 @@
 #pragma once
 // The cache tiers' stats as the board reports them to the conductor after anything changed
-// them (tiers_atom). JSON is made only at the wire (GET /v1/cache/stats's "tiers", /metrics):
-// to_json below writes the fields the routes have always had, with the same values.
+// them (tiers_atom). JSON is made only at the wire (GET /v1/cache/stats's "tiers"), from each
+// component's field list (protocol/probe.hpp), which also gives the slots' merge and the
+// /metrics tier series.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -11,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/disk_types.hpp"
+#include "protocol/probe.hpp"
+#include "protocol/spill_stats.hpp"
 #include "protocol/suffix_stats.hpp"
 
 namespace anchorage {
@@ -43,6 +46,26 @@ struct resident_stats {
   std::size_t park_limit_bytes = 0;
   long park_hits = 0;
   long set_aside_refusals = 0;
+
+  static constexpr auto fields() {
+    using s = resident_stats;
+    using t = tier_series;
+    return std::make_tuple(
+        probe::sum("entries", &s::entries, t::entries), probe::sum("anchors", &s::anchors),
+        probe::keep("end_anchor", &s::end_anchor), probe::sum("rows", &s::rows),
+        probe::keep("taint", &s::taint), probe::sum("bytes", &s::bytes, t::bytes),
+        probe::keep("limit_bytes", &s::limit_bytes, t::limit_bytes), probe::sum("hits", &s::hits, t::hits),
+        probe::sum("end_hits", &s::end_hits), probe::sum("misses", &s::misses, t::misses),
+        probe::sum("evictions", &s::evictions, t::evictions), probe::sum("refusals", &s::refusals),
+        probe::sum("tokens_saved", &s::tokens_saved, t::tokens_saved),
+        probe::sum("guests_stashed", &s::guests_stashed), probe::sum("guests_side", &s::guests_side),
+        probe::sum("stash_refusals", &s::stash_refusals),
+        probe::keep("stash_limit_bytes", &s::stash_limit_bytes), probe::keep("pinned", &s::pinned),
+        probe::sum("pin_bytes", &s::pin_bytes), probe::keep("pin_limit_bytes", &s::pin_limit_bytes),
+        probe::sum("pin_hits", &s::pin_hits), probe::keep("parked", &s::parked),
+        probe::sum("park_bytes", &s::park_bytes), probe::keep("park_limit_bytes", &s::park_limit_bytes),
+        probe::sum("park_hits", &s::park_hits), probe::sum("set_aside_refusals", &s::set_aside_refusals));
+  }
 };
 
 // The state store.
@@ -58,6 +81,19 @@ struct store_stats {
   long collisions = 0;
   long superseded = 0;
   long long tokens_saved = 0;
+
+  static constexpr auto fields() {
+    using s = store_stats;
+    using t = tier_series;
+    return std::make_tuple(
+        probe::sum("entries", &s::entries, t::entries), probe::sum("bytes", &s::bytes, t::bytes),
+        probe::keep("limit_bytes", &s::limit_bytes, t::limit_bytes),
+        probe::keep("entry_limit_bytes", &s::entry_limit_bytes), probe::sum("hits", &s::hits, t::hits),
+        probe::sum("misses", &s::misses, t::misses), probe::sum("evictions", &s::evictions, t::evictions),
+        probe::sum("refusals", &s::refusals), probe::sum("collisions", &s::collisions),
+        probe::sum("superseded", &s::superseded),
+        probe::sum("tokens_saved", &s::tokens_saved, t::tokens_saved));
+  }
 };
 
 // The response cache (--response-cache-mb; runtime/cache/response_cache.hpp).
@@ -70,15 +106,81 @@ struct response_stats {
   long evictions = 0;  // least recently used entries dropped for room
   long stores = 0;     // answers kept
   long refusals = 0;   // answers larger than the whole budget, not kept
+
+  static constexpr auto fields() {
+    using s = response_stats;
+    using t = tier_series;
+    return std::make_tuple(
+        probe::sum("entries", &s::entries, t::entries), probe::sum("bytes", &s::bytes, t::bytes),
+        probe::keep("limit_bytes", &s::limit_bytes, t::limit_bytes), probe::sum("hits", &s::hits, t::hits),
+        probe::sum("misses", &s::misses, t::misses), probe::sum("evictions", &s::evictions, t::evictions),
+        probe::sum("stores", &s::stores, t::stores), probe::sum("refusals", &s::refusals));
+  }
 };
 
-inline void to_json(nlohmann::json& j, const response_stats& r) {
-  j = {{"enabled", true},          {"entries", r.entries},
-       {"bytes", r.bytes},         {"limit_bytes", r.limit_bytes},
-       {"hits", r.hits},           {"misses", r.misses},
-       {"evictions", r.evictions}, {"stores", r.stores},
-       {"refusals", r.refusals}};
-}
+// The compaction worker's idle runs (docs/COMPACTION.md).
+struct compaction_worker_stats {
+  long started = 0, preempted = 0, finished = 0;
+
+  static constexpr auto fields() {
+    using s = compaction_worker_stats;
+    return std::make_tuple(probe::sum("started", &s::started), probe::sum("preempted", &s::preempted),
+                           probe::sum("finished", &s::finished));
+  }
+};
+
+// Compaction requests served as continuations, from a prewritten summary and as sent.
+struct compaction_stats {
+  long continuations = 0, as_sent = 0, prewritten = 0;
+  std::size_t prewrites_kept = 0;  // the board's, not a slot's
+  compaction_worker_stats worker;
+
+  static constexpr auto fields() {
+    using s = compaction_stats;
+    return std::make_tuple(probe::sum("continuations", &s::continuations), probe::sum("as_sent", &s::as_sent),
+                           probe::sum("prewritten", &s::prewritten),
+                           probe::keep("prewrites_kept", &s::prewrites_kept),
+                           probe::sum("worker", &s::worker));
+  }
+};
+
+// One drafter's verify rounds, drafts and accepted drafts (docs/SPECULATIVE.md).
+struct drafter_stats {
+  std::uint64_t rounds = 0, drafted = 0, accepted = 0;
+  double mean_accepted = 0;  // accepted per round
+
+  static constexpr auto fields() {
+    using s = drafter_stats;
+    return std::make_tuple(probe::sum("rounds", &s::rounds), probe::sum("drafted", &s::drafted),
+                           probe::sum("accepted", &s::accepted),
+                           probe::keep("mean_accepted", &s::mean_accepted));
+  }
+};
+
+struct drafters_stats {
+  drafter_stats forced, lookup, store, mtp;
+
+  static constexpr auto fields() {
+    using s = drafters_stats;
+    return std::make_tuple(probe::sum("forced", &s::forced), probe::sum("lookup", &s::lookup),
+                           probe::sum("store", &s::store), probe::sum("mtp", &s::mtp));
+  }
+};
+
+// Speculative decoding's mode and counters.
+struct speculative_stats {
+  std::string mode;
+  long draft_max = 0;
+  std::uint64_t rounds = 0, plain_steps = 0, pauses = 0;
+  drafters_stats drafters;
+
+  static constexpr auto fields() {
+    using s = speculative_stats;
+    return std::make_tuple(probe::keep("mode", &s::mode), probe::keep("draft_max", &s::draft_max),
+                           probe::sum("rounds", &s::rounds), probe::sum("plain_steps", &s::plain_steps),
+                           probe::sum("pauses", &s::pauses), probe::sum("drafters", &s::drafters));
+  }
+};
 
 // One slot (--parallel N): what it does and what its rows hold.
 struct slot_stats {
@@ -98,24 +200,24 @@ inline void to_json(nlohmann::json& j, const slot_stats& s) {
 }
 
 // Every tier. The board fills the device tiers' parts and its disk staging's; the conductor adds
-// the disk actor's own (disk_stats) and makes the wire's "disk" object of both
-// (runtime/disk/disk_stats_json), null when there is no disk tier.
+// the disk tier's wire object (disk_tier_stats: the disk actor's stats and the staging's), none
+// when there is no disk tier.
 struct cache_stats {
   bool enabled = true;
   resident_stats resident;
   store_stats store;
   std::optional<disk_staging_stats> disk_staging;  // with a disk tier
-  nlohmann::json disk;
-  // The session spill's (runtime/tiers/spill_keeper stats()); null without one.
-  nlohmann::json spill;
+  std::optional<disk_tier_stats> disk;             // the conductor's: none without a disk tier
+  // The session spill's (runtime/tiers/spill_keeper stats()); none without one.
+  std::optional<spill_tier_stats> spill;
   // The response cache's, one for every slot; none when it is off.
   std::optional<response_stats> response;
   // The persistent suffix store's (docs/SUFFIX_STORE.md); none when it is off.
   std::optional<suffix_tier_stats> suffix;
-  // Compaction requests served as continuations and as sent (docs/COMPACTION.md).
-  nlohmann::json compaction;
-  // Speculative decoding's mode and counters (docs/SPECULATIVE.md).
-  nlohmann::json speculative;
+  // Compaction requests served as continuations and as sent (the board's).
+  std::optional<compaction_stats> compaction;
+  // Speculative decoding's mode and counters (the board's).
+  std::optional<speculative_stats> speculative;
   // What the disk tier's staging holds and has not written yet (0 without a disk tier): a
   // drain waits for it to come down to 0, so a planned stop loses no staged write.
   std::uint64_t disk_staged_bytes = 0;
@@ -123,70 +225,23 @@ struct cache_stats {
   std::vector<slot_stats> slots;
 };
 
-namespace detail {
-inline nlohmann::json or_null(const std::optional<std::size_t>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json();
-}
-}  // namespace detail
-
-inline void to_json(nlohmann::json& j, const resident_stats& r) {
-  j = {
-      {"entries", r.entries},
-      {"anchors", r.anchors},
-      {"end_anchor", detail::or_null(r.end_anchor)},
-      {"rows", r.rows},
-      {"taint", r.taint},
-      {"bytes", r.bytes},
-      {"limit_bytes", r.limit_bytes},
-      {"hits", r.hits},
-      {"end_hits", r.end_hits},
-      {"misses", r.misses},
-      {"evictions", r.evictions},
-      {"refusals", r.refusals},
-      {"tokens_saved", r.tokens_saved},
-      {"guests_stashed", r.guests_stashed},
-      {"guests_side", r.guests_side},
-      {"stash_refusals", r.stash_refusals},
-      {"stash_limit_bytes", r.stash_limit_bytes},
-      {"pinned", detail::or_null(r.pinned)},
-      {"pin_bytes", r.pin_bytes},
-      {"pin_limit_bytes", r.pin_limit_bytes},
-      {"pin_hits", r.pin_hits},
-      {"parked", detail::or_null(r.parked)},
-      {"park_bytes", r.park_bytes},
-      {"park_limit_bytes", r.park_limit_bytes},
-      {"park_hits", r.park_hits},
-      {"set_aside_refusals", r.set_aside_refusals},
-  };
-}
-
-inline void to_json(nlohmann::json& j, const store_stats& s) {
-  j = {
-      {"entries", s.entries},
-      {"bytes", s.bytes},
-      {"limit_bytes", s.limit_bytes},
-      {"entry_limit_bytes", s.entry_limit_bytes},
-      {"hits", s.hits},
-      {"misses", s.misses},
-      {"evictions", s.evictions},
-      {"refusals", s.refusals},
-      {"collisions", s.collisions},
-      {"superseded", s.superseded},
-      {"tokens_saved", s.tokens_saved},
-  };
-}
-
 // {"resident": {...}, "store": {...}, "disk", "spill", "response" and "suffix": {...} or
 //  {"enabled": false},
 //  "enabled": bool}
 inline void to_json(nlohmann::json& j, const cache_stats& s) {
+  auto optional_tier = [](const auto& tier) {
+    if (!tier) return nlohmann::json{{"enabled", false}};
+    nlohmann::json t = *tier;
+    t["enabled"] = true;
+    return t;
+  };
   j = {{"resident", s.resident}, {"store", s.store}, {"enabled", s.enabled}};
-  j["disk"] = s.disk.is_object() ? s.disk : nlohmann::json{{"enabled", false}};
-  j["spill"] = s.spill.is_object() ? s.spill : nlohmann::json{{"enabled", false}};
-  j["response"] = s.response ? nlohmann::json(*s.response) : nlohmann::json{{"enabled", false}};
+  j["disk"] = optional_tier(s.disk);
+  j["spill"] = optional_tier(s.spill);
+  j["response"] = optional_tier(s.response);
   j["suffix"] = s.suffix ? nlohmann::json(*s.suffix) : nlohmann::json{{"enabled", false}};
-  if (s.compaction.is_object()) j["compaction"] = s.compaction;
-  if (s.speculative.is_object()) j["speculative"] = s.speculative;
+  if (s.compaction) j["compaction"] = *s.compaction;
+  if (s.speculative) j["speculative"] = *s.speculative;
 }
 
 }  // namespace anchorage

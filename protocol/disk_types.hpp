@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "protocol/probe.hpp"
+
 namespace anchorage {
 
 // What the disk can restore for a prompt: tokens [0, line) from its anchor at `line`.
@@ -18,7 +20,7 @@ struct disk_offer {
   double read_s = 0;             // the expected read time at the measured bandwidth
 };
 
-// The tier's counters and sizes (JSON only at the wire).
+// The tier's counters and sizes (JSON only at the wire, from the field list).
 struct disk_stats {
   std::size_t entries = 0, chunks = 0, checkpoints = 0;
   std::uint64_t bytes = 0, limit_bytes = 0;
@@ -33,6 +35,27 @@ struct disk_stats {
   double read_bytes_per_s = 0;
   std::uint64_t generation = 0;  // clears so far
   std::string folder;
+
+  // The wire's (tiers.disk): jobs, writes_out and generation are the actor's own.
+  static constexpr auto fields() {
+    using s = disk_stats;
+    using t = tier_series;
+    return std::make_tuple(
+        probe::sum("entries", &s::entries, t::entries), probe::sum("chunks", &s::chunks),
+        probe::sum("checkpoints", &s::checkpoints), probe::sum("bytes", &s::bytes, t::bytes),
+        probe::keep("limit_bytes", &s::limit_bytes, t::limit_bytes),
+        probe::keep("longest_prefix", &s::longest_prefix), probe::sum("hits", &s::hits, t::hits),
+        probe::sum("restore_failures", &s::restore_failures, t::restore_failures),
+        probe::sum("write_failures", &s::write_failures, t::write_failures),
+        probe::sum("refusals", &s::refusals), probe::sum("evictions", &s::evictions, t::evictions),
+        probe::sum("superseded", &s::superseded), probe::sum("files_written", &s::files_written),
+        probe::sum("bytes_written", &s::bytes_written, t::bytes_written),
+        probe::sum("bytes_read", &s::bytes_read, t::bytes_read), probe::keep("folder", &s::folder),
+        probe::sum("misses", &s::misses, t::misses), probe::sum("declined", &s::declined),
+        probe::sum("tokens_saved", &s::tokens_saved, t::tokens_saved),
+        probe::sum("anchors_planned", &s::anchors_planned),
+        probe::keep("read_bytes_per_s", &s::read_bytes_per_s));
+  }
 };
 
 // What the board's staging (runtime/disk/disk_staging) holds and has done.
@@ -43,6 +66,31 @@ struct disk_staging_stats {
   long submissions = 0;     // prefix writes handed out
   long checkpoints_staged = 0;
   double prefill_tokens_per_s = 0;  // measured from the prefill chunks (0 until measured)
+
+  // Summed over the slots; the prefill rate is the first slot's.
+  static constexpr auto fields() {
+    using s = disk_staging_stats;
+    return std::make_tuple(
+        probe::sum("jobs", &s::submissions), probe::sum("stage_refusals", &s::stage_refusals),
+        probe::sum("staged_bytes", &s::staged_bytes), probe::sum("stage_limit_bytes", &s::stage_limit_bytes),
+        probe::keep("prefill_tokens_per_s", &s::prefill_tokens_per_s),
+        probe::sum("checkpoints_staged", &s::checkpoints_staged));
+  }
+};
+
+// The wire's tiers.disk: the disk actor's stats, the board's staging and the admission settings.
+struct disk_tier_stats {
+  disk_stats store;
+  disk_staging_stats staging;
+  std::size_t min_tokens = 0;
+  std::size_t checkpoint_tokens = 0;
+
+  static constexpr auto fields() {
+    using s = disk_tier_stats;
+    return std::make_tuple(probe::inlined(&s::store), probe::inlined(&s::staging),
+                           probe::keep("min_tokens", &s::min_tokens),
+                           probe::keep("checkpoint_tokens", &s::checkpoint_tokens));
+  }
 };
 
 }  // namespace anchorage

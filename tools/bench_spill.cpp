@@ -233,9 +233,9 @@ int main(int argc, char** argv) {
   const double read_back_s = seconds_since(t0);
   if (b->runner(0).tiers().resident().tokens().size() != rows)
     die("the new board did not read the conversation back");
-  const nlohmann::json last_read =
-      k2->stats()["last_read"];  // spill_store::read_verified alone, timed by the keeper
-  const double read_bytes = last_read.value("bytes", 0.0), read_s = last_read.value("seconds", 0.0);
+  const spill_transfer last_read =
+      k2->stats().last_read;  // spill_store::read_verified alone, timed by the keeper
+  const double read_bytes = static_cast<double>(last_read.bytes), read_s = last_read.seconds;
   const stream_event spill = run_turn(*b, p2, max_tokens, "t2-spill");
   b.reset();
   e2.reset();

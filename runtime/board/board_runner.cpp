@@ -31,6 +31,16 @@ cache_stats board_runner::stats() const {
   return s;
 }
 
+compaction_stats board_runner::compaction() const {
+  const slot_counters& n = slot_.counters;
+  compaction_stats c;
+  c.continuations = n.compactions_continued;
+  c.as_sent = n.compactions_as_sent;
+  c.prewritten = n.compactions_prewritten;
+  c.worker = {n.idle_started, n.idle_preempted, n.idle_finished};
+  return c;
+}
+
 board_runner::phase board_runner::current_phase() const {
   if (!run_) return phase::idle;
   switch (run_->current_phase()) {

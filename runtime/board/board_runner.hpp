@@ -95,6 +95,8 @@ class board_runner {
   long idle_started() const { return slot_.counters.idle_started; }
   long idle_preempted() const { return slot_.counters.idle_preempted; }
   long idle_finished() const { return slot_.counters.idle_finished; }
+  // All of the above as the stats' probe (prewrites_kept is the board's, left 0).
+  compaction_stats compaction() const;
 
   // Speculative decoding's counters over every request this runner ran (the running one's so far).
   speculative_counters speculation() const;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "runtime/disk/disk_stats_json.hpp"
 #include "runtime/text/compaction_plan.hpp"
 #include "runtime/text/opencode_compaction.hpp"
 
@@ -139,14 +138,12 @@ queue_outbox request_queue::finished(const ledger_entry& e) {
   return out;
 }
 
-// The metrics' tiers: the board's, with the wire's disk object made of the disk actor's stats
-// and the board's staging.
+// The metrics' tiers: the board's, with the disk tier's made of the disk actor's stats and the
+// board's staging.
 void request_queue::publish_tiers() {
   cache_stats c = tiers_;
-  if (disk_ && c.disk_staging) {
-    c.disk = disk_stats_json(disk_stats_, *c.disk_staging, opts_.disk_min_tokens, opts_.checkpoint_tokens);
-    c.disk["enabled"] = true;
-  }
+  if (disk_ && c.disk_staging)
+    c.disk = disk_tier_stats{disk_stats_, *c.disk_staging, opts_.disk_min_tokens, opts_.checkpoint_tokens};
   counters_.set_tiers(std::move(c));
 }
 

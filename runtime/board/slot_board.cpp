@@ -12,39 +12,6 @@
 namespace anchorage {
 namespace {
 
-void add(resident_stats& t, const resident_stats& s) {
-  t.entries += s.entries;
-  t.anchors += s.anchors;
-  t.rows += s.rows;
-  t.bytes += s.bytes;
-  t.hits += s.hits;
-  t.end_hits += s.end_hits;
-  t.misses += s.misses;
-  t.evictions += s.evictions;
-  t.refusals += s.refusals;
-  t.tokens_saved += s.tokens_saved;
-  t.guests_stashed += s.guests_stashed;
-  t.guests_side += s.guests_side;
-  t.stash_refusals += s.stash_refusals;
-  t.pin_bytes += s.pin_bytes;
-  t.pin_hits += s.pin_hits;
-  t.park_bytes += s.park_bytes;
-  t.park_hits += s.park_hits;
-  t.set_aside_refusals += s.set_aside_refusals;
-}
-
-void add(store_stats& t, const store_stats& s) {
-  t.entries += s.entries;
-  t.bytes += s.bytes;
-  t.hits += s.hits;
-  t.misses += s.misses;
-  t.evictions += s.evictions;
-  t.refusals += s.refusals;
-  t.collisions += s.collisions;
-  t.superseded += s.superseded;
-  t.tokens_saved += s.tokens_saved;
-}
-
 const char* phase_name(board_runner::phase p) {
   switch (p) {
     case board_runner::phase::idle:
@@ -186,24 +153,23 @@ std::optional<slot_choice> slot_board::choose(const board_job& job) const {
 }
 
 // tiers.speculative in the stats: the mode and, per drafter, its rounds, drafts and acceptance.
-nlohmann::json speculative_json(const speculative_options& o, const speculative_counters& c) {
+speculative_stats speculative_probe(const speculative_options& o, const speculative_counters& c) {
   auto drafter = [](const drafter_counters& d) {
-    return nlohmann::json{
-        {"rounds", d.rounds},
-        {"drafted", d.drafted},
-        {"accepted", d.accepted},
-        {"mean_accepted", d.rounds ? static_cast<double>(d.accepted) / static_cast<double>(d.rounds) : 0.0}};
+    drafter_stats s;
+    s.rounds = d.rounds;
+    s.drafted = d.drafted;
+    s.accepted = d.accepted;
+    s.mean_accepted = d.rounds ? static_cast<double>(d.accepted) / static_cast<double>(d.rounds) : 0.0;
+    return s;
   };
-  return {{"mode", to_string(o.mode)},
-          {"draft_max", o.draft_max},
-          {"rounds", c.rounds},
-          {"plain_steps", c.plain_steps},
-          {"pauses", c.pauses},
-          {"drafters",
-           {{"forced", drafter(c.forced)},
-            {"lookup", drafter(c.lookup)},
-            {"store", drafter(c.store)},
-            {"mtp", drafter(c.mtp)}}}};
+  speculative_stats s;
+  s.mode = to_string(o.mode);
+  s.draft_max = o.draft_max;
+  s.rounds = c.rounds;
+  s.plain_steps = c.plain_steps;
+  s.pauses = c.pauses;
+  s.drafters = {drafter(c.forced), drafter(c.lookup), drafter(c.store), drafter(c.mtp)};
+  return s;
 }
 
 slot_events slot_board::start(board_job job) {
@@ -356,35 +322,18 @@ std::vector<spill_job_ptr> slot_board::spill_for_stop() {
 
 cache_stats slot_board::stats() const {
   cache_stats total = runners_.front()->stats();
+  total.compaction = runners_.front()->compaction();
   for (std::size_t k = 1; k < runners_.size(); ++k) {
     const cache_stats s = runners_[k]->stats();
-    add(total.resident, s.resident);
-    add(total.store, s.store);
+    probe::merge_into(total.resident, s.resident);
+    probe::merge_into(total.store, s.store);
     total.disk_staged_bytes += s.disk_staged_bytes;
-    if (total.disk_staging && s.disk_staging) {
-      total.disk_staging->staged_bytes += s.disk_staging->staged_bytes;
-      total.disk_staging->stage_limit_bytes += s.disk_staging->stage_limit_bytes;
-      total.disk_staging->stage_refusals += s.disk_staging->stage_refusals;
-      total.disk_staging->submissions += s.disk_staging->submissions;
-      total.disk_staging->checkpoints_staged += s.disk_staging->checkpoints_staged;
-    }
+    if (total.disk_staging && s.disk_staging) probe::merge_into(*total.disk_staging, *s.disk_staging);
+    probe::merge_into(*total.compaction, runners_[k]->compaction());
   }
-  long continued = 0, as_sent = 0, prewritten = 0, started = 0, preempted = 0, finished = 0;
-  for (const auto& r : runners_) {
-    continued += r->compactions_continued();
-    as_sent += r->compactions_as_sent();
-    prewritten += r->compactions_prewritten();
-    started += r->idle_started();
-    preempted += r->idle_preempted();
-    finished += r->idle_finished();
-  }
+  total.compaction->prewrites_kept = prewrites_->size();
   if (responses_) total.response = responses_->stats();
-  total.compaction = {{"continuations", continued},
-                      {"as_sent", as_sent},
-                      {"prewritten", prewritten},
-                      {"prewrites_kept", prewrites_->size()},
-                      {"worker", {{"started", started}, {"preempted", preempted}, {"finished", finished}}}};
-  total.speculative = speculative_json(speculative_, speculation());
+  total.speculative = speculative_probe(speculative_, speculation());
   for (std::size_t k = 0; k < runners_.size(); ++k) {
     slot_stats st;
     st.slot = k;

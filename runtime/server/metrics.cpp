@@ -51,66 +51,77 @@ std::string metrics::text(long queue_depth, long running) const {
        "anchorage_queue_wait_seconds summary\n"
     << "anchorage_queue_wait_seconds_sum " << queue_sum_s_ << "\nanchorage_queue_wait_seconds_count "
     << finished_ << "\n";
-  struct tier_series {
-    const char* key;
+  struct series_line {
+    tier_series series;
     const char* name;
     const char* type;
     const char* help;
   };
-  static const tier_series series[] = {
-      {"entries", "anchorage_cache_entries", "gauge", "Entries a cache tier holds (anchors, snapshots)."},
-      {"bytes", "anchorage_cache_bytes", "gauge",
+  static const series_line series[] = {
+      {tier_series::entries, "anchorage_cache_entries", "gauge",
+       "Entries a cache tier holds (anchors, snapshots)."},
+      {tier_series::bytes, "anchorage_cache_bytes", "gauge",
        "Bytes a cache tier holds (device memory, or disk for the disk tier)."},
-      {"limit_bytes", "anchorage_cache_limit_bytes", "gauge", "A cache tier's budget."},
-      {"hits", "anchorage_cache_hits_total", "counter", "Requests a cache tier answered."},
-      {"misses", "anchorage_cache_misses_total", "counter", "Lookups a cache tier had nothing for."},
-      {"evictions", "anchorage_cache_evictions_total", "counter", "Entries dropped to make room."},
-      {"stores", "anchorage_cache_stores_total", "counter", "Answers the response cache kept."},
-      {"tokens_saved", "anchorage_cache_tokens_saved_total", "counter",
+      {tier_series::limit_bytes, "anchorage_cache_limit_bytes", "gauge", "A cache tier's budget."},
+      {tier_series::hits, "anchorage_cache_hits_total", "counter", "Requests a cache tier answered."},
+      {tier_series::misses, "anchorage_cache_misses_total", "counter",
+       "Lookups a cache tier had nothing for."},
+      {tier_series::evictions, "anchorage_cache_evictions_total", "counter", "Entries dropped to make room."},
+      {tier_series::stores, "anchorage_cache_stores_total", "counter", "Answers the response cache kept."},
+      {tier_series::tokens_saved, "anchorage_cache_tokens_saved_total", "counter",
        "Prompt tokens restored instead of prefilled."},
-      {"restore_failures", "anchorage_cache_restore_failures_total", "counter",
+      {tier_series::restore_failures, "anchorage_cache_restore_failures_total", "counter",
        "Restores refused by a verification or an I/O error."},
-      {"write_failures", "anchorage_cache_write_failures_total", "counter", "Files a tier failed to write."},
-      {"bytes_written", "anchorage_cache_bytes_written_total", "counter", "Bytes a tier wrote to disk."},
-      {"bytes_read", "anchorage_cache_bytes_read_total", "counter", "Bytes a tier read back from disk."},
+      {tier_series::write_failures, "anchorage_cache_write_failures_total", "counter",
+       "Files a tier failed to write."},
+      {tier_series::bytes_written, "anchorage_cache_bytes_written_total", "counter",
+       "Bytes a tier wrote to disk."},
+      {tier_series::bytes_read, "anchorage_cache_bytes_read_total", "counter",
+       "Bytes a tier read back from disk."},
   };
-  const nlohmann::json tiers_json = tiers();  // the wire's form, read per series below
+  // The tiers whose hits are restores (the suffix store's are drafts: its own series below).
   for (const auto& s : series) {
     o << "# HELP " << s.name << " " << s.help << "\n# TYPE " << s.name << " " << s.type << "\n";
-    for (const auto& [tier, values] : tiers_json.items()) {
-      if (tier == "suffix") continue;  // its own series below: its hits are drafts, not restores
-      if (!values.is_object() || !values.contains(s.key)) continue;
-      o << s.name << "{tier=\"" << tier << "\"} " << values[s.key].dump() << "\n";
-    }
+    if (!tiers_) continue;
+    auto lines = [&](const char* tier, const auto& p) {
+      probe::each_series(p, [&](tier_series t, const nlohmann::json& v) {
+        if (t == s.series) o << s.name << "{tier=\"" << tier << "\"} " << v.dump() << "\n";
+      });
+    };
+    if (tiers_->disk) lines("disk", *tiers_->disk);
+    lines("resident", tiers_->resident);
+    if (tiers_->response) lines("response", *tiers_->response);
+    if (tiers_->spill) lines("spill", *tiers_->spill);
+    lines("store", tiers_->store);
   }
-  if (tiers_json.contains("compaction") && tiers_json["compaction"].is_object()) {
-    const nlohmann::json& c = tiers_json["compaction"];
+  if (tiers_ && tiers_->compaction) {
+    const compaction_stats& c = *tiers_->compaction;
     o << "# HELP anchorage_compactions_total Compaction requests, by how they were served.\n"
       << "# TYPE anchorage_compactions_total counter\n"
-      << "anchorage_compactions_total{served=\"continuation\"} " << c.value("continuations", 0L) << "\n"
-      << "anchorage_compactions_total{served=\"prewritten\"} " << c.value("prewritten", 0L) << "\n"
-      << "anchorage_compactions_total{served=\"as_sent\"} " << c.value("as_sent", 0L) << "\n";
-    const nlohmann::json w = c.value("worker", nlohmann::json::object());
+      << "anchorage_compactions_total{served=\"continuation\"} " << c.continuations << "\n"
+      << "anchorage_compactions_total{served=\"prewritten\"} " << c.prewritten << "\n"
+      << "anchorage_compactions_total{served=\"as_sent\"} " << c.as_sent << "\n";
     o << "# HELP anchorage_compaction_worker_runs_total The compaction worker's idle runs, by what became of "
          "them.\n"
-      << "# TYPE anchorage_compaction_worker_runs_total counter\n";
-    for (const char* k : {"started", "preempted", "finished"})
-      o << "anchorage_compaction_worker_runs_total{run=\"" << k << "\"} " << w.value(k, 0L) << "\n";
+      << "# TYPE anchorage_compaction_worker_runs_total counter\n"
+      << "anchorage_compaction_worker_runs_total{run=\"started\"} " << c.worker.started << "\n"
+      << "anchorage_compaction_worker_runs_total{run=\"preempted\"} " << c.worker.preempted << "\n"
+      << "anchorage_compaction_worker_runs_total{run=\"finished\"} " << c.worker.finished << "\n";
   }
-  if (tiers_json.contains("speculative") && tiers_json["speculative"].is_object()) {
-    const nlohmann::json& sp = tiers_json["speculative"];
+  if (tiers_ && tiers_->speculative) {
+    const speculative_stats& sp = *tiers_->speculative;
     o << "# HELP anchorage_speculative_rounds_total Verify rounds (a pending token and at least one draft).\n"
       << "# TYPE anchorage_speculative_rounds_total counter\n"
-      << "anchorage_speculative_rounds_total " << sp.value("rounds", 0L) << "\n";
+      << "anchorage_speculative_rounds_total " << sp.rounds << "\n";
     o << "# HELP anchorage_draft_tokens_total Drafted tokens, by drafter and by whether the target agreed.\n"
       << "# TYPE anchorage_draft_tokens_total counter\n";
-    const nlohmann::json ds = sp.value("drafters", nlohmann::json::object());
-    for (const auto& [name, d] : ds.items()) {
-      o << "anchorage_draft_tokens_total{drafter=\"" << name << "\",outcome=\"drafted\"} "
-        << d.value("drafted", 0L) << "\n";
-      o << "anchorage_draft_tokens_total{drafter=\"" << name << "\",outcome=\"accepted\"} "
-        << d.value("accepted", 0L) << "\n";
-    }
+    probe::each_field<drafters_stats>([&](const auto& d) {
+      const drafter_stats& x = sp.drafters.*(d.member);
+      o << "anchorage_draft_tokens_total{drafter=\"" << d.name << "\",outcome=\"drafted\"} " << x.drafted
+        << "\n";
+      o << "anchorage_draft_tokens_total{drafter=\"" << d.name << "\",outcome=\"accepted\"} " << x.accepted
+        << "\n";
+    });
   }
   if (tiers_ && tiers_->suffix && tiers_->suffix->enabled) {
     const suffix_tier_stats& x = *tiers_->suffix;

@@ -140,29 +140,31 @@ std::size_t spill_store::clear() {
   return n;
 }
 
-nlohmann::json spill_store::stats() const {
-  return {{"manifests", index_.manifest_count()},
-          {"blocks", index_.present_count(spill_file_kind::block)},
-          {"anchors", index_.present_count(spill_file_kind::anchor)},
-          {"bytes", index_.held_bytes()},
-          {"bytes_in_flight", index_.in_flight_bytes()},
-          {"limit_bytes", opts_.budget_bytes},
-          {"writes_in_flight", plans_.size()},
-          {"hits", hits_},
-          {"restore_failures", restore_failures_},
-          {"writes", writes_},
-          {"writes_unchanged", unchanged_},
-          {"write_failures", write_failures_},
-          {"refusals", refusals_},
-          {"evictions", evictions_},
-          {"blocks_written", blocks_written_},
-          {"blocks_skipped", blocks_skipped_},
-          {"anchors_written", anchors_written_},
-          {"anchors_skipped", anchors_skipped_},
-          {"bytes_written", bytes_written_},
-          {"bytes_read", bytes_read_},
-          {"scan_damaged", scan_damaged_},
-          {"scan_foreign", scan_foreign_}};
+spill_store_stats spill_store::stats() const {
+  spill_store_stats s;
+  s.manifests = index_.manifest_count();
+  s.blocks = index_.present_count(spill_file_kind::block);
+  s.anchors = index_.present_count(spill_file_kind::anchor);
+  s.bytes = index_.held_bytes();
+  s.bytes_in_flight = index_.in_flight_bytes();
+  s.limit_bytes = opts_.budget_bytes;
+  s.writes_in_flight = plans_.size();
+  s.reads = hits_;
+  s.restore_failures = restore_failures_;
+  s.writes = writes_;
+  s.writes_unchanged = unchanged_;
+  s.write_failures = write_failures_;
+  s.refusals = refusals_;
+  s.evictions = evictions_;
+  s.blocks_written = blocks_written_;
+  s.blocks_skipped = blocks_skipped_;
+  s.anchors_written = anchors_written_;
+  s.anchors_skipped = anchors_skipped_;
+  s.bytes_written = bytes_written_;
+  s.bytes_read = bytes_read_;
+  s.scan_damaged = scan_damaged_;
+  s.scan_foreign = scan_foreign_;
+  return s;
 }
 
 }  // namespace anchorage

@@ -34,9 +34,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "protocol/spill_messages.hpp"
+#include "protocol/spill_stats.hpp"
 #include "runtime/core/status.hpp"
 #include "runtime/engine/state_layout.hpp"
 #include "runtime/io/file_env.hpp"
@@ -185,10 +184,8 @@ class spill_store {
   // Deletes every file of the folder and empties the index; returns the files deleted.
   std::size_t clear();
 
-  // manifests, blocks, anchors, bytes, limit_bytes, hits, restore_failures, writes,
-  // write_failures, refusals, evictions, blocks_written, blocks_skipped, anchors_written,
-  // anchors_skipped, bytes_written, bytes_read.
-  nlohmann::json stats() const;
+  // The files held and in flight, and the counters since it opened (reads: verified reads).
+  spill_store_stats stats() const;
 
   std::size_t manifest_count() const;
   std::size_t block_count() const;

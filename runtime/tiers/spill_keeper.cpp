@@ -198,29 +198,28 @@ std::vector<const spill_manifest*> spill_keeper::resident_manifests() const {
 
 std::size_t spill_keeper::clear() { return store_.clear(); }
 
-nlohmann::json spill_keeper::stats() const {
-  nlohmann::json j = store_.stats();
-  j["enabled"] = true;
-  j["reads"] = j.value("hits", 0L);  // the store's verified reads (read-backs at the start too)
-  j["hits"] = hits_;                 // requests the spill tier answered
-  j["entries"] = store_.manifest_count();
-  j["tokens_saved"] = tokens_saved_;
-  j["spills"] = spills_;
-  j["spill_refusals"] = spill_refusals_;
-  j["stage_refusals"] = stage_refusals_;
-  j["read_failures"] = read_failures_;
-  j["blocks_staged"] = blocks_staged_;
-  j["blocks_skipped_on_device"] = blocks_skipped_;
-  j["staged_bytes"] = staged_;
-  j["in_flight"] = in_flight();
-  j["in_flight_waits"] = waits_;
-  j["stage_limit_bytes"] = opts_.stage_bytes;
-  j["min_tokens"] = opts_.min_tokens;
-  j["read_bytes_per_s"] = read_bps_;
-  j["write_bytes_per_s"] = write_bps_;
-  j["last_write"] = {{"bytes", last_write_bytes_}, {"seconds", last_write_s_}};
-  j["last_read"] = {{"bytes", last_read_bytes_}, {"seconds", last_read_s_}};
-  return j;
+spill_tier_stats spill_keeper::stats() const {
+  spill_tier_stats s;
+  s.store = store_.stats();
+  s.hits = hits_;
+  s.entries = store_.manifest_count();
+  s.tokens_saved = tokens_saved_;
+  s.spills = spills_;
+  s.spill_refusals = spill_refusals_;
+  s.stage_refusals = stage_refusals_;
+  s.read_failures = read_failures_;
+  s.blocks_staged = blocks_staged_;
+  s.blocks_skipped_on_device = blocks_skipped_;
+  s.staged_bytes = staged_;
+  s.in_flight = in_flight();
+  s.in_flight_waits = waits_;
+  s.stage_limit_bytes = opts_.stage_bytes;
+  s.min_tokens = opts_.min_tokens;
+  s.read_bytes_per_s = read_bps_;
+  s.write_bytes_per_s = write_bps_;
+  s.last_write = {last_write_bytes_, last_write_s_};
+  s.last_read = {last_read_bytes_, last_read_s_};
+  return s;
 }
 
 }  // namespace anchorage

@@ -18,8 +18,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "protocol/spill_messages.hpp"
 #include "runtime/cache/resident_prefix.hpp"
 #include "runtime/cache/resume_offer.hpp"
@@ -117,7 +115,7 @@ class spill_keeper {
 
   // ---- Maintenance ----------------------------------------------------------------------------
   std::size_t clear();
-  nlohmann::json stats() const;
+  spill_tier_stats stats() const;
   std::uint64_t staged_bytes() const { return staged_; }
   std::size_t min_tokens() const { return opts_.min_tokens; }
   spill_store& store() { return store_; }

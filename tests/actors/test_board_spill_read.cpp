@@ -106,7 +106,7 @@ TEST_CASE("while one slot's conversation is read back from the spill, another sl
   CHECK(seen->ledger[0].id == "c1");
   CHECK(seen->ledger[0].output_tokens == 40);
   CHECK(caf_fixture::state_of<spill_reader_state>(reader).reads == 0);
-  CHECK(keeper->stats()["reads"] == 0);
+  CHECK(keeper->stats().store.reads == 0);
 
   // The reader reads; the board applies its verified bytes and A runs.
   run_only(f, reader);

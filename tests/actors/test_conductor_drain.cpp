@@ -114,14 +114,15 @@ ledger_entry ended(const std::string& id) {
   return e;
 }
 
-// Asks the conductor `atom` (drain or quiesce) from an actor of its own; the answer lands in the
-// returned optional when it comes.
-template <class Atom>
-std::shared_ptr<std::optional<bool>> ask(caf_fixture& f, const conductor_actor& cond, Atom atom) {
+// Asks the conductor `atom` (drain, quiesce or started, with its arguments) from an actor of its
+// own; the answer lands in the returned optional when it comes.
+template <class Atom, class... Args>
+std::shared_ptr<std::optional<bool>> ask(caf_fixture& f, const conductor_actor& cond, Atom atom,
+                                         Args... args) {
   auto answer = std::make_shared<std::optional<bool>>();
   f.spawn(
-      [cond, answer, atom](caf::event_based_actor* self, int) -> caf::behavior {
-        self->request(cond, caf::infinite, atom).then([answer](bool ok) { *answer = ok; });
+      [cond, answer, atom, args...](caf::event_based_actor* self, int) -> caf::behavior {
+        self->request(cond, caf::infinite, atom, args...).then([answer](bool ok) { *answer = ok; });
         return {[](int) {}};
       },
       0);
@@ -270,4 +271,39 @@ TEST_CASE(
   REQUIRE(b->has_value());
   CHECK(**b);
   CHECK(h->runs == std::vector<std::string>{"r1", "r2"});
+}
+
+TEST_CASE("a wait for a start is answered once that many requests run on the board", "[actors][conductor]") {
+  caf_fixture f;
+  auto h = std::make_shared<held_quiesce>();
+  conductor_options opts;
+  opts.limits.ctx_size = 1024;
+  auto& sys = *f.sys;
+  auto cond = f.spawn(conductor, opts, [&sys, h](done_receiver) { return sys.spawn(quiescing_board, h); });
+  auto seen = std::make_shared<recorded>();
+  auto sink = f.spawn(recorder, seen);
+  f.sched->run();
+  auto started = [&](std::size_t n) { return ask(f, cond, started_atom::value, n); };
+
+  const auto one = started(1);
+  const auto two = started(2);
+  CHECK_FALSE(one->has_value());  // nothing runs yet
+  caf::anon_send(cond, generate_atom::value,
+                 request_envelope{"r1", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
+  caf::anon_send(cond, generate_atom::value,
+                 request_envelope{"r2", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
+  f.sched->run();
+  REQUIRE(h->runs == std::vector<std::string>{"r1"});
+  REQUIRE(one->has_value());
+  CHECK(**one);
+  CHECK_FALSE(two->has_value());  // one slot: r2 waits, so two never run at once
+
+  // Asked while one runs: answered at once.
+  const auto again = started(1);
+  REQUIRE(again->has_value());
+  CHECK(**again);
+  caf::anon_send(cond, done_atom::value, ended("r1"));
+  f.sched->run();
+  CHECK(h->runs == std::vector<std::string>{"r1", "r2"});
+  CHECK_FALSE(two->has_value());
 }

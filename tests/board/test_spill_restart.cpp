@@ -126,7 +126,7 @@ TEST_CASE("spill: a planned stop and a new start resume the next turn from the s
   REQUIRE(b.runner(0).slot0().length() == n3);
   CHECK(same(state_bytes(b.runner(0).slot0().cache_state(), n3),
              state_bytes(a.runner(0).slot0().cache_state(), n3)));
-  CHECK(k2->stats()["hits"] == 1);
+  CHECK(k2->stats().hits == 1);
 }
 
 TEST_CASE("spill: re-spilling an unchanged conversation writes no block, a grown one at most ceil(d/grid)+1",

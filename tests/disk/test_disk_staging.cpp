@@ -10,7 +10,6 @@
 #include <iterator>
 
 #include "runtime/disk/disk_staging.hpp"
-#include "runtime/disk/disk_stats_json.hpp"
 #include "tests/support/disk_store_fixture.hpp"
 
 using namespace anchorage;
@@ -50,7 +49,7 @@ void prefill_steps(engine& e, const std::vector<token_id>& prompt, std::size_t s
 // The new way: the service plans, the staging copies, the service prepares, writes and commits.
 struct staged_outcome {
   disk_staging_stats staging;
-  nlohmann::json wire;  // disk_stats_json of the service's and the staging's stats
+  nlohmann::json wire;  // the tier's probe (disk_tier_stats) of the service's and the staging's stats
 };
 
 staged_outcome write_with_staging(bench& b, const std::string& dir, const std::vector<token_id>& prompt,
@@ -77,8 +76,8 @@ staged_outcome write_with_staging(bench& b, const std::string& dir, const std::v
     staging.released(now.released_bytes);
   }
   const disk_tier_options o = tier_options(dir, stage_bytes);
-  return {staging.stats(),
-          disk_stats_json(s.stats(), staging.stats(), o.admission.min_tokens, o.checkpoint_tokens)};
+  return {staging.stats(), nlohmann::json(disk_tier_stats{s.stats(), staging.stats(), o.admission.min_tokens,
+                                                          o.checkpoint_tokens})};
 }
 
 // The wire's field names, sorted.

@@ -22,7 +22,7 @@ turn_reply post_session(const http_server& s, const json& body) { return post_tu
 
 // tiers.compaction once the board has reported `served` compaction requests (its stats reach the
 // conductor beside the answer, not before it).
-json compaction_stats(const http_server& s) {
+json compaction_json(const http_server& s) {
   REQUIRE(s.quiesce());
   return s.get("/v1/cache/stats")
       .body_json()
@@ -105,7 +105,7 @@ TEST_CASE("http: a compaction request is served as the continuation of the sessi
   const turn_reply t3 = post_session(s, greedy_turn(messages, 8));
   CHECK(t3.x_cache["source"] == "end");
   CHECK(t3.x_cache["resumed_at"] == end_rows);
-  const json stats = compaction_stats(s);
+  const json stats = compaction_json(s);
   CHECK(stats["continuations"] == 1);
   CHECK(stats["as_sent"] == 0);
   CHECK_THAT(s.get("/metrics").body,
@@ -120,7 +120,7 @@ TEST_CASE("http: a compaction whose first user line the held conversation lacks 
   const turn_reply c = post_session(s, body);
   CHECK(c.x_cache.value("via", "") != "compaction");
   CHECK(c.x_cache["prefilled_tokens"] == c.usage["prompt_tokens"]);
-  CHECK(compaction_stats(s)["as_sent"] == 1);
+  CHECK(compaction_json(s)["as_sent"] == 1);
   // With --compaction off, a compaction the held conversation would pass is served as sent too.
   http_server off({"--compaction", "off"});
   const json again = first_turn(off);
@@ -214,7 +214,7 @@ TEST_CASE(
   INFO(c2.x_cache.dump());
   CHECK(c2.x_cache["via"] == "compaction");
   CHECK(c2.x_cache["prefilled_tokens"].get<long>() > 0);
-  const json stats = compaction_stats(s);  // c2, the first continuation
+  const json stats = compaction_json(s);  // c2, the first continuation
   CHECK(stats["prewritten"] == 2);
   CHECK(stats["continuations"] == 1);
   const std::string metrics = s.get("/metrics").body;
@@ -307,7 +307,7 @@ TEST_CASE(
   CHECK(c.x_cache["prefilled_tokens"].get<long>() <= turn_tokens + 2);
   CHECK(c.usage["prompt_tokens"].get<long>() == end_rows + c.x_cache["prefilled_tokens"].get<long>());
   CHECK(c.usage["prompt_tokens_details"]["cached_tokens"] == end_rows);
-  CHECK(compaction_stats(s)["continuations"] == 1);
+  CHECK(compaction_json(s)["continuations"] == 1);
 
   // After a quiet spell the worker has written the summary of this end for the turn the repeat
   // compaction planned, and the same request (opencode sends it again when it retries) is
@@ -347,7 +347,7 @@ TEST_CASE("http: a compaction asked for right after the user typed prefills that
   CHECK(c.x_cache["prefilled_tokens"].get<long>() <= turn_tokens + 2);
   CHECK(c.x_cache["prefilled_tokens"].get<long>() >
         static_cast<long>(count_tokens(continuation_turn())) + static_cast<long>(count_tokens(typed)) - 2);
-  CHECK(compaction_stats(s)["continuations"] == 1);
+  CHECK(compaction_json(s)["continuations"] == 1);
 }
 
 TEST_CASE(
@@ -362,7 +362,7 @@ TEST_CASE(
     const turn_reply c = post_turn(s, repeat_compaction(messages), other);
     CHECK(c.x_cache.value("via", "") != "compaction");
     CHECK(c.x_cache["prefilled_tokens"] == c.usage["prompt_tokens"]);
-    CHECK(compaction_stats(s)["as_sent"] == 1);
+    CHECK(compaction_json(s)["as_sent"] == 1);
   }
   SECTION("one message differs") {
     json changed = messages;
@@ -370,7 +370,7 @@ TEST_CASE(
     const turn_reply c = post_session(s, repeat_compaction(changed));
     CHECK(c.x_cache.value("via", "") != "compaction");
     CHECK(c.x_cache["prefilled_tokens"] == c.usage["prompt_tokens"]);
-    CHECK(compaction_stats(s)["as_sent"] == 1);
+    CHECK(compaction_json(s)["as_sent"] == 1);
   }
   SECTION("the same session and transcript: the continuation (the cases above can fail)") {
     const turn_reply c = post_session(s, repeat_compaction(messages));

@@ -133,10 +133,7 @@ TEST_CASE(
   conversation a(filler(system_prompt, 6000), "List the files in src and read main.cpp.");
   http_reply first_reply;
   std::thread t([&] { first_reply = a.send(s, 1); });
-  for (int i = 0; i < 400; ++i) {
-    if (s.get("/v1/cache/stats").body_json()["queue"]["running"] == 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  CHECK(s.wait_running(1));
   const turn_reply title = title_request(s);
   t.join();
   const turn_reply first = a.take(first_reply, 1);

@@ -27,10 +27,7 @@ json entry(const json& ledger, const std::string& prompt_kind, long prompt_token
 // A long completion on a thread; once it runs, a short one, whose reply is returned.
 http_reply short_beside_long(const http_server& s, std::size_t long_tokens, http_reply& long_reply) {
   std::thread t([&] { long_reply = s.post_json("/v1/completions", long_completion(long_tokens)); });
-  for (int i = 0; i < 400; ++i) {
-    if (s.get("/v1/cache/stats").body_json()["queue"]["running"] == 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  CHECK(s.wait_running(1));
   http_reply short_reply = s.post_json("/v1/completions", small_completion("Title:", 4));
   t.join();
   return short_reply;

@@ -34,7 +34,7 @@ std::string completion_text(const http_server& s, const json& body) {
   return r.body_json()["choices"][0]["text"];
 }
 
-json speculative_stats(const http_server& s) {
+json speculative_json(const http_server& s) {
   return s.get("/v1/cache/stats").body_json()["tiers"]["speculative"];
 }
 
@@ -56,7 +56,7 @@ TEST_CASE("http: greedy completions are the same with speculation off, lookup an
           CHECK(completion_text(on, greedy_completion(p, 48)) ==
                 completion_text(off, greedy_completion(p, 48)));
         }
-        const json st = speculative_stats(on);
+        const json st = speculative_json(on);
         CHECK(st["mode"] == mode);
         CHECK(st["draft_max"] == 6);
         CHECK(st["rounds"].get<long>() > 0);
@@ -87,7 +87,7 @@ TEST_CASE("http: two slots in verify rounds at once answer what each answers alo
     CHECK(got_a == want_a);
     CHECK(rb.body_json()["choices"][0]["text"] == want_b);
   }
-  CHECK(speculative_stats(both)["rounds"].get<long>() > 0);
+  CHECK(speculative_json(both)["rounds"].get<long>() > 0);
 }
 
 TEST_CASE("http: after a speculative answer the next turn resumes at the end anchor with the same tokens",
@@ -123,7 +123,7 @@ TEST_CASE("http: after a speculative answer the next turn resumes at the end anc
   CHECK(s2.x_cache["source"] == p2.x_cache["source"]);
   CHECK(s2.x_cache["source"] == "end");
   CHECK(s2.message == p2.message);
-  CHECK(speculative_stats(spec)["rounds"].get<long>() > 0);
+  CHECK(speculative_json(spec)["rounds"].get<long>() > 0);
 }
 
 TEST_CASE("http: the speculative counters reach /metrics", "[http][speculative][metrics]") {
@@ -164,7 +164,7 @@ TEST_CASE("http: an identical request's answer is drafted from the suffix store 
   const std::string second = completion_text(s, body);
   CHECK(second == first);
   CHECK(second == completion_text(plain, body));
-  const json st = speculative_stats(s);
+  const json st = speculative_json(s);
   INFO(st.dump());
   CHECK(st["drafters"]["store"]["accepted"].get<long>() > 0);
   CHECK(s.get("/v1/cache/stats").body_json()["tiers"]["suffix"]["hits"].get<long>() > 0);

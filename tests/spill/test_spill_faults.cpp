@@ -128,7 +128,7 @@ TEST_CASE("a failed spill committed in the same process keeps the previous one",
   two_turns w;
   const spill_image img = w.next();
   SECTION("ENOSPC mid-spill is soft") {
-    const std::uint64_t failures = w.store->stats().at("write_failures");
+    const std::uint64_t failures = w.store->stats().write_failures;
     w.t.env.no_space_after(spill_block_file_bytes(w.t.layout, 8, 12) + 10);  // the second file does not fit
     spill_write_report r;
     REQUIRE_NOTHROW(r = w.t.spill(*w.store, img));
@@ -136,7 +136,7 @@ TEST_CASE("a failed spill committed in the same process keeps the previous one",
     CHECK_FALSE(r.refused);
     CHECK(r.error.find("No space") != std::string::npos);
     CHECK(w.t.env.counters().no_space >= 1);
-    CHECK(w.store->stats().at("write_failures") == failures + 1);
+    CHECK(w.store->stats().write_failures == failures + 1);
     CHECK(tmp_count(w.store->folder()) == 0);
     CHECK(w.store->total_bytes() == finished_bytes(w.store->folder()));
     w.old_turn_readable(*w.store);
@@ -178,7 +178,7 @@ TEST_CASE("a failed spill committed in the same process keeps the previous one",
     CHECK(r.failed);
     CHECK(r.blocks_written == 2);
     w.old_turn_readable(*w.store);
-    CHECK(w.store->stats().at("bytes_in_flight") == 0);
+    CHECK(w.store->stats().bytes_in_flight == 0);
     CHECK(w.store->total_bytes() == finished_bytes(w.store->folder()));
   }
 }
@@ -216,7 +216,7 @@ TEST_CASE("a flipped bit in a block fails the read and deletes the block and its
   CHECK_FALSE(store->find(ib.manifest.id));
   REQUIRE(store->find(ic.manifest.id));
   CHECK(store->manifest_count() == 1);
-  CHECK(store->stats().at("restore_failures") == 1);
+  CHECK(store->stats().restore_failures == 1);
   CHECK(store->total_bytes() == finished_bytes(store->folder()));
   CHECK(names_in(store->folder()).size() == ic.manifest.blocks.size() + ic.manifest.anchors.size() + 1);
   t.env.heal();
@@ -314,5 +314,5 @@ TEST_CASE("a spill relying on a file another spill in flight failed to write fai
   CHECK(store->manifest_count() == 0);
   CHECK(names_in(store->folder()).empty());
   CHECK(store->total_bytes() == 0);
-  CHECK(store->stats().at("bytes_in_flight") == 0);
+  CHECK(store->stats().bytes_in_flight == 0);
 }

@@ -86,8 +86,8 @@ TEST_CASE("a spill written and read back holds exactly the conversation's bytes"
   CHECK(read->manifest.tokens == c.tokens);
   CHECK(read->manifest.session_key == "alice");
   CHECK(read->bytes_read == f.bytes);
-  const auto stats = store->stats();
-  CHECK(stats.at("hits") == 1);
+  const nlohmann::json stats = store->stats();  // the probe's JSON
+  CHECK(stats.at("reads") == 1);
   CHECK(stats.at("writes") == 1);
   CHECK(stats.at("blocks_written") == 3);
   CHECK(stats.at("anchors_written") == 3);
@@ -95,7 +95,7 @@ TEST_CASE("a spill written and read back holds exactly the conversation's bytes"
   CHECK(stats.at("bytes") == f.bytes);
   CHECK(stats.at("bytes_read") == f.bytes);
   for (const char* key :
-       {"manifests", "blocks", "anchors", "bytes", "limit_bytes", "hits", "restore_failures", "writes",
+       {"manifests", "blocks", "anchors", "bytes", "limit_bytes", "reads", "restore_failures", "writes",
         "write_failures", "refusals", "evictions", "blocks_written", "blocks_skipped", "anchors_written",
         "anchors_skipped", "bytes_written", "bytes_read"}) {
     INFO(key);
@@ -129,8 +129,8 @@ TEST_CASE("re-spilling an unchanged conversation writes nothing, not even the ma
   }
   CHECK(t.env.counters().writes == writes);
   CHECK(t.env.counters().bytes_written == bytes);
-  CHECK(store->stats().at("blocks_skipped") == 6);
-  CHECK(store->stats().at("writes_unchanged") == 2);
+  CHECK(store->stats().blocks_skipped == 6);
+  CHECK(store->stats().writes_unchanged == 2);
 
   // Only the manifest changed (now the slot's resident one): the manifest alone is written.
   spill_image_options o = anchors_at({8});
@@ -263,7 +263,7 @@ TEST_CASE("over the budget the least recently used conversation goes first, a sh
   CHECK_FALSE(store->has_block(ib.manifest.blocks[2].name));  // bob's own went with him
   CHECK(store->total_bytes() <= store->max_bytes());
   CHECK(store->total_bytes() == files_in(store->folder()).bytes);
-  CHECK(store->stats().at("evictions") == 1);
+  CHECK(store->stats().evictions == 1);
   auto rc = store->read_verified(ic.manifest.id);
   REQUIRE(rc);
   CHECK(rc->rows == c.rows);
@@ -297,7 +297,7 @@ TEST_CASE("a spill that cannot fit, or names what is neither held nor staged, is
   CHECK(t.env.counters().writes == writes);
   CHECK(store->manifest_count() == 0);
   CHECK(files_in(store->folder()).bytes == 0);
-  CHECK(store->stats().at("refusals") == 1);
+  CHECK(store->stats().refusals == 1);
 
   auto roomy = t.open();
   spill_image missing = ia;
@@ -333,7 +333,7 @@ TEST_CASE("a scan after a restart rebuilds the same catalog", "[spill]") {
   CHECK(rep.tmp_reaped + rep.foreign + rep.damaged + rep.orphans == 0);
   CHECK(again.manifest_count() == 2);
   CHECK(again.block_count() == blocks);
-  CHECK(again.total_bytes() == before.at("bytes").get<std::uint64_t>());
+  CHECK(again.total_bytes() == before.bytes);
   for (const auto* m : {&ia.manifest, &ib.manifest}) {
     REQUIRE(again.find(m->id));
     CHECK(again.find(m->id)->tokens == m->tokens);

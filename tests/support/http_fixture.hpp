@@ -228,6 +228,12 @@ class http_server {
     return server_->quiesce(within);
   }
 
+  // Waits until at least `n` requests run on the board at once (server::wait_running); whether
+  // that came within `within`.
+  bool wait_running(std::size_t n, std::chrono::milliseconds within = std::chrono::seconds(10)) const {
+    return server_->wait_running(n, within);
+  }
+
   // The ledger entry of request `id` once the server is quiet (the entry is written when the
   // board reports the request done, which for a cancelled stream comes after the client left).
   std::optional<json> ledger_entry_of(const std::string& id,

@@ -94,7 +94,10 @@ struct failing_tier final : tier {
   void end_generation(const state_adapter&, kernels::backend, end_record) override {}
   void finish(state_adapter&) override { ++finishes; }
   void clear(cache_tier) override {}
-  void stats(cache_stats& into) const override { into.disk = {{"fake", true}}; }
+  void stats(cache_stats& into) const override {
+    into.disk.emplace();
+    into.disk->store.folder = "fake";
+  }
 };
 
 }  // namespace
@@ -117,7 +120,7 @@ TEST_CASE("the coordinator asks every tier in order and falls back when a restor
   CHECK(f.begins == 1);
   CHECK(f.steps == 5);
   CHECK(f.finishes == 1);
-  CHECK(nlohmann::json(tiers.stats())["disk"]["fake"] == true);
+  CHECK(nlohmann::json(tiers.stats())["disk"]["folder"] == "fake");
   CHECK(tiers.has(cache_tier::disk));
   // The second time the resident prefix starts later than the fake: the fake is not taken.
   const auto second = serve_turn(tiers, *e, prompt, 0);
