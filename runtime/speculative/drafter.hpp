@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "protocol/probe.hpp"
 #include "runtime/core/token.hpp"
 #include "runtime/engine/engine.hpp"
 #include "runtime/speculative/draft_length.hpp"
@@ -30,10 +31,11 @@ struct drafter_counters {
   std::uint64_t rounds = 0;    // verify rounds with at least one of its drafts
   std::uint64_t drafted = 0;   // drafts forwarded
   std::uint64_t accepted = 0;  // drafts the target agreed with
-  void add(const drafter_counters& o) {
-    rounds += o.rounds;
-    drafted += o.drafted;
-    accepted += o.accepted;
+
+  static constexpr auto fields() {
+    using s = drafter_counters;
+    return std::make_tuple(probe::sum("rounds", &s::rounds), probe::sum("drafted", &s::drafted),
+                           probe::sum("accepted", &s::accepted));
   }
 };
 
@@ -42,16 +44,16 @@ struct speculative_counters {
   std::uint64_t plain_steps = 0;  // decode steps with no draft
   std::uint64_t pauses = 0;       // times a drafter paused itself
   drafter_counters forced, lookup, store, mtp;
-  void add(const speculative_counters& o) {
-    rounds += o.rounds;
-    plain_steps += o.plain_steps;
-    pauses += o.pauses;
-    forced.add(o.forced);
-    lookup.add(o.lookup);
-    store.add(o.store);
-    mtp.add(o.mtp);
-  }
+  void add(const speculative_counters& o) { probe::merge_into(*this, o); }
   drafter_counters& of(draft_kind k);
+
+  static constexpr auto fields() {
+    using s = speculative_counters;
+    return std::make_tuple(probe::sum("rounds", &s::rounds), probe::sum("plain_steps", &s::plain_steps),
+                           probe::sum("pauses", &s::pauses), probe::sum("forced", &s::forced),
+                           probe::sum("lookup", &s::lookup), probe::sum("store", &s::store),
+                           probe::sum("mtp", &s::mtp));
+  }
 };
 
 struct draft_proposal {

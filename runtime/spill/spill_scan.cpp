@@ -161,8 +161,8 @@ spill_scan_report spill_store::scan() {
   r.manifests = index_.manifest_count();
   r.blocks = index_.present_count(spill_file_kind::block);
   r.anchors = index_.present_count(spill_file_kind::anchor);
-  scan_damaged_ += r.damaged;
-  scan_foreign_ += r.foreign;
+  counts_.scan_damaged += r.damaged;
+  counts_.scan_foreign += r.foreign;
   return r;
 }
 

@@ -141,7 +141,7 @@ std::size_t spill_store::clear() {
 }
 
 spill_store_stats spill_store::stats() const {
-  spill_store_stats s;
+  spill_store_stats s = counts_;
   s.manifests = index_.manifest_count();
   s.blocks = index_.present_count(spill_file_kind::block);
   s.anchors = index_.present_count(spill_file_kind::anchor);
@@ -149,21 +149,6 @@ spill_store_stats spill_store::stats() const {
   s.bytes_in_flight = index_.in_flight_bytes();
   s.limit_bytes = opts_.budget_bytes;
   s.writes_in_flight = plans_.size();
-  s.reads = hits_;
-  s.restore_failures = restore_failures_;
-  s.writes = writes_;
-  s.writes_unchanged = unchanged_;
-  s.write_failures = write_failures_;
-  s.refusals = refusals_;
-  s.evictions = evictions_;
-  s.blocks_written = blocks_written_;
-  s.blocks_skipped = blocks_skipped_;
-  s.anchors_written = anchors_written_;
-  s.anchors_skipped = anchors_skipped_;
-  s.bytes_written = bytes_written_;
-  s.bytes_read = bytes_read_;
-  s.scan_damaged = scan_damaged_;
-  s.scan_foreign = scan_foreign_;
   return s;
 }
 

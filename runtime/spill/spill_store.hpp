@@ -235,10 +235,8 @@ class spill_store {
   std::uint64_t use_clock_ = 0;  // last_use order within the process
   std::int64_t last_stamp_ = 0;  // the newest mtime given a manifest (seconds)
   bool warned_ = false;
-  std::uint64_t hits_ = 0, restore_failures_ = 0, writes_ = 0, unchanged_ = 0, write_failures_ = 0,
-                refusals_ = 0, evictions_ = 0, blocks_written_ = 0, blocks_skipped_ = 0, anchors_written_ = 0,
-                anchors_skipped_ = 0, bytes_written_ = 0, bytes_read_ = 0, scan_damaged_ = 0,
-                scan_foreign_ = 0;
+  // The counters since it opened; stats() fills in the files held and in flight.
+  spill_store_stats counts_;
 };
 
 }  // namespace anchorage

@@ -208,12 +208,12 @@ expected<spill_read> spill_store::finish_read(spill_fetch& f) {
     // (a clear or a newer spill of the conversation in between makes the bytes stale for it).
     if (!e || f.epoch != epoch_ || e->encoded != f.encoded)
       return status::failure("the spill of " + spill_manifest_file(f.id) + " changed while it was read");
-    ++hits_;
-    bytes_read_ += f.read.bytes_read;
+    ++counts_.reads;
+    counts_.bytes_read += f.read.bytes_read;
     touch(f.id);
     return std::move(f.read);
   }
-  ++restore_failures_;
+  ++counts_.restore_failures;
   const std::string why = "the spill of " + spill_manifest_file(f.id) + " failed its read: " + f.failure;
   if (f.epoch != epoch_ || f.failed_at >= f.files.size()) return status::failure(why);
   const spill_fetch::file bad = f.files[f.failed_at];

@@ -41,7 +41,7 @@ spill_write_plan spill_store::refuse(spill_write_plan p, std::string why) {
   p.bytes = 0;
   p.refused = true;
   p.error = std::move(why);
-  ++refusals_;
+  ++counts_.refusals;
   return p;
 }
 
@@ -75,7 +75,7 @@ bool spill_store::make_room(std::uint64_t need, std::uint64_t freed, std::uint64
   for (std::uint64_t id : victims) {
     drop_manifest(id);
     ++evicted;
-    ++evictions_;
+    ++counts_.evictions;
   }
   return true;
 }
@@ -284,13 +284,13 @@ spill_write_report spill_store::commit(const spill_image& image, const spill_wri
   const plan_state st = std::move(it->second);
   plans_.erase(it);
   const spill_manifest& m = image.manifest;
-  blocks_skipped_ += plan.blocks_present;
-  anchors_skipped_ += plan.anchors_present;
+  counts_.blocks_skipped += plan.blocks_present;
+  counts_.anchors_skipped += plan.anchors_present;
 
   std::vector<spill_file_key> dead;
   if (st.unchanged) {
-    ++writes_;
-    ++unchanged_;
+    ++counts_.writes;
+    ++counts_.writes_unchanged;
     touch(m.id);
     for (const auto& k : st.pinned)
       if (index_.unpin(k)) dead.push_back(k);
@@ -316,9 +316,9 @@ spill_write_report spill_store::commit(const spill_image& image, const spill_wri
     if (i < results.size() && results[i].ok) {
       index_.set_present(k);
       ++(block ? r.blocks_written : r.anchors_written);
-      ++(block ? blocks_written_ : anchors_written_);
+      ++(block ? counts_.blocks_written : counts_.anchors_written);
       r.bytes_written += f.bytes;
-      bytes_written_ += f.bytes;
+      counts_.bytes_written += f.bytes;
       dead.push_back(k);  // dead once unpinned, unless the manifest takes it
       continue;
     }
@@ -343,14 +343,14 @@ spill_write_report spill_store::commit(const spill_image& image, const spill_wri
   if (!failed) {
     const std::vector<unsigned char> encoded = encode_spill_manifest(layout_, m);
     r.bytes_written += encoded.size();
-    bytes_written_ += encoded.size();
+    counts_.bytes_written += encoded.size();
     const std::vector<spill_file_key> replaced = index_.install(m, encoded, ++use_clock_);
     dead.insert(dead.end(), replaced.begin(), replaced.end());
     env_.set_modified_s(manifest_path(m.id), next_stamp());
-    ++writes_;
+    ++counts_.writes;
   } else {
     r.failed = true;
-    ++write_failures_;
+    ++counts_.write_failures;
     warn_once(r.error);
     if (manifest_tried && st.epoch == epoch_) restore_manifest_file(m.id);
     if (manifest_tried && st.epoch != epoch_) env_.remove(manifest_path(m.id));

@@ -54,8 +54,8 @@ spill_write_report spill_keeper::committed(spill_job& job) {
   spill_write_report r = store_.commit(job.image, job.plan, job.results);
   if (!r.failed && !r.refused && r.bytes_written > 0 && job.write_s > 0) {
     write_bps_ = blend_rate(write_bps_, static_cast<double>(r.bytes_written) / job.write_s);
-    last_write_s_ = job.write_s;
-    last_write_bytes_ = r.bytes_written;
+    counts_.last_write.seconds = job.write_s;
+    counts_.last_write.bytes = r.bytes_written;
   }
   if (r.failed) log_warn() << "a session spill failed (" << r.error << "); the previous spill stays";
   // The staged bytes are no longer needed.
@@ -115,7 +115,7 @@ std::optional<spill_offer> spill_keeper::offer(const std::vector<token_id>& prom
 expected<spill_read> spill_keeper::read(std::uint64_t id) {
   spill_fetch_ptr f = plan_fetch(id);
   if (!f) {
-    ++read_failures_;
+    ++counts_.read_failures;
     return status::failure("no spilled conversation is indexed under that id");
   }
   execute_spill_read(*env_, *f);
@@ -126,14 +126,14 @@ expected<spill_read> spill_keeper::fetched(spill_fetch& f) {
   const double read_s = f.read_s;
   auto got = store_.finish_read(f);
   if (!got) {
-    ++read_failures_;
+    ++counts_.read_failures;
     log_warn() << "a session spill read failed (" << got.error().error() << ")";
     return got;
   }
-  last_read_s_ = read_s;
-  last_read_bytes_ = got->bytes_read;
-  if (last_read_s_ > 0)
-    read_bps_ = blend_rate(read_bps_, static_cast<double>(got->bytes_read) / last_read_s_);
+  counts_.last_read.seconds = read_s;
+  counts_.last_read.bytes = got->bytes_read;
+  if (counts_.last_read.seconds > 0)
+    read_bps_ = blend_rate(read_bps_, static_cast<double>(got->bytes_read) / counts_.last_read.seconds);
   return got;
 }
 
@@ -199,26 +199,15 @@ std::vector<const spill_manifest*> spill_keeper::resident_manifests() const {
 std::size_t spill_keeper::clear() { return store_.clear(); }
 
 spill_tier_stats spill_keeper::stats() const {
-  spill_tier_stats s;
+  spill_tier_stats s = counts_;
   s.store = store_.stats();
-  s.hits = hits_;
   s.entries = store_.manifest_count();
-  s.tokens_saved = tokens_saved_;
-  s.spills = spills_;
-  s.spill_refusals = spill_refusals_;
-  s.stage_refusals = stage_refusals_;
-  s.read_failures = read_failures_;
-  s.blocks_staged = blocks_staged_;
-  s.blocks_skipped_on_device = blocks_skipped_;
   s.staged_bytes = staged_;
   s.in_flight = in_flight();
-  s.in_flight_waits = waits_;
   s.stage_limit_bytes = opts_.stage_bytes;
   s.min_tokens = opts_.min_tokens;
   s.read_bytes_per_s = read_bps_;
   s.write_bytes_per_s = write_bps_;
-  s.last_write = {last_write_bytes_, last_write_s_};
-  s.last_read = {last_read_bytes_, last_read_s_};
   return s;
 }
 

@@ -108,7 +108,7 @@ class spill_keeper {
   bool in_flight_session(const std::string& session) const;
   std::size_t in_flight() const;
   // A request held for a commit (stats: in_flight_waits).
-  void count_wait() { ++waits_; }
+  void count_wait() { ++counts_.in_flight_waits; }
 
   // Manifests a planned stop left as some slot's resident conversation, newest first.
   std::vector<const spill_manifest*> resident_manifests() const;
@@ -122,10 +122,10 @@ class spill_keeper {
   const spill_store& store() const { return store_; }
   const state_layout& layout() const { return layout_; }
   double read_rate() const { return read_bps_ > 0 ? read_bps_ : opts_.read_bytes_per_s; }
-  long hits() const { return hits_; }
+  long hits() const { return counts_.hits; }
   void count_hit(std::size_t tokens_saved) {
-    ++hits_;
-    tokens_saved_ += tokens_saved;
+    ++counts_.hits;
+    counts_.tokens_saved += tokens_saved;
   }
 
  private:
@@ -140,11 +140,8 @@ class spill_keeper {
   std::uint64_t staged_ = 0;                               // host bytes in jobs not committed yet
   std::vector<std::weak_ptr<const spill_job>> in_flight_;  // staged, not committed yet
   double read_bps_ = 0, write_bps_ = 0;
-  long spills_ = 0, waits_ = 0, spill_refusals_ = 0, stage_refusals_ = 0, hits_ = 0, read_failures_ = 0;
-  long blocks_staged_ = 0, blocks_skipped_ = 0;
-  std::size_t tokens_saved_ = 0;
-  double last_write_s_ = 0, last_read_s_ = 0;
-  std::uint64_t last_write_bytes_ = 0, last_read_bytes_ = 0;
+  // The counters and the last transfers; stats() fills in the rest.
+  spill_tier_stats counts_;
 };
 
 }  // namespace anchorage

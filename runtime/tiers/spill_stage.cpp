@@ -144,7 +144,7 @@ spill_job_ptr spill_keeper::stage(const conversation& c, const std::string& why)
     }
   // Budgets before copying (invariant 6): the host staging and the spill's own.
   if (staged_ + need > opts_.stage_bytes || need > store_.max_bytes()) {
-    ++stage_refusals_;
+    ++counts_.stage_refusals;
     log_warn() << "the session spill refused " << n << " tokens (" << need << " bytes to stage, " << staged_
                << " staged, staging limit " << opts_.stage_bytes << ", spill budget " << store_.max_bytes()
                << ")";
@@ -177,22 +177,22 @@ spill_job_ptr spill_keeper::stage(const conversation& c, const std::string& why)
     same.sequence = old->sequence;
     if (encode_spill_manifest(l, same) == encode_spill_manifest(l, *old)) m.sequence = old->sequence;
   }
-  blocks_staged_ += static_cast<long>(new_blocks.size());
-  blocks_skipped_ += static_cast<long>(m.blocks.size() - new_blocks.size());
+  counts_.blocks_staged += static_cast<long>(new_blocks.size());
+  counts_.blocks_skipped_on_device += static_cast<long>(m.blocks.size() - new_blocks.size());
   auto job = std::make_shared<spill_job>();
   job->image = std::move(img);
   job->why = why;
   job->staged_ns = steady_ns();
   job->plan = store_.prepare(job->image);
   if (job->plan.refused) {
-    ++spill_refusals_;
+    ++counts_.spill_refusals;
     log_warn() << "the session spill refused a conversation of " << n << " tokens (" << job->plan.error
                << ")";
     store_.commit(job->image, job->plan, {});
     return nullptr;
   }
   staged_ += job->image.staged_bytes();
-  ++spills_;
+  ++counts_.spills;
   in_flight_.push_back(job);
   return job;
 }
