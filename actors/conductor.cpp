@@ -11,18 +11,28 @@ using conductor_ptr = conductor_actor::stateful_pointer<conductor_state>;
 
 void send_all(conductor_ptr self, queue_outbox out);
 
-// Every wait for a start that the requests running now satisfy (started_atom).
-void answer_startings(conductor_ptr self) {
-  auto& st = self->state;
-  auto& w = st.startings;
-  for (auto it = w.begin(); it != w.end();) {
-    if (st.queue->running() < it->first) {
+// Answers (true) each wait whose count `now` reaches, keeping the others.
+template <class N>
+void answer_reached(std::vector<std::pair<N, caf::typed_response_promise<bool>>>& waits, N now) {
+  for (auto it = waits.begin(); it != waits.end();) {
+    if (now < it->first) {
       ++it;
       continue;
     }
     it->second.deliver(true);
-    it = w.erase(it);
+    it = waits.erase(it);
   }
+}
+
+// Every wait for a start that the requests running now satisfy (started_atom).
+void answer_startings(conductor_ptr self) {
+  answer_reached(self->state.startings, self->state.queue->running());
+}
+
+// Every wait for idle runs that the board's last stats satisfy (idle_runs_atom).
+void answer_idle_waits(conductor_ptr self) {
+  const auto& c = self->state.queue->tiers().compaction;
+  answer_reached(self->state.idle_waits, c ? c->worker.finished : 0L);
 }
 
 // The disk's offer for a queued request; the request is handed over once it came.
@@ -166,6 +176,7 @@ conductor_actor::behavior_type conductor(conductor_ptr self, conductor_options o
         auto& st = self->state;
         st.queue->set_tiers(std::move(tiers));
         answer_drains(self);
+        answer_idle_waits(self);
         if (!st.disk) return;
         // The disk actor's side of the same change (a write committed, a clear).
         self->request(st.disk, caf::infinite, stats_atom::value)
@@ -203,6 +214,12 @@ conductor_actor::behavior_type conductor(conductor_ptr self, conductor_options o
         auto rp = self->make_response_promise<bool>();
         self->state.startings.emplace_back(n, rp);
         answer_startings(self);
+        return rp;
+      },
+      [=](idle_runs_atom, long n) -> caf::result<bool> {
+        auto rp = self->make_response_promise<bool>();
+        self->state.idle_waits.emplace_back(n, rp);
+        answer_idle_waits(self);
         return rp;
       },
       // Answered (true) once idle; whoever asks bounds the wait with its request's timeout.

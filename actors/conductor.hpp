@@ -48,6 +48,9 @@ struct conductor_state {
   std::vector<caf::typed_response_promise<bool>> quiesces;
   // Waits for requests to start (started_atom): each answered once that many run at once.
   std::vector<std::pair<std::size_t, caf::typed_response_promise<bool>>> startings;
+  // Waits for the compaction worker's idle runs (idle_runs_atom): each answered once the board's
+  // stats show that many finished.
+  std::vector<std::pair<long, caf::typed_response_promise<bool>>> idle_waits;
   static inline const char* name = "conductor";
 };
 

@@ -178,6 +178,14 @@ bool server::wait_running(std::size_t n, std::chrono::milliseconds within) {
   return running;
 }
 
+bool server::wait_idle_runs(long n, std::chrono::milliseconds within) {
+  caf::scoped_actor self{*system_};
+  bool done = false;
+  self->request(conductor_, std::max(within, std::chrono::milliseconds(1)), idle_runs_atom::value, n)
+      .receive([&](bool b) { done = b; }, [&](caf::error&) { done = false; });
+  return done;
+}
+
 void server::stop() {
   if (edge_) edge_->stop();
   if (conductor_) {

@@ -34,6 +34,8 @@ class server {
   // Waits (up to `within`) until at least `n` requests run on the board at once (tests, in place
   // of polling the stats for a request's start). Returns whether that came in time.
   bool wait_running(std::size_t n, std::chrono::milliseconds within);
+  // The same for the compaction worker: until the stats show at least `n` idle runs finished.
+  bool wait_idle_runs(long n, std::chrono::milliseconds within);
   void stop();
 
   conductor_actor conductor() const { return conductor_; }

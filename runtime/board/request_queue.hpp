@@ -88,6 +88,8 @@ class request_queue {
 
   std::size_t waiting() const { return queue_.size(); }
   std::size_t running() const { return running_.size(); }
+  // The board's stats as it last reported them.
+  const cache_stats& tiers() const { return tiers_; }
   // The request that waits longest (null: none), and the ledger.
   const board_job* front() const { return queue_.empty() ? nullptr : &queue_.front(); }
   const ledger& book() const { return *book_; }

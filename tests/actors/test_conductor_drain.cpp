@@ -307,3 +307,33 @@ TEST_CASE("a wait for a start is answered once that many requests run on the boa
   CHECK(h->runs == std::vector<std::string>{"r1", "r2"});
   CHECK_FALSE(two->has_value());
 }
+
+TEST_CASE("a wait for idle runs is answered once the board's stats show that many finished",
+          "[actors][conductor]") {
+  caf_fixture f;
+  auto h = std::make_shared<held_quiesce>();
+  conductor_options opts;
+  opts.limits.ctx_size = 1024;
+  auto& sys = *f.sys;
+  auto cond = f.spawn(conductor, opts, [&sys, h](done_receiver) { return sys.spawn(quiescing_board, h); });
+  f.sched->run();
+  auto tiers_with = [](long finished) {
+    cache_stats s;
+    s.compaction.emplace();
+    s.compaction->worker.finished = finished;
+    return s;
+  };
+  const auto two = ask(f, cond, idle_runs_atom::value, 2L);
+  CHECK_FALSE(two->has_value());  // no stats yet
+  caf::anon_send(cond, tiers_atom::value, tiers_with(1));
+  f.sched->run();
+  CHECK_FALSE(two->has_value());
+  caf::anon_send(cond, tiers_atom::value, tiers_with(2));
+  f.sched->run();
+  REQUIRE(two->has_value());
+  CHECK(**two);
+  // Reached already: answered at once.
+  const auto one = ask(f, cond, idle_runs_atom::value, 1L);
+  REQUIRE(one->has_value());
+  CHECK(**one);
+}

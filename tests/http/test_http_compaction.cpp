@@ -134,17 +134,8 @@ namespace {
 
 // tiers.compaction once the worker has finished `runs` idle runs (or after 60 s).
 json worker_finished(const http_server& s, long runs) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  for (;;) {
-    const json c = s.get("/v1/cache/stats")
-                       .body_json()
-                       .value("tiers", json::object())
-                       .value("compaction", json::object());
-    if (c.value("worker", json::object()).value("finished", 0L) >= runs ||
-        std::chrono::steady_clock::now() >= until)
-      return c;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  CHECK(s.wait_idle_runs(runs));
+  return compaction_json(s);
 }
 
 // opencode 1.18.33's compaction request for `messages`, its agent and instructions as it sends

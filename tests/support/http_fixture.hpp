@@ -234,6 +234,12 @@ class http_server {
     return server_->wait_running(n, within);
   }
 
+  // Waits until the stats show at least `n` idle runs of the compaction worker finished
+  // (server::wait_idle_runs); whether that came within `within`.
+  bool wait_idle_runs(long n, std::chrono::milliseconds within = std::chrono::seconds(60)) const {
+    return server_->wait_idle_runs(n, within);
+  }
+
   // The ledger entry of request `id` once the server is quiet (the entry is written when the
   // board reports the request done, which for a cancelled stream comes after the client left).
   std::optional<json> ledger_entry_of(const std::string& id,
