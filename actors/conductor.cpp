@@ -37,12 +37,12 @@ void answer_idle_waits(conductor_ptr self) {
 
 // The disk's offer for a queued request; the request is handed over once it came.
 void ask_offer(conductor_ptr self, std::string id, disk_offer_request rq) {
-  auto got = [self, id](std::optional<disk_offer> offer) {
-    send_all(self, self->state.queue->offer_came(id, std::move(offer)));
+  auto got = [self, id](std::optional<disk_offer> offer, std::size_t foreign_line) {
+    send_all(self, self->state.queue->offer_came(id, std::move(offer), foreign_line));
   };
   self->request(self->state.disk, caf::infinite, disk_offer_atom::value, std::move(rq))
-      .then([got](disk_offer_reply& r) { got(std::move(r.offer)); },
-            [got](caf::error&) { got(std::nullopt); });
+      .then([got](disk_offer_reply& r) { got(std::move(r.offer), r.foreign_line); },
+            [got](caf::error&) { got(std::nullopt, 0); });
 }
 
 void send_all(conductor_ptr self, queue_outbox out) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/disk_types.hpp"
+#include "protocol/miss_stats.hpp"
 #include "protocol/probe.hpp"
 #include "protocol/spill_stats.hpp"
 #include "protocol/suffix_stats.hpp"
@@ -218,6 +219,8 @@ struct cache_stats {
   std::optional<compaction_stats> compaction;
   // Speculative decoding's mode and counters (the board's).
   std::optional<speculative_stats> speculative;
+  // Why requests resumed less deep than they shared with what was held (the slots' summed).
+  miss_stats miss_reasons;
   // What the disk tier's staging holds and has not written yet (0 without a disk tier): a
   // drain waits for it to come down to 0, so a planned stop loses no staged write.
   std::uint64_t disk_staged_bytes = 0;
@@ -227,7 +230,7 @@ struct cache_stats {
 
 // {"resident": {...}, "store": {...}, "disk", "spill", "response" and "suffix": {...} or
 //  {"enabled": false},
-//  "enabled": bool}
+//  "enabled": bool, "miss_reasons": {reason: {"requests", "tokens"}}}
 inline void to_json(nlohmann::json& j, const cache_stats& s) {
   auto optional_tier = [](const auto& tier) {
     if (!tier) return nlohmann::json{{"enabled", false}};
@@ -242,6 +245,7 @@ inline void to_json(nlohmann::json& j, const cache_stats& s) {
   j["suffix"] = s.suffix ? nlohmann::json(*s.suffix) : nlohmann::json{{"enabled", false}};
   if (s.compaction) j["compaction"] = *s.compaction;
   if (s.speculative) j["speculative"] = *s.speculative;
+  j["miss_reasons"] = s.miss_reasons;
 }
 
 }  // namespace anchorage

@@ -48,6 +48,10 @@ struct disk_offer_request {
 struct disk_offer_reply {
   std::optional<disk_offer> offer;  // none: no anchor, not later than the floor, or declined
   bool declined = false;            // an anchor was found but its read is slower than the prefill
+  // The deepest grid line of the prompt, above the floor and any offer, that only another
+  // engine's folder under the tier's root holds (by its chunk's name); 0: none. The miss
+  // reasons' other_fingerprint: a cache built by other weights or another grid.
+  std::size_t foreign_line = 0;
 };
 
 // A request's start: a checkpoint of `checkpoint_key` when there is one (whole state), else
@@ -69,7 +73,8 @@ struct disk_read_reply {
   std::size_t line = 0;                             // the length the apply leaves (the checkpoint's rows)
   std::uint64_t bytes_read = 0;
   double read_ms = 0;
-  std::string error;  // what failed (also a checkpoint's failure before a prefix read)
+  std::string error;     // what failed (also a checkpoint's failure before a prefix read)
+  bool damaged = false;  // the prefix's files were found and failed their checks (else: stale)
 };
 
 // What a request's prefill will write (admission, decided before it runs).

@@ -36,7 +36,8 @@ board_events generation_run::start() {
   next_checkpoint_ = slot_.checkpoint_every();
   // The plan now; with a disk tier its offer (made while the request waited) competes.
   cache_tiers& tiers = *slot_.tiers;
-  if (auto* d = tiers.disk()) d->expect(job_.disk, slot_.staging->prefill_tokens_per_s());
+  if (auto* d = tiers.disk())
+    d->expect(job_.disk, slot_.staging->prefill_tokens_per_s(), job_.disk_foreign_line);
   if (auto* sp = tiers.spill()) sp->expect_rate(slot_.staging ? slot_.staging->prefill_tokens_per_s() : 0);
   pending_ = tiers.plan(asked_, plan_info());
   return fetch();
@@ -113,7 +114,7 @@ board_events generation_run::restored(disk_read_reply reply) {
     d->expect(reply.kind == disk_read_kind::prefix ? taken : std::nullopt, 0);
     replan();
   }
-  d->take_read(reply.kind == disk_read_kind::prefix ? std::move(reply.prefix) : nullptr);
+  d->take_read(reply.kind == disk_read_kind::prefix ? std::move(reply.prefix) : nullptr, reply.damaged);
   board_events next = begin_request();
   next.generations_finished.insert(next.generations_finished.end(), out.generations_finished.begin(),
                                    out.generations_finished.end());

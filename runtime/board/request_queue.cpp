@@ -101,12 +101,16 @@ queue_outbox request_queue::admit(const request_envelope& env) {
   return out;
 }
 
-queue_outbox request_queue::offer_came(const std::string& id, std::optional<disk_offer> offer) {
+queue_outbox request_queue::offer_came(const std::string& id, std::optional<disk_offer> offer,
+                                       std::size_t foreign_line) {
   queue_outbox out;
   if (!awaiting(id)) return out;  // cancelled meanwhile
   forget_offer(id);
   for (auto& q : queue_)
-    if (q.id == id) q.disk = std::move(offer);
+    if (q.id == id) {
+      q.disk = std::move(offer);
+      q.disk_foreign_line = foreign_line;
+    }
   dispatch(out);
   return out;
 }

@@ -59,8 +59,10 @@ class request_queue {
   request_queue(request_queue_options opts, bool disk, bool worker);
 
   queue_outbox admit(const request_envelope& env);
-  // The disk's offer for a queued request (none: nothing, or the disk could not be asked).
-  queue_outbox offer_came(const std::string& id, std::optional<disk_offer> offer);
+  // The disk's offer for a queued request (none: nothing, or the disk could not be asked), and
+  // the deepest line only another engine's folder holds for it (disk_offer_reply::foreign_line).
+  queue_outbox offer_came(const std::string& id, std::optional<disk_offer> offer,
+                          std::size_t foreign_line = 0);
   queue_outbox cancel(const std::string& id);
   // A request ended on the board (its ledger entry): counted, recorded, its slot handed on.
   queue_outbox finished(const ledger_entry& e);

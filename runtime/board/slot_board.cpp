@@ -33,6 +33,7 @@ slot_board::slot_board(std::vector<std::shared_ptr<engine>> engines, board_runne
     : budget_(opts.budget ? opts.budget : std::make_shared<memory_budget>()), policy_(policy) {
   if (engines.empty()) throw std::invalid_argument("slot_board: no slot");
   opts.budget = budget_;
+  if (!opts.held) opts.held = std::make_shared<held_record>();
   spill_ = opts.spill;
   if (!opts.prewrites) opts.prewrites = std::make_shared<compaction_prewrites>();
   prewrites_ = opts.prewrites;
@@ -327,6 +328,7 @@ cache_stats slot_board::stats() const {
     const cache_stats s = runners_[k]->stats();
     probe::merge_into(total.resident, s.resident);
     probe::merge_into(total.store, s.store);
+    probe::merge_into(total.miss_reasons, s.miss_reasons);
     total.disk_staged_bytes += s.disk_staged_bytes;
     if (total.disk_staging && s.disk_staging) probe::merge_into(*total.disk_staging, *s.disk_staging);
     probe::merge_into(*total.compaction, runners_[k]->compaction());

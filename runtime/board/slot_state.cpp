@@ -8,6 +8,7 @@ slot_state::slot_state(std::shared_ptr<engine> e, const board_runner_options& op
     : eng(std::move(e)), slot(opts.slot), decode_block(opts.decode_block), speculative(opts.speculative) {
   lookup = opts.lookup;
   tiers = std::make_unique<cache_tiers>(opts.cache, eng->where(), opts.budget);
+  if (opts.held) tiers->share_record(opts.held);
   if (opts.disk && opts.cache.enabled) {
     disk_opts = opts.disk;
     staging = std::make_unique<disk_staging>(eng->layout(), opts.disk->stage_bytes);

@@ -74,6 +74,8 @@ struct board_runner_options {
   std::optional<disk_tier_options> disk;
   // The device tiers' budget when several slots share it (slot_board); null: the runner's own.
   std::shared_ptr<memory_budget> budget;
+  // What the slots held, that their miss reasons are judged against; null: each slot's own.
+  std::shared_ptr<held_record> held;
   // The session spill (--session-spill), one for every slot; null: none. `slot`: this
   // runner's slot, which its spills name.
   std::shared_ptr<spill_keeper> spill;

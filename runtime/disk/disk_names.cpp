@@ -109,6 +109,10 @@ std::optional<std::string> disk_names::namespace_of_dir(const std::string& name)
   return ns;
 }
 
+std::optional<std::uint64_t> disk_names::fingerprint_of_dir(const std::string& name) {
+  return parse_hex16(name);
+}
+
 bool disk_names::valid_ns(const std::string& ns) {
   if (ns.empty()) return true;
   if (ns.size() > 64 || ns == default_ns_dir) return false;

@@ -43,6 +43,8 @@ class disk_names {
   // The namespace a folder name "n-..." holds ("n-_" -> ""); nullopt for other names and
   // namespaces that are not valid_ns.
   static std::optional<std::string> namespace_of_dir(const std::string& name);
+  // The fingerprint a store folder's name (16 hex digits) gives; nullopt for any other name.
+  static std::optional<std::uint64_t> fingerprint_of_dir(const std::string& name);
 
   // A namespace names a folder: empty (the default), or up to 64 of [A-Za-z0-9_.-], not "_"
   // (the default's folder), "." or "..".

@@ -165,4 +165,18 @@ std::size_t disk_scanner::remove_ours() {
   return n;
 }
 
+std::vector<std::uint64_t> other_engines_chunks(file_env& env, const std::string& dir,
+                                                std::uint64_t own_fingerprint, std::size_t limit) {
+  std::vector<std::uint64_t> out;
+  for (const std::string& name : env.list(dir)) {
+    const auto fingerprint = disk_names::fingerprint_of_dir(name);
+    if (!fingerprint || *fingerprint == own_fingerprint) continue;
+    for (const std::string& file : env.list(join_path(dir, name))) {
+      if (out.size() >= limit) return out;
+      if (auto hash = disk_names::chunk_hash_of(file)) out.push_back(*hash);
+    }
+  }
+  return out;
+}
+
 }  // namespace anchorage

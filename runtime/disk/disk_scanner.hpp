@@ -12,6 +12,7 @@
 // Not thread-safe: it uses the env, whose one-thread rule it inherits.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "runtime/disk/disk_index.hpp"
 #include "runtime/disk/disk_names.hpp"
@@ -27,6 +28,12 @@ struct disk_scan_report {
   std::size_t foreign_swept = 0;    // files of another fingerprint or grid removed
   std::size_t damaged_removed = 0;  // bad headers, wrong lengths, missing parents
 };
+
+// The chunk hashes other engines' folders under `dir` hold (dir/<another fingerprint>/c-*.chk, by
+// their names: nothing is read), at most `limit`: where the miss reasons look for a line a
+// prompt shares only with a cache other weights or another grid built.
+std::vector<std::uint64_t> other_engines_chunks(file_env& env, const std::string& dir,
+                                                std::uint64_t own_fingerprint, std::size_t limit);
 
 class disk_scanner {
  public:

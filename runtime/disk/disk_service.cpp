@@ -6,6 +6,7 @@
 #include "runtime/disk/rate_average.hpp"
 #include "runtime/core/log.hpp"
 #include "runtime/disk/disk_codec.hpp"
+#include "runtime/disk/disk_scanner.hpp"
 #include "runtime/io/clock.hpp"
 
 namespace anchorage {
@@ -26,7 +27,8 @@ T number(const nlohmann::json& j, const char* name) {
 
 disk_service::disk_service(file_env& env, const state_layout& layout, const eviction_clock& clock,
                            disk_tier_options options)
-    : layout_(layout),
+    : env_(env),
+      layout_(layout),
       options_(std::move(options)),
       store_(env, layout_, clock, options_.store),
       admission_(options_.admission),
@@ -36,6 +38,12 @@ disk_scan_report disk_service::start() {
   disk_scan_report r = store_.scan();
   store_.evict_to_cap();
   ++generation_;
+  constexpr std::size_t foreign_limit = std::size_t{1} << 20;
+  const auto foreign = other_engines_chunks(env_, options_.store.dir, layout_.fingerprint, foreign_limit);
+  foreign_chunks_ = std::unordered_set<std::uint64_t>(foreign.begin(), foreign.end());
+  if (!foreign_chunks_.empty())
+    log_info() << "disk tier: " << foreign_chunks_.size() << " chunks of other engines under "
+               << options_.store.dir << " (kept; counted as other_fingerprint when a prompt needs them)";
   log_info() << "disk tier in " << store_.folder() << ": " << r.indexed << " files indexed, " << r.tmp_reaped
              << " unfinished writes reaped, " << r.foreign_swept << " of another engine swept, "
              << r.damaged_removed << " damaged removed";
@@ -48,6 +56,7 @@ disk_offer_reply disk_service::offer(const std::vector<token_id>& prompt, std::s
                                      double prefill_tokens_per_s) {
   disk_offer_reply reply;
   const auto hit = store_.find(prompt);
+  reply.foreign_line = foreign_line(prompt, std::max(floor, hit ? hit->line : 0));
   if (!hit) {
     ++misses_;
     return reply;
@@ -73,7 +82,18 @@ disk_offer_reply disk_service::offer(const std::vector<token_id>& prompt, std::s
   return reply;
 }
 
-expected<verified_read> disk_service::read(const disk_offer& o, const std::vector<token_id>& prompt) {
+std::size_t disk_service::foreign_line(const std::vector<token_id>& prompt, std::size_t above) const {
+  if (foreign_chunks_.empty() || grid_ == 0 || prompt.size() < 2) return 0;
+  const std::size_t top = (prompt.size() - 1) / grid_ * grid_;  // the last token is always prefilled
+  if (top <= above) return 0;
+  const std::vector<std::uint64_t> chain = chunk_hashes(prompt, top, grid_);
+  for (std::size_t k = chain.size(); k > 0 && k * grid_ > above; --k)
+    if (foreign_chunks_.count(chain[k - 1])) return k * grid_;
+  return 0;
+}
+
+expected<verified_read> disk_service::read(const disk_offer& o, const std::vector<token_id>& prompt,
+                                           bool* damaged) {
   auto refuse = [this](std::string what) {
     ++restore_failures_;
     return status::failure(std::move(what));
@@ -87,8 +107,12 @@ expected<verified_read> disk_service::read(const disk_offer& o, const std::vecto
   hit.ns = o.ns;
   hit.line = o.line;
   const std::int64_t t0 = steady_ns();
+  const long failed_before = store_.restore_failures();
   expected<verified_read> r = store_.read_verified(hit, prompt);
-  if (!r) return refuse(r.error().error());
+  if (!r) {
+    if (damaged) *damaged = store_.restore_failures() > failed_before;
+    return refuse(r.error().error());
+  }
   const double s = static_cast<double>(steady_ns() - t0) / 1e9;
   if (s > 0 && r->bytes_read > 0) read_bps_ = blend_rate(read_bps_, static_cast<double>(r->bytes_read) / s);
   tokens_saved_ += static_cast<long long>(o.line);
@@ -132,7 +156,7 @@ disk_read_reply disk_service::start_read(const disk_read_request& req) {
     reply.error = "checkpoint: " + c.error().error();
   }
   if (req.offer) {
-    expected<verified_read> r = read(*req.offer, prompt);
+    expected<verified_read> r = read(*req.offer, prompt, &reply.damaged);
     if (r) {
       reply.kind = disk_read_kind::prefix;
       reply.bytes_read = r->bytes_read;

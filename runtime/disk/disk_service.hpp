@@ -47,18 +47,24 @@ class disk_service {
   disk_service(file_env& env, const state_layout& layout, const eviction_clock& clock,
                disk_tier_options options);
 
-  // Start-up recovery: the store's scan, then what the lifetime or a smaller budget evicts.
+  // Start-up recovery: the store's scan, then what the lifetime or a smaller budget evicts; the
+  // names of other engines' chunks under the tier's root are listed (disk_offer_reply's
+  // foreign_line).
   disk_scan_report start();
 
   // ---- Reads ----------------------------------------------------------------------------------
   // The offer for `prompt` when the disk starts later than `floor` and reading it is faster than
   // prefilling the tokens it saves at `prefill_tokens_per_s` (0: unmeasured, read). Counts a miss
-  // (no anchor) or a decline (slower). Index only, no I/O.
+  // (no anchor) or a decline (slower). Index only, no I/O. Says too how deep only another
+  // engine's folder reaches, when that is deeper than the floor and the offer.
   disk_offer_reply offer(const std::vector<token_id>& prompt, std::size_t floor, double prefill_tokens_per_s);
   // Reads and verifies every file of the offer's chain and anchor against `prompt`. Fails,
   // touching nothing but the broken chain (deleted), when the offer is of another generation,
   // its anchor is gone, the prompt is not the one offered for, or any file fails a check.
-  expected<verified_read> read(const disk_offer& offer, const std::vector<token_id>& prompt);
+  // `damaged`, when given, is set when the offer's files were found and failed their checks
+  // (any other failure: the offer was stale).
+  expected<verified_read> read(const disk_offer& offer, const std::vector<token_id>& prompt,
+                               bool* damaged = nullptr);
   // Writes a verified read into `into`: rows [0, line), every section, valid length = line.
   static void apply(const verified_read& read, state_adapter& into);
 
@@ -97,6 +103,10 @@ class disk_service {
   const disk_tier_options& options() const { return options_; }
 
  private:
+  // The deepest grid line above `above` whose prefix only another engine's folder holds; 0: none.
+  std::size_t foreign_line(const std::vector<token_id>& prompt, std::size_t above) const;
+
+  file_env& env_;
   const state_layout layout_;
   disk_tier_options options_;
   disk_store store_;
@@ -105,6 +115,7 @@ class disk_service {
   std::uint64_t generation_ = 0;
   std::unordered_set<std::string> sessions_seen_;
   std::unordered_set<std::uint64_t> finished_keys_;
+  std::unordered_set<std::uint64_t> foreign_chunks_;  // other engines' chunk names, from start()
   double read_bps_ = 0;
   long misses_ = 0, declined_ = 0, restore_failures_ = 0, jobs_ = 0, anchors_planned_ = 0;
   long long tokens_saved_ = 0;

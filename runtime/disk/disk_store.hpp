@@ -212,6 +212,8 @@ class disk_store {
 
   // Per-store counters and sizes for /v1/cache/stats.
   nlohmann::json stats() const;
+  // Reads refused by their checks (a crc, a token id, a size), each counted once.
+  long restore_failures() const { return restore_failures_; }
 
   std::size_t entries() const { return index_.entries(); }  // anchors indexed, every namespace
   std::size_t chunk_count() const { return index_.chunk_count(); }

@@ -94,6 +94,20 @@ std::string metrics::text(long queue_depth, long running) const {
     if (tiers_->spill) lines("spill", *tiers_->spill);
     lines("store", tiers_->store);
   }
+  if (tiers_) {
+    o << "# HELP anchorage_cache_miss_requests_total Requests that resumed less deep than they shared "
+         "with what was held (or shared nothing), by why.\n"
+      << "# TYPE anchorage_cache_miss_requests_total counter\n";
+    for (miss_reason r : all_miss_reasons)
+      o << "anchorage_cache_miss_requests_total{reason=\"" << to_string(r) << "\"} "
+        << tiers_->miss_reasons[r].requests << "\n";
+    o << "# HELP anchorage_cache_miss_tokens_total Prompt tokens prefilled that the server had held, by "
+         "why.\n"
+      << "# TYPE anchorage_cache_miss_tokens_total counter\n";
+    for (miss_reason r : all_miss_reasons)
+      o << "anchorage_cache_miss_tokens_total{reason=\"" << to_string(r) << "\"} "
+        << tiers_->miss_reasons[r].tokens << "\n";
+  }
   if (tiers_ && tiers_->compaction) {
     const compaction_stats& c = *tiers_->compaction;
     o << "# HELP anchorage_compactions_total Compaction requests, by how they were served.\n"

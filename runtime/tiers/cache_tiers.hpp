@@ -12,6 +12,7 @@
 #include "runtime/tiers/device_tier.hpp"
 #include "runtime/tiers/disk_offer_tier.hpp"
 #include "runtime/tiers/guest_stash.hpp"
+#include "runtime/tiers/held_record.hpp"
 #include "runtime/tiers/spill_tier.hpp"
 #include "runtime/tiers/tier.hpp"
 
@@ -67,6 +68,13 @@ class cache_tiers {
   spill_tier* spill() { return spill_; }
   const device_tier& device() const { return *device_; }
   device_tier& device() { return *device_; }
+  // The record of what was held that the miss reasons are judged against (held_record.hpp):
+  // one for every slot of a board; by default the coordinator's own.
+  void share_record(std::shared_ptr<held_record> held) { held_ = std::move(held); }
+  const held_record& held() const { return *held_; }
+  // The running request's miss, once begin() has judged it; nothing when it resumed as deep as
+  // it shared.
+  const std::optional<miss>& last_miss() const { return last_miss_; }
   // Any other tier, asked after those attached before it (a tier to come, a test's fake).
   void attach(std::unique_ptr<tier> t) { tiers_.push_back(std::move(t)); }
   disk_offer_tier* disk() { return disk_; }
@@ -107,6 +115,13 @@ class cache_tiers {
   std::vector<token_id> prompt_;              // what lookup_.prompt points at
   // The offers plan() took, best last: a restore that fails falls back to the one before.
   std::vector<resume_offer> taken_;
+  std::shared_ptr<held_record> held_;
+  request_start start_;                  // the running request's, from plan() and restore()
+  bool judge_ = false;                   // begin() judges the running request's start
+  std::optional<miss> last_miss_;        // what begin() judged
+  miss_stats misses_;                    // this slot's
+  std::optional<held_sequence> ending_;  // the running request's rows, recorded at finish()
+  long refusals_at_begin_ = 0;
   cache_via via_ = cache_via::none;  // the running request's via
   bool guest_ = false;               // the running request is a guest (stashed)
   std::size_t stash_need_ = 0;       // rows the running guest can write past its start

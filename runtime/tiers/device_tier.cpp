@@ -50,17 +50,17 @@ std::optional<resume_offer> device_tier::offer(tier_lookup& l, std::size_t floor
   return o;
 }
 
-bool device_tier::restore(state_adapter& into, const resume_offer& o) {
+restore_result device_tier::restore(state_adapter& into, const resume_offer& o) {
   if (o.source == cache_source::store) {
     // offer() found it and nothing was inserted since (an insert may evict).
     if (!planned_copy_) throw std::logic_error("cache_tiers: restore of a store offer plan() did not make");
     planned_copy_->restore(into, o.at);
     planned_copy_ = nullptr;
     store_.note_restored(o.at);
-    return true;
+    return restore_result::restored;
   }
   resident_.restore(into, where_, o);
-  return true;
+  return restore_result::restored;
 }
 
 void device_tier::begin(const resume_offer& o, const state_adapter& state, const tier_lookup& l, bool guest) {

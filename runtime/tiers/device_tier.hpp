@@ -28,7 +28,7 @@ class device_tier final : public tier {
   }
   std::vector<cache_tier> names() const override { return {cache_tier::resident, cache_tier::store}; }
   std::optional<resume_offer> offer(tier_lookup& l, std::size_t floor) override;
-  bool restore(state_adapter& into, const resume_offer& offer) override;
+  restore_result restore(state_adapter& into, const resume_offer& offer) override;
   void begin(const resume_offer& offer, const state_adapter& state, const tier_lookup& l,
              bool guest) override;
   void after_prefill_step(const state_adapter& state, kernels::backend where) override;
@@ -59,6 +59,10 @@ class device_tier final : public tier {
   const std::string& resident_session() const { return resident_session_; }
   const std::string& parked_session() const { return parked_session_; }
   const state_store& store() const { return store_; }
+  // Copies a budget refused so far: grid anchors, end anchors, store snapshots.
+  long refusals() const {
+    return resident_.anchors().refusals() + resident_.end_refusals() + store_.refusals();
+  }
 
  private:
   const cache_options opts_;

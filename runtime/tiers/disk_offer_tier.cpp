@@ -1,23 +1,30 @@
 #include "runtime/tiers/disk_offer_tier.hpp"
 
+#include <algorithm>
+
 #include "runtime/disk/disk_service.hpp"
 
 namespace anchorage {
 
-void disk_offer_tier::expect(std::optional<disk_offer> offer, double prefill_tokens_per_s) {
+void disk_offer_tier::expect(std::optional<disk_offer> offer, double prefill_tokens_per_s,
+                             std::size_t foreign_line) {
   forget();
   offer_ = std::move(offer);
   prefill_tps_ = prefill_tokens_per_s;
+  foreign_line_ = foreign_line;
 }
 
 void disk_offer_tier::forget() {
   offer_.reset();
   taken_.reset();
   read_.reset();
+  read_damaged_ = false;
+  foreign_line_ = 0;
 }
 
 std::optional<resume_offer> disk_offer_tier::offer(tier_lookup& l, std::size_t floor) {
   taken_.reset();
+  l.foreign_at = std::max(l.foreign_at, foreign_line_);
   if (!offer_ || l.stashed() || offer_->line <= floor || l.prompt->size() < offer_->line) return std::nullopt;
   // The offer was made against no floor: it must still beat prefilling what the tiers above
   // leave (an unmeasured rate reads).
@@ -25,6 +32,7 @@ std::optional<resume_offer> disk_offer_tier::offer(tier_lookup& l, std::size_t f
       prefill_tps_ > 0 ? static_cast<double>(offer_->line - floor) / prefill_tps_ : 1e300;
   if (offer_->read_s >= prefill_s) {
     ++declined_;
+    l.declined_at = std::max(l.declined_at, offer_->line);
     return std::nullopt;
   }
   // A disk restore is a cold grid prefill's state, rows included.
@@ -39,12 +47,13 @@ std::optional<resume_offer> disk_offer_tier::offer(tier_lookup& l, std::size_t f
   return o;
 }
 
-bool disk_offer_tier::restore(state_adapter& into, const resume_offer& o) {
+restore_result disk_offer_tier::restore(state_adapter& into, const resume_offer& o) {
   std::shared_ptr<const verified_read> r = std::move(read_);
   read_.reset();
-  if (!r || r->line != o.at) return false;  // not read, or the read failed: the tiers above
+  // Not read, or the read failed: the tiers above.
+  if (!r || r->line != o.at) return read_damaged_ ? restore_result::failed_checks : restore_result::stale;
   disk_service::apply(*r, into);
-  return true;
+  return restore_result::restored;
 }
 
 }  // namespace anchorage

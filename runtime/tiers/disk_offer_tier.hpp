@@ -20,8 +20,13 @@ struct verified_read;
 // (runtime/disk/disk_staging) and the disk actor's. Name: disk.
 class disk_offer_tier final : public tier {
  public:
-  void expect(std::optional<disk_offer> offer, double prefill_tokens_per_s);
-  void take_read(std::shared_ptr<const verified_read> read) { read_ = std::move(read); }
+  // `foreign_line`: the deepest line only another engine's folder holds (disk_offer_reply).
+  void expect(std::optional<disk_offer> offer, double prefill_tokens_per_s, std::size_t foreign_line = 0);
+  // `damaged`: the disk found the offer's files but they failed their checks (no read then).
+  void take_read(std::shared_ptr<const verified_read> read, bool damaged = false) {
+    read_ = std::move(read);
+    read_damaged_ = damaged;
+  }
   // The offer plan() took for the running request, if it took the disk's.
   const std::optional<disk_offer>& taken() const { return taken_; }
   long declined() const { return declined_; }
@@ -29,7 +34,7 @@ class disk_offer_tier final : public tier {
   bool serves(cache_source s) const override { return s == cache_source::disk; }
   std::vector<cache_tier> names() const override { return {cache_tier::disk}; }
   std::optional<resume_offer> offer(tier_lookup& l, std::size_t floor) override;
-  bool restore(state_adapter& into, const resume_offer& offer) override;
+  restore_result restore(state_adapter& into, const resume_offer& offer) override;
   void begin(const resume_offer&, const state_adapter&, const tier_lookup&, bool) override { forget(); }
   void after_prefill_step(const state_adapter&, kernels::backend) override {}
   void end_generation(const state_adapter&, kernels::backend, end_record) override {}
@@ -44,7 +49,9 @@ class disk_offer_tier final : public tier {
   std::optional<disk_offer> taken_;  // what plan() took
   std::shared_ptr<const verified_read> read_;
   double prefill_tps_ = 0;
+  std::size_t foreign_line_ = 0;
   long declined_ = 0;
+  bool read_damaged_ = false;
 };
 
 }  // namespace anchorage

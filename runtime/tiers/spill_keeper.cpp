@@ -65,8 +65,8 @@ spill_write_report spill_keeper::committed(spill_job& job) {
 }
 
 std::optional<spill_offer> spill_keeper::offer(const std::vector<token_id>& prompt, std::size_t floor,
-                                               double prefill_tokens_per_s, bool end_anchor,
-                                               bool end_align) const {
+                                               double prefill_tokens_per_s, bool end_anchor, bool end_align,
+                                               std::size_t* declined_at) const {
   if (prompt.empty()) return std::nullopt;
   std::optional<spill_offer> best;
   for (const spill_manifest* m : store_.manifests()) {
@@ -105,7 +105,10 @@ std::optional<spill_offer> spill_keeper::offer(const std::vector<token_id>& prom
     const double prefill_s = prefill_tokens_per_s > 0
                                  ? static_cast<double>(o->at - floor) / prefill_tokens_per_s
                                  : std::numeric_limits<double>::infinity();
-    if (s.read_s >= prefill_s) continue;
+    if (s.read_s >= prefill_s) {
+      if (declined_at) *declined_at = std::max(*declined_at, o->at);
+      continue;
+    }
     s.offer = std::move(*o);
     best = std::move(s);
   }

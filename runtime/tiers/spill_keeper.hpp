@@ -79,8 +79,11 @@ class spill_keeper {
   // its end anchor after the end alignment, else its largest grid anchor at or below the
   // tokens it shares, at or below its taint, leaving one token to forward), when its read
   // costs less than prefilling from `floor` at `prefill_tokens_per_s` (unmeasured: it reads).
+  // `declined_at`, when given, rises to the deepest start declined because reading it costs more
+  // than the prefill it saves.
   std::optional<spill_offer> offer(const std::vector<token_id>& prompt, std::size_t floor,
-                                   double prefill_tokens_per_s, bool end_anchor, bool end_align) const;
+                                   double prefill_tokens_per_s, bool end_anchor, bool end_align,
+                                   std::size_t* declined_at = nullptr) const;
 
   // Reads manifest `id` back and verifies it: nothing reaches an engine before that (a failure
   // is counted and the status says why).

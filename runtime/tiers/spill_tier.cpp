@@ -11,8 +11,10 @@ spill_tier::spill_tier(std::shared_ptr<spill_keeper> keeper, device_tier& device
 std::optional<resume_offer> spill_tier::offer(tier_lookup& l, std::size_t floor) {
   planned_.reset();
   fetched_.reset();
+  fetch_failed_ = false;
   if (l.guest) return std::nullopt;
-  planned_ = keeper_->offer(*l.prompt, floor, prefill_tps_, opts_.end_anchor, opts_.end_align);
+  planned_ =
+      keeper_->offer(*l.prompt, floor, prefill_tps_, opts_.end_anchor, opts_.end_align, &l.declined_at);
   if (!planned_) return std::nullopt;
   return planned_->offer;
 }
@@ -27,17 +29,19 @@ void spill_tier::take_fetched(spill_fetch& f) {
   if (!planned_ || f.id != planned_->id) return;
   auto got = keeper_->fetched(f);
   if (got) fetched_ = std::move(*got);
+  fetch_failed_ = !got;
 }
 
-bool spill_tier::restore(state_adapter& into, const resume_offer& o) {
-  if (!planned_ || planned_->offer.at != o.at) return false;
+restore_result spill_tier::restore(state_adapter& into, const resume_offer& o) {
+  if (!planned_ || planned_->offer.at != o.at) return restore_result::stale;
   // Every file read and verified (by the spill reader) before anything changes: without that
-  // read, or after a failed one, the tiers above.
-  if (!fetched_ || fetched_->manifest.id != planned_->id) return false;
+  // read (the conversation was gone by then), or after a failed one, the tiers above.
+  if (!fetched_ || fetched_->manifest.id != planned_->id)
+    return fetch_failed_ ? restore_result::failed_checks : restore_result::stale;
   const spill_read read = std::move(*fetched_);
   fetched_.reset();
   take_in(into, read, o.at);
-  return true;
+  return restore_result::restored;
 }
 
 void spill_tier::take_in(state_adapter& into, const spill_read& read, std::optional<std::size_t> at) {

@@ -41,7 +41,7 @@ class spill_tier final : public tier {
   bool serves(cache_source s) const override { return s == cache_source::spill; }
   std::vector<cache_tier> names() const override { return {cache_tier::spill}; }
   std::optional<resume_offer> offer(tier_lookup& l, std::size_t floor) override;
-  bool restore(state_adapter& into, const resume_offer& offer) override;
+  restore_result restore(state_adapter& into, const resume_offer& offer) override;
   void begin(const resume_offer& offer, const state_adapter&, const tier_lookup&, bool) override;
   void after_prefill_step(const state_adapter&, kernels::backend) override {}
   void end_generation(const state_adapter&, kernels::backend, end_record) override {}
@@ -60,6 +60,7 @@ class spill_tier final : public tier {
   double prefill_tps_ = 0;
   std::optional<spill_offer> planned_;  // what offer() found, until begin()
   std::optional<spill_read> fetched_;   // its verified read, until begin()
+  bool fetch_failed_ = false;           // its read failed (a check, or I/O), until the next offer
 };
 
 }  // namespace anchorage

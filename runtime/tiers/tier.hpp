@@ -35,7 +35,17 @@ struct tier_lookup {
   // see the final answer.
   bool guest = false;
   bool stashed() const { return guest; }  // a guest runs on the rows in place, stashed
+  // The deepest start a tier declined because reading it costs more than the prefill it saves
+  // (0: none); the miss reasons' cost rule.
+  std::size_t declined_at = 0;
+  // The deepest line only another engine's disk folder holds for the prompt (0: none); the miss
+  // reasons' other_fingerprint.
+  std::size_t foreign_at = 0;
 };
+
+// How a tier's restore() went: restored, or not with the engine untouched because its offer was
+// gone by then (stale: nothing read, cleared, moved) or its bytes failed their checks.
+enum class restore_result { restored, stale, failed_checks };
 
 // One cache tier as its coordinator (cache_tiers) drives it, in lookup order. For every request:
 // offer() (each tier in order, with the best start so far as the floor) -> restore() of the
@@ -55,10 +65,10 @@ class tier {
   // Its best offer for the lookup that starts later than `floor`; nullopt when none. The
   // coordinator takes it when it starts later than every tier above.
   virtual std::optional<resume_offer> offer(tier_lookup& l, std::size_t floor) = 0;
-  // Restores its own offer into `into` (valid length = offer.at). False when the read failed
-  // and `into` is untouched (the coordinator then falls back to the offer above); an exception
-  // when `into` may be half written (the caller's cold path).
-  virtual bool restore(state_adapter& into, const resume_offer& offer) = 0;
+  // Restores its own offer into `into` (valid length = offer.at). Not restored when the read
+  // failed and `into` is untouched (the coordinator then falls back to the offer above); an
+  // exception when `into` may be half written (the caller's cold path).
+  virtual restore_result restore(state_adapter& into, const resume_offer& offer) = 0;
 
   // The engine holds offer.served's first offer.at rows; the prefill of the rest begins.
   // `guest`: the request is a guest (stashed) and must leave the tier's rows alone.

@@ -130,21 +130,34 @@ std::shared_ptr<std::optional<bool>> ask(caf_fixture& f, const conductor_actor& 
   return answer;
 }
 
+// What every case sets up: a conductor (a context of 1,024 on top of `opts`) over the stand-in
+// board `make_board` spawns, and a sink that records what the conductor sends it.
+struct conducted {
+  caf_fixture f;
+  conductor_actor cond;
+  std::shared_ptr<recorded> seen = std::make_shared<recorded>();
+  sink_actor sink;
+
+  template <class MakeBoard>
+  explicit conducted(MakeBoard make_board, conductor_options opts = {}) {
+    opts.limits.ctx_size = 1024;
+    cond = f.spawn(conductor, opts, [this, make_board](done_receiver) { return make_board(*f.sys); });
+    sink = caf::actor_cast<sink_actor>(f.spawn(recorder, seen));
+    f.sched->run();
+  }
+  // Hands the conductor request `id`, a small completion, for the sink.
+  void generate(const std::string& id) {
+    caf::anon_send(cond, generate_atom::value, request_envelope{id, small_request(), 0, sink});
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a drain is answered once nothing runs or waits and the staged disk writes are written",
           "[actors][conductor]") {
-  caf_fixture f;
   auto runs = std::make_shared<std::vector<std::string>>();
-  conductor_options opts;
-  opts.limits.ctx_size = 1024;
-  auto& sys = *f.sys;
-  auto cond = f.spawn(conductor, opts, [&sys, runs](done_receiver) { return sys.spawn(held_board, runs); });
-  auto seen = std::make_shared<recorded>();
-  auto sink = f.spawn(recorder, seen);
-  f.sched->run();
-
-  auto drain = [&] { return ask(f, cond, drain_atom::value); };
+  conducted c([runs](caf::actor_system& sys) { return sys.spawn(held_board, runs); });
+  auto drain = [&] { return ask(c.f, c.cond, drain_atom::value); };
 
   SECTION("idle: answered at once") {
     const auto a = drain();
@@ -153,32 +166,30 @@ TEST_CASE("a drain is answered once nothing runs or waits and the staged disk wr
   }
 
   SECTION("running, then staged writes out: answered only when both are over") {
-    caf::anon_send(cond, generate_atom::value,
-                   request_envelope{"r1", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
-    caf::anon_send(cond, generate_atom::value,
-                   request_envelope{"r2", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
-    f.sched->run();
+    c.generate("r1");
+    c.generate("r2");
+    c.f.sched->run();
     REQUIRE(*runs == std::vector<std::string>{"r1"});  // r2 waits in the queue
 
     const auto a = drain();
     CHECK_FALSE(a->has_value());  // running and queued
 
     // r1 ends; as the board does, its tiers (a write staged) come before its ledger entry.
-    caf::anon_send(cond, tiers_atom::value, staged(4096));
-    caf::anon_send(cond, done_atom::value, ended("r1"));
-    f.sched->run();
+    caf::anon_send(c.cond, tiers_atom::value, staged(4096));
+    caf::anon_send(c.cond, done_atom::value, ended("r1"));
+    c.f.sched->run();
     REQUIRE(*runs == std::vector<std::string>{"r1", "r2"});
     CHECK_FALSE(a->has_value());  // r2 runs now
 
-    caf::anon_send(cond, done_atom::value, ended("r2"));
-    f.sched->run();
+    caf::anon_send(c.cond, done_atom::value, ended("r2"));
+    c.f.sched->run();
     CHECK_FALSE(a->has_value());  // idle, but a staged write is not on disk yet
 
     const auto b = drain();  // a second drain waits with the first
     CHECK_FALSE(b->has_value());
 
-    caf::anon_send(cond, tiers_atom::value, staged(0));  // the write came back
-    f.sched->run();
+    caf::anon_send(c.cond, tiers_atom::value, staged(0));  // the write came back
+    c.f.sched->run();
     REQUIRE(a->has_value());
     CHECK(**a);
     REQUIRE(b->has_value());
@@ -188,33 +199,28 @@ TEST_CASE("a drain is answered once nothing runs or waits and the staged disk wr
 
 TEST_CASE("with the session spill a drain asks the board to spill once nothing runs, and waits for it",
           "[actors][conductor][spill]") {
-  caf_fixture f;
   auto h = std::make_shared<held_spill>();
   conductor_options opts;
-  opts.limits.ctx_size = 1024;
   opts.spill = true;
-  auto& sys = *f.sys;
-  auto cond = f.spawn(conductor, opts, [&sys, h](done_receiver) {
-    h->board = sys.spawn(spilling_board, h);
-    return h->board;
-  });
-  auto seen = std::make_shared<recorded>();
-  auto sink = f.spawn(recorder, seen);
-  f.sched->run();
-  caf::anon_send(cond, generate_atom::value,
-                 request_envelope{"r1", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
-  f.sched->run();
-  const auto answer = ask(f, cond, drain_atom::value);
+  conducted c(
+      [h](caf::actor_system& sys) {
+        h->board = sys.spawn(spilling_board, h);
+        return h->board;
+      },
+      opts);
+  c.generate("r1");
+  c.f.sched->run();
+  const auto answer = ask(c.f, c.cond, drain_atom::value);
   CHECK(h->asked == 0);  // r1 runs: its conversation is not final yet
   CHECK_FALSE(answer->has_value());
-  caf::anon_send(cond, done_atom::value, ended("r1"));
-  f.sched->run();
+  caf::anon_send(c.cond, done_atom::value, ended("r1"));
+  c.f.sched->run();
   CHECK(h->asked == 1);              // idle now: the spill is asked for
   CHECK_FALSE(answer->has_value());  // and the drain waits for it
   board_job release;
   release.id = "release";
   caf::anon_send(h->board, run_atom::value, release);
-  f.sched->run();
+  c.f.sched->run();
   REQUIRE(answer->has_value());
   CHECK(**answer);
   CHECK(h->asked == 1);
@@ -223,43 +229,34 @@ TEST_CASE("with the session spill a drain asks the board to spill once nothing r
 TEST_CASE(
     "a quiesce asks the board once nothing runs or waits, and is answered when the board's writes are in",
     "[actors][conductor]") {
-  caf_fixture f;
   auto h = std::make_shared<held_quiesce>();
-  conductor_options opts;
-  opts.limits.ctx_size = 1024;
-  auto& sys = *f.sys;
   board_actor board;
-  auto cond = f.spawn(conductor, opts, [&sys, h, &board](done_receiver) {
+  conducted c([h, &board](caf::actor_system& sys) {
     board = sys.spawn(quiescing_board, h);
     return board;
   });
-  auto seen = std::make_shared<recorded>();
-  auto sink = f.spawn(recorder, seen);
-  f.sched->run();
-  auto quiesce = [&] { return ask(f, cond, quiesce_atom::value); };
-  caf::anon_send(cond, generate_atom::value,
-                 request_envelope{"r1", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
-  caf::anon_send(cond, generate_atom::value,
-                 request_envelope{"r2", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
-  f.sched->run();
+  auto quiesce = [&] { return ask(c.f, c.cond, quiesce_atom::value); };
+  c.generate("r1");
+  c.generate("r2");
+  c.f.sched->run();
   REQUIRE(h->runs == std::vector<std::string>{"r1"});
 
   const auto a = quiesce();
   CHECK_FALSE(a->has_value());
   CHECK(h->asked == 0);  // r1 runs, r2 waits: the board is not asked yet
 
-  caf::anon_send(cond, done_atom::value, ended("r1"));
-  f.sched->run();
+  caf::anon_send(c.cond, done_atom::value, ended("r1"));
+  c.f.sched->run();
   CHECK(h->asked == 0);  // r2 runs now
-  caf::anon_send(cond, done_atom::value, ended("r2"));
-  f.sched->run();
+  caf::anon_send(c.cond, done_atom::value, ended("r2"));
+  c.f.sched->run();
   CHECK(h->asked == 1);  // quiet: the board is asked, and its writes are not in yet
   CHECK_FALSE(a->has_value());
 
   board_job settle;
   settle.id = "settle";
   caf::anon_send(board, run_atom::value, settle);
-  f.sched->run();
+  c.f.sched->run();
   REQUIRE(a->has_value());
   CHECK(**a);
 
@@ -267,32 +264,23 @@ TEST_CASE(
   const auto b = quiesce();
   CHECK(h->asked == 2);
   caf::anon_send(board, run_atom::value, settle);
-  f.sched->run();
+  c.f.sched->run();
   REQUIRE(b->has_value());
   CHECK(**b);
   CHECK(h->runs == std::vector<std::string>{"r1", "r2"});
 }
 
 TEST_CASE("a wait for a start is answered once that many requests run on the board", "[actors][conductor]") {
-  caf_fixture f;
   auto h = std::make_shared<held_quiesce>();
-  conductor_options opts;
-  opts.limits.ctx_size = 1024;
-  auto& sys = *f.sys;
-  auto cond = f.spawn(conductor, opts, [&sys, h](done_receiver) { return sys.spawn(quiescing_board, h); });
-  auto seen = std::make_shared<recorded>();
-  auto sink = f.spawn(recorder, seen);
-  f.sched->run();
-  auto started = [&](std::size_t n) { return ask(f, cond, started_atom::value, n); };
+  conducted c([h](caf::actor_system& sys) { return sys.spawn(quiescing_board, h); });
+  auto started = [&](std::size_t n) { return ask(c.f, c.cond, started_atom::value, n); };
 
   const auto one = started(1);
   const auto two = started(2);
   CHECK_FALSE(one->has_value());  // nothing runs yet
-  caf::anon_send(cond, generate_atom::value,
-                 request_envelope{"r1", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
-  caf::anon_send(cond, generate_atom::value,
-                 request_envelope{"r2", small_request(), 0, caf::actor_cast<sink_actor>(sink)});
-  f.sched->run();
+  c.generate("r1");
+  c.generate("r2");
+  c.f.sched->run();
   REQUIRE(h->runs == std::vector<std::string>{"r1"});
   REQUIRE(one->has_value());
   CHECK(**one);
@@ -302,38 +290,33 @@ TEST_CASE("a wait for a start is answered once that many requests run on the boa
   const auto again = started(1);
   REQUIRE(again->has_value());
   CHECK(**again);
-  caf::anon_send(cond, done_atom::value, ended("r1"));
-  f.sched->run();
+  caf::anon_send(c.cond, done_atom::value, ended("r1"));
+  c.f.sched->run();
   CHECK(h->runs == std::vector<std::string>{"r1", "r2"});
   CHECK_FALSE(two->has_value());
 }
 
 TEST_CASE("a wait for idle runs is answered once the board's stats show that many finished",
           "[actors][conductor]") {
-  caf_fixture f;
   auto h = std::make_shared<held_quiesce>();
-  conductor_options opts;
-  opts.limits.ctx_size = 1024;
-  auto& sys = *f.sys;
-  auto cond = f.spawn(conductor, opts, [&sys, h](done_receiver) { return sys.spawn(quiescing_board, h); });
-  f.sched->run();
+  conducted c([h](caf::actor_system& sys) { return sys.spawn(quiescing_board, h); });
   auto tiers_with = [](long finished) {
     cache_stats s;
     s.compaction.emplace();
     s.compaction->worker.finished = finished;
     return s;
   };
-  const auto two = ask(f, cond, idle_runs_atom::value, 2L);
+  const auto two = ask(c.f, c.cond, idle_runs_atom::value, 2L);
   CHECK_FALSE(two->has_value());  // no stats yet
-  caf::anon_send(cond, tiers_atom::value, tiers_with(1));
-  f.sched->run();
+  caf::anon_send(c.cond, tiers_atom::value, tiers_with(1));
+  c.f.sched->run();
   CHECK_FALSE(two->has_value());
-  caf::anon_send(cond, tiers_atom::value, tiers_with(2));
-  f.sched->run();
+  caf::anon_send(c.cond, tiers_atom::value, tiers_with(2));
+  c.f.sched->run();
   REQUIRE(two->has_value());
   CHECK(**two);
   // Reached already: answered at once.
-  const auto one = ask(f, cond, idle_runs_atom::value, 1L);
+  const auto one = ask(c.f, c.cond, idle_runs_atom::value, 1L);
   REQUIRE(one->has_value());
   CHECK(**one);
 }

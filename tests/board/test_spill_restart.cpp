@@ -235,19 +235,7 @@ TEST_CASE("spill: a damaged block is never read back, the slot starts empty and 
     REQUIRE(w.reports.size() == 1);
   }
   // One bit of one block flipped on disk.
-  std::string victim;
-  for (auto& f : std::filesystem::recursive_directory_iterator(dir.str()))
-    if (f.path().extension() == ".blk") victim = f.path().string();
-  REQUIRE(!victim.empty());
-  {
-    std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(-5, std::ios::end);
-    char ch = 0;
-    f.read(&ch, 1);
-    ch = static_cast<char>(ch ^ 0x10);
-    f.seekp(-5, std::ios::end);
-    f.write(&ch, 1);
-  }
+  REQUIRE(flip_a_block_bit(dir.str()));
   board_runner_options o = small_runner_options();
   auto k = keeper_on(dir.str(), fresh(c)->layout());
   o.spill = k;

@@ -47,6 +47,17 @@ disk_write_reply write_anchor(disk_service& s, file_env& env, const engine& e,
   return write_job(s, env, std::move(sub));
 }
 
+// One bit of the byte at `at` of the file at `path`, flipped on the medium.
+void flip_bit(const std::string& path, std::size_t at) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(at));
+  char byte = 0;
+  f.read(&byte, 1);
+  byte = static_cast<char>(byte ^ 0x10);
+  f.seekp(static_cast<std::streamoff>(at));
+  f.write(&byte, 1);
+}
+
 }  // namespace
 
 TEST_CASE("disk service: offer, read off the engine, apply equals a cold prefill", "[disk][service]") {
@@ -126,15 +137,7 @@ TEST_CASE("disk service: a flipped bit in a chunk file fails the read, deletes t
   // One bit of the second chunk's rows, on the medium.
   const std::string second = chunk_file(s->store(), prompt, 2 * b.g);
   REQUIRE(exists(second));
-  {
-    std::fstream f(second, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(b.cfb - 7));
-    char byte = 0;
-    f.read(&byte, 1);
-    byte = static_cast<char>(byte ^ 0x10);
-    f.seekp(static_cast<std::streamoff>(b.cfb - 7));
-    f.write(&byte, 1);
-  }
+  flip_bit(second, b.cfb - 7);
   auto e = make_engine(b.c);
   const untouched before(*e, 3 * b.g);
   expected<verified_read> r = s->read(*o.offer, prompt);
@@ -232,4 +235,70 @@ TEST_CASE("disk service: admission as the board asks for it, and the read decisi
   const disk_stats st = s->stats();
   CHECK(st.declined == 1);
   CHECK(st.anchors_planned == 2);  // the second plan and the last one (seen three times)
+}
+
+TEST_CASE("disk service: a failed read says whether its files failed their checks or the offer was stale",
+          "[disk][service][miss]") {
+  service_bench b;
+  const auto prompt = test_tokens(4 * b.g + 5);
+  auto s = b.open_service();
+  auto writer = prefilled(b.c, prompt, 3 * b.g);
+  REQUIRE_FALSE(write_anchor(*s, b.env, *writer, prompt).failed);
+  auto read_of = [&](const disk_offer& o) {
+    disk_read_request rq;
+    rq.prompt.assign(prompt.begin(), prompt.end());
+    rq.offer = o;
+    return s->start_read(rq);
+  };
+  // Stale: the tier was cleared between the offer and its read.
+  const disk_offer_reply before_clear = s->offer(prompt, 0, 0);
+  REQUIRE(before_clear.offer);
+  s->clear();
+  const disk_read_reply stale = read_of(*before_clear.offer);
+  CHECK(stale.kind == disk_read_kind::none);
+  CHECK_FALSE(stale.damaged);
+  // Damaged: the files are there and one bit of a chunk's rows is wrong.
+  REQUIRE_FALSE(write_anchor(*s, b.env, *writer, prompt).failed);
+  const disk_offer_reply o = s->offer(prompt, 0, 0);
+  REQUIRE(o.offer);
+  const std::string second = chunk_file(s->store(), prompt, 2 * b.g);
+  flip_bit(second, b.cfb - 7);
+  const disk_read_reply damaged = read_of(*o.offer);
+  CHECK(damaged.kind == disk_read_kind::none);
+  CHECK(damaged.damaged);
+  // Read again, the chain is gone: stale, not damaged.
+  const disk_read_reply gone = read_of(*o.offer);
+  CHECK(gone.kind == disk_read_kind::none);
+  CHECK_FALSE(gone.damaged);
+}
+
+TEST_CASE("disk service: a line only another engine's folder holds is named in the offer's reply",
+          "[disk][service][miss]") {
+  service_bench b;
+  const auto prompt = test_tokens(4 * b.g + 5);
+  {
+    auto s = b.open_service();
+    auto writer = prefilled(b.c, prompt, 3 * b.g);
+    REQUIRE_FALSE(write_anchor(*s, b.env, *writer, prompt).failed);
+    // Its own folder: an offer, and no other engine's line.
+    const disk_offer_reply own = s->offer(prompt, 0, 0);
+    REQUIRE(own.offer);
+    CHECK(own.foreign_line == 0);
+  }
+  // Another engine (other weights: another fingerprint) on the same root.
+  state_layout other = b.layout;
+  other.fingerprint ^= 0x5a5a;
+  disk_service s(b.env, other, b.clock, b.options());
+  s.start();
+  const disk_offer_reply o = s.offer(prompt, 0, 0);
+  CHECK_FALSE(o.offer);
+  CHECK(o.foreign_line == 3 * b.g);                      // its deepest chunk the prompt shares, found by name
+  CHECK(s.offer(prompt, 3 * b.g, 0).foreign_line == 0);  // not deeper than the tiers above
+  // A prompt that parts inside the second chunk reaches only the first.
+  auto parted = prompt;
+  parted[b.g + 3] = static_cast<token_id>((parted[b.g + 3] + 1) % 256);
+  CHECK(s.offer(parted, 0, 0).foreign_line == b.g);
+  // The other folder's files are left as they were.
+  auto back = b.open_service();
+  CHECK(back->offer(prompt, 0, 0).offer);
 }

@@ -2,6 +2,8 @@
 // A board with a session spill in tests, driven synchronously: a keeper on a folder (scanned, as a
 // server's start builds it), the spill writer's part (each staged job written and committed at
 // once), and a loop that steps every slot until none wants a step, keeping each finished event.
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -13,6 +15,23 @@
 #include "tests/support/disk_driver.hpp"
 
 namespace anchorage::testing {
+
+// One bit flipped on the medium, 5 bytes before the end of a spilled block under `dir` (the last
+// one found); false when there is none.
+inline bool flip_a_block_bit(const std::string& dir) {
+  std::string victim;
+  for (auto& f : std::filesystem::recursive_directory_iterator(dir))
+    if (f.path().extension() == ".blk") victim = f.path().string();
+  if (victim.empty()) return false;
+  std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(-5, std::ios::end);
+  char ch = 0;
+  f.read(&ch, 1);
+  ch = static_cast<char>(ch ^ 0x10);
+  f.seekp(-5, std::ios::end);
+  f.write(&ch, 1);
+  return true;
+}
 
 // A keeper on `dir`, scanned, as a server's start builds it.
 inline std::shared_ptr<spill_keeper> keeper_on(const std::string& dir, const state_layout& layout,

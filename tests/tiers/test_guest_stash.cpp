@@ -88,7 +88,9 @@ struct failing_tier final : tier {
     o.rows_replaced = true;
     return o;
   }
-  bool restore(state_adapter&, const resume_offer&) override { return ++restores, false; }
+  restore_result restore(state_adapter&, const resume_offer&) override {
+    return ++restores, restore_result::stale;
+  }
   void begin(const resume_offer&, const state_adapter&, const tier_lookup&, bool) override { ++begins; }
   void after_prefill_step(const state_adapter&, kernels::backend) override { ++steps; }
   void end_generation(const state_adapter&, kernels::backend, end_record) override {}
