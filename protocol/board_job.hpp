@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "protocol/disk_types.hpp"
 #include "protocol/ledger_entry.hpp"
 #include "protocol/openai_types.hpp"
+#include "protocol/output_rules.hpp"
 
 namespace anchorage {
 
@@ -56,32 +58,22 @@ struct compaction_plan {
   std::vector<std::int32_t> turn_after_pending;
 };
 
-// A rendered request as the conductor hands it to the board.
-struct board_job {
-  std::string id;
-  request_kind route = request_kind::completion;
-  std::string session_key;
-  std::vector<std::int32_t> prompt;
-  // The tokenizer the prompt was rendered with, which the board decodes and samples with; null:
-  // the byte tokenizer.
-  std::shared_ptr<const tokenizer> tok;
-  // generation
+// What the sampler is asked for.
+struct sampling_request {
   double temperature = 1.0;
   double top_p = 1.0;
   std::uint64_t seed = 0;
   bool seed_explicit = false;  // the client sent the seed (else the server chose it)
   long max_tokens = 16;        // already clamped to the context left
   std::vector<std::int32_t> stop_tokens;
-  std::vector<std::string> stop_strings;
   std::vector<std::pair<std::int32_t, float>> logit_bias;  // OpenAI logit_bias, ids in the vocabulary
-  bool parse_reasoning = false;
-  bool parse_tool_calls = false;
-  // The request's tool definitions (with parse_tool_calls): the types of a call's parameters when
-  // the model writes it in Qwen3.5's XML form.
-  std::shared_ptr<const nlohmann::ordered_json> tools;
-  bool starts_in_reasoning = false;  // the generation prompt opened the <think> block
-  long reasoning_budget = -1;        // --reasoning-budget: thinking tokens before a hidden close; -1 none
-  long user_start = -1;              // where the last user message starts in the prompt; -1 unknown
+};
+
+// A client's request: it has a sink and a ledger entry. The board serves it as a generation, a
+// replay (the response cache, a prewritten summary) or, for a compaction request whose guard
+// holds, a continuation.
+struct client_request {
+  long user_start = -1;  // where the last user message starts in the prompt; -1 unknown
   // The response cache's (docs/CACHES.md): whether the client asked for a determined output (an
   // explicit temperature 0, or top_k 1; temperature is then 0), and the fields that change the
   // output without reaching the board otherwise: tool_choice as parsed (auto | none | required |
@@ -95,20 +87,52 @@ struct board_job {
   std::optional<disk_offer> disk;
   // The deepest line of the prompt only another engine's disk folder holds (the miss reasons).
   std::size_t disk_foreign_line = 0;
-  // A compaction request's continuation (none: not one, or compaction off); the prompt above is
+  // A compaction request's continuation (none: not one, or compaction off); the job's prompt is
   // the request as sent, served when the guard fails.
   std::optional<compaction_plan> compaction;
-  // The compaction worker's idle work (docs/COMPACTION.md): this job prewrites the summary of
-  // the conversation a slot holds (its prompt is the held conversation's end rows and the plan's
-  // turn, filled in by the board). It has no sink and no ledger entry; any request stops it.
-  bool idle = false;
   // The request came from opencode (its User-Agent, or an `ses_` session id): the sessions the
   // compaction worker prewrites for.
   bool opencode = false;
+};
+
+// The compaction worker's idle work (docs/COMPACTION.md): it prewrites the summary of the
+// conversation a slot holds; the job's prompt is the held conversation's end rows and the plan's
+// turn, filled in by the board. It has no sink and no ledger entry; any request stops it.
+struct idle_prewrite {
+  compaction_plan plan;
+};
+
+// A rendered request as the conductor hands it to the board: a core (who, which route, the
+// prompt, the session, the sink), what the sampler and the output parser are asked for, and the
+// kind of work it is.
+struct board_job {
+  std::string id;
+  request_kind route = request_kind::completion;
+  std::string session_key;
+  std::vector<std::int32_t> prompt;
+  // The tokenizer the prompt was rendered with, which the board decodes and samples with; null:
+  // the byte tokenizer.
+  std::shared_ptr<const tokenizer> tok;
+  sampling_request sampling;
+  output_rules rules;
+  std::variant<client_request, idle_prewrite> kind;
   // what the lookup decided (the board fills it in when it takes the request)
   x_cache_info cache;
   std::int64_t received_ns = 0;  // steady clock, when the edge received the request
   sink_actor sink;               // receives the stream_events
+
+  // The client's request; null for idle work.
+  client_request* client() { return std::get_if<client_request>(&kind); }
+  const client_request* client() const { return std::get_if<client_request>(&kind); }
+  bool idle() const { return std::holds_alternative<idle_prewrite>(kind); }
+  // The compaction plan the job carries: a compaction request's, or the idle work's; null: none.
+  const compaction_plan* compaction() const {
+    if (const auto* c = client()) return c->compaction ? &*c->compaction : nullptr;
+    return &std::get<idle_prewrite>(kind).plan;
+  }
+  compaction_plan* compaction() {
+    return const_cast<compaction_plan*>(static_cast<const board_job*>(this)->compaction());
+  }
 };
 
 }  // namespace anchorage

@@ -21,7 +21,7 @@
 
 namespace anchorage {
 
-// Idle work: the continuation `job` (a board_job with idle set and its compaction plan) for a
+// Idle work: the continuation `job` (a board_job of kind idle_prewrite, with its compaction plan) for a
 // slot whose resident conversation is an opencode session of at least `min_tokens` tokens up to
 // its end anchor, and has no summary prewritten for this turn yet.
 struct idle_request {

@@ -84,10 +84,10 @@ board_job opencode_job(const std::vector<token_id>& prompt, long max_tokens, con
   j.id = id;
   j.route = request_kind::completion;
   j.session_key = session;
-  j.opencode = true;
+  j.client()->opencode = true;
   j.prompt.assign(prompt.begin(), prompt.end());
-  j.temperature = 0;
-  j.max_tokens = max_tokens;
+  j.sampling.temperature = 0;
+  j.sampling.max_tokens = max_tokens;
   return j;
 }
 
@@ -267,13 +267,13 @@ int main(int argc, char** argv) {
   sent.insert(sent.end(), plan.turn.begin(), plan.turn.end());
   auto compaction_request = [&](const std::string& id, bool with_plan) {
     board_job j = opencode_job(sent, max_tokens, id);
-    if (with_plan) j.compaction = plan;
+    if (with_plan) j.client()->compaction = plan;
     return j;
   };
   board_job tmpl;
-  tmpl.temperature = 0;
-  tmpl.max_tokens = max_tokens;
-  tmpl.compaction = plan;
+  tmpl.sampling.temperature = 0;
+  tmpl.sampling.max_tokens = max_tokens;
+  tmpl.kind = idle_prewrite{plan};
 
   log_info() << "continuation: the turn of " << turn << " tokens at the end anchor";
   const stream_event cont = run_job(a, compaction_request("compact-continuation", true));

@@ -113,8 +113,8 @@ stream_event run_turn(slot_board& b, const std::vector<token_id>& prompt, long m
   j.route = request_kind::completion;
   j.session_key = "bench";
   j.prompt.assign(prompt.begin(), prompt.end());
-  j.temperature = 0;
-  j.max_tokens = max_tokens;
+  j.sampling.temperature = 0;
+  j.sampling.max_tokens = max_tokens;
   spill_writer side;
   std::optional<stream_event> done;
   auto take = [&](slot_events& s) {

@@ -94,10 +94,11 @@ std::unique_ptr<run> board_runner::compaction_run(board_job j, std::int64_t star
     ++n.compactions_as_sent;
     return std::make_unique<generation_run>(slot_, std::move(j), start_ns, std::nullopt);
   }
-  j.compaction->turn.assign(choice->turn.begin(), choice->turn.end());
+  j.compaction()->turn.assign(choice->turn.begin(), choice->turn.end());
   board_job c = continuation_job(std::move(j), choice->end_rows, slot_.capacity());
   if (choice->in_place && slot_.prewrites) {
-    const prewritten_summary* s = slot_.prewrites->find(c.session_key, choice->end_rows, c.compaction->turn);
+    const prewritten_summary* s =
+        slot_.prewrites->find(c.session_key, choice->end_rows, c.compaction()->turn);
     if (s && compaction_prewrites::answers(*s, c)) {
       try {
         auto r = std::make_unique<replayed_run>(slot_, c, start_ns, *s);
@@ -129,7 +130,7 @@ board_events board_runner::start(board_job j) {
       }
     }
   }
-  if (!r && j.compaction) r = compaction_run(std::move(j), start_ns);
+  if (!r && j.compaction()) r = compaction_run(std::move(j), start_ns);
   if (!r) r = std::make_unique<generation_run>(slot_, std::move(j), start_ns, std::move(key));
   if (cancelled) r->cancel();
   return launch(std::move(r));
@@ -190,21 +191,21 @@ std::optional<std::vector<cache_tier>> board_runner::clear(cache_tier tier) {
 }
 
 bool board_runner::idle_candidate(const board_job& tmpl, std::size_t min_tokens) const {
-  if (busy() || !slot_.end_opencode || !tmpl.compaction || !slot_.tiers->options().enabled) return false;
+  if (busy() || !slot_.end_opencode || !tmpl.compaction() || !slot_.tiers->options().enabled) return false;
   const resident_prefix& r = slot_.tiers->resident();
   const end_record* e = r.end();
   // Nothing above the end anchor: the guest's stash holds no row, so it cannot be refused (a
   // refused stash would make the run an ordinary request over the conversation's rows).
   if (!e || e->rows.empty() || e->rows.size() < min_tokens || r.tokens() != e->rows) return false;
-  if (e->rows.size() + tmpl.compaction->turn.size() + 2 >= slot_.capacity()) return false;
-  return !slot_.prewrites || !slot_.prewrites->has(slot_.end_session, e->rows, tmpl.compaction->turn);
+  if (e->rows.size() + tmpl.compaction()->turn.size() + 2 >= slot_.capacity()) return false;
+  return !slot_.prewrites || !slot_.prewrites->has(slot_.end_session, e->rows, tmpl.compaction()->turn);
 }
 
 // The worker's continuation, started like a compaction request whose guard held: a guest from
 // the end anchor (the tiers' plan finds it there; nothing is read from the disk).
 board_events board_runner::start_idle(board_job tmpl) {
   if (!idle_candidate(tmpl, 0)) throw std::logic_error("board_runner: no conversation to prewrite for");
-  tmpl.idle = true;
+  if (!tmpl.idle()) tmpl.kind = idle_prewrite{*tmpl.compaction()};
   tmpl.session_key = slot_.end_session;
   tmpl.sink = sink_actor{};
   tmpl.id =

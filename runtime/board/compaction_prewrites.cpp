@@ -21,12 +21,12 @@ const prewritten_summary* compaction_prewrites::find(const std::string& session_
 }
 
 bool compaction_prewrites::answers(const prewritten_summary& s, const board_job& job) {
-  if (job.temperature != s.temperature || job.top_p != s.top_p) return false;
-  if (job.seed_explicit && job.seed != s.seed) return false;
-  if (!job.logit_bias.empty() || !job.stop_strings.empty()) return false;
+  if (job.sampling.temperature != s.temperature || job.sampling.top_p != s.top_p) return false;
+  if (job.sampling.seed_explicit && job.sampling.seed != s.seed) return false;
+  if (!job.sampling.logit_bias.empty() || !job.rules.stop_strings.empty()) return false;
   const auto n = static_cast<long>(s.output.size());
-  if (s.finish_reason == run_finish::stop) return n <= job.max_tokens;
-  return job.max_tokens <= n;
+  if (s.finish_reason == run_finish::stop) return n <= job.sampling.max_tokens;
+  return job.sampling.max_tokens <= n;
 }
 
 }  // namespace anchorage

@@ -13,7 +13,7 @@ namespace {
 // end anchor.
 std::optional<std::vector<token_id>> held_elsewhere(const slot_state& slot, const board_job& job,
                                                     const tokenizer& tok) {
-  const compaction_plan& plan = *job.compaction;
+  const compaction_plan& plan = *job.compaction();
   const resident_prefix& r = slot.tiers->resident();
   if (const saved_prompt* pk = r.saved(cache_via::park); pk && pk->end && !pk->end->rows.empty()) {
     if (compaction_guard_holds(plan, tok, pk->end->rows)) return pk->end->rows;
@@ -39,7 +39,7 @@ std::optional<std::vector<token_id>> held_elsewhere(const slot_state& slot, cons
 }  // namespace
 
 std::optional<continuation_choice> choose_continuation(const slot_state& slot, const board_job& job) {
-  const compaction_plan& plan = *job.compaction;
+  const compaction_plan& plan = *job.compaction();
   const resident_prefix& r = slot.tiers->resident();
   const end_record* e = r.end();
   const tokenizer tok = job.tok ? *job.tok : tokenizer();
@@ -63,14 +63,14 @@ std::optional<continuation_choice> choose_continuation(const slot_state& slot, c
 }
 
 board_job continuation_job(board_job job, const std::vector<token_id>& end_rows, std::size_t capacity) {
-  const compaction_plan& plan = *job.compaction;
+  const compaction_plan& plan = *job.compaction();
   std::vector<token_id> p = end_rows;
   p.insert(p.end(), plan.turn.begin(), plan.turn.end());
   job.prompt.assign(p.begin(), p.end());
-  job.starts_in_reasoning = plan.starts_in_reasoning;
-  job.reasoning_budget = -1;
-  job.max_tokens = std::min<long>(job.max_tokens, static_cast<long>(capacity - p.size()));
-  job.disk.reset();  // the disk's offer was for the request as sent
+  job.rules.starts_in_reasoning = plan.starts_in_reasoning;
+  job.rules.reasoning_budget = -1;
+  job.sampling.max_tokens = std::min<long>(job.sampling.max_tokens, static_cast<long>(capacity - p.size()));
+  if (auto* c = job.client()) c->disk.reset();  // the disk's offer was for the request as sent
   return job;
 }
 

@@ -36,8 +36,11 @@ board_events generation_run::start() {
   next_checkpoint_ = slot_.checkpoint_every();
   // The plan now; with a disk tier its offer (made while the request waited) competes.
   cache_tiers& tiers = *slot_.tiers;
-  if (auto* d = tiers.disk())
-    d->expect(job_.disk, slot_.staging->prefill_tokens_per_s(), job_.disk_foreign_line);
+  if (auto* d = tiers.disk()) {
+    const client_request* c = job_.client();
+    d->expect(c ? c->disk : std::nullopt, slot_.staging->prefill_tokens_per_s(),
+              c ? c->disk_foreign_line : 0);
+  }
   if (auto* sp = tiers.spill()) sp->expect_rate(slot_.staging ? slot_.staging->prefill_tokens_per_s() : 0);
   pending_ = tiers.plan(asked_, plan_info());
   return fetch();
@@ -213,7 +216,8 @@ board_events generation_run::begin_request() {
   rq.resume = o.at;
   rq.exact = o.exact;
   rq.session_key = job_.session_key;
-  if (job_.user_start >= 0) rq.user_start = static_cast<std::size_t>(job_.user_start);
+  if (const client_request* c = job_.client(); c && c->user_start >= 0)
+    rq.user_start = static_cast<std::size_t>(c->user_start);
   out.disk_plan = std::move(rq);
   phase_ = phase::planning;
   return out;
@@ -255,7 +259,7 @@ bool generation_run::resume_checkpoint(const verified_checkpoint& c, board_event
   slot_.tiers->expect(info_of(job_));
   // The rows are the checkpoint's now: the resident prefix's are gone.
   slot_.tiers->clear(cache_tier::resident);
-  job_.seed = meta.seed;
+  job_.sampling.seed = meta.seed;
   generation_job g = session_job();
   g.resume_output.assign(meta.tokens.begin() + static_cast<long>(meta.prompt_tokens), meta.tokens.end());
   try {

@@ -29,8 +29,8 @@ void generation_run::after_tokens(board_events& out) {
   next_checkpoint_ = ids.size() + every;
   checkpoint_meta meta;
   meta.key_hash = job_key_;
-  meta.seed = job_.seed;
-  meta.seed_explicit = job_.seed_explicit;
+  meta.seed = job_.sampling.seed;
+  meta.seed_explicit = job_.sampling.seed_explicit;
   meta.prompt_tokens = job_.prompt.size();
   meta.tokens.assign(job_.prompt.begin(), job_.prompt.end());
   meta.tokens.insert(meta.tokens.end(), ids.begin(), ids.end());
@@ -54,7 +54,7 @@ void generation_run::keep_end() {
   g.output = &s.output_ids();
   g.hidden = s.hidden_spans();
   g.reasoning_end = s.reasoning_end();
-  g.starts_in_reasoning = job_.starts_in_reasoning;
+  g.starts_in_reasoning = job_.rules.starts_in_reasoning;
   g.rows = e.length();
   g.tok = s.tok();
   slot_.guarded([&] { slot_.tiers->end_generation(e.cache_state(), e.where(), build_end_record(g)); });
@@ -88,7 +88,7 @@ void generation_run::keep(board_events& out) {
   // The slot's end anchor is this request's conversation's now (a guest's leaves it as it was).
   if (leaves_conversation() && slot_.tiers->running_via() != cache_via::stash) {
     slot_.end_session = job_.session_key;
-    slot_.end_opencode = job_.opencode;
+    slot_.end_opencode = job_.client() && job_.client()->opencode;
   }
   slot_.guarded([&] { slot_.tiers->finish(e.cache_state()); });
   keep_response();

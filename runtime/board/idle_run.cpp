@@ -47,11 +47,11 @@ void idle_run::finish_idle(board_events& out, bool preempted) {
       prewritten_summary p;
       p.session_key = job_.session_key;
       p.end_rows = end_rows_;
-      p.turn = job_.compaction->turn;
-      p.temperature = job_.temperature;
-      p.top_p = job_.top_p;
-      p.seed = job_.seed;
-      p.max_tokens = job_.max_tokens;
+      p.turn = job_.compaction()->turn;
+      p.temperature = job_.sampling.temperature;
+      p.top_p = job_.sampling.top_p;
+      p.seed = job_.sampling.seed;
+      p.max_tokens = job_.sampling.max_tokens;
       p.output = s.output_ids();
       p.finish_reason = s.finish_reason();
       slot_.prewrites->put(std::move(p));

@@ -20,9 +20,9 @@ replayed_run::replayed_run(slot_state& slot, board_job job, std::int64_t start_n
 replayed_run::replayed_run(slot_state& slot, board_job job, std::int64_t start_ns,
                            const prewritten_summary& s)
     : run(slot, std::move(job), start_ns) {
-  job_.seed = s.seed;
+  job_.sampling.seed = s.seed;
   generation_job g = to_generation_job(job_);
-  const auto limit = static_cast<std::size_t>(std::max(0L, job_.max_tokens));
+  const auto limit = static_cast<std::size_t>(std::max(0L, job_.sampling.max_tokens));
   g.resume_output.assign(s.output.begin(),
                          s.output.begin() + static_cast<long>(std::min(limit, s.output.size())));
   g.replay_finish = g.resume_output.size() < s.output.size() ? run_finish::length : s.finish_reason;

@@ -45,9 +45,9 @@ board_job request_queue::worker_template_of(const board_job& j) const {
   board_job t = j;
   t.id.clear();
   t.prompt.clear();
-  t.disk.reset();
+  t.kind = idle_prewrite{*j.compaction()};
   t.sink = sink_actor{};
-  t.max_tokens = opts_.compaction_max_tokens;
+  t.sampling.max_tokens = opts_.compaction_max_tokens;
   return t;
 }
 
@@ -77,7 +77,7 @@ queue_outbox request_queue::admit(const request_envelope& env) {
   board_job j = std::move(std::get<board_job>(rendered));
   if (opts_.compaction) {
     if (auto plan = plan_compaction(*env.request, opts_.limits.renderer, opts_.tok)) {
-      j.compaction = std::move(*plan);
+      j.client()->compaction = std::move(*plan);
       if (worker_) out.worker_template = worker_template_of(j);
     }
   }
@@ -108,8 +108,8 @@ queue_outbox request_queue::offer_came(const std::string& id, std::optional<disk
   forget_offer(id);
   for (auto& q : queue_)
     if (q.id == id) {
-      q.disk = std::move(offer);
-      q.disk_foreign_line = foreign_line;
+      q.client()->disk = std::move(offer);
+      q.client()->disk_foreign_line = foreign_line;
     }
   dispatch(out);
   return out;
@@ -224,7 +224,7 @@ std::optional<board_job> request_queue::opencode_template() const {
   auto plan = plan_continuation(sys.content, user.content, opts_.limits.renderer, opts_.tok);
   if (!j || !plan) return std::nullopt;
   plan->shape = "opencode-1.18.33";
-  j->compaction = std::move(*plan);
+  j->kind = idle_prewrite{std::move(*plan)};
   return std::move(*j);
 }
 

@@ -11,27 +11,24 @@ generation_job to_generation_job(const board_job& j) {
   generation_job g;
   if (j.tok) g.tok = *j.tok;
   g.prompt.assign(j.prompt.begin(), j.prompt.end());
-  g.gen.sampling.temperature = static_cast<float>(j.temperature);
-  g.gen.sampling.top_p = static_cast<float>(j.top_p);
-  g.gen.sampling.seed = j.seed;
-  g.gen.sampling.logit_bias.assign(j.logit_bias.begin(), j.logit_bias.end());
-  g.gen.max_tokens = static_cast<int>(j.max_tokens);
-  g.gen.stop_tokens.assign(j.stop_tokens.begin(), j.stop_tokens.end());
-  g.stop_strings = j.stop_strings;
-  g.parse_reasoning = j.parse_reasoning;
-  g.parse_tool_calls = j.parse_tool_calls;
-  if (j.tools) g.tools = *j.tools;
-  g.starts_in_reasoning = j.starts_in_reasoning;
-  g.reasoning_budget = j.reasoning_budget;
+  g.gen.sampling.temperature = static_cast<float>(j.sampling.temperature);
+  g.gen.sampling.top_p = static_cast<float>(j.sampling.top_p);
+  g.gen.sampling.seed = j.sampling.seed;
+  g.gen.sampling.logit_bias.assign(j.sampling.logit_bias.begin(), j.sampling.logit_bias.end());
+  g.gen.max_tokens = static_cast<int>(j.sampling.max_tokens);
+  g.gen.stop_tokens.assign(j.sampling.stop_tokens.begin(), j.sampling.stop_tokens.end());
+  g.rules = j.rules;
   return g;
 }
 
 request_info info_of(const board_job& j) {
   request_info info;
   info.session_key = j.session_key;
-  info.max_tokens = static_cast<std::size_t>(std::max(0L, j.max_tokens));
-  if (j.reasoning_budget >= 0) info.hidden_reserve = reasoning_close_length(j.tok ? *j.tok : tokenizer());
-  if (j.user_start >= 0) info.user_start = static_cast<std::size_t>(j.user_start);
+  info.max_tokens = static_cast<std::size_t>(std::max(0L, j.sampling.max_tokens));
+  if (j.rules.reasoning_budget >= 0)
+    info.hidden_reserve = reasoning_close_length(j.tok ? *j.tok : tokenizer());
+  if (const auto* c = j.client(); c && c->user_start >= 0)
+    info.user_start = static_cast<std::size_t>(c->user_start);
   return info;
 }
 

@@ -36,7 +36,7 @@ void run::report(board_events& out) {
   l.total_ms = static_cast<double>(now - job_.received_ns) / 1e6;
   l.output_tokens = s.output_tokens();
   l.finish_reason = s.finish_reason();
-  l.seed = job_.seed;
+  l.seed = job_.sampling.seed;
   out.done = l;
   out.events.push_back(std::move(ev));
 }

@@ -89,9 +89,9 @@ std::size_t slot_board::idle_slots() const {
 }
 
 bool slot_board::waits_for_spill(const board_job& job) const {
-  if (!spill_ || job.idle || spill_->in_flight() == 0) return false;
+  if (!spill_ || job.idle() || spill_->in_flight() == 0) return false;
   // A compaction request shares no token with its conversation: its session says.
-  if (job.compaction) return spill_->in_flight_session(job.session_key);
+  if (job.compaction()) return spill_->in_flight_session(job.session_key);
   std::size_t held = 0;  // the deepest any slot's rows or park share with the prompt
   for (const auto& r : runners_) {
     const resident_prefix& res = r->tiers().resident();
@@ -129,7 +129,7 @@ std::optional<slot_choice> slot_board::choose(const board_job& job) const {
   // A compaction request shares no token with the conversation it summarises: it goes to the
   // idle slot of its session, else to one whose conversation passes its guard, else to one whose
   // parked conversation does.
-  if (job.compaction) {
+  if (const compaction_plan* plan = job.compaction()) {
     const tokenizer tok = job.tok ? *job.tok : tokenizer();
     for (int pass = 0; pass < 3; ++pass)
       for (std::size_t k = 0; k < runners_.size(); ++k) {
@@ -138,8 +138,8 @@ std::optional<slot_choice> slot_board::choose(const board_job& job) const {
         const saved_prompt* pk = r.saved(cache_via::park);
         bool fits = false;
         if (pass == 0) fits = !job.session_key.empty() && session_of_[k] == job.session_key;
-        if (pass == 1) fits = r.end() && compaction_guard_holds(*job.compaction, tok, r.end()->rows);
-        if (pass == 2) fits = pk && pk->end && compaction_guard_holds(*job.compaction, tok, pk->end->rows);
+        if (pass == 1) fits = r.end() && compaction_guard_holds(*plan, tok, r.end()->rows);
+        if (pass == 2) fits = pk && pk->end && compaction_guard_holds(*plan, tok, pk->end->rows);
         if (fits) return slot_choice{k, slot_reason::shared, r.tokens().size()};
       }
   }

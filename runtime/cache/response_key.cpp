@@ -47,25 +47,26 @@ std::size_t response_key::bytes() const {
 }
 
 std::optional<response_key> response_key_of(const board_job& j, std::uint64_t fingerprint) {
-  if (!j.greedy || j.temperature != 0 || j.compaction || j.idle) return std::nullopt;
+  const client_request* c = j.client();
+  if (!c || !c->greedy || j.sampling.temperature != 0 || c->compaction) return std::nullopt;
   response_key k;
   k.fingerprint = fingerprint;
   k.route = j.route;
   k.prompt.assign(j.prompt.begin(), j.prompt.end());
-  k.max_tokens = j.max_tokens;
-  k.stop_tokens.assign(j.stop_tokens.begin(), j.stop_tokens.end());
-  k.stop_strings = j.stop_strings;
-  if (j.tools) k.tools = j.tools->dump();
-  k.tool_choice = j.tool_choice;
-  k.response_format = j.response_format;
-  k.logit_bias.assign(j.logit_bias.begin(), j.logit_bias.end());
-  k.seed_explicit = j.seed_explicit;
-  k.seed = j.seed_explicit ? j.seed : 0;
-  k.top_p = j.top_p;
-  k.parse_reasoning = j.parse_reasoning;
-  k.parse_tool_calls = j.parse_tool_calls;
-  k.starts_in_reasoning = j.starts_in_reasoning;
-  k.reasoning_budget = j.reasoning_budget;
+  k.max_tokens = j.sampling.max_tokens;
+  k.stop_tokens.assign(j.sampling.stop_tokens.begin(), j.sampling.stop_tokens.end());
+  k.stop_strings = j.rules.stop_strings;
+  if (j.rules.tools) k.tools = j.rules.tools->dump();
+  k.tool_choice = c->tool_choice;
+  k.response_format = c->response_format;
+  k.logit_bias.assign(j.sampling.logit_bias.begin(), j.sampling.logit_bias.end());
+  k.seed_explicit = j.sampling.seed_explicit;
+  k.seed = j.sampling.seed_explicit ? j.sampling.seed : 0;
+  k.top_p = j.sampling.top_p;
+  k.parse_reasoning = j.rules.parse_reasoning;
+  k.parse_tool_calls = j.rules.parse_tool_calls;
+  k.starts_in_reasoning = j.rules.starts_in_reasoning;
+  k.reasoning_budget = j.rules.reasoning_budget;
   return k;
 }
 

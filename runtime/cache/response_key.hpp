@@ -40,7 +40,7 @@ struct response_key {
 };
 
 // The key of `j` on an engine of `fingerprint`, or nullopt when `j`'s output is not determined by
-// it: not greedy (j.greedy unset: an omitted temperature is 1.0), or a request whose prompt the
+// it: not greedy (j.client()->greedy unset: an omitted temperature is 1.0), or a request whose prompt the
 // board may replace (a compaction request, the compaction worker's idle work).
 std::optional<response_key> response_key_of(const board_job& j, std::uint64_t fingerprint);
 

@@ -35,15 +35,18 @@ std::size_t reasoning_close_length(const tokenizer& tok) {
 generation_session::generation_session(engine& e, generation_job job)
     : engine_(e),
       job_(std::move(job)),
-      parser_(job_.parse_reasoning, job_.parse_tool_calls, job_.starts_in_reasoning, job_.tok, job_.tools) {
+      parser_(job_.rules.parse_reasoning, job_.rules.parse_tool_calls, job_.rules.starts_in_reasoning,
+              job_.tok, job_.rules.tools ? *job_.rules.tools : nlohmann::ordered_json(nullptr)) {
   job_.gen.sampling.allowed = job_.tok.defined_mask();
-  if (job_.parse_reasoning && job_.reasoning_budget >= 0 && job_.tok.ids().think_close != no_token) {
+  if (job_.rules.parse_reasoning && job_.rules.reasoning_budget >= 0 &&
+      job_.tok.ids().think_close != no_token) {
     close_.ids = job_.tok.encode(reasoning_close_phrase, /*parse_special=*/true);
     close_.hidden = static_cast<std::size_t>(
         std::find(close_.ids.begin(), close_.ids.end(), job_.tok.ids().think_close) - close_.ids.begin());
   }
-  if (job_.parse_reasoning) think_ = job_.starts_in_reasoning ? think_state::open : think_state::before;
-  for (const auto& s : job_.stop_strings) longest_stop_ = std::max(longest_stop_, s.size());
+  if (job_.rules.parse_reasoning)
+    think_ = job_.rules.starts_in_reasoning ? think_state::open : think_state::before;
+  for (const auto& s : job_.rules.stop_strings) longest_stop_ = std::max(longest_stop_, s.size());
   if (job_.speculative.on() && engine_.where() == kernels::backend::cpu)
     drafter_.emplace(job_.speculative, job_.lookup);
   const std::size_t from = engine_.length();
@@ -267,8 +270,8 @@ void generation_session::track_reasoning(token_id t) {
 }
 
 void generation_session::maybe_close_reasoning() {
-  if (closing_ || think_ != think_state::open || job_.reasoning_budget < 0 || close_.ids.empty() ||
-      reasoning_tokens_ < job_.reasoning_budget || out_of_tokens()) {
+  if (closing_ || think_ != think_state::open || job_.rules.reasoning_budget < 0 || close_.ids.empty() ||
+      reasoning_tokens_ < job_.rules.reasoning_budget || out_of_tokens()) {
     return;
   }
   closing_ = true;
@@ -300,7 +303,7 @@ void generation_session::emit(std::vector<output_delta>& into, output_delta d) {
   held_ += d.text;
   std::size_t cut = std::string::npos;
   const std::string* matched = nullptr;
-  for (const auto& s : job_.stop_strings)
+  for (const auto& s : job_.rules.stop_strings)
     if (const std::size_t at = held_.find(s); at < cut) {
       cut = at;
       matched = &s;

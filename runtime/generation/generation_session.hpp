@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/output_rules.hpp"
 #include "protocol/openai_types.hpp"
 #include "runtime/engine/engine.hpp"
 #include "runtime/generation/generator.hpp"
@@ -33,15 +34,12 @@ struct generation_job {
   // the ids the sampler may choose (tokenizer::defined_mask()).
   tokenizer tok;
   std::vector<token_id> prompt;
-  generation_request gen;                 // sampling (logit_bias included), max_tokens, stops
-  std::vector<std::string> stop_strings;  // cut the content where one appears
-  bool parse_reasoning = false;
-  bool parse_tool_calls = false;
-  nlohmann::ordered_json tools;  // the request's tool definitions (output_parser)
-  bool starts_in_reasoning = false;
-  // Reasoning tokens the generation may produce before the session closes the block with
-  // reasoning_close_phrase; -1: no budget. Only read with parse_reasoning.
-  long reasoning_budget = -1;
+  generation_request gen;  // sampling (logit_bias included), max_tokens, stops
+  // How the output is read and cut (protocol/output_rules.hpp): stop strings, reasoning and tool-call
+  // parsing (rules.tools gives a call's parameter types), the reasoning budget: reasoning tokens
+  // the generation may produce before the session closes the block with reasoning_close_phrase
+  // (-1: none; only read with parse_reasoning).
+  output_rules rules;
   // Resuming an interrupted generation: the output ids it had emitted (its output_ids() at a
   // checkpoint, see generation_session::checkpointable()); empty: a fresh run. The caller puts
   // the engine in the checkpoint's state first: the prompt and every id here but the last
@@ -125,7 +123,7 @@ class generation_session {
   // stop, length or cancelled once done (tool_calls is the chat wire's reading of stop with calls
   // made); stop before.
   run_finish finish_reason() const { return finish_; }
-  // The stop string (of job.stop_strings) that ended the content; empty when none did. When two
+  // The stop string (of job.rules.stop_strings) that ended the content; empty when none did. When two
   // match, the one that starts first (the first listed on a tie).
   const std::string& stop_string() const { return stop_string_; }
   long prompt_tokens() const { return static_cast<long>(job_.prompt.size()); }
@@ -144,7 +142,9 @@ class generation_session {
   // forced); nullopt while it is open or when there was none.
   std::optional<std::size_t> reasoning_end() const { return reasoning_end_; }
   // Whether the output began inside the reasoning block (the prompt opened it).
-  bool in_reasoning_from_start() const { return job_.parse_reasoning && job_.starts_in_reasoning; }
+  bool in_reasoning_from_start() const {
+    return job_.rules.parse_reasoning && job_.rules.starts_in_reasoning;
+  }
   // Tokens generated inside the reasoning block so far (the hidden phrase not included).
   long reasoning_tokens() const { return reasoning_tokens_; }
 

@@ -61,6 +61,7 @@ std::optional<api_error> unshown_media(const std::vector<chat_message>& messages
 std::variant<board_job, api_error> render_request(const completion_request& r, const render_limits& lim,
                                                   const tokenizer& tok, std::uint64_t fallback_seed) {
   board_job j;
+  client_request& c = *j.client();
   if (!tok.is_byte_level()) j.tok = std::make_shared<const tokenizer>(tok);
   std::string param;
   if (r.kind == request_kind::chat) {
@@ -81,16 +82,17 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
     // below it): the last "<|im_start|>user" the template rendered.
     const auto mark = tok.encode("<|im_start|>user", true);
     if (auto at = std::find_end(ids.begin(), ids.end(), mark.begin(), mark.end()); at != ids.end())
-      j.user_start = static_cast<long>(at - ids.begin());
-    j.parse_reasoning = r.enable_thinking;
-    j.parse_tool_calls = tools;
-    if (tools) j.tools = std::make_shared<const nlohmann::ordered_json>(r.tools);
-    j.starts_in_reasoning = prompt_opens_reasoning(lim.renderer, r.enable_thinking);
+      c.user_start = static_cast<long>(at - ids.begin());
+    j.rules.parse_reasoning = r.enable_thinking;
+    j.rules.parse_tool_calls = tools;
+    if (tools) j.rules.tools = std::make_shared<const nlohmann::ordered_json>(r.tools);
+    j.rules.starts_in_reasoning = prompt_opens_reasoning(lim.renderer, r.enable_thinking);
     if (r.enable_thinking) {
-      j.reasoning_budget = lim.reasoning_budget;
+      j.rules.reasoning_budget = lim.reasoning_budget;
       if (r.reasoning_budget)
-        j.reasoning_budget = lim.reasoning_budget < 0 ? *r.reasoning_budget
-                                                      : std::min(lim.reasoning_budget, *r.reasoning_budget);
+        j.rules.reasoning_budget = lim.reasoning_budget < 0
+                                       ? *r.reasoning_budget
+                                       : std::min(lim.reasoning_budget, *r.reasoning_budget);
     }
   } else {
     j.route = request_kind::completion;
@@ -111,19 +113,19 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
                      param, "context_length_exceeded"};
   const long room = lim.ctx_size - n;
   long want = r.max_tokens.value_or(r.kind == request_kind::chat ? room : lim.default_completion_max_tokens);
-  j.max_tokens = std::min(want, room);
+  j.sampling.max_tokens = std::min(want, room);
   // Greedy: an explicit temperature 0, or top_k 1 (the only top_k the sampler has: its argmax).
-  j.greedy = (r.temperature_given && r.temperature == 0.0) || r.top_k == 1L;
-  j.temperature = j.greedy ? 0.0 : r.temperature;
-  j.top_p = r.top_p;
-  j.seed = r.seed.value_or(fallback_seed);
-  j.seed_explicit = r.seed.has_value();
-  j.stop_tokens = {tok.ids().im_end};
-  if (tok.ids().endoftext != no_token) j.stop_tokens.push_back(tok.ids().endoftext);
-  j.stop_strings = r.stop;
-  j.logit_bias = r.logit_bias;
-  if (r.kind == request_kind::chat) j.tool_choice = r.tool_choice;
-  if (!r.response_format.is_null()) j.response_format = r.response_format.dump();
+  c.greedy = (r.temperature_given && r.temperature == 0.0) || r.top_k == 1L;
+  j.sampling.temperature = c.greedy ? 0.0 : r.temperature;
+  j.sampling.top_p = r.top_p;
+  j.sampling.seed = r.seed.value_or(fallback_seed);
+  j.sampling.seed_explicit = r.seed.has_value();
+  j.sampling.stop_tokens = {tok.ids().im_end};
+  if (tok.ids().endoftext != no_token) j.sampling.stop_tokens.push_back(tok.ids().endoftext);
+  j.rules.stop_strings = r.stop;
+  j.sampling.logit_bias = r.logit_bias;
+  if (r.kind == request_kind::chat) c.tool_choice = r.tool_choice;
+  if (!r.response_format.is_null()) c.response_format = r.response_format.dump();
   if (r.prompt_cache_key)
     j.session_key = *r.prompt_cache_key;
   else if (!r.session_header.empty())
@@ -132,7 +134,7 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
     j.session_key = chat_session_digest(r.messages);
   else
     j.session_key = head_digest(j.prompt);
-  j.opencode = r.user_agent.rfind("opencode/", 0) == 0 || r.session_header.rfind("ses_", 0) == 0;
+  c.opencode = r.user_agent.rfind("opencode/", 0) == 0 || r.session_header.rfind("ses_", 0) == 0;
   return j;
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/core/token_prefix.hpp"
+
 namespace anchorage {
 
 namespace {
@@ -21,9 +23,7 @@ reach reach_of(const held_sequence& e, const std::vector<token_id>& prompt, std:
                bool end_align) {
   reach r;
   const std::vector<token_id>& rows = e.rows.rows;
-  const std::size_t n = std::min(rows.size(), prompt.size() - 1);
-  r.shared = static_cast<std::size_t>(std::mismatch(rows.begin(), rows.begin() + n, prompt.begin()).first -
-                                      rows.begin());
+  r.shared = std::min(common_prefix(rows, prompt), prompt.size() - 1);
   // The end anchor's alignment needs its head matched token for token: none when nothing is.
   if (e.end_anchor && r.shared > 0 && align_to_end(e.rows, prompt, end_align)) {
     r.shared = rows.size();

@@ -26,8 +26,8 @@ board_job long_prefill_job(const caf::actor& sink, int chunks, int grid) {
   j.route = request_kind::completion;
   const auto t = test_tokens(static_cast<std::size_t>(chunks * grid));
   j.prompt.assign(t.begin(), t.end());
-  j.temperature = 0;
-  j.max_tokens = 4;
+  j.sampling.temperature = 0;
+  j.sampling.max_tokens = 4;
   j.sink = caf::actor_cast<sink_actor>(sink);
   return j;
 }
@@ -75,7 +75,7 @@ TEST_CASE("the board streams progress, deltas and one finished event", "[actors]
   auto sink = f.spawn(recorder, seen);
   auto b = f.spawn(board, eng, decode_block_of(2), caf::actor_cast<done_receiver>(sink));
   auto job = long_prefill_job(sink, 3, c.grid);
-  job.max_tokens = 5;
+  job.sampling.max_tokens = 5;
   caf::anon_send(b, run_atom::value, job);
   f.sched->run();
   int progress = 0, finished = 0;

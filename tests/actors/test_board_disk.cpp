@@ -125,8 +125,8 @@ TEST_CASE("a cancel and a clear sent while the board restores from disk are hand
   const auto more = test_tokens(g + 1, 702);
   prompt.insert(prompt.end(), more.begin(), more.end());
   board_job j = t.job(prompt, 8);
-  j.disk = t.offer_for(prompt);
-  REQUIRE(j.disk);
+  j.client()->disk = t.offer_for(prompt);
+  REQUIRE(j.client()->disk);
 
   caf::anon_send(t.b, run_atom::value, j);
   run_only(t.f, t.b);

@@ -32,7 +32,7 @@ board_options one_token_blocks() {
 board_job opencode_job(const std::vector<token_id>& prompt, long max_tokens, const std::string& id,
                        const caf::actor& sink) {
   board_job j = job_of(prompt, max_tokens, id, "header:ses_A");
-  j.opencode = true;
+  j.client()->opencode = true;
   j.sink = caf::actor_cast<sink_actor>(sink);
   return j;
 }
@@ -69,7 +69,7 @@ idle_request idle_question(std::size_t turn) {
   compaction_plan plan;
   const auto t = test_tokens(turn, 907);
   plan.turn.assign(t.begin(), t.end());
-  rq.job.compaction = plan;
+  rq.job.kind = idle_prewrite{plan};
   rq.min_tokens = 1;
   return rq;
 }

@@ -325,7 +325,7 @@ TEST_CASE("anthropic: budget_tokens is the job's reasoning budget within --reaso
     lim.reasoning_budget = server_budget;
     auto job = render_request(r, lim, tokenizer(), 1);
     REQUIRE(std::holds_alternative<board_job>(job));
-    return std::get<board_job>(job).reasoning_budget;
+    return std::get<board_job>(job).rules.reasoning_budget;
   };
   const std::string enabled = R"({"type": "enabled", "budget_tokens": 6})";
   CHECK(budget(enabled, -1) == 6);

@@ -421,10 +421,10 @@ TEST_CASE("render_request passes logit_bias and opens thinking with its budget",
   auto rendered = render_request(chat, lim, tok, 1);
   REQUIRE(std::holds_alternative<board_job>(rendered));
   board_job j = std::get<board_job>(rendered);
-  CHECK(j.logit_bias == std::vector<entry>{{65, 3.0f}, {259, -100.0f}});
-  CHECK(j.parse_reasoning);
-  CHECK(j.starts_in_reasoning);
-  CHECK(j.reasoning_budget == 64);
+  CHECK(j.sampling.logit_bias == std::vector<entry>{{65, 3.0f}, {259, -100.0f}});
+  CHECK(j.rules.parse_reasoning);
+  CHECK(j.rules.starts_in_reasoning);
+  CHECK(j.rules.reasoning_budget == 64);
   const std::string prompt = tok.decode(std::vector<token_id>(j.prompt.begin(), j.prompt.end()));
   CHECK(prompt == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n");
   CHECK(j.prompt.back() == '\n');
@@ -433,22 +433,22 @@ TEST_CASE("render_request passes logit_bias and opens thinking with its budget",
   const completion_request no_think =
       accept(with(chat_base(), "chat_template_kwargs", {{"enable_thinking", false}}), request_kind::chat);
   j = std::get<board_job>(render_request(no_think, lim, tok, 1));
-  CHECK_FALSE(j.parse_reasoning);
-  CHECK_FALSE(j.starts_in_reasoning);
-  CHECK(j.reasoning_budget == -1);
-  CHECK(j.logit_bias.empty());
+  CHECK_FALSE(j.rules.parse_reasoning);
+  CHECK_FALSE(j.rules.starts_in_reasoning);
+  CHECK(j.rules.reasoning_budget == -1);
+  CHECK(j.sampling.logit_bias.empty());
 
   const completion_request completion =
       accept(with(completion_base(), "logit_bias", {{"1", 2}}), request_kind::completion);
   j = std::get<board_job>(render_request(completion, lim, tok, 1));
-  CHECK(j.logit_bias == std::vector<entry>{{1, 2.0f}});
-  CHECK_FALSE(j.starts_in_reasoning);
-  CHECK(j.reasoning_budget == -1);
+  CHECK(j.sampling.logit_bias == std::vector<entry>{{1, 2.0f}});
+  CHECK_FALSE(j.rules.starts_in_reasoning);
+  CHECK(j.rules.reasoning_budget == -1);
 
   lim.reasoning_budget = -1;
   j = std::get<board_job>(render_request(chat, lim, tok, 1));
-  CHECK(j.starts_in_reasoning);
-  CHECK(j.reasoning_budget == -1);
+  CHECK(j.rules.starts_in_reasoning);
+  CHECK(j.rules.reasoning_budget == -1);
 }
 
 TEST_CASE("render_request with a BPE tokenizer: its ids, its stop tokens, the job carries it",
@@ -463,8 +463,9 @@ TEST_CASE("render_request with a BPE tokenizer: its ids, its stop tokens, the jo
   const std::vector<token_id> want = tok.encode(text, true);
   CHECK(std::vector<token_id>(j.prompt.begin(), j.prompt.end()) == want);
   CHECK(j.prompt.front() == 301);  // the fixture's <|im_start|>, not the byte tokenizer's 256
-  CHECK(j.stop_tokens == std::vector<std::int32_t>{302, 300});  // the fixture's <|im_end|>, <|endoftext|>
-  CHECK(j.user_start == 0);
+  CHECK(j.sampling.stop_tokens ==
+        std::vector<std::int32_t>{302, 300});  // the fixture's <|im_end|>, <|endoftext|>
+  CHECK(j.client()->user_start == 0);
   REQUIRE(j.tok != nullptr);
   CHECK(j.tok->name() == tok.name());
   // The byte tokenizer's jobs carry none (the board reads null as the byte tokenizer).

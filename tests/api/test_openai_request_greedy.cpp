@@ -85,27 +85,27 @@ TEST_CASE("response_format is kept as sent", "[openai][response]") {
   CHECK(r.response_format.dump() == rf);
   CHECK(reject(chat_with("response_format", "json"), request_kind::chat).param == "response_format");
   const board_job j = render(r);
-  CHECK(j.response_format == rf);
-  CHECK(render(accept(chat_with("", nullptr), request_kind::chat)).response_format.empty());
+  CHECK(j.client()->response_format == rf);
+  CHECK(render(accept(chat_with("", nullptr), request_kind::chat)).client()->response_format.empty());
 }
 
 TEST_CASE("a job is greedy for an explicit temperature 0 or top_k 1 only", "[openai][response]") {
   const board_job omitted = render(accept(chat_with("", nullptr), request_kind::chat));
-  CHECK_FALSE(omitted.greedy);
-  CHECK(omitted.temperature == 1.0);
+  CHECK_FALSE(omitted.client()->greedy);
+  CHECK(omitted.sampling.temperature == 1.0);
   const board_job zero = render(accept(chat_with("temperature", 0), request_kind::chat));
-  CHECK(zero.greedy);
-  CHECK(zero.temperature == 0.0);
-  CHECK_FALSE(render(accept(chat_with("temperature", 0.5), request_kind::chat)).greedy);
+  CHECK(zero.client()->greedy);
+  CHECK(zero.sampling.temperature == 0.0);
+  CHECK_FALSE(render(accept(chat_with("temperature", 0.5), request_kind::chat)).client()->greedy);
   // top_k 1 is the argmax: the sampler gets temperature 0 whatever was sent.
   json k1 = chat_with("top_k", 1);
   k1["temperature"] = 0.9;
   const board_job top1 = render(accept(k1, request_kind::chat));
-  CHECK(top1.greedy);
-  CHECK(top1.temperature == 0.0);
+  CHECK(top1.client()->greedy);
+  CHECK(top1.sampling.temperature == 0.0);
   const board_job top5 = render(accept(chat_with("top_k", 5), request_kind::chat));
-  CHECK_FALSE(top5.greedy);
-  CHECK(top5.temperature == 1.0);
-  CHECK(render(accept(chat_with("tool_choice", "none"), request_kind::chat)).tool_choice == "none");
-  CHECK(render(accept(chat_with("", nullptr), request_kind::chat)).tool_choice == "auto");
+  CHECK_FALSE(top5.client()->greedy);
+  CHECK(top5.sampling.temperature == 1.0);
+  CHECK(render(accept(chat_with("tool_choice", "none"), request_kind::chat)).client()->tool_choice == "none");
+  CHECK(render(accept(chat_with("", nullptr), request_kind::chat)).client()->tool_choice == "auto");
 }

@@ -125,8 +125,8 @@ TEST_CASE("a disk restore that fails falls back to the cold path with the same o
   disk_driver rd(*env, r.slot0().layout(), d);
   board_job j = job_of(prompt, 6);
   rd.offer_for(j, r);
-  REQUIRE(j.disk);     // the offer made while the request waited
-  env->fail_reads(5);  // EIO: every read of the disk tier fails from here
+  REQUIRE(j.client()->disk);  // the offer made while the request waited
+  env->fail_reads(5);         // EIO: every read of the disk tier fails from here
   board_events started = r.start(j);
   CHECK(r.current_phase() == board_runner::phase::restoring);
   REQUIRE(started.disk_read);

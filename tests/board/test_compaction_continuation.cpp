@@ -60,7 +60,7 @@ TEST_CASE("compaction: a continuation leaves the conversation's rows and anchors
   plan.user_lines = {tok.decode(std::vector<token_id>(rows.begin() + 7, rows.begin() + 40)),
                      tok.decode(std::vector<token_id>(rows.end() - 20, rows.end() - 6))};
   board_job j = job_of(test_tokens(400, 903), 5, "compact", "A");  // the request as sent
-  j.compaction = plan;
+  j.client()->compaction = plan;
   const stream_event done = run_job(a, j);
   CHECK(done.cache.via == cache_via::compaction);
   CHECK(done.cache.source == cache_source::end);
@@ -103,7 +103,7 @@ TEST_CASE("compaction: the guard failing, or no conversation held, serves the re
   plan.user_lines = {"a line nobody said", "another"};
   const auto as_sent = test_tokens(300, 905);
   board_job j = job_of(as_sent, 4, "c1", "A");
-  j.compaction = plan;
+  j.client()->compaction = plan;
   // Nothing held yet.
   stream_event done = run_job(a, j);
   CHECK(done.cache.via != cache_via::compaction);

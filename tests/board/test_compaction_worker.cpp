@@ -37,7 +37,7 @@ stream_event run_job(board_runner& r, board_job j) {
 
 board_job opencode_job(const std::vector<token_id>& prompt, long max_tokens, const std::string& id) {
   board_job j = job_of(prompt, max_tokens, id, "header:ses_A");
-  j.opencode = true;
+  j.client()->opencode = true;
   return j;
 }
 
@@ -63,7 +63,7 @@ compaction_plan the_plan(const model_config& c) {
 
 board_job worker_template(const model_config& c, long max_tokens) {
   board_job t = job_of({}, max_tokens, "", "");
-  t.compaction = the_plan(c);
+  t.kind = idle_prewrite{the_plan(c)};
   return t;
 }
 
@@ -72,9 +72,9 @@ board_job compaction_request(const model_config& c, const std::vector<token_id>&
                              const std::string& id) {
   const tokenizer tok;
   board_job j = opencode_job(test_tokens(400, 903), max_tokens, id);  // the request as sent
-  j.compaction = the_plan(c);
-  j.compaction->user_lines = {tok.decode(std::vector<token_id>(rows.begin() + 7, rows.begin() + 40)),
-                              tok.decode(std::vector<token_id>(rows.end() - 20, rows.end() - 6))};
+  j.client()->compaction = the_plan(c);
+  j.compaction()->user_lines = {tok.decode(std::vector<token_id>(rows.begin() + 7, rows.begin() + 40)),
+                                tok.decode(std::vector<token_id>(rows.end() - 20, rows.end() - 6))};
   return j;
 }
 
@@ -261,18 +261,18 @@ TEST_CASE("compaction worker: the summary answers only a request whose sampling 
     void (*apply)(board_job&);
   };
   const change changes[] = {
-      {"another temperature", [](board_job& j) { j.temperature = 0.7; }},
-      {"another top_p", [](board_job& j) { j.top_p = 0.5; }},
+      {"another temperature", [](board_job& j) { j.sampling.temperature = 0.7; }},
+      {"another top_p", [](board_job& j) { j.sampling.top_p = 0.5; }},
       {"an explicit seed it was not written with",
        [](board_job& j) {
-         j.seed = 12345;
-         j.seed_explicit = true;
+         j.sampling.seed = 12345;
+         j.sampling.seed_explicit = true;
        }},
       {"a logit bias",
        [](board_job& j) {
-         j.logit_bias = {{65, 2.0f}};
+         j.sampling.logit_bias = {{65, 2.0f}};
        }},
-      {"a stop string", [](board_job& j) { j.stop_strings = {"zz"}; }},
+      {"a stop string", [](board_job& j) { j.rules.stop_strings = {"zz"}; }},
   };
   for (const change& ch : changes) {
     INFO(ch.what);
@@ -286,7 +286,7 @@ TEST_CASE("compaction worker: the summary answers only a request whose sampling 
   CHECK(m.cache.via == (m.usage.completion_tokens < 9 ? cache_via::prewritten : cache_via::compaction));
   // The same sampling (the seed it was written with, explicitly) is answered from it.
   board_job same = compaction_request(c, rows, 9, "same");
-  same.seed_explicit = true;
+  same.sampling.seed_explicit = true;
   CHECK(run_job(a, same).cache.via == cache_via::prewritten);
 }
 
@@ -306,7 +306,7 @@ TEST_CASE("compaction worker: only an opencode session's conversation is prewrit
   run_job(a, opencode_job(test_tokens(static_cast<std::size_t>(2 * c.grid), 913), 6, "t2"));
   CHECK(a.idle_candidate(tmpl, 0));
   board_job no_plan = tmpl;
-  no_plan.compaction.reset();
+  no_plan.kind = client_request{};
   CHECK_FALSE(a.idle_candidate(no_plan, 0));
   a.start(opencode_job(test_tokens(static_cast<std::size_t>(2 * c.grid), 914), 6, "t3"));
   CHECK_FALSE(a.idle_candidate(tmpl, 0));

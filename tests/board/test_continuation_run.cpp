@@ -37,8 +37,8 @@ board_job compaction_of(const std::vector<token_id>& rows, bool guard_holds) {
   const std::vector<token_id> line(rows.begin() + 7, rows.begin() + 30);
   plan.user_lines = {guard_holds ? tok.decode(line) : std::string("a line nobody wrote")};
   board_job j = job_of(test_tokens(300, 933), 4, "compact", "header:A");  // the request as sent
-  j.compaction = plan;
-  j.disk = disk_offer{};
+  j.client()->compaction = plan;
+  j.client()->disk = disk_offer{};
   return j;
 }
 
@@ -58,11 +58,11 @@ TEST_CASE("continuation run: above the end anchor, via compaction, the conversat
   REQUIRE(choice);
   CHECK(choice->in_place);
   CHECK(choice->end_rows.size() == end);
-  CHECK(choice->turn == sent.compaction->turn);
+  CHECK(choice->turn == sent.compaction()->turn);
   const board_job j = continuation_job(sent, choice->end_rows, slot.capacity());
-  CHECK(j.prompt.size() == end + sent.compaction->turn.size());
-  CHECK(!j.disk);  // the disk's offer was for the request as sent
-  CHECK(j.reasoning_budget == -1);
+  CHECK(j.prompt.size() == end + sent.compaction()->turn.size());
+  CHECK(!j.client()->disk);  // the disk's offer was for the request as sent
+  CHECK(j.rules.reasoning_budget == -1);
 
   continuation_run cont(slot, j, steady_ns(), true);
   const driven d = drive(cont, cont.start());
@@ -70,7 +70,7 @@ TEST_CASE("continuation run: above the end anchor, via compaction, the conversat
   CHECK(d.finished()->cache.via == cache_via::compaction);
   CHECK(d.finished()->cache.source == cache_source::end);
   CHECK(d.finished()->cache.resumed_at == static_cast<long>(end));
-  CHECK(d.finished()->cache.prefilled_tokens == static_cast<long>(sent.compaction->turn.size()));
+  CHECK(d.finished()->cache.prefilled_tokens == static_cast<long>(sent.compaction()->turn.size()));
   CHECK(r.tokens() == rows);
   CHECK(r.end_position() == end);
   CHECK(r.anchors().positions().size() == anchors);

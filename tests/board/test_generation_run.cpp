@@ -68,7 +68,7 @@ TEST_CASE("generation run: a determined request's answer is kept for the next id
   slot_state slot(shared_engine(c), o);
   REQUIRE(slot.responses);
   board_job j = job_of(test_tokens(70, 613), 5);
-  j.greedy = true;
+  j.client()->greedy = true;
   const auto key = response_key_of(j, slot.eng->layout().fingerprint);
   REQUIRE(key);
   generation_run r(slot, j, steady_ns(), key);

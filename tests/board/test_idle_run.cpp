@@ -36,7 +36,7 @@ board_job idle_job(const model_config& c, slot_state& slot, const std::vector<to
   p.shape = "opencode-1.18.33";
   const auto turn = test_tokens(static_cast<std::size_t>(c.grid + 4), 942);
   p.turn.assign(turn.begin(), turn.end());
-  t.compaction = p;
+  t.kind = idle_prewrite{p};
   return continuation_job(std::move(t), end_rows, slot.capacity());
 }
 
@@ -60,7 +60,7 @@ TEST_CASE("idle run: no events, its answer at the end, the summary kept", "[boar
   CHECK(d.idle->steps == d.steps);
   CHECK(slot.counters.idle_finished == 1);
   CHECK(slot.prewrites->size() == 1);
-  CHECK(slot.prewrites->has("A", end_rows, r.job().compaction->turn));
+  CHECK(slot.prewrites->has("A", end_rows, r.job().compaction()->turn));
   CHECK(slot.tiers->resident().tokens() == tokens);
   CHECK(slot.tiers->resident().end()->rows == end_rows);
 }

@@ -100,8 +100,8 @@ TEST_CASE("with a disk tier a queued request waits for its offer, which rides al
   offer.line = 7;
   auto came = q.offer_came("a", offer);
   REQUIRE(came.runs.size() == 1);
-  REQUIRE(came.runs[0].disk);
-  CHECK(came.runs[0].disk->line == 7);
+  REQUIRE(came.runs[0].client()->disk);
+  CHECK(came.runs[0].client()->disk->line == 7);
   // An offer for a request cancelled meanwhile (or never asked) hands nothing over.
   q.admit(envelope("b"));
   auto cancelled = q.cancel("b");

@@ -25,7 +25,7 @@ board_runner_options response_options() {
 
 board_job greedy(const std::vector<token_id>& prompt, long max_tokens, const std::string& id) {
   board_job j = job_of(prompt, max_tokens, id);
-  j.greedy = true;  // what the conductor renders for an explicit temperature 0
+  j.client()->greedy = true;  // what the conductor renders for an explicit temperature 0
   return j;
 }
 
@@ -101,7 +101,7 @@ TEST_CASE("response board: a generation that stopped replays as stopped", "[tier
   REQUIRE(kept);
   REQUIRE(kept->output.size() == 8);
   board_job stop = greedy(prompt, 8, "s1");
-  stop.stop_tokens = {kept->output[2]};
+  stop.sampling.stop_tokens = {kept->output[2]};
   const std::string text = finished_of(probe).output.content;
   const run_result live = run_job(r, stop);
   REQUIRE(finished_of(live).finish_reason == run_finish::stop);
@@ -115,7 +115,7 @@ TEST_CASE("response board: a generation that stopped replays as stopped", "[tier
   // And a stop string the same way: a character of the probe's content past its first.
   REQUIRE(text.size() >= 2);
   board_job str = greedy(prompt, 8, "t1");
-  str.stop_strings = {text.substr(text.size() / 2, 1)};
+  str.rules.stop_strings = {text.substr(text.size() / 2, 1)};
   const run_result live_s = run_job(r, str);
   str.id = "t2";
   const run_result again_s = run_job(r, str);
@@ -138,29 +138,29 @@ TEST_CASE("response board: a request that differs in any field that changes the 
   const std::vector<std::pair<const char*, std::function<void(board_job&)>>> changes = {
       {"prompt", [&](board_job& j) { j.prompt.assign(other_prompt.begin(), other_prompt.end()); }},
       {"route", [](board_job& j) { j.route = request_kind::chat; }},
-      {"max_tokens", [](board_job& j) { j.max_tokens = 5; }},
-      {"stop tokens", [](board_job& j) { j.stop_tokens = {1}; }},
-      {"stop strings", [](board_job& j) { j.stop_strings = {"zz"}; }},
+      {"max_tokens", [](board_job& j) { j.sampling.max_tokens = 5; }},
+      {"stop tokens", [](board_job& j) { j.sampling.stop_tokens = {1}; }},
+      {"stop strings", [](board_job& j) { j.rules.stop_strings = {"zz"}; }},
       {"tools",
        [](board_job& j) {
-         j.tools = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::array());
+         j.rules.tools = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::array());
        }},
-      {"tool_choice", [](board_job& j) { j.tool_choice = "required"; }},
-      {"response_format", [](board_job& j) { j.response_format = R"({"type":"json_object"})"; }},
+      {"tool_choice", [](board_job& j) { j.client()->tool_choice = "required"; }},
+      {"response_format", [](board_job& j) { j.client()->response_format = R"({"type":"json_object"})"; }},
       {"logit_bias",
        [](board_job& j) {
-         j.logit_bias = {{5, -3.0f}};
+         j.sampling.logit_bias = {{5, -3.0f}};
        }},
       {"seed",
        [](board_job& j) {
-         j.seed = 4;
-         j.seed_explicit = true;
+         j.sampling.seed = 4;
+         j.sampling.seed_explicit = true;
        }},
-      {"top_p", [](board_job& j) { j.top_p = 0.9; }},
-      {"parse reasoning", [](board_job& j) { j.parse_reasoning = true; }},
-      {"parse tool calls", [](board_job& j) { j.parse_tool_calls = true; }},
-      {"starts in reasoning", [](board_job& j) { j.starts_in_reasoning = true; }},
-      {"reasoning budget", [](board_job& j) { j.reasoning_budget = 3; }},
+      {"top_p", [](board_job& j) { j.sampling.top_p = 0.9; }},
+      {"parse reasoning", [](board_job& j) { j.rules.parse_reasoning = true; }},
+      {"parse tool calls", [](board_job& j) { j.rules.parse_tool_calls = true; }},
+      {"starts in reasoning", [](board_job& j) { j.rules.starts_in_reasoning = true; }},
+      {"reasoning budget", [](board_job& j) { j.rules.reasoning_budget = 3; }},
   };
   long misses = r.responses()->stats().misses;
   for (const auto& [name, change] : changes) {
@@ -184,9 +184,9 @@ TEST_CASE("response board: a sampled request is never kept nor answered", "[tier
   const auto prompt = test_tokens(40, 904);
   // An omitted temperature: 1.0, sampled with the request's seed.
   board_job sampled = job_of(prompt, 6, "s1");
-  sampled.temperature = 1.0;
-  sampled.seed = 5;
-  sampled.seed_explicit = true;
+  sampled.sampling.temperature = 1.0;
+  sampled.sampling.seed = 5;
+  sampled.sampling.seed_explicit = true;
   run_job(r, sampled);
   sampled.id = "s2";
   CHECK(finished_of(run_job(r, sampled)).cache.source != cache_source::response);

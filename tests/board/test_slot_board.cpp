@@ -195,7 +195,7 @@ TEST_CASE("slots: decoding slots of one weight set decode in one batch and answe
       board_job j =
           job_of(test_tokens(static_cast<std::size_t>(50 + 17 * k), static_cast<std::uint64_t>(750 + k)), 16,
                  id, id);
-      j.temperature = 0;
+      j.sampling.temperature = 0;
       jobs.push_back(j);
       log.take(b.start(j));
     }

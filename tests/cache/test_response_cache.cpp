@@ -30,9 +30,9 @@ cached_response answer_of(std::vector<token_id> ids, run_finish reason = run_fin
 board_job greedy_job(std::vector<std::int32_t> prompt) {
   board_job j;
   j.prompt = std::move(prompt);
-  j.greedy = true;
-  j.temperature = 0;
-  j.max_tokens = 8;
+  j.client()->greedy = true;
+  j.sampling.temperature = 0;
+  j.sampling.max_tokens = 8;
   return j;
 }
 
@@ -162,25 +162,26 @@ TEST_CASE("response cache: only a greedy job that no tier rewrites has a key", "
   CHECK(k->fingerprint == 77);
   CHECK(k->prompt == std::vector<token_id>{1, 2, 3});
   board_job sampled = g;
-  sampled.greedy = false;  // an omitted temperature: 1.0
-  sampled.temperature = 1.0;
+  sampled.client()->greedy = false;  // an omitted temperature: 1.0
+  sampled.sampling.temperature = 1.0;
   CHECK_FALSE(response_key_of(sampled, 77));
   board_job zero_not_asked = g;
-  zero_not_asked.greedy = false;  // a temperature 0 the client did not ask for is not trusted
+  zero_not_asked.client()->greedy = false;  // a temperature 0 the client did not ask for is not trusted
   CHECK_FALSE(response_key_of(zero_not_asked, 77));
   board_job compaction = g;
-  compaction.compaction = compaction_plan{};
+  compaction.client()->compaction = compaction_plan{};
   CHECK_FALSE(response_key_of(compaction, 77));
   board_job idle = g;
-  idle.idle = true;
+  idle.kind = idle_prewrite{};
   CHECK_FALSE(response_key_of(idle, 77));
   // A server-chosen seed does not take part; an explicit one does.
   board_job seeded = g;
-  seeded.seed = 12345;
+  seeded.sampling.seed = 12345;
   CHECK(*response_key_of(seeded, 77) == *k);
-  seeded.seed_explicit = true;
+  seeded.sampling.seed_explicit = true;
   CHECK(*response_key_of(seeded, 77) != *k);
   board_job tools = g;
-  tools.tools = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::array({{{"a", 1}}}));
+  tools.rules.tools =
+      std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::array({{{"a", 1}}}));
   CHECK(*response_key_of(tools, 77) != *k);
 }

@@ -328,7 +328,7 @@ TEST_CASE("a disk offer made while the request waited, the disk cleared before i
   prompt.insert(prompt.end(), more.begin(), more.end());
   board_job j = job_of(prompt, 6, "late");
   q.disk->offer_for(j, *q.runner);
-  REQUIRE(j.disk);
+  REQUIRE(j.client()->disk);
   q.service().clear();  // between the offer and the read
   const run_result r = run_to_end(*q.runner, q.runner->start(j), q.disk.get());
   REQUIRE(r.done);

@@ -171,14 +171,14 @@ TEST_CASE("a sampled generation resumed from any checkpoint ends as the uninterr
     const recorded probe = record(c, job);
     REQUIRE(probe.end.out.content.size() > 30);
     auto stopped = job;
-    stopped.stop_strings = {"never said", probe.end.out.content.substr(20, 4)};
+    stopped.rules.stop_strings = {"never said", probe.end.out.content.substr(20, 4)};
     const recorded r = check_every_resume(c, stopped, 2);
     CHECK(r.end.finish == run_finish::stop);
     CHECK(r.end.ids.size() < 40u);
   }
   SECTION("with tool call tags, the parser holding a call across the checkpoints") {
     auto tools = job;
-    tools.parse_tool_calls = true;
+    tools.rules.parse_tool_calls = true;
     tools.gen.sampling.logit_bias = {{special_tokens::tool_call_open, 4.0f},
                                      {special_tokens::tool_call_close, 4.0f}};
     const recorded r = check_every_resume(c, tools, 3);
@@ -224,7 +224,7 @@ TEST_CASE("a resumed generation re-derives the forced close phrase", "[session][
     auto job = sampled(thinking_job(prompt, static_cast<int>(5 + phrase.size()) + 40, 5), 78);
     const recorded probe = record(c, job);
     REQUIRE(probe.end.out.content.size() > 20);
-    job.stop_strings = {probe.end.out.content.substr(12, 3)};
+    job.rules.stop_strings = {probe.end.out.content.substr(12, 3)};
     const recorded r = check_every_resume(c, job, 5);
     CHECK(r.end.finish == run_finish::stop);
     CHECK(r.end.hidden == std::vector<span>{{5, 5 + hidden}});
@@ -247,8 +247,8 @@ TEST_CASE("a resumed generation re-derives the forced close phrase", "[session][
   }
   SECTION("a block the model opens itself") {
     auto job = greedy_job(test_tokens(30, 4), static_cast<int>(4 + phrase.size()) + 10);
-    job.parse_reasoning = true;
-    job.reasoning_budget = 3;
+    job.rules.parse_reasoning = true;
+    job.rules.reasoning_budget = 3;
     job.gen.sampling.logit_bias = {{special_tokens::think_open, 100.0f}};
     const recorded r = check_every_resume(c, sampled(job, 81), 3);
     CHECK(slice(r.end.ids, 4, 4 + phrase.size()) == phrase);
@@ -339,7 +339,7 @@ TEST_CASE("a resume whose replay reaches the end leaves the engine alone", "[ses
     const recorded probe = record(c, free_job);
     REQUIRE(probe.end.out.content.size() > 20);
     auto job = free_job;
-    job.stop_strings = {probe.end.out.content.substr(15, 2)};
+    job.rules.stop_strings = {probe.end.out.content.substr(15, 2)};
     const recorded r = record(c, job);
     REQUIRE(r.end.finish == run_finish::stop);
     auto e = make_engine(c);

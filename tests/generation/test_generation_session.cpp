@@ -71,7 +71,7 @@ TEST_CASE("stop strings cut the content and never reach the client", "[session]"
 
   auto e = make_engine(c);
   auto job = greedy_job(prompt, 40);
-  job.stop_strings = {"this will not appear", stop};
+  job.rules.stop_strings = {"this will not appear", stop};
   generation_session s(*e, job);
   const std::string text = run_all(s, 1);
   CHECK(text == full.substr(0, first));
@@ -311,7 +311,7 @@ TEST_CASE("without a budget, or without thinking, nothing is forced", "[session]
   }
   SECTION("a budget on a request without thinking") {
     auto job = greedy_job(prompt, 40);
-    job.reasoning_budget = 5;
+    job.rules.reasoning_budget = 5;
     auto e = make_engine(c);
     generation_session s(*e, job);
     run_all(s, 8);
@@ -325,8 +325,8 @@ TEST_CASE("without a budget, or without thinking, nothing is forced", "[session]
     // the tiny model's first output is not <think>: the block never opens
     REQUIRE(plain.output_ids().front() != special_tokens::think_open);
     auto job = greedy_job(prompt, 40);
-    job.parse_reasoning = true;
-    job.reasoning_budget = 5;
+    job.rules.parse_reasoning = true;
+    job.rules.reasoning_budget = 5;
     auto e = make_engine(c);
     generation_session s(*e, job);
     run_all(s, 8);
@@ -344,8 +344,8 @@ TEST_CASE("a reasoning block the model opens itself is held to the budget", "[se
   // by the parser) are reasoning tokens
   const int max_tokens = static_cast<int>(4 + phrase.size()) + 10;
   auto job = greedy_job(test_tokens(30, 4), max_tokens);
-  job.parse_reasoning = true;
-  job.reasoning_budget = 3;
+  job.rules.parse_reasoning = true;
+  job.rules.reasoning_budget = 3;
   job.gen.sampling.logit_bias = {{special_tokens::think_open, 100.0f}};
   auto e = make_engine(c);
   generation_session s(*e, job);

@@ -43,9 +43,9 @@ TEST_CASE("bpe session: the budget forces the close phrase in the tokenizer's id
   job.tok = bpe;
   job.prompt = bpe.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n", true);
   job.gen.max_tokens = 140;
-  job.parse_reasoning = true;
-  job.starts_in_reasoning = true;
-  job.reasoning_budget = 5;
+  job.rules.parse_reasoning = true;
+  job.rules.starts_in_reasoning = true;
+  job.rules.reasoning_budget = 5;
   // Only the budget may close the block; the byte tokenizer's </think> id means nothing here.
   job.gen.sampling.logit_bias = {{ids.think_close, -100.0f}, {ids.im_end, -100.0f}, {ids.endoftext, -100.0f}};
   generation_session s(*e, job);

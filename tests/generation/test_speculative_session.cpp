@@ -149,7 +149,7 @@ TEST_CASE("greedy gate: a stop token, a stop string and max_tokens inside an acc
   SECTION("stop string") {
     REQUIRE(free_run.out.content.size() > 20);
     generation_job job = greedy_job(prompt, 60);
-    job.stop_strings = {free_run.out.content.substr(14, 3)};
+    job.rules.stop_strings = {free_run.out.content.substr(14, 3)};
     const run_result want = run_job(c, job);
     CHECK(want.finish == run_finish::stop);
     require_same_run(want, run_scripted(c, job, free_run.ids), layout);

@@ -32,7 +32,7 @@ struct disk_driver {
   void offer_for(board_job& j, const board_runner& r) const {
     const std::vector<token_id> prompt(j.prompt.begin(), j.prompt.end());
     const double rate = r.stats().disk_staging ? r.stats().disk_staging->prefill_tokens_per_s : 0;
-    j.disk = service->offer(prompt, 0, rate).offer;
+    j.client()->disk = service->offer(prompt, 0, rate).offer;
   }
 
   // The submissions and generations in `out`, answered now.
@@ -114,8 +114,8 @@ inline board_job job_of(const std::vector<token_id>& prompt, long max_tokens, co
   j.route = request_kind::completion;
   j.session_key = session;
   j.prompt.assign(prompt.begin(), prompt.end());
-  j.temperature = 0;
-  j.max_tokens = max_tokens;
+  j.sampling.temperature = 0;
+  j.sampling.max_tokens = max_tokens;
   return j;
 }
 

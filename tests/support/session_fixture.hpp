@@ -24,9 +24,9 @@ inline generation_job greedy_job(std::vector<token_id> prompt, int max_tokens) {
 // </think> is banned so that only the budget can close the block.
 inline generation_job thinking_job(std::vector<token_id> prompt, int max_tokens, long budget) {
   generation_job j = greedy_job(std::move(prompt), max_tokens);
-  j.parse_reasoning = true;
-  j.starts_in_reasoning = true;
-  j.reasoning_budget = budget;
+  j.rules.parse_reasoning = true;
+  j.rules.starts_in_reasoning = true;
+  j.rules.reasoning_budget = budget;
   j.gen.sampling.logit_bias = {{special_tokens::think_close, -100.0f}};
   return j;
 }

@@ -118,10 +118,10 @@ TEST_CASE("render_request: each renderer's prompt is its template's text, tokeni
         // user_start: the tokens before the last "<|im_start|>user" of the text.
         const std::size_t at = text.rfind("<|im_start|>user");
         REQUIRE(at != std::string::npos);
-        CHECK(j.user_start == static_cast<long>(t.encode(text.substr(0, at), true).size()));
-        CHECK(j.parse_tool_calls);
-        CHECK(j.parse_reasoning == thinking);
-        CHECK(j.reasoning_budget == (thinking ? 32 : -1));
+        CHECK(j.client()->user_start == static_cast<long>(t.encode(text.substr(0, at), true).size()));
+        CHECK(j.rules.parse_tool_calls);
+        CHECK(j.rules.parse_reasoning == thinking);
+        CHECK(j.rules.reasoning_budget == (thinking ? 32 : -1));
       }
     }
     // The three texts differ (a renderer that fell back to another would pass the checks above).
@@ -195,16 +195,16 @@ TEST_CASE("render_request: the reasoning flags follow each template's generation
       const board_job j = rendered(r, renderer, tokenizer());
       const std::string text = text_of(j);
       const std::string gen = text.substr(text.rfind("<|im_start|>assistant\n"));
-      CHECK(j.parse_reasoning == thinking);
+      CHECK(j.rules.parse_reasoning == thinking);
       if (!thinking) {
         CHECK(gen == "<|im_start|>assistant\n<think>\n\n</think>\n\n");
-        CHECK_FALSE(j.starts_in_reasoning);
+        CHECK_FALSE(j.rules.starts_in_reasoning);
       } else if (renderer == chat_renderer::qwen3) {
         CHECK(gen == "<|im_start|>assistant\n");  // the model opens <think> itself
-        CHECK_FALSE(j.starts_in_reasoning);
+        CHECK_FALSE(j.rules.starts_in_reasoning);
       } else {
         CHECK(gen == "<|im_start|>assistant\n<think>\n");
-        CHECK(j.starts_in_reasoning);
+        CHECK(j.rules.starts_in_reasoning);
       }
       // The real template's generation prompt, as jinja2 renders it.
       if (renderer != chat_renderer::builtin && have_jinja2()) {
@@ -215,7 +215,7 @@ TEST_CASE("render_request: the reasoning flags follow each template's generation
         CHECK(gen == jgen);
         const bool opens =
             jgen.find("<think>") != std::string::npos && jgen.find("</think>") == std::string::npos;
-        CHECK(j.starts_in_reasoning == opens);
+        CHECK(j.rules.starts_in_reasoning == opens);
       }
     }
   }

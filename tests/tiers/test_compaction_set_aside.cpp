@@ -51,7 +51,7 @@ board_job compaction_of(const std::vector<token_id>& rows, const std::string& id
   plan.user_lines = {tok.decode(std::vector<token_id>(rows.begin() + 7, rows.begin() + 40)),
                      tok.decode(std::vector<token_id>(rows.end() - 20, rows.end() - 6))};
   board_job j = job_of(test_tokens(400, 903), 5, id, "A");  // the request as sent
-  j.compaction = plan;
+  j.client()->compaction = plan;
   return j;
 }
 
@@ -127,7 +127,7 @@ TEST_CASE("compaction: a spilled conversation is continued from the spill, readi
 
   // A guard that fails against every record: served as sent.
   board_job miss = compaction_of(rows, "miss");
-  miss.compaction->user_lines.front() = "a line this conversation never held";
+  miss.compaction()->user_lines.front() = "a line this conversation never held";
   run_all(s, log, &w, s.start(miss));
   CHECK(log.finished.at("miss").cache.via != cache_via::compaction);
   CHECK(log.finished.at("miss").usage.prompt_tokens == 400);
