@@ -10,8 +10,7 @@ cache_tiers::cache_tiers(cache_options opts, kernels::backend where, std::shared
       where_(where),
       shared_budget_(budget ? std::move(budget) : std::make_shared<memory_budget>()),
       budget_(*shared_budget_),
-      guests_(budget_, opts.guest_max, where),
-      held_(std::make_shared<held_record>()) {
+      guests_(budget_, opts.guest_max, where) {
   budget_.set_limit(budget_pool::resident, opts_.enabled ? opts_.resident_bytes : 0);
   budget_.set_limit(budget_pool::store, opts_.enabled ? opts_.store_bytes : 0);
   budget_.set_limit(budget_pool::stash, opts_.enabled ? opts_.stash_bytes : 0);
@@ -57,11 +56,7 @@ void cache_tiers::expect(const request_info& info) {
   prompt_.clear();
   lookup_.prompt = &prompt_;
   stash_need_ = 0;
-  start_ = request_start{};
-  start_.session = info.session_key;
-  judge_ = false;
-  last_miss_.reset();
-  ending_.reset();
+  misses_.expect(info.session_key);
 }
 
 resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const request_info& info) {
@@ -77,9 +72,7 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
     const std::size_t floor = taken_.empty() ? 0 : taken_.back().at;
     if (auto o = t->offer(lookup_, floor); o && o->at > floor) taken_.push_back(std::move(*o));
   }
-  start_.declined_at = lookup_.declined_at;
-  start_.foreign_at = lookup_.foreign_at;
-  judge_ = true;
+  misses_.planned(lookup_.declined_at, lookup_.foreign_at);
   resume_offer o = taken_.empty() ? std::move(cold) : taken_.back();
   if (lookup_.guest) {
     o.via = cache_via::stash;
@@ -94,7 +87,7 @@ void cache_tiers::restore(state_adapter& into, resume_offer& o) {
     if (!t) throw std::logic_error(std::string("cache_tiers: no tier serves ") + to_string(o.source));
     const restore_result r = t->restore(into, o);
     if (r == restore_result::restored) return;
-    (r == restore_result::failed_checks ? start_.failed_checks : start_.stale) = true;
+    misses_.read_failed(r == restore_result::failed_checks);
     // The read failed with the engine untouched: what the tiers above offered, else cold. A
     // guest stays the guest it was planned as (stashed).
     const cache_via guest_via = o.via == cache_via::stash ? o.via : cache_via::none;
@@ -118,17 +111,8 @@ void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
     }
   }
   if (!opts_.enabled) return;
-  refusals_at_begin_ = device_->refusals();
-  if (judge_) {
-    start_.resumed = o.at;
-    last_miss_ = classify_miss(*held_, prompt_, start_,
-                               static_cast<std::size_t>(std::max(0, state.layout().grid)), opts_.end_align);
-    if (last_miss_) {
-      miss_count& c = misses_[last_miss_->reason];
-      ++c.requests;
-      c.tokens += static_cast<long long>(last_miss_->tokens);
-    }
-  }
+  misses_.judged(o.at, prompt_, static_cast<std::size_t>(std::max(0, state.layout().grid)), opts_.end_align,
+                 device_->refusals());
   auto begin_all = [&](const resume_offer& offer) {
     for (auto& t : tiers_) t->begin(offer, state, lookup_, guest_);
   };
@@ -147,18 +131,13 @@ void cache_tiers::after_prefill_step(const state_adapter& state, kernels::backen
 void cache_tiers::end_generation(const state_adapter& state, kernels::backend where, end_record record) {
   if (!opts_.enabled) return;
   // What the server holds of this turn once it ends (a guest leaves the rows as they were).
-  if (!guest_) ending_ = held_sequence{record, lookup_.info.session_key, opts_.end_anchor, false};
+  if (!guest_) misses_.ended(held_sequence{record, lookup_.info.session_key, opts_.end_anchor, false});
   for (auto& t : tiers_) t->end_generation(state, where, record);
 }
 
 void cache_tiers::finish(state_adapter& state) {
   for (auto& t : tiers_) t->finish(state);
-  if (ending_) {
-    ending_->refused = device_->refusals() > refusals_at_begin_;
-    held_->add(std::move(*ending_));
-    ending_.reset();
-  }
-  judge_ = false;
+  misses_.finished(device_->refusals());
   via_ = cache_via::none;
   guest_ = false;
   guests_.give_back(state);
@@ -166,7 +145,7 @@ void cache_tiers::finish(state_adapter& state) {
 
 std::vector<cache_tier> cache_tiers::clear(cache_tier tier) {
   std::vector<cache_tier> done;
-  if (tier == cache_tier::all) held_->clear();  // nothing is held: nothing is missed
+  if (tier == cache_tier::all) misses_.clear_record();  // nothing is held: nothing is missed
   for (auto& t : tiers_)
     for (cache_tier n : t->names())
       if (tier == cache_tier::all || tier == n) {
@@ -183,7 +162,7 @@ cache_stats cache_tiers::stats() const {
   s.resident.stash_refusals = guests_.refusals();
   s.resident.stash_limit_bytes = budget_.limit(budget_pool::stash);
   s.enabled = opts_.enabled;
-  s.miss_reasons = misses_;
+  s.miss_reasons = misses_.counts();
   return s;
 }
 

@@ -70,11 +70,11 @@ class cache_tiers {
   device_tier& device() { return *device_; }
   // The record of what was held that the miss reasons are judged against (held_record.hpp):
   // one for every slot of a board; by default the coordinator's own.
-  void share_record(std::shared_ptr<held_record> held) { held_ = std::move(held); }
-  const held_record& held() const { return *held_; }
+  void share_record(std::shared_ptr<held_record> held) { misses_.share_record(std::move(held)); }
+  const held_record& held() const { return misses_.held(); }
   // The running request's miss, once begin() has judged it; nothing when it resumed as deep as
   // it shared.
-  const std::optional<miss>& last_miss() const { return last_miss_; }
+  const std::optional<miss>& last_miss() const { return misses_.last(); }
   // Any other tier, asked after those attached before it (a tier to come, a test's fake).
   void attach(std::unique_ptr<tier> t) { tiers_.push_back(std::move(t)); }
   disk_offer_tier* disk() { return disk_; }
@@ -115,13 +115,7 @@ class cache_tiers {
   std::vector<token_id> prompt_;              // what lookup_.prompt points at
   // The offers plan() took, best last: a restore that fails falls back to the one before.
   std::vector<resume_offer> taken_;
-  std::shared_ptr<held_record> held_;
-  request_start start_;                  // the running request's, from plan() and restore()
-  bool judge_ = false;                   // begin() judges the running request's start
-  std::optional<miss> last_miss_;        // what begin() judged
-  miss_stats misses_;                    // this slot's
-  std::optional<held_sequence> ending_;  // the running request's rows, recorded at finish()
-  long refusals_at_begin_ = 0;
+  miss_judge misses_;  // the running request's start judged at begin(), its rows recorded at finish()
   cache_via via_ = cache_via::none;  // the running request's via
   bool guest_ = false;               // the running request is a guest (stashed)
   std::size_t stash_need_ = 0;       // rows the running guest can write past its start

@@ -109,4 +109,39 @@ std::optional<miss> classify_miss(const held_record& held, const std::vector<tok
   return m;
 }
 
+void miss_judge::expect(const std::string& session) {
+  start_ = request_start{};
+  start_.session = session;
+  judging_ = false;
+  last_.reset();
+  ending_.reset();
+}
+
+void miss_judge::planned(std::size_t declined_at, std::size_t foreign_at) {
+  start_.declined_at = declined_at;
+  start_.foreign_at = foreign_at;
+  judging_ = true;
+}
+
+void miss_judge::judged(std::size_t resumed, const std::vector<token_id>& prompt, std::size_t grid,
+                        bool end_align, long refusals) {
+  refusals_at_start_ = refusals;
+  if (!judging_) return;
+  start_.resumed = resumed;
+  last_ = classify_miss(*held_, prompt, start_, grid, end_align);
+  if (!last_) return;
+  miss_count& c = counts_[last_->reason];
+  ++c.requests;
+  c.tokens += static_cast<long long>(last_->tokens);
+}
+
+void miss_judge::finished(long refusals) {
+  if (ending_) {
+    ending_->refused = refusals > refusals_at_start_;
+    held_->add(std::move(*ending_));
+    ending_.reset();
+  }
+  judging_ = false;
+}
+
 }  // namespace anchorage

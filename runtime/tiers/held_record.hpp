@@ -8,6 +8,7 @@
 // Not thread-safe: the board's thread owns it (its slots' coordinators all run there).
 #include <cstddef>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,5 +72,40 @@ struct miss {
 // between_anchors.
 std::optional<miss> classify_miss(const held_record& held, const std::vector<token_id>& prompt,
                                   const request_start& s, std::size_t grid, bool end_align);
+
+// A coordinator's miss reasons over its requests, one at a time: expect() a request, planned()
+// once its tiers offered, judged() when it begins (its miss counted), ended() with the rows it
+// leaves, finished() to record them. `refusals` is the device tier's refusal count, read at the
+// start and at the finish: a budget refused a copy in between when it grew.
+class miss_judge {
+ public:
+  miss_judge() : held_(std::make_shared<held_record>()) {}
+
+  void share_record(std::shared_ptr<held_record> held) { held_ = std::move(held); }
+  const held_record& held() const { return *held_; }
+  void clear_record() { held_->clear(); }
+
+  void expect(const std::string& session);
+  void planned(std::size_t declined_at, std::size_t foreign_at);
+  // A taken offer's read failed: its checks (failed_checks) or the offer was gone (stale).
+  void read_failed(bool failed_checks) { (failed_checks ? start_.failed_checks : start_.stale) = true; }
+  void judged(std::size_t resumed, const std::vector<token_id>& prompt, std::size_t grid, bool end_align,
+              long refusals);
+  void ended(held_sequence s) { ending_ = std::move(s); }
+  void finished(long refusals);
+
+  // The running request's miss, once judged; nothing when it resumed as deep as it shared.
+  const std::optional<miss>& last() const { return last_; }
+  const miss_stats& counts() const { return counts_; }
+
+ private:
+  std::shared_ptr<held_record> held_;
+  request_start start_;                  // the running request's, from planned() and read_failed()
+  bool judging_ = false;                 // judged() counts the running request's miss
+  std::optional<miss> last_;             // what judged() found
+  miss_stats counts_;                    // this coordinator's
+  std::optional<held_sequence> ending_;  // the running request's rows, recorded at finished()
+  long refusals_at_start_ = 0;
+};
 
 }  // namespace anchorage

@@ -15,6 +15,24 @@
 
 namespace anchorage {
 
+namespace {
+
+spill_anchor_ref anchor_ref(const state_copy& c, const std::vector<token_id>& tokens, std::size_t at,
+                            bool end, std::size_t sections) {
+  spill_anchor_ref a;
+  a.at = at;
+  a.end = end;
+  for (std::size_t i = 0; i < sections; ++i) {
+    std::uint64_t o[2];
+    c.checksum_section(i, o);
+    a.sums.push_back({o[0], o[1]});
+  }
+  a.name = spill_anchor_name(spill_prefix_hash(tokens.data(), at), at, end, a.sums);
+  return a;
+}
+
+}  // namespace
+
 // Where a conversation's rows and anchors are: rows below `copy->first()` (all of them without
 // a copy) in the engine, the rest in the parked copy.
 struct spill_keeper::conversation {
@@ -64,79 +82,92 @@ struct spill_keeper::conversation {
       std::memcpy(dst + (lo - a) * row, copy->view_rows(l, v) + (lo - from) * row, (b - lo) * row);
     }
   }
-};
 
-namespace {
-
-spill_anchor_ref anchor_ref(const state_copy& c, const std::vector<token_id>& tokens, std::size_t at,
-                            bool end, std::size_t sections) {
-  spill_anchor_ref a;
-  a.at = at;
-  a.end = end;
-  for (std::size_t i = 0; i < sections; ++i) {
-    std::uint64_t o[2];
-    c.checksum_section(i, o);
-    a.sums.push_back({o[0], o[1]});
+  // The manifest: what the conversation is, and every block and anchor named by the sums of its
+  // bytes where they live (nothing is copied).
+  spill_manifest manifest(const state_layout& l) const {
+    const std::size_t n = tokens->size();
+    const auto grid = static_cast<std::size_t>(l.grid);
+    spill_manifest m;
+    m.id = spill_conversation_id(session, *tokens, grid);
+    m.session_key = session;
+    m.tokens = *tokens;
+    m.taint = std::min(taint, n);
+    m.reasoning = *reasoning;
+    m.hidden = *hidden;
+    m.answers = *answers;
+    m.think_close = think_close;
+    m.resident = resident;
+    m.slot = slot;
+    m.sequence = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                std::chrono::system_clock::now().time_since_epoch())
+                                                .count());
+    for (std::size_t a = 0; a < n; a += grid) {
+      spill_block_ref b;
+      b.a = a;
+      b.b = std::min(n, a + grid);
+      for (std::size_t v = 0; v < l.views.size(); ++v) b.sums.push_back(sum(v, b.a, b.b));
+      b.name = spill_block_name(spill_prefix_hash(tokens->data(), b.b), b.a, b.b, b.sums);
+      m.blocks.push_back(std::move(b));
+    }
+    for (const auto& [at, c] : anchors)
+      m.anchors.push_back(anchor_ref(*c, *tokens, at, false, l.sections.size()));
+    if (holds_end()) {
+      spill_end e;
+      e.at = end->rows.size();
+      e.prompt_len = end->prompt_len;
+      e.pending = end->pending;
+      e.reasoning = end->reasoning;
+      e.hidden = end->hidden;
+      e.answers = end->answers;
+      m.end = std::move(e);
+      m.anchors.push_back(anchor_ref(*end_copy, *tokens, m.end->at, true, l.sections.size()));
+    }
+    return m;
   }
-  a.name = spill_anchor_name(spill_prefix_hash(tokens.data(), at), at, end, a.sums);
-  return a;
-}
 
-}  // namespace
+  // The end anchor is kept: its copy is there and its rows are the conversation's head.
+  bool holds_end() const {
+    return end && end_copy && !end_copy->empty() && end->rows.size() <= tokens->size() &&
+           std::equal(end->rows.begin(), end->rows.end(), tokens->begin());
+  }
+
+  // The copies behind manifest()'s anchors, in its order.
+  std::vector<const state_copy*> anchor_copies() const {
+    std::vector<const state_copy*> out;
+    for (const auto& [at, c] : anchors) out.push_back(c);
+    if (holds_end()) out.push_back(end_copy);
+    return out;
+  }
+
+  // Block `i` of the manifest (`b`) copied to host memory.
+  spill_staged_block staged_block(const state_layout& l, std::size_t i, const spill_block_ref& b) const {
+    spill_staged_block s;
+    s.index = i;
+    for (std::size_t v = 0; v < l.views.size(); ++v) {
+      s.rows.emplace_back((b.b - b.a) * l.views[v].bytes_per_token);
+      copy_out(v, b.a, b.b, s.rows.back().data());
+    }
+    return s;
+  }
+};
 
 spill_job_ptr spill_keeper::stage(const conversation& c, const std::string& why) {
   const state_layout& l = layout_;
-  const std::vector<token_id>& tokens = *c.tokens;
-  const std::size_t n = tokens.size();
-  const std::size_t grid = static_cast<std::size_t>(l.grid);
-  if (n == 0 || grid == 0) return nullptr;
+  const std::size_t n = c.tokens->size();
+  if (n == 0 || l.grid <= 0) return nullptr;
   spill_image img;
+  img.manifest = c.manifest(l);  // names first (sums where the bytes are)
   spill_manifest& m = img.manifest;
-  m.id = spill_conversation_id(c.session, tokens, grid);
-  m.session_key = c.session;
-  m.tokens = tokens;
-  m.taint = std::min(c.taint, n);
-  m.reasoning = *c.reasoning;
-  m.hidden = *c.hidden;
-  m.answers = *c.answers;
-  m.think_close = c.think_close;
-  m.resident = c.resident;
-  m.slot = c.slot;
-  m.sequence = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                              std::chrono::system_clock::now().time_since_epoch())
-                                              .count());
-  // Names first (sums where the bytes are), then the bytes of what the store lacks.
+  // Then the bytes of what the store lacks.
   std::uint64_t need = 0;
   std::vector<std::size_t> new_blocks, new_anchors;
-  for (std::size_t a = 0; a < n; a += grid) {
-    spill_block_ref b;
-    b.a = a;
-    b.b = std::min(n, a + grid);
-    for (std::size_t v = 0; v < l.views.size(); ++v) b.sums.push_back(c.sum(v, b.a, b.b));
-    b.name = spill_block_name(spill_prefix_hash(tokens.data(), b.b), b.a, b.b, b.sums);
-    if (!store_.has_block(b.name)) {
-      new_blocks.push_back(m.blocks.size());
-      need += (b.b - b.a) * l.row_bytes();
+  for (std::size_t i = 0; i < m.blocks.size(); ++i)
+    if (!store_.has_block(m.blocks[i].name)) {
+      new_blocks.push_back(i);
+      need += (m.blocks[i].b - m.blocks[i].a) * l.row_bytes();
     }
-    m.blocks.push_back(std::move(b));
-  }
-  for (const auto& [at, copy] : c.anchors)
-    m.anchors.push_back(anchor_ref(*copy, tokens, at, false, l.sections.size()));
-  if (c.end && c.end_copy && !c.end_copy->empty() && c.end->rows.size() <= n &&
-      std::equal(c.end->rows.begin(), c.end->rows.end(), tokens.begin())) {
-    spill_end e;
-    e.at = c.end->rows.size();
-    e.prompt_len = c.end->prompt_len;
-    e.pending = c.end->pending;
-    e.reasoning = c.end->reasoning;
-    e.hidden = c.end->hidden;
-    e.answers = c.end->answers;
-    m.end = std::move(e);
-    m.anchors.push_back(anchor_ref(*c.end_copy, tokens, m.end->at, true, l.sections.size()));
-  }
-  std::vector<const state_copy*> anchor_copies;
-  for (const auto& [at, copy] : c.anchors) anchor_copies.push_back(copy);
-  if (m.end) anchor_copies.push_back(c.end_copy);
+  const std::vector<const state_copy*> anchor_copies = c.anchor_copies();
   for (std::size_t i = 0; i < m.anchors.size(); ++i)
     if (!store_.has_anchor(m.anchors[i].name)) {
       new_anchors.push_back(i);
@@ -150,16 +181,7 @@ spill_job_ptr spill_keeper::stage(const conversation& c, const std::string& why)
                << ")";
     return nullptr;
   }
-  for (std::size_t i : new_blocks) {
-    const spill_block_ref& b = m.blocks[i];
-    spill_staged_block s;
-    s.index = i;
-    for (std::size_t v = 0; v < l.views.size(); ++v) {
-      s.rows.emplace_back((b.b - b.a) * l.views[v].bytes_per_token);
-      c.copy_out(v, b.a, b.b, s.rows.back().data());
-    }
-    img.blocks.push_back(std::move(s));
-  }
+  for (std::size_t i : new_blocks) img.blocks.push_back(c.staged_block(l, i, m.blocks[i]));
   if (!new_anchors.empty()) kernels::device_sync(c.where);
   for (std::size_t i : new_anchors) {
     spill_staged_anchor s;
