@@ -107,12 +107,8 @@ expected<verified_read> disk_service::read(const disk_offer& o, const std::vecto
   hit.ns = o.ns;
   hit.line = o.line;
   const std::int64_t t0 = steady_ns();
-  const long failed_before = store_.restore_failures();
-  expected<verified_read> r = store_.read_verified(hit, prompt);
-  if (!r) {
-    if (damaged) *damaged = store_.restore_failures() > failed_before;
-    return refuse(r.error().error());
-  }
+  expected<verified_read> r = store_.read_verified(hit, prompt, damaged);
+  if (!r) return refuse(r.error().error());
   const double s = static_cast<double>(steady_ns() - t0) / 1e9;
   if (s > 0 && r->bytes_read > 0) read_bps_ = blend_rate(read_bps_, static_cast<double>(r->bytes_read) / s);
   tokens_saved_ += static_cast<long long>(o.line);

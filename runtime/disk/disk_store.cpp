@@ -77,7 +77,8 @@ expected<disk_restore> disk_store::restore(const disk_hit& hit, const std::vecto
   return disk_restore{read->bytes_read};
 }
 
-expected<verified_read> disk_store::read_verified(const disk_hit& hit, const std::vector<token_id>& prompt) {
+expected<verified_read> disk_store::read_verified(const disk_hit& hit, const std::vector<token_id>& prompt,
+                                                  bool* damaged) {
   if (hit.line == 0 || hit.line % grid_ != 0 || prompt.size() < hit.line)
     return status::failure("no anchor at line " + std::to_string(hit.line) + " for this prompt");
   const std::uint64_t aid = disk_names::anchor_id(hit.ns, prefix_hash(prompt.data(), hit.line));
@@ -96,6 +97,7 @@ expected<verified_read> disk_store::read_verified(const disk_hit& hit, const std
   auto read = reader_.read_anchor(files, prompt, chain, failure);
   if (!read) {
     ++restore_failures_;
+    if (damaged) *damaged = true;
     drop(ids[failure.file]);
     return read.error();
   }

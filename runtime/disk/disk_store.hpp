@@ -177,8 +177,10 @@ class disk_store {
   // read_verified() reads and verifies every file as restore() does and counts the hit (or, on
   // failure, deletes the broken chain and names what failed) without touching any engine;
   // apply_verified() then writes the bytes into `into` (rows [0, line), every section, valid
-  // length = line). It touches no store, so whoever owns the engine calls it.
-  expected<verified_read> read_verified(const disk_hit& hit, const std::vector<token_id>& prompt);
+  // length = line). It touches no store, so whoever owns the engine calls it. `damaged` (when not
+  // null) is set when the files were found and failed their checks, left as it is otherwise.
+  expected<verified_read> read_verified(const disk_hit& hit, const std::vector<token_id>& prompt,
+                                        bool* damaged = nullptr);
   static void apply_verified(const verified_read& read, state_adapter& into) { read.anchor.apply(into); }
 
   // ---- Generation checkpoints (storeGenerationCheckpoint) ---------------------------
