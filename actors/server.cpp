@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -22,6 +23,113 @@
 
 namespace anchorage {
 
+namespace {
+
+// --tokenizer's file, else the checkpoint's own, else the byte tokenizer; refused when it defines
+// ids the engine's vocabulary does not hold.
+tokenizer tokenizer_of(const server_config& cfg, const loaded_model& model) {
+  tokenizer tok;
+  if (!cfg.tokenizer_path.empty())
+    tok = tokenizer::from_json_file(cfg.tokenizer_path);
+  else if (!model.tokenizer.is_null())
+    tok = tokenizer::from_json(model.tokenizer, model.source + " (its tokenizer)");
+  if (model.config.vocab < tok.vocab_size()) {
+    throw std::invalid_argument("the tokenizer " + tok.name() + " defines ids up to " +
+                                std::to_string(tok.vocab_size()) + " but the engine's vocabulary (" +
+                                model.config.preset + ") holds " + std::to_string(model.config.vocab));
+  }
+  return tok;
+}
+
+template_choice chat_template_of(const server_config& cfg, const loaded_model& model) {
+  template_sources ts;
+  ts.flag = cfg.chat_template;
+  ts.checkpoint_template = model.chat_template;
+  ts.checkpoint_source = model.source;
+  ts.tokenizer_path = cfg.tokenizer_path;
+  const template_choice chat = choose_template(ts);
+  log_info() << "chat template: " << chat_renderer_name(chat.renderer) << " (from " << chat.origin << ")";
+  return chat;
+}
+
+// The conductor's: the queue, the rendering, compaction and its worker (the tiers' parts are set
+// where their actors are spawned).
+conductor_options conductor_options_of(const server_config& cfg, const model_config& mc, chat_renderer r,
+                                       const tokenizer& tok) {
+  conductor_options opts;
+  opts.limits.ctx_size = mc.ctx_size;
+  opts.max_queue = cfg.max_queue;
+  opts.slots = cfg.cache.parallel;
+  opts.ledger_path = cfg.ledger_path;
+  opts.limits.reasoning_budget = cfg.reasoning_budget;
+  opts.limits.renderer = r;
+  opts.tok = tok;
+  opts.compaction = cfg.compaction && !cfg.no_cache;
+  opts.compaction_max_tokens = cfg.compaction_max_tokens;
+  if (opts.compaction && cfg.compaction_idle_s > 0) {
+    compaction_worker_options cw;
+    cw.idle = std::chrono::milliseconds(static_cast<long>(cfg.compaction_idle_s * 1000.0));
+    cw.min_tokens = cfg.compaction_min_tokens;
+    opts.worker = cw;
+  }
+  return opts;
+}
+
+// The board's: decode, speculation (refused where the model or backend cannot draft) and the
+// device tiers.
+board_options board_options_of(const server_config& cfg, const model_config& mc) {
+  board_options bo;
+  bo.decode_block = cfg.decode_block;
+  bo.speculative = cfg.speculative;
+  if (cfg.speculative.uses_mtp() && !mc.mtp)
+    throw std::invalid_argument("--speculative " + std::string(to_string(cfg.speculative.mode)) +
+                                ": the model (" + mc.preset +
+                                ") has no draft layer (try lookup, or a -mtp preset)");
+  if (cfg.speculative.on() && cfg.engine.backend() != kernels::backend::cpu)
+    throw std::invalid_argument("--speculative: verify rounds run on the cpu backend only for now");
+  bo.cache = cfg.cache;
+  if (cfg.no_cache) bo.cache.enabled = false;
+  return bo;
+}
+
+// The disk tier (--cache-dir with a budget, the cache on); none otherwise.
+std::optional<disk_tier_options> disk_options_of(const server_config& cfg) {
+  if (cfg.cache_dir.empty() || cfg.disk.budget_bytes == 0 || cfg.no_cache) return std::nullopt;
+  disk_tier_options d;
+  d.store.dir = cfg.cache_dir + "/disk";
+  d.store.eviction.budget_bytes = cfg.disk.budget_bytes;
+  d.store.eviction.lifetime_s = cfg.disk.lifetime_s;
+  d.store.eviction.min_free_bytes = cfg.disk.min_free_bytes;
+  d.admission.min_tokens = cfg.disk.min_tokens;
+  d.stage_bytes = cfg.disk.stage_bytes;
+  d.checkpoint_tokens = cfg.disk.checkpoint_tokens;
+  return d;
+}
+
+// The session spill (--session-spill on with --cache-dir, the cache on); none otherwise.
+std::optional<spill_options> spill_options_of(const server_config& cfg) {
+  if (cfg.cache_dir.empty() || !cfg.spill.enabled || cfg.spill.budget_bytes == 0 || cfg.no_cache)
+    return std::nullopt;
+  spill_options so;
+  so.dir = cfg.cache_dir + "/disk";
+  so.budget_bytes = cfg.spill.budget_bytes;
+  so.min_tokens = cfg.spill.min_tokens;
+  return so;
+}
+
+// Asks the conductor `xs...` and waits at most `within` (at least 1 ms) for its true.
+template <class... Ts>
+bool ask_conductor(caf::actor_system& sys, const conductor_actor& c, std::chrono::milliseconds within,
+                   Ts... xs) {
+  caf::scoped_actor self{sys};
+  bool yes = false;
+  self->request(c, std::max(within, std::chrono::milliseconds(1)), xs...)
+      .receive([&](bool b) { yes = b; }, [&](caf::error&) { yes = false; });
+  return yes;
+}
+
+}  // namespace
+
 server::server(const server_config& cfg) : cfg_(cfg) {
   loaded_model model = cfg_.engine.load();
   if (cfg_.model_override) {  // tests: a config no preset has, random weights
@@ -29,88 +137,34 @@ server::server(const server_config& cfg) : cfg_(cfg) {
     model.weights = random_weights(model.config, cfg_.engine.weights_seed);
   }
   const model_config& mc = model.config;
-  const tensor_map& w = model.weights;
   // From here on the config in use is the loaded one (the edge reads it: the vocabulary, the
   // context).
   cfg_.model_override = mc;
-  // The tokenizer: --tokenizer's file, else the checkpoint's own, else the byte tokenizer.
-  tokenizer tok;
-  if (!cfg_.tokenizer_path.empty())
-    tok = tokenizer::from_json_file(cfg_.tokenizer_path);
-  else if (!model.tokenizer.is_null())
-    tok = tokenizer::from_json(model.tokenizer, model.source + " (its tokenizer)");
-  if (mc.vocab < tok.vocab_size()) {
-    throw std::invalid_argument("the tokenizer " + tok.name() + " defines ids up to " +
-                                std::to_string(tok.vocab_size()) + " but the engine's vocabulary (" +
-                                mc.preset + ") holds " + std::to_string(mc.vocab));
-  }
-  template_sources ts;
-  ts.flag = cfg_.chat_template;
-  ts.checkpoint_template = model.chat_template;
-  ts.checkpoint_source = model.source;
-  ts.tokenizer_path = cfg_.tokenizer_path;
-  const template_choice chat = choose_template(ts);
-  log_info() << "chat template: " << chat_renderer_name(chat.renderer) << " (from " << chat.origin << ")";
+  const tokenizer tok = tokenizer_of(cfg_, model);
+  const template_choice chat = chat_template_of(cfg_, model);
   // One converted weight set for every slot (runtime/engine/engine_weights.hpp).
-  const auto weights = std::make_shared<const engine_weights>(mc, w, cfg_.engine.backend());
+  const auto weights = std::make_shared<const engine_weights>(mc, model.weights, cfg_.engine.backend());
   auto eng = std::make_shared<engine>(weights);
   system_ = std::make_unique<caf::actor_system>(sys_cfg_);
 
-  conductor_options opts;
-  opts.limits.ctx_size = mc.ctx_size;
-  opts.max_queue = cfg_.max_queue;
-  opts.slots = cfg_.cache.parallel;
-  opts.ledger_path = cfg_.ledger_path;
-  opts.limits.reasoning_budget = cfg_.reasoning_budget;
-  opts.limits.renderer = chat.renderer;
-  opts.tok = tok;
-  opts.compaction = cfg_.compaction && !cfg_.no_cache;
-  opts.compaction_max_tokens = cfg_.compaction_max_tokens;
-  if (opts.compaction && cfg_.compaction_idle_s > 0) {
-    compaction_worker_options cw;
-    cw.idle = std::chrono::milliseconds(static_cast<long>(cfg_.compaction_idle_s * 1000.0));
-    cw.min_tokens = cfg_.compaction_min_tokens;
-    opts.worker = cw;
-  }
-  board_options bo;
-  bo.decode_block = cfg_.decode_block;
-  bo.speculative = cfg_.speculative;
-  if (cfg_.speculative.uses_mtp() && !mc.mtp)
-    throw std::invalid_argument("--speculative " + std::string(to_string(cfg_.speculative.mode)) +
-                                ": the model (" + mc.preset +
-                                ") has no draft layer (try lookup, or a -mtp preset)");
-  if (cfg_.speculative.on() && cfg_.engine.backend() != kernels::backend::cpu)
-    throw std::invalid_argument("--speculative: verify rounds run on the cpu backend only for now");
-  bo.cache = cfg_.cache;
-  if (cfg_.no_cache) bo.cache.enabled = false;
-  if (!cfg_.cache_dir.empty() && cfg_.disk.budget_bytes > 0 && !cfg_.no_cache) {
-    disk_tier_options d;
-    d.store.dir = cfg_.cache_dir + "/disk";
-    d.store.eviction.budget_bytes = cfg_.disk.budget_bytes;
-    d.store.eviction.lifetime_s = cfg_.disk.lifetime_s;
-    d.store.eviction.min_free_bytes = cfg_.disk.min_free_bytes;
-    d.admission.min_tokens = cfg_.disk.min_tokens;
-    d.stage_bytes = cfg_.disk.stage_bytes;
-    d.checkpoint_tokens = cfg_.disk.checkpoint_tokens;
-    bo.disk = d;
+  conductor_options opts = conductor_options_of(cfg_, mc, chat.renderer, tok);
+  board_options bo = board_options_of(cfg_, mc);
+  if (auto d = disk_options_of(cfg_)) {
+    bo.disk = *d;
     // The disk tier's own actor: it scans the folder at its start, on its own thread.
     disk_actor_options da;
     da.layout = eng->layout();
-    da.tier = d;
+    da.tier = *d;
     disk_ = system_->spawn(anchorage::disk, std::move(da));
     bo.disk_handle = disk_;
     opts.disk = disk_;
-    opts.disk_min_tokens = d.admission.min_tokens;
-    opts.checkpoint_tokens = d.checkpoint_tokens;
+    opts.disk_min_tokens = d->admission.min_tokens;
+    opts.checkpoint_tokens = d->checkpoint_tokens;
   }
-  if (!cfg_.cache_dir.empty() && cfg_.spill.enabled && cfg_.spill.budget_bytes > 0 && !cfg_.no_cache) {
+  if (auto so = spill_options_of(cfg_)) {
     // The session spill: its store scanned here, before any actor runs; the board reads the
     // conversations a planned stop left back into their slots before its first request.
-    spill_options so;
-    so.dir = cfg_.cache_dir + "/disk";
-    so.budget_bytes = cfg_.spill.budget_bytes;
-    so.min_tokens = cfg_.spill.min_tokens;
-    auto keeper = std::make_shared<spill_keeper>(std::make_unique<uring_env>(), eng->layout(), so, tok);
+    auto keeper = std::make_shared<spill_keeper>(std::make_unique<uring_env>(), eng->layout(), *so, tok);
     const spill_scan_report r = keeper->scan();
     log_info() << "session spill: " << r.manifests << " conversation(s), " << r.blocks << " blocks in "
                << keeper->store().folder() << " (" << r.tmp_reaped << " temporary files reaped, " << r.foreign
@@ -155,55 +209,32 @@ bool server::drain(std::chrono::milliseconds grace) {
   edge_->begin_drain();
   // One request: the conductor answers once nothing runs or waits and every staged disk write
   // is on disk (a planned stop loses none of them); the grace period is its timeout.
-  caf::scoped_actor self{*system_};
-  bool idle = false;
-  self->request(conductor_, std::max(grace, std::chrono::milliseconds(1)), drain_atom::value)
-      .receive([&](bool b) { idle = b; }, [&](caf::error&) { idle = false; });
-  return idle;
+  return ask_conductor(*system_, conductor_, grace, drain_atom::value);
 }
 
 bool server::quiesce(std::chrono::milliseconds within) {
-  caf::scoped_actor self{*system_};
-  bool quiet = false;
-  self->request(conductor_, std::max(within, std::chrono::milliseconds(1)), quiesce_atom::value)
-      .receive([&](bool b) { quiet = b; }, [&](caf::error&) { quiet = false; });
-  return quiet;
+  return ask_conductor(*system_, conductor_, within, quiesce_atom::value);
 }
 
 bool server::wait_running(std::size_t n, std::chrono::milliseconds within) {
-  caf::scoped_actor self{*system_};
-  bool running = false;
-  self->request(conductor_, std::max(within, std::chrono::milliseconds(1)), started_atom::value, n)
-      .receive([&](bool b) { running = b; }, [&](caf::error&) { running = false; });
-  return running;
+  return ask_conductor(*system_, conductor_, within, started_atom::value, n);
 }
 
 bool server::wait_idle_runs(long n, std::chrono::milliseconds within) {
-  caf::scoped_actor self{*system_};
-  bool done = false;
-  self->request(conductor_, std::max(within, std::chrono::milliseconds(1)), idle_runs_atom::value, n)
-      .receive([&](bool b) { done = b; }, [&](caf::error&) { done = false; });
-  return done;
+  return ask_conductor(*system_, conductor_, within, idle_runs_atom::value, n);
 }
 
 void server::stop() {
   if (edge_) edge_->stop();
-  if (conductor_) {
-    caf::anon_send_exit(conductor_, caf::exit_reason::user_shutdown);
-    conductor_ = nullptr;
-  }
-  if (disk_) {
-    caf::anon_send_exit(disk_, caf::exit_reason::user_shutdown);
-    disk_ = nullptr;
-  }
-  if (spill_writer_) {
-    caf::anon_send_exit(spill_writer_, caf::exit_reason::user_shutdown);
-    spill_writer_ = nullptr;
-  }
-  if (spill_reader_) {
-    caf::anon_send_exit(spill_reader_, caf::exit_reason::user_shutdown);
-    spill_reader_ = nullptr;
-  }
+  auto stop_one = [](auto& a) {
+    if (!a) return;
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    a = nullptr;
+  };
+  stop_one(conductor_);
+  stop_one(disk_);
+  stop_one(spill_writer_);
+  stop_one(spill_reader_);
 }
 
 }  // namespace anchorage
