@@ -1,7 +1,9 @@
 #pragma once
+#include <optional>
 #include <string>
 
 #include "protocol/cache_source.hpp"
+#include "protocol/miss_stats.hpp"
 
 namespace anchorage {
 
@@ -22,6 +24,8 @@ struct ledger_entry {
   long output_tokens = 0;
   unsigned long long seed = 0;                  // the sampling seed used (the request's, or the fallback)
   run_finish finish_reason = run_finish::stop;  // stop, length, cancelled or error
+  std::optional<miss_reason> miss;              // x_cache_info's: why it resumed less deep
+  long miss_tokens = 0;
 };
 
 }  // namespace anchorage

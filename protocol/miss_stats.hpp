@@ -5,6 +5,8 @@
 // and in /metrics' anchorage_cache_miss_{requests,tokens}_total{reason="..."}.
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 #include "protocol/probe.hpp"
@@ -106,6 +108,13 @@ constexpr const char* to_string(miss_reason r) {
       return "between_anchors";
   }
   return "between_anchors";
+}
+
+// The reason `s` names (to_string's spelling); nothing for any other text.
+inline std::optional<miss_reason> miss_reason_from_string(std::string_view s) {
+  for (miss_reason r : all_miss_reasons)
+    if (s == to_string(r)) return r;
+  return std::nullopt;
 }
 
 }  // namespace anchorage

@@ -12,6 +12,7 @@
 
 #include "protocol/cache_source.hpp"
 #include "protocol/chat_message.hpp"
+#include "protocol/miss_stats.hpp"
 
 namespace anchorage {
 
@@ -89,6 +90,11 @@ struct x_cache_info {
   double ttft_ms = 0;
   cache_via via = cache_via::none;  // what served it beyond the source (omitted when none)
   long slot = -1;                   // the slot (--parallel) it ran on; -1 when not known
+  // Why it resumed less deep than its prompt shared with what the server held, and the tokens
+  // that cost (docs/CACHES.md, "Miss reasons"); none when it resumed as deep as it shared, or
+  // when the tiers did not plan it (a replayed answer, the cache off).
+  std::optional<miss_reason> miss;
+  long miss_tokens = 0;
 };
 
 // The assistant's turn, split the way OpenAI's chat message is.

@@ -75,6 +75,7 @@ json x_cache_json(const x_cache_info& x) {
          {"ttft_ms", x.ttft_ms}};
   if (x.via != cache_via::none) j["via"] = x.via;
   if (x.slot >= 0) j["slot"] = x.slot;
+  if (x.miss) j["miss"] = {{"reason", to_string(*x.miss)}, {"tokens", x.miss_tokens}};
   return j;
 }
 

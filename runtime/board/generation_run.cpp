@@ -197,6 +197,10 @@ board_events generation_run::begin_request() {
   board_events out;
   out.sink = job_.sink;
   slot_.guarded([&] { slot_.tiers->begin(o, slot_.eng->cache_state()); });
+  if (const auto& m = slot_.tiers->last_miss()) {
+    job_.cache.miss = m->reason;
+    job_.cache.miss_tokens = static_cast<long>(m->tokens);
+  }
   slot_.take_spills(out);
   const cache_via via = slot_.tiers->running_via();
   job_.cache.via = served_via(via);

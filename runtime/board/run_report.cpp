@@ -37,6 +37,8 @@ void run::report(board_events& out) {
   l.output_tokens = s.output_tokens();
   l.finish_reason = s.finish_reason();
   l.seed = job_.sampling.seed;
+  l.miss = ev.cache.miss;
+  l.miss_tokens = ev.cache.miss_tokens;
   out.done = l;
   out.events.push_back(std::move(ev));
 }

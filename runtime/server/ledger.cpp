@@ -5,21 +5,26 @@
 namespace anchorage {
 
 nlohmann::json to_json(const ledger_entry& e) {
-  return {{"id", e.id},
-          {"session_key", e.session_key},
-          {"route", e.route},
-          {"prompt_tokens", e.prompt_tokens},
-          {"source", e.source},
-          {"resumed_at", e.resumed_at},
-          {"prefilled", e.prefilled},
-          {"queue_ms", e.queue_ms},
-          {"slot", e.slot},
-          {"restore_ms", e.restore_ms},
-          {"ttft_ms", e.ttft_ms},
-          {"total_ms", e.total_ms},
-          {"output_tokens", e.output_tokens},
-          {"seed", e.seed},
-          {"finish_reason", e.finish_reason}};
+  nlohmann::json j = {{"id", e.id},
+                      {"session_key", e.session_key},
+                      {"route", e.route},
+                      {"prompt_tokens", e.prompt_tokens},
+                      {"source", e.source},
+                      {"resumed_at", e.resumed_at},
+                      {"prefilled", e.prefilled},
+                      {"queue_ms", e.queue_ms},
+                      {"slot", e.slot},
+                      {"restore_ms", e.restore_ms},
+                      {"ttft_ms", e.ttft_ms},
+                      {"total_ms", e.total_ms},
+                      {"output_tokens", e.output_tokens},
+                      {"seed", e.seed},
+                      {"finish_reason", e.finish_reason}};
+  if (e.miss) {
+    j["miss_reason"] = to_string(*e.miss);
+    j["miss_tokens"] = e.miss_tokens;
+  }
+  return j;
 }
 
 namespace {
@@ -51,6 +56,10 @@ ledger_entry ledger_entry_from_json(const nlohmann::json& j) {
   e.seed = j.value("seed", 0ULL);
   e.finish_reason =
       from_text(run_finish_from_string(j.at("finish_reason").get<std::string>()), "finish_reason");
+  if (j.contains("miss_reason")) {
+    e.miss = from_text(miss_reason_from_string(j.at("miss_reason").get<std::string>()), "miss_reason");
+    e.miss_tokens = j.value("miss_tokens", 0L);
+  }
   return e;
 }
 

@@ -48,6 +48,19 @@ TEST_CASE("usage and x_cache", "[openai]") {
           "ttft_ms":0.0})"));
 }
 
+TEST_CASE("x_cache names a miss's reason and the tokens it cost, and nothing without one", "[openai][miss]") {
+  x_cache_info x = warm_cache();
+  x.miss = miss_reason::client_rewrote;
+  x.miss_tokens = 37;
+  json want = x_cache_expected;
+  want["miss"] = {{"reason", "client_rewrote"}, {"tokens", 37}};
+  CHECK(x_cache_json(x) == want);
+  x.miss = miss_reason::no_shared_prefix;
+  x.miss_tokens = 0;
+  CHECK(x_cache_json(x)["miss"] == json{{"reason", "no_shared_prefix"}, {"tokens", 0}});
+  CHECK_FALSE(x_cache_json(warm_cache()).contains("miss"));
+}
+
 TEST_CASE("completion body", "[openai]") {
   json expected = json::parse(R"({"id":"cmpl-1","object":"text_completion","created":1700000000,
     "model":"m","choices":[{"index":0,"text":"Hello","logprobs":null,"finish_reason":"length"}]})");

@@ -18,6 +18,7 @@ TEST_CASE("http: a rewritten system prompt is counted as client_rewrote in the s
   body["prompt_cache_key"] = "conversation-1";
   const turn_reply first = post_turn(s, body);
   CHECK(first.x_cache["source"] == "cold");
+  CHECK(first.x_cache["miss"] == json{{"reason", "no_shared_prefix"}, {"tokens", 0}});
 
   // The client changes one character of its system prompt, 201 characters in, and sends the
   // next turn of the same conversation.
@@ -36,7 +37,25 @@ TEST_CASE("http: a rewritten system prompt is counted as client_rewrote in the s
   const long parts_at = static_cast<long>(count_tokens("<|im_start|>system\n" + sys.substr(0, at)));
   REQUIRE(resumed < parts_at);
 
-  const json st = s.get("/v1/cache/stats").body_json()["tiers"]["miss_reasons"];
+  // The request's own account names it too, in x_cache and in its ledger entry.
+  CHECK(second.x_cache["miss"] == json{{"reason", "client_rewrote"}, {"tokens", parts_at - resumed}});
+  const json stats = s.get("/v1/cache/stats").body_json();
+  const json& ledger = stats["ledger"];
+  REQUIRE(ledger.size() == 2);
+  CHECK(ledger[0]["miss_reason"] == "no_shared_prefix");
+  CHECK(ledger[1]["miss_reason"] == "client_rewrote");
+  CHECK(ledger[1]["miss_tokens"] == parts_at - resumed);
+
+  // The next turn, sent as the server answered it, resumes at the end anchor: no miss.
+  messages.push_back({{"role", "assistant"}, {"content", second.message["content"]}});
+  messages.push_back({{"role", "user"}, {"content", "Thanks."}});
+  body = greedy_turn(messages, 8);
+  body["prompt_cache_key"] = "conversation-1";
+  const turn_reply third = post_turn(s, body);
+  CHECK(third.x_cache["source"] == "end");
+  CHECK_FALSE(third.x_cache.contains("miss"));
+
+  const json st = stats["tiers"]["miss_reasons"];
   INFO(st.dump());
   CHECK(st["client_rewrote"]["requests"] == 1);
   CHECK(st["client_rewrote"]["tokens"] == parts_at - resumed);
