@@ -204,8 +204,8 @@ bool board_runner::idle_candidate(const board_job& tmpl, std::size_t min_tokens)
 // The worker's continuation, started like a compaction request whose guard held: a guest from
 // the end anchor (the tiers' plan finds it there; nothing is read from the disk).
 board_events board_runner::start_idle(board_job tmpl) {
+  if (!tmpl.idle()) throw std::logic_error("board_runner: idle work needs an idle_prewrite job");
   if (!idle_candidate(tmpl, 0)) throw std::logic_error("board_runner: no conversation to prewrite for");
-  if (!tmpl.idle()) tmpl.kind = idle_prewrite{*tmpl.compaction()};
   tmpl.session_key = slot_.end_session;
   tmpl.sink = sink_actor{};
   tmpl.id =

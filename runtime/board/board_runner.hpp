@@ -84,10 +84,10 @@ class board_runner {
   // The compaction worker's idle work (docs/COMPACTION.md). idle_candidate: this slot is idle and
   // holds an opencode session's conversation of at least `min_tokens` tokens up to its end anchor
   // (and nothing above it), with no summary prewritten for it from `tmpl`'s continuation turn.
-  // start_idle runs `tmpl` (its plan, sampling and max_tokens) as that conversation's
-  // continuation (an idle_run), one chunk or block per step(); its events carry no stream events
-  // and no ledger entry, and the last one carries `idle`. preempt_idle stops it at once (between
-  // two steps), leaving the conversation as it was.
+  // start_idle runs `tmpl` (an idle_prewrite job: its plan, sampling and max_tokens; throws otherwise) as
+  // that conversation's continuation (an idle_run), one chunk or block per step(); its events carry no stream
+  // events and no ledger entry, and the last one carries `idle`. preempt_idle stops it at once (between two
+  // steps), leaving the conversation as it was.
   bool idle_candidate(const board_job& tmpl, std::size_t min_tokens) const;
   board_events start_idle(board_job tmpl);
   board_events preempt_idle();
