@@ -95,13 +95,26 @@ struct spill_write_report {
 std::vector<file_result> execute_spill_write(file_env& env, const state_layout& layout,
                                              const spill_image& image, const spill_write_plan& plan);
 
-// A conversation read back and verified: rows [0, manifest.tokens.size()) of every view and
-// every anchor's sections, host memory.
+// One block file read back and verified: rows [a, b) of every view, in place in the bytes read
+// (the rows go from the read buffer to the engine with no copy in between).
+struct spill_read_block {
+  std::size_t a = 0, b = 0;
+  file_buffer bytes;
+  std::vector<const unsigned char*> rows;  // per view: (b - a) rows, into `bytes`
+};
+
+// A conversation read back and verified: rows [0, manifest.tokens.size()) of every view, as its
+// blocks (in order, each where it was read), and every anchor's sections, host memory.
 struct spill_read {
   spill_manifest manifest;
-  std::vector<std::vector<unsigned char>> rows;                  // per view
+  std::vector<spill_read_block> blocks;                          // per manifest.blocks entry
+  std::vector<std::size_t> row_bytes;                            // per view: one row's bytes
   std::vector<std::vector<std::vector<unsigned char>>> anchors;  // per manifest.anchors entry, per section
   std::uint64_t bytes_read = 0;
+
+  // Rows [0, n) of every view gathered into one vector per view (a copy: for a caller that
+  // wants them whole, as the tests do).
+  std::vector<std::vector<unsigned char>> rows() const;
 };
 
 // One read of a conversation, in three parts: planned by the store (plan_read: the files its

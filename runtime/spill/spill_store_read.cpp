@@ -8,7 +8,6 @@
 #include <mutex>
 #include <thread>
 
-#include "runtime/core/prefault.hpp"
 #include "runtime/io/clock.hpp"
 #include "runtime/spill/spill_codec.hpp"
 #include "runtime/spill/spill_store.hpp"
@@ -41,14 +40,15 @@ spill_fetch_ptr spill_store::plan_read(std::uint64_t id) const {
 
 namespace {
 
-// Verifies file i of `f` (its bytes in `d`) and copies what it holds into f.read; empty on
-// success, else what failed. Files write disjoint parts of f.read: two threads may verify two
-// files at once.
-std::string verify_file(spill_fetch& f, std::size_t i, const unsigned char* d) {
+// Verifies file i of `f`, its bytes in `buf`, and keeps what it holds in f.read (a block's
+// buffer itself, an anchor's sections copied); empty on success, else what failed. Files fill
+// disjoint parts of f.read: two threads may verify two files at once.
+std::string verify_file(spill_fetch& f, std::size_t i, file_buffer buf) {
   const state_layout& layout = f.layout;
   const spill_manifest& m = f.manifest;
   spill_read& out = f.read;
   const auto& file = f.files[i];
+  const unsigned char* d = buf.data();
   if (file.manifest) {
     if (std::memcmp(d, f.encoded.data(), f.encoded.size()) != 0)
       return "the manifest's bytes differ from the ones indexed";
@@ -56,12 +56,14 @@ std::string verify_file(spill_fetch& f, std::size_t i, const unsigned char* d) {
   }
   if (i <= m.blocks.size()) {
     const spill_block_ref& ref = m.blocks[i - 1];
-    // Verified and copied in one pass over the bytes (verify_spill_block's `into`).
-    std::vector<unsigned char*> into(layout.views.size());
-    for (std::size_t k = 0; k < layout.views.size(); ++k)
-      into[k] = out.rows[k].data() + ref.a * layout.views[k].bytes_per_token;
-    auto v = verify_spill_block(d, file.bytes, layout, ref, m.tokens, into);
-    return v.ok() ? std::string() : v.error;
+    auto v = verify_spill_block(d, file.bytes, layout, ref, m.tokens);
+    if (!v.ok()) return v.error;
+    spill_read_block& b = out.blocks[i - 1];
+    b.a = ref.a;
+    b.b = ref.b;
+    b.rows = std::move(v.value.rows);
+    b.bytes = std::move(buf);  // the rows point into it; moving the buffer keeps its memory
+    return {};
   }
   const std::size_t ai = i - 1 - m.blocks.size();
   auto v = verify_spill_anchor(d, file.bytes, layout, m.anchors[ai]);
@@ -108,7 +110,7 @@ class verifier {
         next = std::move(work_.front());
         work_.pop_front();
       }
-      errors_[next.first] = verify_file(f_, next.first, next.second.data());
+      errors_[next.first] = verify_file(f_, next.first, std::move(next.second));
     }
   }
 
@@ -127,15 +129,14 @@ void execute_spill_read(file_env& env, spill_fetch& f) {
   const std::int64_t t0 = steady_ns();
   const state_layout& layout = f.layout;
   const spill_manifest& m = f.manifest;
-  const std::size_t n = m.tokens.size();
   spill_read& out = f.read;
   out = spill_read{};
   out.manifest = m;
-  out.rows.resize(layout.views.size());
-  // Prefaulted: the first touch of tens of fresh MiB, a trap per 4 KiB page, cost more than
-  // reading them (runtime/core/prefault.hpp).
-  for (std::size_t v = 0; v < layout.views.size(); ++v)
-    resize_prefaulted(out.rows[v], n * layout.views[v].bytes_per_token);
+  // The rows stay in the blocks' read buffers (prefaulted by file_buffer): sizing fresh rows for
+  // the whole conversation and copying into them took about three times the read itself
+  // (docs/BENCHMARKS.md).
+  out.blocks.resize(m.blocks.size());
+  for (const auto& v : layout.views) out.row_bytes.push_back(v.bytes_per_token);
   out.anchors.resize(m.anchors.size());
   f.failure.clear();
   f.failed_at = 0;
@@ -177,7 +178,7 @@ void execute_spill_read(file_env& env, spill_fetch& f) {
       if (i % 2 == 1) {
         other.hand(i, std::move(buf));
       } else {
-        mine[i] = verify_file(f, i, buf.data());
+        mine[i] = verify_file(f, i, std::move(buf));
       }
     }
     other.finish();
@@ -199,6 +200,17 @@ void execute_spill_read(file_env& env, spill_fetch& f) {
   }
   if (!f.failure.empty()) f.read = spill_read{};
   f.read_s = static_cast<double>(steady_ns() - t0) / 1e9;
+}
+
+std::vector<std::vector<unsigned char>> spill_read::rows() const {
+  const std::size_t n = manifest.tokens.size();
+  std::vector<std::vector<unsigned char>> out(row_bytes.size());
+  for (std::size_t v = 0; v < row_bytes.size(); ++v) {
+    out[v].resize(n * row_bytes[v]);
+    for (const auto& b : blocks)
+      std::memcpy(out[v].data() + b.a * row_bytes[v], b.rows[v], (b.b - b.a) * row_bytes[v]);
+  }
+  return out;
 }
 
 expected<spill_read> spill_store::finish_read(spill_fetch& f) {

@@ -145,8 +145,8 @@ void spill_keeper::apply(const spill_read& got, state_adapter& into, kernels::ba
   const spill_manifest& m = got.manifest;
   const state_layout& l = into.layout();
   const std::size_t n = m.tokens.size();
-  if (got.rows.size() != l.views.size() || got.anchors.size() != m.anchors.size() ||
-      n > l.views.front().capacity)
+  if (got.row_bytes.size() != l.views.size() || got.blocks.size() != m.blocks.size() ||
+      got.anchors.size() != m.anchors.size() || n > l.views.front().capacity)
     throw std::invalid_argument("the spilled conversation does not fit this engine");
   adopted_prompt p;
   // Everything that can throw (an allocation) before the first row is written.
@@ -158,7 +158,9 @@ void spill_keeper::apply(const spill_read& got, state_adapter& into, kernels::ba
       p.anchors.emplace(m.anchors[i].at, std::move(c));
     }
   }
-  for (std::size_t v = 0; v < l.views.size(); ++v) into.copy_rows_in(v, 0, n, got.rows[v].data());
+  // Each block's rows straight from its read buffer (the manifest's blocks cover [0, n)).
+  for (const auto& b : got.blocks)
+    for (std::size_t v = 0; v < l.views.size(); ++v) into.copy_rows_in(v, b.a, b.b, b.rows[v]);
   into.set_valid_length(n);
   p.tokens = m.tokens;
   p.taint = m.taint;

@@ -67,7 +67,7 @@ struct two_turns {
     INFO(r.error().error());
     REQUIRE(r);
     CHECK(r->manifest.tokens == old_c.tokens);
-    CHECK(r->rows == old_c.rows);
+    CHECK(r->rows() == old_c.rows);
   }
   std::string block_path(const spill_store& s, std::size_t i) const {
     return join_path(s.folder(), spill_block_file(first.manifest.blocks[i].name));
@@ -147,7 +147,7 @@ TEST_CASE("a failed spill committed in the same process keeps the previous one",
     REQUIRE_FALSE(ok.failed);
     auto read = w.store->read_verified(w.id());
     REQUIRE(read);
-    CHECK(read->rows == w.c.rows);
+    CHECK(read->rows() == w.c.rows);
   }
   SECTION("a directory fsync that fails after the manifest's rename puts the previous manifest back") {
     const spill_write_plan plan = w.store->prepare(img);
@@ -222,7 +222,7 @@ TEST_CASE("a flipped bit in a block fails the read and deletes the block and its
   t.env.heal();
   auto rc = store->read_verified(ic.manifest.id);
   REQUIRE(rc);
-  CHECK(rc->rows == c.rows);
+  CHECK(rc->rows() == c.rows);
 }
 
 TEST_CASE("a block rewritten with another token id under valid crcs is caught by the token check",
@@ -290,7 +290,7 @@ TEST_CASE("a scan sweeps foreign files, drops broken manifests and removes orpha
   CHECK(again.total_bytes() == finished_bytes(folder));
   auto ra = again.read_verified(ia.manifest.id);
   REQUIRE(ra);
-  CHECK(ra->rows == a.rows);
+  CHECK(ra->rows() == a.rows);
 }
 
 TEST_CASE("a spill relying on a file another spill in flight failed to write fails too", "[spill]") {

@@ -78,7 +78,7 @@ TEST_CASE("a spill written and read back holds exactly the conversation's bytes"
   auto read = store->read_verified(img.manifest.id);
   INFO(read.error().error());
   REQUIRE(read);
-  CHECK(read->rows == c.rows);
+  CHECK(read->rows() == c.rows);
   REQUIRE(read->anchors.size() == 3);
   CHECK(read->anchors[0] == c.sections(t.layout, 4, false));
   CHECK(read->anchors[1] == c.sections(t.layout, 8, false));
@@ -180,7 +180,7 @@ TEST_CASE("a turn that grows the conversation by D tokens writes at most ceil(D 
         CHECK(store->has_block(old_last_block) == (start % g == 0));
         auto read = store->read_verified(next.manifest.id);
         REQUIRE(read);
-        CHECK(read->rows == c.rows);
+        CHECK(read->rows() == c.rows);
       }
     }
   }
@@ -210,7 +210,7 @@ TEST_CASE("two conversations sharing a head share its blocks while either names 
   CHECK(files_in(store->folder()).blocks == 4);
   auto rb = store->read_verified(ib.manifest.id);
   REQUIRE(rb);
-  CHECK(rb->rows == b.rows);
+  CHECK(rb->rows() == b.rows);
 
   REQUIRE(store->remove(ib.manifest.id));
   CHECK_FALSE(store->remove(ib.manifest.id));
@@ -266,7 +266,7 @@ TEST_CASE("over the budget the least recently used conversation goes first, a sh
   CHECK(store->stats().evictions == 1);
   auto rc = store->read_verified(ic.manifest.id);
   REQUIRE(rc);
-  CHECK(rc->rows == c.rows);
+  CHECK(rc->rows() == c.rows);
   REQUIRE(store->read_verified(ia.manifest.id));
 
   // The order of last use survives a restart: alice (read last), then carol.
@@ -342,10 +342,10 @@ TEST_CASE("a scan after a restart rebuilds the same catalog", "[spill]") {
   }
   auto ra = again.read_verified(ia.manifest.id);
   REQUIRE(ra);
-  CHECK(ra->rows == a.rows);
+  CHECK(ra->rows() == a.rows);
   auto rb = again.read_verified(ib.manifest.id);
   REQUIRE(rb);
-  CHECK(rb->rows == b.rows);
+  CHECK(rb->rows() == b.rows);
   CHECK(rb->anchors[0] == a.sections(t.layout, 4, false));
 }
 
