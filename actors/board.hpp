@@ -65,8 +65,8 @@ struct board_state {
   std::optional<suffix_tier_stats> suffix_stats;
   // The compaction worker's idle work running now: answered when it finishes or is preempted.
   std::optional<caf::typed_response_promise<idle_reply>> idle;
-  // Spill writes and disk submissions sent and not yet answered; the quiesces waiting for them
-  // and for the slots to be quiet (board_outbox.hpp, answer_quiesces).
+  // Spill writes, disk submissions and generation marks sent and not yet answered; the quiesces
+  // waiting for them and for the slots to be quiet (board_outbox.hpp, answer_quiesces).
   long writes_out = 0;
   std::vector<caf::typed_response_promise<cache_stats>> quiesces;
   long steps = 0;  // steps run, for tests

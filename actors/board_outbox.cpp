@@ -41,6 +41,19 @@ void answer_quiesces(board_ptr self) {
       .then([deliver](bool) mutable { deliver(); }, [deliver](caf::error&) mutable { deliver(); });
 }
 
+// A generation's start or end to the disk (its checkpoint kept, or removed): out, like a write,
+// until the disk answers, so a quiesce waits for it.
+template <class Atom>
+void send_generation_mark(board_ptr self, Atom what, std::uint64_t key) {
+  ++self->state.writes_out;
+  auto answered = [self] {
+    --self->state.writes_out;
+    answer_quiesces(self);
+  };
+  self->request(self->state.disk, caf::infinite, what, key)
+      .then([answered](bool) { answered(); }, [answered](caf::error&) { answered(); });
+}
+
 // What the suffix store's writer sent, into the view the drafters read.
 void install_suffix(board_ptr self, const suffix_update& u) {
   auto& st = self->state;
@@ -120,8 +133,8 @@ void send_to_disk(board_ptr self, std::size_t slot, board_events& out) {
               [answered, bytes](caf::error&) { answered(bytes); });
   }
   if (!st.disk) return;
-  for (auto key : out.generations_started) self->send(st.disk, generation_started_atom::value, key);
-  for (auto key : out.generations_finished) self->send(st.disk, generation_finished_atom::value, key);
+  for (auto key : out.generations_started) send_generation_mark(self, generation_started_atom::value, key);
+  for (auto key : out.generations_finished) send_generation_mark(self, generation_finished_atom::value, key);
 }
 
 // A staged spill to the writer (write-behind: nothing waits for it); its results come back to

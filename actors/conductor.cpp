@@ -2,8 +2,6 @@
 
 #include <caf/all.hpp>
 
-#include <chrono>
-
 namespace anchorage {
 namespace {
 
@@ -99,13 +97,14 @@ void answer_drains(conductor_ptr self) {
   }
 }
 
-// Every quiesce waiting is answered once the queue is quiet: the board's (its slots quiet and its
-// writes committed) with its stats, then the disk actor's stats, so the stats served next are
-// what every write left.
+// Every quiesce waiting is answered once the queue is quiet, the disk's first stats came (it
+// scans its folder first), and the board is quiet (its slots idle and its writes committed; its
+// stats come with the answer). The disk's stats are fresh by then: it sends them before it
+// answers each of the board's writes.
 void answer_quiesces(conductor_ptr self) {
   auto& st = self->state;
-  if (st.quiesces.empty() || !st.queue->quiet(false)) return;
-  auto deliver = [self, waiting = std::move(st.quiesces)](bool ok) mutable {
+  if (st.quiesces.empty() || !st.queue->quiet(false) || (st.disk && !st.disk_heard)) return;
+  auto deliver = [waiting = std::move(st.quiesces)](bool ok) mutable {
     for (auto& rp : waiting) rp.deliver(ok);
   };
   st.quiesces.clear();
@@ -113,36 +112,9 @@ void answer_quiesces(conductor_ptr self) {
       .then(
           [self, deliver](cache_stats& tiers) mutable {
             self->state.queue->set_tiers(std::move(tiers));
-            if (!self->state.disk) return deliver(true);
-            self->request(self->state.disk, caf::infinite, stats_atom::value)
-                .then(
-                    [self, deliver](disk_stats& d) mutable {
-                      self->state.queue->set_disk(std::move(d));
-                      deliver(true);
-                    },
-                    [deliver](caf::error&) mutable { deliver(false); });
+            deliver(true);
           },
           [deliver](caf::error&) mutable { deliver(false); });
-}
-
-// A stats or metrics answer made once the disk actor's own stats are fresh: at once without a
-// disk tier; with what was last known when the disk actor does not answer within
-// disk_stats_wait (it is busy with a read: the stats never wait for a restore).
-constexpr std::chrono::milliseconds disk_stats_wait{100};
-
-template <class F>
-caf::result<std::string> with_disk_stats(conductor_ptr self, F make) {
-  auto& st = self->state;
-  if (!st.disk) return make();
-  auto rp = self->make_response_promise<std::string>();
-  self->request(st.disk, disk_stats_wait, stats_atom::value)
-      .then(
-          [self, rp, make](disk_stats& d) mutable {
-            self->state.queue->set_disk(std::move(d));
-            rp.deliver(make());
-          },
-          [rp, make](caf::error&) mutable { rp.deliver(make()); });
-  return rp;
 }
 
 }  // namespace
@@ -151,6 +123,7 @@ conductor_actor::behavior_type conductor(conductor_ptr self, conductor_options o
                                          std::function<board_actor(done_receiver)> make_board) {
   auto& init = self->state;  // each handler below takes its own reference, `st`
   init.disk = opts.disk;
+  if (init.disk) self->send(init.disk, stats_atom::value, caf::actor_cast<disk_stats_receiver>(self));
   const bool worker = opts.worker && opts.compaction;
   init.queue = std::make_unique<request_queue>(opts, static_cast<bool>(opts.disk), worker);
   init.board = make_board(caf::actor_cast<done_receiver>(self));
@@ -173,21 +146,18 @@ conductor_actor::behavior_type conductor(conductor_ptr self, conductor_options o
         answer_quiesces(self);
       },
       [=](tiers_atom, cache_stats& tiers) {
-        auto& st = self->state;
-        st.queue->set_tiers(std::move(tiers));
+        self->state.queue->set_tiers(std::move(tiers));
         answer_drains(self);
         answer_idle_waits(self);
-        if (!st.disk) return;
-        // The disk actor's side of the same change (a write committed, a clear).
-        self->request(st.disk, caf::infinite, stats_atom::value)
-            .then([self](disk_stats& d) { self->state.queue->set_disk(std::move(d)); }, [](caf::error&) {});
       },
-      [=](stats_atom) -> caf::result<std::string> {
-        return with_disk_stats(self, [self] { return self->state.queue->stats_text(); });
+      [=](stats_atom, disk_stats& d) {
+        self->state.queue->set_disk(std::move(d));
+        self->state.disk_heard = true;
+        answer_quiesces(self);
       },
-      [=](metrics_atom) -> caf::result<std::string> {
-        return with_disk_stats(self, [self] { return self->state.queue->metrics_text(); });
-      },
+      // Answered at once from what the board and the disk last sent: never waiting for a restore.
+      [=](stats_atom) { return self->state.queue->stats_text(); },
+      [=](metrics_atom) { return self->state.queue->metrics_text(); },
       [=](clear_atom, cache_tier tier) -> caf::result<clear_reply> {
         // The names are checked by the admin; the board owns the device tiers. A hold: the
         // worker waits for a quiet spell again.

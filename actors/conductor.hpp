@@ -38,13 +38,14 @@ struct conductor_options : request_queue_options {
 struct conductor_state {
   std::unique_ptr<request_queue> queue;
   disk_actor disk;
+  bool disk_heard = false;  // the disk's stats came at least once (it sends them as they change)
   board_actor board;
   compaction_worker_actor worker;  // none without opts.worker
   // Drains waiting: answered true once nothing runs, nothing is queued and the disk tier's
   // staging is written.
   std::vector<caf::typed_response_promise<bool>> drains;
-  // Quiesces waiting (quiesce_atom): answered once nothing runs or waits and the board and the
-  // disk actor have reported every write committed.
+  // Quiesces waiting (quiesce_atom): answered once nothing runs or waits, the board has reported
+  // every write committed and the disk actor's stats have come.
   std::vector<caf::typed_response_promise<bool>> quiesces;
   // Waits for requests to start (started_atom): each answered once that many run at once.
   std::vector<std::pair<std::size_t, caf::typed_response_promise<bool>>> startings;

@@ -11,6 +11,18 @@ namespace {
 
 using disk_ptr = disk_actor::stateful_pointer<disk_state>;
 
+// The stats to the subscriber, if any: after every change, before the reply of the message that
+// made it, so whatever a reply leads to sees the stats it left.
+void publish(disk_ptr self) {
+  auto& st = self->state;
+  if (st.subscriber) self->send(st.subscriber, stats_atom::value, st.service->stats());
+}
+template <class R>
+R published(disk_ptr self, R reply) {
+  publish(self);
+  return reply;
+}
+
 // Every drain waiting is answered once no write is out.
 void answer_drains(disk_ptr self) {
   auto& st = self->state;
@@ -47,6 +59,7 @@ void settle(disk_ptr self, std::uint64_t id, const disk_job_ptr& done) {
     if (r.error.empty()) r.error = "the disk writer went away";
     r.failed = true;
   }
+  publish(self);
   w.reply.deliver(std::move(r));
   answer_drains(self);
 }
@@ -87,19 +100,19 @@ disk_actor::behavior_type disk(disk_ptr self, disk_actor_options opts) {
   return {
       [self](disk_offer_atom, const disk_offer_request& req) -> disk_offer_reply {
         const std::vector<token_id> prompt(req.prompt.begin(), req.prompt.end());
-        return self->state.service->offer(prompt, req.floor, req.prefill_tokens_per_s);
+        return published(self, self->state.service->offer(prompt, req.floor, req.prefill_tokens_per_s));
       },
       [self](disk_read_atom, const disk_read_request& req) -> disk_read_reply {
         try {
-          return self->state.service->start_read(req);
+          return published(self, self->state.service->start_read(req));
         } catch (const std::exception& e) {  // a buffer that could not be allocated
           disk_read_reply r;
           r.error = std::string("the disk read failed (") + e.what() + ")";
-          return r;
+          return published(self, std::move(r));
         }
       },
       [self](disk_plan_atom, const disk_plan_request& req) -> disk_write_lines {
-        return self->state.service->plan_writes(req);
+        return published(self, self->state.service->plan_writes(req));
       },
       [self](disk_submit_atom, disk_submission_ptr s) -> caf::result<disk_write_reply> {
         auto& st = self->state;
@@ -112,19 +125,30 @@ disk_actor::behavior_type disk(disk_ptr self, disk_actor_options opts) {
           now.failed = true;
           now.error = std::string("planning a disk write failed (") + e.what() + ")";
         }
-        if (!job) return now;  // nothing to write: the staging is released at once
+        if (!job) return published(self, std::move(now));  // nothing to write: released at once
         const std::uint64_t id = st.next_write++;
         auto rp = self->make_response_promise<disk_write_reply>();
         st.out.emplace(id, disk_state::write_out{job, rp});
         self->request(st.writer, caf::infinite, disk_write_atom::value, job)
             .then([self, id](disk_job_ptr done) { settle(self, id, done); },
                   [self, id](caf::error&) { settle(self, id, nullptr); });
+        publish(self);  // a job more at the writer
         return rp;
       },
-      [self](generation_started_atom, std::uint64_t key) { self->state.service->generation_started(key); },
-      [self](generation_finished_atom, std::uint64_t key) { self->state.service->generation_finished(key); },
+      [self](generation_started_atom, std::uint64_t key) {
+        self->state.service->generation_started(key);
+        return published(self, true);
+      },
+      [self](generation_finished_atom, std::uint64_t key) {  // its checkpoint removed
+        self->state.service->generation_finished(key);
+        return published(self, true);
+      },
       [self](stats_atom) -> disk_stats { return self->state.service->stats(); },
-      [self](clear_atom) -> disk_clear_reply { return self->state.service->clear(); },
+      [self](stats_atom, disk_stats_receiver to) {
+        self->state.subscriber = std::move(to);
+        publish(self);
+      },
+      [self](clear_atom) -> disk_clear_reply { return published(self, self->state.service->clear()); },
       [self](drain_atom) -> caf::result<disk_stats> {
         auto& st = self->state;
         if (st.out.empty()) return st.service->stats();

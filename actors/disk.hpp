@@ -48,6 +48,7 @@ struct disk_state {
   std::uint64_t next_write = 0;
   std::map<std::uint64_t, write_out> out;  // by submission number
   std::vector<caf::typed_response_promise<disk_stats>> drains;
+  disk_stats_receiver subscriber;  // told the stats after every change (the conductor)
   long writers_lost = 0;
   static inline const char* name = "disk";
 };

@@ -6,8 +6,11 @@
 //   board     -> disk  (disk_read_atom, disk_read_request) -> disk_read_reply      high priority
 //   board     -> disk  (disk_plan_atom, disk_plan_request) -> disk_write_lines     admission
 //   board     -> disk  (disk_submit_atom, disk_submission_ptr) -> disk_write_reply staged job
-//   board     -> disk  (generation_started_atom | generation_finished_atom, key hash)
+//   board     -> disk  (generation_started_atom | generation_finished_atom, key hash) -> true
 //   anyone    -> disk  (stats_atom) -> disk_stats
+//   conductor -> disk  (stats_atom, disk_stats_receiver)  subscribes: told the stats at once and
+//                                                          after every change, before any reply
+//   disk      -> subscriber (stats_atom, disk_stats)        the stats flow one way
 //   anyone    -> disk  (clear_atom) -> disk_clear_reply
 //   server    -> disk  (drain_atom) -> disk_stats         answered once no write is out
 //   disk      -> disk writer (disk_write_atom, disk_job_ptr) -> disk_job_ptr   (messages.hpp)
@@ -24,7 +27,9 @@
 #include <vector>
 
 #include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/replies_to.hpp>
 #include <caf/type_id.hpp>
+#include <caf/typed_actor.hpp>
 
 #include "protocol/disk_types.hpp"
 #include "protocol/messages.hpp"
@@ -107,6 +112,9 @@ struct disk_clear_reply {
   std::uint64_t generation = 0;  // the new one: offers made before it no longer read
 };
 
+// Whoever keeps the disk's latest stats (the conductor): told them after every change.
+using disk_stats_receiver = caf::typed_actor<caf::reacts_to<stats_atom, disk_stats>>;
+
 }  // namespace anchorage
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_offer_request)
@@ -131,6 +139,7 @@ CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_submission_ptr))
 CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_write_reply))
 CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_stats))
 CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_clear_reply))
+CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_stats_receiver))
 CAF_ADD_ATOM(anchorage_disk, anchorage, disk_offer_atom, "dskoffer")
 CAF_ADD_ATOM(anchorage_disk, anchorage, disk_read_atom, "dskread")
 CAF_ADD_ATOM(anchorage_disk, anchorage, disk_plan_atom, "dskplan")

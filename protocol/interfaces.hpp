@@ -60,11 +60,13 @@ using spill_reader_actor =
 // waits, every write is committed and the stats it serves say so (the board's and the disk's).
 // Started (the same, for a request's start): answered true once at least n requests run on the
 // board at once. Idle runs (for the compaction worker): answered true once the board's stats show
-// at least n idle runs finished.
+// at least n idle runs finished. The board's stats (tiers) and the disk's (stats, disk_stats)
+// come to it as they change; it never asks for them.
 using conductor_actor = caf::typed_actor<
     caf::reacts_to<generate_atom, request_envelope>, caf::reacts_to<cancel_atom, std::string>,
     caf::reacts_to<done_atom, ledger_entry>, caf::reacts_to<tiers_atom, cache_stats>,
-    caf::replies_to<stats_atom>::with<std::string>, caf::replies_to<metrics_atom>::with<std::string>,
+    caf::reacts_to<stats_atom, disk_stats>, caf::replies_to<stats_atom>::with<std::string>,
+    caf::replies_to<metrics_atom>::with<std::string>,
     caf::replies_to<clear_atom, cache_tier>::with<clear_reply>, caf::replies_to<drain_atom>::with<bool>,
     caf::replies_to<idle_atom, idle_request>::with<idle_reply>, caf::replies_to<quiesce_atom>::with<bool>,
     caf::replies_to<started_atom, std::size_t>::with<bool>,

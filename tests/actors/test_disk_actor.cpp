@@ -1,6 +1,7 @@
 // The disk tier actor on CAF's deterministic scheduler: it scans at its own start, a read passes
 // writes queued before it, a drain waits for the writes out and nothing else, a writer that goes
-// away releases its jobs, and stats and clear answer typed structs.
+// away releases its jobs, stats and clear answer typed structs, and a subscriber is told the
+// stats after every change, before the change's reply.
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -24,6 +25,7 @@ struct probe_log {
   std::vector<disk_write_reply> writes;
   std::vector<disk_stats> stats;  // stats and drain answers
   std::vector<disk_clear_reply> clears;
+  std::vector<disk_stats> published;        // what the disk sent its subscriber (the probe, when told)
   std::function<void()> at_read, at_drain;  // run as the answer arrives
 };
 
@@ -69,6 +71,10 @@ caf::behavior probe(caf::event_based_actor* self, disk_actor d, std::shared_ptr<
           log->order.push_back("clear");
           log->clears.push_back(c);
         });
+      },
+      [=](stats_atom, disk_stats& s) {  // as a subscriber
+        log->order.push_back("published");
+        log->published.push_back(std::move(s));
       },
   };
 }
@@ -310,4 +316,49 @@ TEST_CASE("the disk actor's stats and clear are typed, and a clear fails an olde
   CHECK(after.bytes == 0);
   CHECK(after.restore_failures == 1);
   CHECK(after.generation == before.generation + 1);
+}
+
+TEST_CASE("the disk actor tells its subscriber the stats after every change, before the reply",
+          "[actors][disk]") {
+  actor_bench b;
+  const auto head = test_tokens(4 * b.g + 5);
+  auto cold = prefilled(b.c, head, 3 * b.g);
+  b.write_before(*cold, head);
+  auto d = b.spawn_disk();
+  b.f.sched->run();
+  auto p = b.spawn_probe(d);
+  auto& st = b.state(d);
+
+  // Subscribing: the stats at once (the scan's).
+  caf::anon_send(d, stats_atom::value, caf::actor_cast<disk_stats_receiver>(p));
+  b.f.sched->run();
+  REQUIRE(b.log->order == std::vector<std::string>{"published"});
+  CHECK(b.log->published[0].entries == 1);
+
+  // A write: published when handed to the writer, and again, committed, before its reply.
+  const auto t = test_tokens(2 * b.g + 3, 41);
+  auto e = prefilled(b.c, t, 2 * b.g);
+  caf::anon_send(p, disk_submit_atom::value, b.submission(*e, t));
+  b.f.sched->run();
+  CHECK(b.log->order == std::vector<std::string>{"published", "published", "published", "write"});
+  REQUIRE(b.log->published.size() == 3);
+  CHECK(b.log->published[1].writes_out == 1);
+  CHECK(b.log->published[1].entries == 1);
+  CHECK(b.log->published[2].writes_out == 0);
+  CHECK(b.log->published[2].entries == 2);
+  CHECK(b.log->published[2].files_written == static_cast<long>(b.log->writes[0].files_written));
+
+  // An offer, then a clear: each published before its reply.
+  disk_offer_request oq;
+  oq.prompt.assign(head.begin(), head.end());
+  caf::anon_send(p, disk_offer_atom::value, oq);
+  b.f.sched->run();
+  caf::anon_send(p, clear_atom::value);
+  b.f.sched->run();
+  CHECK(b.log->order == std::vector<std::string>{"published", "published", "published", "write", "published",
+                                                 "offer", "published", "clear"});
+  REQUIRE(b.log->published.size() == 5);
+  CHECK(b.log->published[4].entries == 0);
+  CHECK(b.log->published[4].generation == b.log->published[3].generation + 1);
+  CHECK(st.service->store().entries() == 0);
 }
