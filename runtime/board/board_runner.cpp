@@ -96,9 +96,9 @@ std::unique_ptr<run> board_runner::compaction_run(board_job j, std::int64_t star
   }
   j.compaction()->turn.assign(choice->turn.begin(), choice->turn.end());
   board_job c = continuation_job(std::move(j), choice->end_rows, slot_.capacity());
-  if (choice->in_place && slot_.prewrites) {
+  if (choice->in_place && slot_.opts.prewrites) {
     const prewritten_summary* s =
-        slot_.prewrites->find(c.session_key, choice->end_rows, c.compaction()->turn);
+        slot_.opts.prewrites->find(c.session_key, choice->end_rows, c.compaction()->turn);
     if (s && compaction_prewrites::answers(*s, c)) {
       try {
         auto r = std::make_unique<replayed_run>(slot_, c, start_ns, *s);
@@ -198,7 +198,8 @@ bool board_runner::idle_candidate(const board_job& tmpl, std::size_t min_tokens)
   // refused stash would make the run an ordinary request over the conversation's rows).
   if (!e || e->rows.empty() || e->rows.size() < min_tokens || r.tokens() != e->rows) return false;
   if (e->rows.size() + tmpl.compaction()->turn.size() + 2 >= slot_.capacity()) return false;
-  return !slot_.prewrites || !slot_.prewrites->has(slot_.end_session, e->rows, tmpl.compaction()->turn);
+  return !slot_.opts.prewrites ||
+         !slot_.opts.prewrites->has(slot_.end_session, e->rows, tmpl.compaction()->turn);
 }
 
 // The worker's continuation, started like a compaction request whose guard held: a guest from
@@ -208,8 +209,8 @@ board_events board_runner::start_idle(board_job tmpl) {
   if (!idle_candidate(tmpl, 0)) throw std::logic_error("board_runner: no conversation to prewrite for");
   tmpl.session_key = slot_.end_session;
   tmpl.sink = sink_actor{};
-  tmpl.id =
-      "idle-compaction-" + std::to_string(slot_.slot) + "-" + std::to_string(slot_.counters.idle_started + 1);
+  tmpl.id = "idle-compaction-" + std::to_string(slot_.opts.slot) + "-" +
+            std::to_string(slot_.counters.idle_started + 1);
   std::vector<token_id> end_rows = slot_.tiers->resident().end()->rows;
   ++slot_.counters.idle_started;
   board_job c = continuation_job(std::move(tmpl), end_rows, slot_.capacity());

@@ -14,10 +14,10 @@ std::vector<spill_job_ptr> board_runner::spill_for_stop() {
   const state_adapter& state = slot_.eng->cache_state();
   const auto where = slot_.eng->where();
   try {
-    if (auto j =
-            slot_.spill->stage_resident(r, state, where, d.resident_session(), slot_.slot, true, "drain"))
+    if (auto j = slot_.spill->stage_resident(r, state, where, d.resident_session(), slot_.opts.slot, true,
+                                             "drain"))
       out.push_back(std::move(j));
-    if (auto j = slot_.spill->stage_parked(r, state, where, d.parked_session(), slot_.slot, "drain"))
+    if (auto j = slot_.spill->stage_parked(r, state, where, d.parked_session(), slot_.opts.slot, "drain"))
       out.push_back(std::move(j));
   } catch (const std::exception& e) {
     log_warn() << "staging a session spill failed (" << e.what() << ")";

@@ -17,8 +17,8 @@ generation_run::generation_run(slot_state& slot, board_job job, std::int64_t sta
 // The running request's live generation: to_generation_job's, with speculative decoding.
 generation_job generation_run::session_job() const {
   generation_job g = to_generation_job(job_);
-  g.speculative = slot_.speculative;
-  g.lookup = slot_.lookup.get();
+  g.speculative = slot_.opts.speculative;
+  g.lookup = slot_.opts.lookup.get();
   return g;
 }
 

@@ -17,7 +17,7 @@ board_events idle_run::preempt() {
   board_events out;
   if (!session_ || phase_ != phase::running) return out;
   session_->cancel();
-  session_->step(slot_.decode_block);  // cancelled: it ends without reading the engine
+  session_->step(slot_.opts.decode_block);  // cancelled: it ends without reading the engine
   slot_.counters.speculation.add(session_->speculation());
   finish(out);
   phase_ = phase::ended;
@@ -43,7 +43,7 @@ void idle_run::finish_idle(board_events& out, bool preempted) {
     ++slot_.counters.idle_preempted;
   } else {
     ++slot_.counters.idle_finished;
-    if (slot_.prewrites) {
+    if (slot_.opts.prewrites) {
       prewritten_summary p;
       p.session_key = job_.session_key;
       p.end_rows = end_rows_;
@@ -54,10 +54,10 @@ void idle_run::finish_idle(board_events& out, bool preempted) {
       p.max_tokens = job_.sampling.max_tokens;
       p.output = s.output_ids();
       p.finish_reason = s.finish_reason();
-      slot_.prewrites->put(std::move(p));
+      slot_.opts.prewrites->put(std::move(p));
     }
   }
-  log_info() << "compaction worker: " << to_string(r.what) << " on slot " << slot_.slot << " ("
+  log_info() << "compaction worker: " << to_string(r.what) << " on slot " << slot_.opts.slot << " ("
              << r.end_tokens << " tokens held, " << r.output_tokens << " summary tokens, " << r.steps
              << " steps)";
   out.idle = r;

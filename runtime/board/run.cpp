@@ -79,7 +79,7 @@ board_events run::step() {
   if (!session_ || phase_ != phase::running) return {};
   ++slot_.counters.steps;
   const bool was_prefilling = session_->prefilling();
-  return after_step(session_->step(slot_.decode_block), was_prefilling);
+  return after_step(session_->step(slot_.opts.decode_block), was_prefilling);
 }
 
 std::optional<token_id> run::batch_token() const {

@@ -101,16 +101,13 @@ struct slot_state {
   slot_state& operator=(const slot_state&) = delete;
 
   std::shared_ptr<engine> eng;
-  int slot = 0;
-  int decode_block = 4;  // tokens per step of a decode
-  speculative_options speculative;
-  std::shared_ptr<lookup_source> lookup;
+  // Held whole (the slot, the decode block, speculation and its lookup source, the summaries);
+  // what the slot makes of them follows.
+  const board_runner_options opts;
   std::unique_ptr<cache_tiers> tiers;
-  std::optional<disk_tier_options> disk_opts;
-  std::unique_ptr<disk_staging> staging;  // with a disk tier
-  std::shared_ptr<spill_keeper> spill;    // null: no session spill
-  std::shared_ptr<compaction_prewrites> prewrites;
-  std::shared_ptr<response_cache> responses;
+  std::unique_ptr<disk_staging> staging;      // with a disk tier (opts.disk, the cache on)
+  std::shared_ptr<spill_keeper> spill;        // opts.spill with the cache on; null: no session spill
+  std::shared_ptr<response_cache> responses;  // opts.responses, or the slot's own
   std::vector<spill_job_ptr> pending_spills;  // staged by the eviction hook, not handed out yet
   // The session whose conversation holds the end anchor (its last request that was no guest),
   // whether it is opencode's, and whether the resident rows were read back from the spill at
@@ -121,7 +118,7 @@ struct slot_state {
   slot_counters counters;
 
   // Output tokens between generation checkpoints (--generation-checkpoint-tokens; 0: none).
-  std::size_t checkpoint_every() const { return disk_opts ? disk_opts->checkpoint_tokens : 0; }
+  std::size_t checkpoint_every() const { return staging ? opts.disk->checkpoint_tokens : 0; }
   // The rows one conversation may use.
   std::size_t capacity() const {
     return eng->layout().views.empty() ? 0 : eng->layout().views.front().capacity;

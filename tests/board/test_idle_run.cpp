@@ -59,8 +59,8 @@ TEST_CASE("idle run: no events, its answer at the end, the summary kept", "[boar
   CHECK(d.idle->output_tokens == 5);
   CHECK(d.idle->steps == d.steps);
   CHECK(slot.counters.idle_finished == 1);
-  CHECK(slot.prewrites->size() == 1);
-  CHECK(slot.prewrites->has("A", end_rows, r.job().compaction()->turn));
+  CHECK(slot.opts.prewrites->size() == 1);
+  CHECK(slot.opts.prewrites->has("A", end_rows, r.job().compaction()->turn));
   CHECK(slot.tiers->resident().tokens() == tokens);
   CHECK(slot.tiers->resident().end()->rows == end_rows);
 }
@@ -81,6 +81,6 @@ TEST_CASE("idle run: preempted between two steps, it keeps nothing", "[board][ru
   CHECK(out.idle->what == idle_reply::outcome::preempted);
   CHECK(out.events.empty());
   CHECK(slot.counters.idle_preempted == 1);
-  CHECK(slot.prewrites->size() == 0);
+  CHECK(slot.opts.prewrites->size() == 0);
   CHECK(slot.tiers->resident().tokens() == tokens);
 }
