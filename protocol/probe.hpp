@@ -6,7 +6,9 @@
 //   probe::keep(name, &T::m)  a limit, a position, a rate or a name that is the server's, not a
 //                             slot's: a merge leaves the first one's;
 //   probe::inlined(&T::m)     a member that is itself a probe, its fields written into this
-//                             one's object (a tier's wire object made of two components' probes).
+//                             one's object (a tier's wire object made of two components' probes);
+//   probe::if_set(name, &T::m) an optional the server's, not a slot's (kept as keep is), written
+//                             only when it holds a value (a reason that exists only sometimes).
 // A field whose value is a probe is written as a nested object and merged field by field; an
 // optional one is written as null when empty. Nothing here knows a tier or a series by name.
 #include <optional>
@@ -75,10 +77,26 @@ constexpr inline_field<T, M> inlined(M T::*member) {
   return {member};
 }
 
+template <class T, class M>
+struct set_field {
+  const char* name;
+  std::optional<M> T::*member;
+};
+
+template <class T, class M>
+constexpr set_field<T, M> if_set(const char* name, std::optional<M> T::*member) {
+  return {name, member};
+}
+
 template <class D>
 struct is_inline : std::false_type {};
 template <class T, class M>
 struct is_inline<inline_field<T, M>> : std::true_type {};
+
+template <class D>
+struct is_set : std::false_type {};
+template <class T, class M>
+struct is_set<set_field<T, M>> : std::true_type {};
 
 // Calls f(d) for each of P's field descriptions, in the order P lists them.
 template <class P, class F>
@@ -111,10 +129,14 @@ nlohmann::json json_value(const M& v);
 template <class P>
 void write_fields(nlohmann::json& j, const P& p) {
   each_field<P>([&](const auto& d) {
-    if constexpr (is_inline<std::decay_t<decltype(d)>>::value)
+    using D = std::decay_t<decltype(d)>;
+    if constexpr (is_inline<D>::value) {
       write_fields(j, p.*(d.member));
-    else
+    } else if constexpr (is_set<D>::value) {
+      if (const auto& v = p.*(d.member)) j[d.name] = json_value(*v);
+    } else {
       j[d.name] = json_value(p.*(d.member));
+    }
   });
 }
 
@@ -137,9 +159,10 @@ nlohmann::json json_value(const M& v) {
 template <class P>
 void merge_into(P& into, const P& from) {
   each_field<P>([&](const auto& d) {
-    if constexpr (is_inline<std::decay_t<decltype(d)>>::value)
+    using D = std::decay_t<decltype(d)>;
+    if constexpr (is_inline<D>::value)
       merge_into(into.*(d.member), from.*(d.member));
-    else
+    else if constexpr (!is_set<D>::value)  // an if_set field is kept
       detail::merge_value(into.*(d.member), from.*(d.member), d.how);
   });
 }
@@ -149,10 +172,12 @@ void merge_into(P& into, const P& from) {
 template <class P, class F>
 void each_series(const P& p, F&& f) {
   each_field<P>([&](const auto& d) {
-    if constexpr (is_inline<std::decay_t<decltype(d)>>::value)
+    using D = std::decay_t<decltype(d)>;
+    if constexpr (is_inline<D>::value) {
       each_series(p.*(d.member), f);
-    else if (d.series != tier_series::none)
-      f(d.series, detail::json_value(p.*(d.member)));
+    } else if constexpr (!is_set<D>::value) {  // an if_set field feeds no series
+      if (d.series != tier_series::none) f(d.series, detail::json_value(p.*(d.member)));
+    }
   });
 }
 

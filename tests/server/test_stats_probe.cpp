@@ -168,3 +168,29 @@ TEST_CASE("the metrics' tier series come from the probes' fields: one line per t
     CHECK(l.find("anchorage_cache_restore_failures_total{tier=\"resident\"}") == std::string::npos);
   }
 }
+
+TEST_CASE("an if_set field is written only when it holds a value and a merge keeps the first one's",
+          "[server][stats]") {
+  suffix_tier_stats open;
+  open.enabled = true;
+  open.path = "/cache/suffix/suffix.log";
+  open.adds = 3;
+  const nlohmann::json j = open;
+  CHECK(j["enabled"] == true);
+  CHECK(j["adds"] == 3);
+  CHECK_FALSE(j.contains("refused"));  // open: no reason, no member
+
+  suffix_tier_stats off;
+  off.refused = "--suffix-store off";
+  const nlohmann::json k = off;
+  CHECK(k["refused"] == "--suffix-store off");
+  CHECK(k["enabled"] == false);
+
+  suffix_tier_stats a = off, b;
+  b.refused = "another reason";
+  b.adds = 2;
+  a.adds = 1;
+  probe::merge_into(a, b);
+  CHECK(a.refused == std::optional<std::string>("--suffix-store off"));
+  CHECK(a.adds == 3);
+}
