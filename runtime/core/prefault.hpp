@@ -1,5 +1,5 @@
 #pragma once
-// Large buffers that are filled once, at once (a spill read's rows: tens of MiB): backed by
+// Large buffers that are filled once, at once (a read buffer of tens of MiB, runtime/io/file_env): backed by
 // transparent huge pages where the kernel offers them on request (THP "madvise") and faulted in
 // by the kernel in one call (MADV_POPULATE_WRITE, Linux 5.14) instead of a trap per 4 KiB page on
 // first touch. On the 2-core VM the first touch of a fresh 57 MiB vector took 220 ms, populated
@@ -8,7 +8,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 namespace anchorage {
 
@@ -30,16 +29,6 @@ inline void prefault_for_write(void* p, std::size_t n) {
     (void)::madvise(reinterpret_cast<void*>(align_up(begin, page)),
                     align_down(begin + n, page) - align_up(begin, page), MADV_POPULATE_WRITE);
 #endif
-}
-
-// `v` resized to n zero bytes, its new storage prefaulted before the zeros touch it (a vector
-// whose storage already holds n bytes keeps it as it is).
-inline void resize_prefaulted(std::vector<unsigned char>& v, std::size_t n) {
-  if (v.capacity() < n) {
-    v.reserve(n);
-    prefault_for_write(v.data(), n);
-  }
-  v.resize(n);
 }
 
 }  // namespace anchorage

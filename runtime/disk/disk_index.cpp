@@ -46,6 +46,7 @@ bool disk_index::add_anchor(const std::string& ns, std::vector<std::uint64_t> ch
   if (!eviction_->add(id, e)) return false;
   const std::size_t line = chain.size() * grid_;
   anchors_[id] = disk_anchor_entry{ns, line, std::move(chain), bytes};
+  ++anchor_lines_[line];
   paths_[id] = std::move(path);
   return true;
 }
@@ -73,7 +74,11 @@ std::vector<std::string> disk_index::remove(std::uint64_t id) {
       paths_.erase(p);
     }
     chunks_.erase(gone);
-    anchors_.erase(gone);
+    if (auto a = anchors_.find(gone); a != anchors_.end()) {
+      if (auto l = anchor_lines_.find(a->second.line); l != anchor_lines_.end() && --l->second == 0)
+        anchor_lines_.erase(l);
+      anchors_.erase(a);
+    }
     checkpoints_.erase(gone);
   }
   return gone_paths;
@@ -82,6 +87,7 @@ std::vector<std::string> disk_index::remove(std::uint64_t id) {
 void disk_index::clear() {
   chunks_.clear();
   anchors_.clear();
+  anchor_lines_.clear();
   checkpoints_.clear();
   paths_.clear();
   ++epoch_;
@@ -125,10 +131,7 @@ std::optional<disk_hit> disk_index::find_exact(const std::vector<token_id>& toke
 }
 
 std::size_t disk_index::longest_durable_prefix_tokens() const {
-  std::size_t best = 0;
-  for (const auto& [id, a] : anchors_)
-    if (a.line > best && chain_indexed(a.chain)) best = a.line;
-  return best;
+  return anchor_lines_.empty() ? 0 : anchor_lines_.rbegin()->first;
 }
 
 std::vector<const disk_anchor_entry*> disk_index::usable_anchors() const {

@@ -18,6 +18,7 @@
 // Not thread-safe: one owner (the store's).
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -95,7 +96,9 @@ class disk_index {
   std::optional<disk_hit> find(const std::vector<token_id>& prompt, const std::string& ns = "") const;
   // The anchor of `ns` at exactly tokens.size() (on the grid); nullopt when none.
   std::optional<disk_hit> find_exact(const std::vector<token_id>& tokens, const std::string& ns = "") const;
-  // The longest line of any usable anchor, any namespace; 0 when none.
+  // The longest line of any usable anchor, any namespace; 0 when none. Kept as anchors come and
+  // go (every indexed anchor is usable: removing a chunk removes what stands on it), so the
+  // stats published after each change cost no walk over the anchors.
   std::size_t longest_durable_prefix_tokens() const;
   // Every usable anchor (its chain indexed), in no particular order.
   std::vector<const disk_anchor_entry*> usable_anchors() const;
@@ -162,6 +165,7 @@ class disk_index {
   std::unique_ptr<disk_eviction> eviction_;
   std::unordered_map<std::uint64_t, disk_chunk_entry> chunks_;            // by prefix hash
   std::unordered_map<std::uint64_t, disk_anchor_entry> anchors_;          // by anchor id
+  std::map<std::size_t, std::size_t> anchor_lines_;                       // line -> anchors there
   std::unordered_map<std::uint64_t, disk_checkpoint_entry> checkpoints_;  // by checkpoint id
   std::unordered_map<std::uint64_t, std::string> paths_;                  // id -> file path
   std::unordered_map<std::uint64_t, int> in_flight_;

@@ -17,12 +17,6 @@ constexpr std::size_t sessions_kept = 65536;
 // Ended generations remembered, so a checkpoint still out when its generation ended is dropped.
 constexpr std::size_t finished_kept = 4096;
 
-template <class T>
-T number(const nlohmann::json& j, const char* name) {
-  auto it = j.find(name);
-  return it != j.end() && it->is_number() ? it->get<T>() : T{};
-}
-
 }  // namespace
 
 disk_service::disk_service(file_env& env, const state_layout& layout, const eviction_clock& clock,
@@ -257,23 +251,7 @@ disk_clear_reply disk_service::clear() {
 }
 
 disk_stats disk_service::stats() const {
-  const nlohmann::json j = store_.stats();
-  disk_stats s;
-  s.entries = number<std::size_t>(j, "entries");
-  s.chunks = number<std::size_t>(j, "chunks");
-  s.checkpoints = number<std::size_t>(j, "checkpoints");
-  s.bytes = number<std::uint64_t>(j, "bytes");
-  s.limit_bytes = number<std::uint64_t>(j, "limit_bytes");
-  s.longest_prefix = number<std::size_t>(j, "longest_prefix");
-  s.hits = number<long>(j, "hits");
-  s.write_failures = number<long>(j, "write_failures");
-  s.refusals = number<long>(j, "refusals");
-  s.evictions = number<long>(j, "evictions");
-  s.superseded = number<long>(j, "superseded");
-  s.files_written = number<long>(j, "files_written");
-  s.bytes_written = number<std::uint64_t>(j, "bytes_written");
-  s.bytes_read = number<std::uint64_t>(j, "bytes_read");
-  s.folder = store_.folder();
+  disk_stats s = store_.stats();
   s.misses = misses_;
   s.declined = declined_;
   s.restore_failures = restore_failures_;

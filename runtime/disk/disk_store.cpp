@@ -138,25 +138,25 @@ std::size_t disk_store::clear() {
   return n;
 }
 
-nlohmann::json disk_store::stats() const {
-  return {
-      {"entries", entries()},
-      {"chunks", index_.chunk_count()},
-      {"checkpoints", index_.checkpoint_count()},
-      {"bytes", index_.held_bytes()},
-      {"limit_bytes", options_.eviction.budget_bytes},
-      {"longest_prefix", longest_durable_prefix_tokens()},
-      {"hits", hits_},
-      {"restore_failures", restore_failures_},
-      {"write_failures", write_failures_},
-      {"refusals", refusals_},
-      {"evictions", evictions_},
-      {"superseded", superseded_},
-      {"files_written", files_written_},
-      {"bytes_written", bytes_written_},
-      {"bytes_read", bytes_read_},
-      {"folder", folder()},
-  };
+disk_stats disk_store::stats() const {
+  disk_stats s;
+  s.entries = entries();
+  s.chunks = index_.chunk_count();
+  s.checkpoints = index_.checkpoint_count();
+  s.bytes = index_.held_bytes();
+  s.limit_bytes = options_.eviction.budget_bytes;
+  s.longest_prefix = longest_durable_prefix_tokens();
+  s.hits = hits_;
+  s.restore_failures = restore_failures_;
+  s.write_failures = write_failures_;
+  s.refusals = refusals_;
+  s.evictions = evictions_;
+  s.superseded = superseded_;
+  s.files_written = files_written_;
+  s.bytes_written = bytes_written_;
+  s.bytes_read = bytes_read_;
+  s.folder = folder();
+  return s;
 }
 
 }  // namespace anchorage

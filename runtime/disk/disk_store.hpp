@@ -44,8 +44,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "protocol/disk_types.hpp"
 #include "runtime/core/status.hpp"
 #include "runtime/core/token.hpp"
 #include "runtime/disk/checkpoint_codec.hpp"
@@ -212,8 +211,10 @@ class disk_store {
   // Deletes every file of our folder (chunks, anchors, checkpoints) and empties the index.
   std::size_t clear();
 
-  // Per-store counters and sizes for /v1/cache/stats.
-  nlohmann::json stats() const;
+  // Per-store counters and sizes for /v1/cache/stats: the store's share of disk_stats (the
+  // service fills in its own counters). No I/O and no walk: cheap enough to publish after every
+  // change.
+  disk_stats stats() const;
   // Reads refused by their checks (a crc, a token id, a size), each counted once.
   long restore_failures() const { return restore_failures_; }
 

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <functional>
+#include <utility>
 
 #include "actors/disk.hpp"
 #include "actors/disk_writer.hpp"
@@ -117,6 +118,14 @@ struct actor_bench : bench {
     return f.spawn(disk, o);
   }
   caf::actor spawn_probe(const disk_actor& d) { return f.spawn(probe, d, log); }
+  // An earlier process left head's anchor at 3 g; the disk actor starts (its scan run) over it.
+  std::pair<disk_actor, caf::actor> started_over(const std::vector<token_id>& head) {
+    auto cold = prefilled(c, head, 3 * g);
+    write_before(*cold, head);
+    auto d = spawn_disk();
+    f.sched->run();
+    return {d, spawn_probe(d)};
+  }
   disk_submission_ptr submission(const engine& e, const std::vector<token_id>& prompt) {
     auto s = std::make_shared<disk_submission>();
     s->write = stage(e, prompt, "", false);
@@ -275,11 +284,7 @@ TEST_CASE("the disk actor's stats and clear are typed, and a clear fails an olde
           "[actors][disk]") {
   actor_bench b;
   const auto head = test_tokens(4 * b.g + 5);
-  auto cold = prefilled(b.c, head, 3 * b.g);
-  b.write_before(*cold, head);
-  auto d = b.spawn_disk();
-  b.f.sched->run();
-  auto p = b.spawn_probe(d);
+  auto [d, p] = b.started_over(head);
 
   disk_offer_request oq;
   oq.prompt.assign(head.begin(), head.end());
@@ -322,11 +327,7 @@ TEST_CASE("the disk actor tells its subscriber the stats after every change, bef
           "[actors][disk]") {
   actor_bench b;
   const auto head = test_tokens(4 * b.g + 5);
-  auto cold = prefilled(b.c, head, 3 * b.g);
-  b.write_before(*cold, head);
-  auto d = b.spawn_disk();
-  b.f.sched->run();
-  auto p = b.spawn_probe(d);
+  auto [d, p] = b.started_over(head);
   auto& st = b.state(d);
 
   // Subscribing: the stats at once (the scan's).

@@ -183,3 +183,30 @@ TEST_CASE("disk_index: checkpoints by key, the longest first, the older ones lis
   CHECK(b.index.checkpoints_of(6).size() == 1);
   CHECK_FALSE(b.index.find_checkpoint(7));
 }
+
+TEST_CASE("disk_index: the longest durable prefix follows anchors as they come and go", "[disk][index]") {
+  // Kept as a count per line, not walked: two anchors at one line, a removal under the longest,
+  // and a clear each move it.
+  index_bench b;
+  const auto t = tokens(5 * g, 7);
+  auto u = t;
+  u[3 * g + 1] = 4242;  // parts from t in the fourth line
+  const auto tc = b.add_chunks(t, 5 * g);
+  b.add_chunks(u, 4 * g);
+  CHECK(b.index.longest_durable_prefix_tokens() == 0);
+  b.add_anchor(t, 2 * g);
+  b.add_anchor(t, 4 * g);
+  b.add_anchor(u, 4 * g);
+  CHECK(b.index.longest_durable_prefix_tokens() == 4 * g);
+  // t's anchor at 4 g goes with its chunk; u's, at the same line, keeps the longest there.
+  b.index.remove(tc[3]);
+  CHECK_FALSE(b.index.find_exact(std::vector<token_id>(t.begin(), t.begin() + 4 * g)));
+  CHECK(b.index.longest_durable_prefix_tokens() == 4 * g);
+  // Then u's own chunk at 4 g: only the anchor at 2 g is left.
+  b.index.remove(chunk_hashes(u, 4 * g, g)[3]);
+  CHECK(b.index.longest_durable_prefix_tokens() == 2 * g);
+  b.add_anchor(t, 3 * g);
+  CHECK(b.index.longest_durable_prefix_tokens() == 3 * g);
+  b.index.clear();
+  CHECK(b.index.longest_durable_prefix_tokens() == 0);
+}
