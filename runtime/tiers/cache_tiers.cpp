@@ -111,8 +111,7 @@ void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
     }
   }
   if (!opts_.enabled) return;
-  misses_.judged(o.at, prompt_, static_cast<std::size_t>(std::max(0, state.layout().grid)), opts_.end_align,
-                 device_->refusals());
+  misses_.judged(o.at, prompt_, static_cast<std::size_t>(std::max(0, state.layout().grid)), opts_.end_align);
   auto begin_all = [&](const resume_offer& offer) {
     for (auto& t : tiers_) t->begin(offer, state, lookup_, guest_);
   };
@@ -137,7 +136,7 @@ void cache_tiers::end_generation(const state_adapter& state, kernels::backend wh
 
 void cache_tiers::finish(state_adapter& state) {
   for (auto& t : tiers_) t->finish(state);
-  misses_.finished(device_->refusals());
+  misses_.finished(device_->refused_this_run());
   via_ = cache_via::none;
   guest_ = false;
   guests_.give_back(state);

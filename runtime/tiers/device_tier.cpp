@@ -69,6 +69,7 @@ void device_tier::begin(const resume_offer& o, const state_adapter& state, const
   prefix_target_ = 0;
   guest_ = guest;
   run_exact_ = o.exact;
+  refusals_at_begin_ = refusals();
   if (!opts_.enabled) return;
   // Counted here, where the offer is taken, not in offer(): a failed restore is the cold path.
   if (o.source == cache_source::store) store_counts_.hit(o.at);

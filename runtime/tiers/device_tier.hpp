@@ -59,12 +59,16 @@ class device_tier final : public tier {
   const std::string& resident_session() const { return resident_session_; }
   const std::string& parked_session() const { return parked_session_; }
   const state_store& store() const { return store_; }
+  // Whether a budget refused a copy (a grid anchor, an end anchor, a store snapshot) since the
+  // running request began: what it leaves was not all kept (miss reasons' budget_refused).
+  bool refused_this_run() const { return refusals() > refusals_at_begin_; }
+
+ private:
   // Copies a budget refused so far: grid anchors, end anchors, store snapshots.
   long refusals() const {
     return resident_.anchors().refusals() + resident_.end_refusals() + store_.refusals();
   }
 
- private:
   const cache_options opts_;
   kernels::backend where_;
   memory_budget& budget_;
@@ -75,6 +79,7 @@ class device_tier final : public tier {
   const state_copy* planned_copy_ = nullptr;  // the store hit offer() made, until begin()
   std::size_t prefix_target_ = 0;             // the line where this prefill leaves a prefix snapshot; 0: none
   std::vector<token_id> served_;
+  long refusals_at_begin_ = 0;    // refusals() when the running request began
   bool guest_ = false;            // the running request is a guest
   bool run_exact_ = false;        // the running request started from a cold prefill's state
   std::string resident_session_;  // the session key of the resident prompt

@@ -124,8 +124,7 @@ void miss_judge::planned(std::size_t declined_at, std::size_t foreign_at) {
 }
 
 void miss_judge::judged(std::size_t resumed, const std::vector<token_id>& prompt, std::size_t grid,
-                        bool end_align, long refusals) {
-  refusals_at_start_ = refusals;
+                        bool end_align) {
   if (!judging_) return;
   start_.resumed = resumed;
   last_ = classify_miss(*held_, prompt, start_, grid, end_align);
@@ -135,9 +134,9 @@ void miss_judge::judged(std::size_t resumed, const std::vector<token_id>& prompt
   c.tokens += static_cast<long long>(last_->tokens);
 }
 
-void miss_judge::finished(long refusals) {
+void miss_judge::finished(bool refused) {
   if (ending_) {
-    ending_->refused = refusals > refusals_at_start_;
+    ending_->refused = refused;
     held_->add(std::move(*ending_));
     ending_.reset();
   }

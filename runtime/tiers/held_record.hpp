@@ -75,8 +75,8 @@ std::optional<miss> classify_miss(const held_record& held, const std::vector<tok
 
 // A coordinator's miss reasons over its requests, one at a time: expect() a request, planned()
 // once its tiers offered, judged() when it begins (its miss counted), ended() with the rows it
-// leaves, finished() to record them. `refusals` is the device tier's refusal count, read at the
-// start and at the finish: a budget refused a copy in between when it grew.
+// leaves, finished() to record them, marked `refused` when a budget refused a copy of them while
+// the request ran (device_tier::refused_this_run).
 class miss_judge {
  public:
   miss_judge() : held_(std::make_shared<held_record>()) {}
@@ -89,10 +89,9 @@ class miss_judge {
   void planned(std::size_t declined_at, std::size_t foreign_at);
   // A taken offer's read failed: its checks (failed_checks) or the offer was gone (stale).
   void read_failed(bool failed_checks) { (failed_checks ? start_.failed_checks : start_.stale) = true; }
-  void judged(std::size_t resumed, const std::vector<token_id>& prompt, std::size_t grid, bool end_align,
-              long refusals);
+  void judged(std::size_t resumed, const std::vector<token_id>& prompt, std::size_t grid, bool end_align);
   void ended(held_sequence s) { ending_ = std::move(s); }
-  void finished(long refusals);
+  void finished(bool refused);
 
   // The running request's miss, once judged; nothing when it resumed as deep as it shared.
   const std::optional<miss>& last() const { return last_; }
@@ -105,7 +104,6 @@ class miss_judge {
   std::optional<miss> last_;             // what judged() found
   miss_stats counts_;                    // this coordinator's
   std::optional<held_sequence> ending_;  // the running request's rows, recorded at finished()
-  long refusals_at_start_ = 0;
 };
 
 }  // namespace anchorage

@@ -275,14 +275,14 @@ TEST_CASE("miss_judge: judges only a planned request, records its rows at the fi
   const auto held = test_tokens(40, 971);
   // Nothing planned: begin() does not judge (a request the tiers never planned).
   j.expect("A");
-  j.judged(0, held, 16, false, 0);
+  j.judged(0, held, 16, false);
   CHECK_FALSE(j.last());
   held_sequence s;
   s.rows.rows = held;
   s.rows.prompt_len = held.size();
   s.session = "A";
   j.ended(s);
-  j.finished(2);  // the device tier's refusals grew from 0 to 2 during the request
+  j.finished(true);  // a budget refused a copy of its rows during the request
   REQUIRE(j.held().entries().size() == 1);
   CHECK(j.held().entries().front().refused);
   // Planned, then cold on a prompt that extends the held rows: judged, and counted once.
@@ -291,13 +291,13 @@ TEST_CASE("miss_judge: judges only a planned request, records its rows at the fi
   next.push_back(6);
   j.expect("B");
   j.planned(0, 0);
-  j.judged(0, next, 16, false, 2);
+  j.judged(0, next, 16, false);
   REQUIRE(j.last());
   CHECK(j.last()->shared == 40);
   CHECK(j.last()->tokens == 40);
   CHECK(j.counts()[j.last()->reason].requests == 1);
   CHECK(j.counts()[j.last()->reason].tokens == 40);
-  j.finished(2);  // nothing ended: nothing recorded
+  j.finished(true);  // nothing ended: nothing recorded
   CHECK(j.held().entries().size() == 1);
   // The next request starts unjudged again; a clear of everything empties the record.
   j.expect("C");
