@@ -13,7 +13,7 @@
 
 namespace anchorage::disk_format {
 
-inline constexpr std::uint64_t checkpoint_magic = magic_of("ANCR.GEN");
+inline constexpr std::uint64_t checkpoint_magic = record_format::checkpoint_magic;
 // Checkpoint files have their own version sequence: 1 is the only one.
 inline constexpr std::uint32_t checkpoint_version = 1;
 
@@ -51,14 +51,12 @@ inline constexpr std::size_t tokens_crc = 92;     // u32 crc32 of the tokens blo
 inline constexpr std::size_t reserved = 96;       // u64 zero
 }  // namespace checkpoint_offset
 inline constexpr std::size_t checkpoint_fixed_bytes = 104;
+static_assert(checkpoint_offset::file_bytes == record_format::offset::file_bytes &&
+                  checkpoint_offset::key_hash == record_format::preamble_bytes,
+              "a checkpoint starts with the record's preamble");
 
 // ---- Parsed header (what a scan reads without the blocks) ------------------------------------
-struct checkpoint_header {
-  std::uint32_t version = 0;
-  std::uint32_t header_bytes = 0;
-  std::uint32_t grid = 0;
-  std::uint64_t fingerprint = 0;
-  std::uint64_t file_bytes = 0;
+struct checkpoint_header : record_format::preamble {
   std::uint64_t key_hash = 0;
   std::uint64_t seed = 0;
   std::uint64_t prompt_tokens = 0;

@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
-#include "protocol/file_magic.hpp"
+#include "protocol/record_format.hpp"
 
 namespace anchorage::disk_format {
 
-constexpr std::uint64_t magic_of(const char (&s)[9]) { return file_magic_of(s); }
-
-inline constexpr std::uint64_t chunk_magic = magic_of("ANCR.CHK");
-inline constexpr std::uint64_t anchor_magic = magic_of("ANCR.ANC");
+// Every file is a framed record (protocol/record_format.hpp): the first 40 bytes are its
+// preamble, checked by runtime/store/record.hpp's rules; the offsets below repeat them.
+inline constexpr std::uint64_t chunk_magic = record_format::chunk_magic;
+inline constexpr std::uint64_t anchor_magic = record_format::anchor_magic;
 
 // The version every file is written with. Chunk files exist only in version 2.
 inline constexpr std::uint32_t version = 2;
@@ -69,6 +69,11 @@ inline constexpr std::size_t section_count = 52;  // u32 (2 in format 1)
 inline constexpr std::size_t reserved = 56;       // u64 zero
 }  // namespace anchor_offset
 inline constexpr std::size_t anchor_fixed_bytes = 64;
+static_assert(chunk_offset::file_bytes == record_format::offset::file_bytes &&
+                  anchor_offset::file_bytes == record_format::offset::file_bytes &&
+                  chunk_offset::line == record_format::preamble_bytes &&
+                  anchor_offset::line == record_format::preamble_bytes,
+              "chunks and anchors start with the record's preamble");
 
 // ---- Table entries --------------------------------------------------------------------------
 // Format 2, chunk views and anchor sections alike:
@@ -84,48 +89,9 @@ inline constexpr std::size_t entry_crc_offset = 56;
 inline constexpr std::size_t entry_v1_bytes = 16;
 inline constexpr std::size_t token_bytes = 4;  // int32 LE
 
-// What a reader found wrong. Each decode error carries one, with a message naming the detail.
-enum class fault : std::uint8_t {
-  none = 0,
-  truncated,        // shorter than its header says (or than a header)
-  bad_magic,        // not a chunk / anchor file
-  bad_version,      // a version this reader does not know
-  bad_header,       // header crc fails, or fields contradict each other
-  foreign_engine,   // another fingerprint or grid: sweep, never use
-  wrong_line,       // another line than the one asked for
-  wrong_prefix,     // a token id or prefix hash differs from the prompt's
-  wrong_chunks,     // an anchor's chunk hashes differ from the expected chain
-  layout_mismatch,  // a view or section missing, extra, renamed or of another size
-  bad_crc,          // a view or section block fails its crc32
-};
-
-inline const char* fault_name(fault f) {
-  switch (f) {
-    case fault::none:
-      return "none";
-    case fault::truncated:
-      return "truncated";
-    case fault::bad_magic:
-      return "bad_magic";
-    case fault::bad_version:
-      return "bad_version";
-    case fault::bad_header:
-      return "bad_header";
-    case fault::foreign_engine:
-      return "foreign_engine";
-    case fault::wrong_line:
-      return "wrong_line";
-    case fault::wrong_prefix:
-      return "wrong_prefix";
-    case fault::wrong_chunks:
-      return "wrong_chunks";
-    case fault::layout_mismatch:
-      return "layout_mismatch";
-    case fault::bad_crc:
-      return "bad_crc";
-  }
-  return "unknown";
-}
+// What a reader found wrong: the one set every store's reader uses.
+using fault = record_format::fault;
+using record_format::fault_name;
 
 // ---- Parsed headers (what a scan reads without the blocks) -----------------------------------
 struct entry {
@@ -134,12 +100,7 @@ struct entry {
   std::uint32_t crc = 0;
 };
 
-struct chunk_header {
-  std::uint32_t version = 0;
-  std::uint32_t header_bytes = 0;
-  std::uint32_t grid = 0;
-  std::uint64_t fingerprint = 0;
-  std::uint64_t file_bytes = 0;
+struct chunk_header : record_format::preamble {
   std::uint64_t line = 0;
   std::uint64_t prefix_hash = 0;
   std::uint64_t parent_hash = 0;
@@ -147,12 +108,7 @@ struct chunk_header {
   std::vector<entry> views;
 };
 
-struct anchor_header {
-  std::uint32_t version = 0;
-  std::uint32_t header_bytes = 0;
-  std::uint32_t grid = 0;
-  std::uint64_t fingerprint = 0;
-  std::uint64_t file_bytes = 0;
+struct anchor_header : record_format::preamble {
   std::uint64_t line = 0;
   std::vector<std::uint64_t> chunk_hashes;  // the last one is the anchor's key
   std::vector<entry> sections;

@@ -12,31 +12,21 @@
 #include <cstdint>
 #include <vector>
 
-#include "protocol/file_magic.hpp"
+#include "protocol/record_format.hpp"
 
 namespace anchorage::spill_format {
 
-constexpr std::uint64_t magic_of(const char (&s)[9]) { return file_magic_of(s); }
-
-inline constexpr std::uint64_t block_magic = magic_of("ANCR.SBK");
-inline constexpr std::uint64_t anchor_magic = magic_of("ANCR.SAN");
-inline constexpr std::uint64_t manifest_magic = magic_of("ANCR.SMF");
+inline constexpr std::uint64_t block_magic = record_format::spill_block_magic;
+inline constexpr std::uint64_t anchor_magic = record_format::spill_anchor_magic;
+inline constexpr std::uint64_t manifest_magic = record_format::spill_manifest_magic;
 
 // The version every file is written with, and the only one read.
 inline constexpr std::uint32_t version = 1;
 
-// ---- The fields every file shares -------------------------------------------------------------
-namespace common_offset {
-inline constexpr std::size_t magic = 0;          // u64 the kind's magic
-inline constexpr std::size_t version = 8;        // u32 1
-inline constexpr std::size_t header_crc = 12;    // u32 crc32 of bytes [16, header_bytes)
-inline constexpr std::size_t header_bytes = 16;  // u32 the fixed header plus its table
-inline constexpr std::size_t grid = 20;          // u32 the engine's grid
-inline constexpr std::size_t fingerprint = 24;   // u64 the engine's layout fingerprint
-inline constexpr std::size_t file_bytes = 32;    // u64 the whole file's length
-}  // namespace common_offset
-inline constexpr std::size_t header_crc_from = 16;
-inline constexpr std::size_t common_bytes = 40;
+// ---- The fields every file shares: the framed record's preamble (protocol/record_format.hpp) ----
+namespace common_offset = record_format::offset;
+inline constexpr std::size_t header_crc_from = record_format::header_crc_from;
+inline constexpr std::size_t common_bytes = record_format::preamble_bytes;
 
 // ---- Block file: b-<name, 16 hex>.blk -----------------------------------------------------------
 // [0, block_fixed_bytes)   the fixed header (offsets below)
@@ -119,48 +109,9 @@ inline constexpr const char* manifest_suffix = ".man";
 // The store's folder inside the tier's <dir>/<fingerprint hex>/.
 inline constexpr const char* folder_name = "spill";
 
-// What a reader found wrong. Each decode error carries one, with a message naming the detail.
-enum class fault : std::uint8_t {
-  none = 0,
-  truncated,       // shorter than its header says (or than a header)
-  bad_magic,       // not this kind of spill file
-  bad_version,     // a version this reader does not know
-  bad_header,      // header crc fails, or fields contradict each other or the file's length
-  foreign_engine,  // another fingerprint, grid, view or section count or size: sweep, never use
-  wrong_place,     // another name, id, a, b, at or end than the one asked for
-  wrong_tokens,    // a stored token id differs from the manifest's
-  bad_crc,         // a block, a section, the tokens or the payload fails its crc32
-  wrong_sums,      // the block sums recomputed over the bytes differ from the manifest's
-  bad_payload,     // the manifest's CBOR does not parse or breaks the manifest's rules
-};
-
-inline const char* fault_name(fault f) {
-  switch (f) {
-    case fault::none:
-      return "none";
-    case fault::truncated:
-      return "truncated";
-    case fault::bad_magic:
-      return "bad_magic";
-    case fault::bad_version:
-      return "bad_version";
-    case fault::bad_header:
-      return "bad_header";
-    case fault::foreign_engine:
-      return "foreign_engine";
-    case fault::wrong_place:
-      return "wrong_place";
-    case fault::wrong_tokens:
-      return "wrong_tokens";
-    case fault::bad_crc:
-      return "bad_crc";
-    case fault::wrong_sums:
-      return "wrong_sums";
-    case fault::bad_payload:
-      return "bad_payload";
-  }
-  return "unknown";
-}
+// What a reader found wrong: the one set every store's reader uses.
+using fault = record_format::fault;
+using record_format::fault_name;
 
 // ---- Parsed headers (what a scan reads without the blocks) ---------------------------------------
 struct sum_entry {
@@ -169,13 +120,7 @@ struct sum_entry {
   std::uint32_t crc = 0;
 };
 
-struct common_header {
-  std::uint32_t version = 0;
-  std::uint32_t header_bytes = 0;
-  std::uint32_t grid = 0;
-  std::uint64_t fingerprint = 0;
-  std::uint64_t file_bytes = 0;
-};
+using common_header = record_format::preamble;
 
 struct block_header : common_header {
   std::uint64_t name = 0;

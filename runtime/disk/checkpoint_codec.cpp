@@ -54,12 +54,8 @@ std::vector<unsigned char> encode_checkpoint(const state_adapter& from, const ch
                                 " rows, the " + num(t.size()) + " ids make " + num(rows));
   const std::size_t hb = checkpoint_header_bytes(l.sections.size(), l.views.size());
   bytes out(checkpoint_file_bytes(l, t.size()), 0);
-  put_u64(out, o::magic, df::checkpoint_magic);
-  put_u32(out, o::version, df::checkpoint_version);
-  put_u32(out, o::header_bytes, static_cast<std::uint32_t>(hb));
-  put_u32(out, o::grid, static_cast<std::uint32_t>(l.grid));
-  put_u64(out, o::fingerprint, l.fingerprint);
-  put_u64(out, o::file_bytes, out.size());
+  store::put_preamble(out, df::checkpoint_magic, df::checkpoint_version, hb,
+                      static_cast<std::uint32_t>(l.grid), l.fingerprint, out.size());
   put_u64(out, o::key_hash, m.key_hash);
   put_u64(out, o::seed, m.seed);
   put_u64(out, o::prompt_tokens, m.prompt_tokens);
@@ -85,36 +81,23 @@ std::vector<unsigned char> encode_checkpoint(const state_adapter& from, const ch
     put_entry(out, entry, l.views[v].name, l.views[v].bytes_per_token, crc32(out.data() + at, n));
     at += n;
   }
-  put_u32(out, o::header_crc, crc32(out.data() + header_crc_from, hb - header_crc_from));
+  store::seal_header(out, hb);
   return out;
 }
 
 decode_result<df::checkpoint_header> read_checkpoint_header(const unsigned char* d, std::size_t size) {
   namespace o = df::checkpoint_offset;
   using R = decode_result<df::checkpoint_header>;
-  if (size < df::checkpoint_fixed_bytes)
-    return R::failure(fault::truncated, num(size) + " bytes, a checkpoint file's header needs " +
-                                            num(df::checkpoint_fixed_bytes));
-  const std::uint64_t m = get_u64(d);
-  if (m == df::chunk_magic) return R::failure(fault::bad_magic, "not a checkpoint file (a chunk)");
-  if (m == df::anchor_magic) return R::failure(fault::bad_magic, "not a checkpoint file (an anchor)");
-  if (m != df::checkpoint_magic)
-    return R::failure(fault::bad_magic, "not a checkpoint file (magic " + hex(m) + ")");
-  const std::uint32_t version = get_u32(d + o::version);
-  if (version != df::checkpoint_version)
-    return R::failure(fault::bad_version,
-                      "checkpoint file version " + num(version) + ", this reader knows 1");
+  R r;
+  auto& h = r.value;
+  if (auto p = store::read_preamble(d, size, df::checkpoint_fixed_bytes, df::checkpoint_magic,
+                                    {df::checkpoint_version}, h))
+    return R::failure(std::move(p));
   const std::uint64_t sections = get_u32(d + o::section_count);
   const std::uint64_t views = get_u32(d + o::view_count);
-  R r = check_header<df::checkpoint_header>(d, size, checkpoint_header_bytes(sections, views),
-                                            o::header_bytes, o::header_crc, o::reserved);
-  if (!r.ok()) return r;
-  auto& h = r.value;
-  static_assert(o::header_bytes == df::chunk_offset::header_bytes && o::grid == df::chunk_offset::grid &&
-                    o::fingerprint == df::chunk_offset::fingerprint &&
-                    o::file_bytes == df::chunk_offset::file_bytes,
-                "get_common_fields reads the chunk format's offsets");
-  get_common_fields(d, version, h);
+  if (auto p = store::check_header(d, size, h, checkpoint_header_bytes(sections, views)))
+    return R::failure(std::move(p));
+  if (auto p = check_reserved(d, o::reserved)) return R::failure(std::move(p));
   h.key_hash = get_u64(d + o::key_hash);
   h.seed = get_u64(d + o::seed);
   h.prompt_tokens = get_u64(d + o::prompt_tokens);
@@ -140,7 +123,7 @@ decode_result<df::checkpoint_header> read_checkpoint_header(const unsigned char*
 
 decode_result<std::vector<token_id>> read_checkpoint_tokens(const unsigned char* d, std::size_t size) {
   const auto hr = read_checkpoint_header(d, size);
-  if (!hr.ok()) return forward<std::vector<token_id>>(hr);
+  if (!hr.ok()) return decode_result<std::vector<token_id>>::from(hr);
   return tokens_block(d, size, hr.value);
 }
 
@@ -149,10 +132,10 @@ decode_result<checkpoint_read> decode_checkpoint(const unsigned char* d, std::si
                                                  std::uint64_t expected_key_hash) {
   using R = decode_result<checkpoint_read>;
   const auto hr = read_checkpoint_header(d, size);
-  if (!hr.ok()) return forward<checkpoint_read>(hr);
+  if (!hr.ok()) return R::from(hr);
   const df::checkpoint_header& h = hr.value;
   R r;
-  if (!check_engine(r, h.fingerprint, h.grid, l)) return r;
+  if (auto p = check_engine(h, l)) return R::failure(std::move(p));
   std::vector<std::size_t> section_to, view_to;
   std::string bad = match_entries(
       h.sections, l.sections, "section", [](const section_info& s) { return s.bytes; }, section_to);
@@ -169,13 +152,14 @@ decode_result<checkpoint_read> decode_checkpoint(const unsigned char* d, std::si
   if (h.token_count > size / df::token_bytes)
     return R::failure(fault::truncated, num(size) + " bytes, " + num(h.token_count) + " ids need more");
   const auto rows = static_cast<std::size_t>(h.rows);
-  if (!check_length(r, h.file_bytes, checkpoint_file_bytes(l, static_cast<std::size_t>(h.token_count)), size))
-    return r;
+  if (auto p = store::check_length(h.file_bytes,
+                                   checkpoint_file_bytes(l, static_cast<std::size_t>(h.token_count)), size))
+    return R::failure(std::move(p));
 
   // The ids: their crc first (a flipped bit is damage, not another request), then the key,
   // then the stored prompt against the request's, every id.
   auto tr = tokens_block(d, size, h);
-  if (!tr.ok()) return forward<checkpoint_read>(tr);
+  if (!tr.ok()) return R::from(tr);
   const std::vector<token_id>& ids = tr.value;
   if (h.key_hash != expected_key_hash)
     return R::failure(fault::wrong_prefix, "key hash " + hex(h.key_hash) + " in the file, " +

@@ -79,12 +79,8 @@ std::vector<unsigned char> encode_chunk_head(const state_layout& l, std::size_t 
                                 num(l.views.size()) + " views");
   const std::size_t hb = df::chunk_fixed_bytes + l.views.size() * df::entry_bytes;
   bytes out(hb + g * df::token_bytes, 0);
-  put_u64(out, o::magic, df::chunk_magic);
-  put_u32(out, o::version, df::version);
-  put_u32(out, o::header_bytes, static_cast<std::uint32_t>(hb));
-  put_u32(out, o::grid, static_cast<std::uint32_t>(g));
-  put_u64(out, o::fingerprint, l.fingerprint);
-  put_u64(out, o::file_bytes, chunk_file_bytes(l));
+  store::put_preamble(out, df::chunk_magic, df::version, hb, static_cast<std::uint32_t>(g), l.fingerprint,
+                      chunk_file_bytes(l));
   put_u64(out, o::line, b);
   put_u64(out, o::prefix_hash, prefix_hash(tokens.data(), b));
   put_u64(out, o::parent_hash, prefix_hash(tokens.data(), b - g));
@@ -95,7 +91,7 @@ std::vector<unsigned char> encode_chunk_head(const state_layout& l, std::size_t 
   for (std::size_t v = 0; v < l.views.size(); ++v)
     put_entry(out, df::chunk_fixed_bytes + v * df::entry_bytes, l.views[v].name, l.views[v].bytes_per_token,
               crc32(rows[v], g * l.views[v].bytes_per_token));
-  put_u32(out, o::header_crc, crc32(out.data() + header_crc_from, hb - header_crc_from));
+  store::seal_header(out, hb);
   return out;
 }
 
@@ -125,18 +121,14 @@ std::vector<unsigned char> encode_chunk(const state_adapter& from, std::size_t b
 decode_result<df::chunk_header> read_chunk_header(const unsigned char* d, std::size_t size) {
   namespace o = df::chunk_offset;
   using R = decode_result<df::chunk_header>;
-  R r = check_start<df::chunk_header>(d, size, df::chunk_fixed_bytes, df::chunk_magic, df::anchor_magic,
-                                      "a chunk");
-  if (!r.ok()) return r;
-  const std::uint32_t version = get_u32(d + o::version);
-  if (version != df::version)
-    return R::failure(fault::bad_version, "chunk file version " + num(version) + ", this reader knows 2");
-  const std::uint64_t count = get_u32(d + o::view_count);
-  r = check_header<df::chunk_header>(d, size, df::chunk_fixed_bytes + count * df::entry_bytes,
-                                     o::header_bytes, o::header_crc, o::reserved);
-  if (!r.ok()) return r;
+  R r;
   auto& h = r.value;
-  get_common_fields(d, version, h);
+  if (auto p = store::read_preamble(d, size, df::chunk_fixed_bytes, df::chunk_magic, {df::version}, h))
+    return R::failure(std::move(p));
+  const std::uint64_t count = get_u32(d + o::view_count);
+  if (auto p = store::check_header(d, size, h, df::chunk_fixed_bytes + count * df::entry_bytes))
+    return R::failure(std::move(p));
+  if (auto p = check_reserved(d, o::reserved)) return R::failure(std::move(p));
   h.line = get_u64(d + o::line);
   h.prefix_hash = get_u64(d + o::prefix_hash);
   h.parent_hash = get_u64(d + o::parent_hash);
@@ -153,10 +145,10 @@ decode_result<chunk_view> verify_chunk(const unsigned char* d, std::size_t size,
                                        const std::vector<token_id>& prompt, std::size_t b) {
   using R = decode_result<chunk_view>;
   const auto hr = read_chunk_header(d, size);
-  if (!hr.ok()) return forward<chunk_view>(hr);
+  if (!hr.ok()) return R::from(hr);
   const df::chunk_header& h = hr.value;
   R r;
-  if (!check_engine(r, h.fingerprint, h.grid, l)) return r;
+  if (auto p = check_engine(h, l)) return R::failure(std::move(p));
   const std::size_t g = h.grid;
   if (h.line != b)
     return R::failure(fault::wrong_line, "the file holds line " + num(h.line) + ", asked for line " + num(b));
@@ -167,7 +159,7 @@ decode_result<chunk_view> verify_chunk(const unsigned char* d, std::size_t size,
   const std::string bad = match_entries(
       h.views, l.views, "view", [](const view_info& v) { return v.bytes_per_token; }, to_layout);
   if (!bad.empty()) return R::failure(fault::layout_mismatch, bad);
-  if (!check_length(r, h.file_bytes, chunk_file_bytes(l), size)) return r;
+  if (auto p = store::check_length(h.file_bytes, chunk_file_bytes(l), size)) return R::failure(std::move(p));
 
   // The ids: their crc first (a flipped bit is damage, not another prompt), then each one
   // against the prompt; the hashes then say the whole prefix below is the prompt's too.
@@ -209,7 +201,7 @@ decode_result<chunk_view> verify_chunk(const unsigned char* d, std::size_t size,
 decode_result<chunk_read> decode_chunk(const unsigned char* d, std::size_t size, const state_layout& l,
                                        const std::vector<token_id>& prompt, std::size_t b) {
   const auto vr = verify_chunk(d, size, l, prompt, b);
-  if (!vr.ok()) return forward<chunk_read>(vr);
+  if (!vr.ok()) return decode_result<chunk_read>::from(vr);
   const chunk_view& view = vr.value;
   decode_result<chunk_read> r;
   chunk_read& v = r.value;

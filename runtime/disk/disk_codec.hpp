@@ -15,24 +15,14 @@
 #include "protocol/disk_format.hpp"
 #include "runtime/engine/state_adapter.hpp"
 #include "runtime/core/token.hpp"
+#include "runtime/store/record.hpp"
 
 namespace anchorage {
 
-// The result of a decode: a value, or the fault and a message naming what failed.
+// The result of a decode: a value, or the fault and a message naming what failed (the framed
+// record's result, runtime/store/record.hpp).
 template <class T>
-struct decode_result {
-  T value{};
-  disk_format::fault fault = disk_format::fault::none;
-  std::string error;
-
-  bool ok() const { return fault == disk_format::fault::none; }
-  static decode_result failure(disk_format::fault f, std::string why) {
-    decode_result r;
-    r.fault = f;
-    r.error = std::string(disk_format::fault_name(f)) + ": " + std::move(why);
-    return r;
-  }
-};
+using decode_result = store::record_result<T>;
 
 // XXH3-64 (seed 0) of the ids as int32 little-endian bytes: the key of the prefix [0, n).
 std::uint64_t prefix_hash(const token_id* tokens, std::size_t n);

@@ -19,12 +19,8 @@ std::vector<unsigned char> encode_anchor_head(const state_layout& l, std::size_t
   const std::size_t table = df::anchor_fixed_bytes + 8 * hashes.size();
   const std::size_t hb = table + l.sections.size() * df::entry_bytes;
   bytes out(hb, 0);
-  put_u64(out, o::magic, df::anchor_magic);
-  put_u32(out, o::version, df::version);
-  put_u32(out, o::header_bytes, static_cast<std::uint32_t>(hb));
-  put_u32(out, o::grid, static_cast<std::uint32_t>(g));
-  put_u64(out, o::fingerprint, l.fingerprint);
-  put_u64(out, o::file_bytes, anchor_file_bytes(l, b));
+  store::put_preamble(out, df::anchor_magic, df::version, hb, static_cast<std::uint32_t>(g), l.fingerprint,
+                      anchor_file_bytes(l, b));
   put_u64(out, o::line, b);
   put_u32(out, o::chunk_count, static_cast<std::uint32_t>(hashes.size()));
   put_u32(out, o::section_count, static_cast<std::uint32_t>(l.sections.size()));
@@ -32,7 +28,7 @@ std::vector<unsigned char> encode_anchor_head(const state_layout& l, std::size_t
   for (std::size_t s = 0; s < l.sections.size(); ++s)
     put_entry(out, table + s * df::entry_bytes, l.sections[s].name, l.sections[s].bytes,
               crc32(sections[s], l.sections[s].bytes));
-  put_u32(out, o::header_crc, crc32(out.data() + header_crc_from, hb - header_crc_from));
+  store::seal_header(out, hb);
   return out;
 }
 
@@ -57,22 +53,18 @@ std::vector<unsigned char> encode_anchor(const state_adapter& from, std::size_t 
 decode_result<df::anchor_header> read_anchor_header(const unsigned char* d, std::size_t size) {
   namespace o = df::anchor_offset;
   using R = decode_result<df::anchor_header>;
-  R r = check_start<df::anchor_header>(d, size, df::anchor_fixed_bytes, df::anchor_magic, df::chunk_magic,
-                                       "an anchor");
-  if (!r.ok()) return r;
-  const std::uint32_t version = get_u32(d + o::version);
-  if (version != df::version && version != df::anchor_version_1)
-    return R::failure(fault::bad_version,
-                      "anchor file version " + num(version) + ", this reader knows 1 and 2");
+  R r;
+  auto& h = r.value;
+  if (auto p = store::read_preamble(d, size, df::anchor_fixed_bytes, df::anchor_magic,
+                                    {df::anchor_version_1, df::version}, h))
+    return R::failure(std::move(p));
+  const std::uint32_t version = h.version;
   const std::uint64_t chunks = get_u32(d + o::chunk_count);
   const std::uint64_t count = get_u32(d + o::section_count);
   const std::size_t esize = version == df::version ? df::entry_bytes : df::entry_v1_bytes;
   const std::uint64_t table = df::anchor_fixed_bytes + 8 * chunks;
-  r = check_header<df::anchor_header>(d, size, table + count * esize, o::header_bytes, o::header_crc,
-                                      o::reserved);
-  if (!r.ok()) return r;
-  auto& h = r.value;
-  get_common_fields(d, version, h);
+  if (auto p = store::check_header(d, size, h, table + count * esize)) return R::failure(std::move(p));
+  if (auto p = check_reserved(d, o::reserved)) return R::failure(std::move(p));
   h.line = get_u64(d + o::line);
   if (h.grid == 0 || chunks == 0 || h.line != chunks * h.grid)
     return R::failure(fault::bad_header, "line " + num(h.line) + " is not its " + num(chunks) +
@@ -95,10 +87,10 @@ decode_result<anchor_view> verify_anchor(const unsigned char* d, std::size_t siz
                                          const std::vector<std::uint64_t>& expected) {
   using R = decode_result<anchor_view>;
   const auto hr = read_anchor_header(d, size);
-  if (!hr.ok()) return forward<anchor_view>(hr);
+  if (!hr.ok()) return R::from(hr);
   const df::anchor_header& h = hr.value;
   R r;
-  if (!check_engine(r, h.fingerprint, h.grid, l)) return r;
+  if (auto p = check_engine(h, l)) return R::failure(std::move(p));
   if (h.chunk_hashes.size() != expected.size())
     return R::failure(fault::wrong_line, "the anchor is at line " + num(h.line) + ", asked for line " +
                                              num(expected.size() * h.grid));
@@ -111,7 +103,8 @@ decode_result<anchor_view> verify_anchor(const unsigned char* d, std::size_t siz
   const std::string bad = match_entries(
       h.sections, l.sections, "section", [](const section_info& s) { return s.bytes; }, to_layout);
   if (!bad.empty()) return R::failure(fault::layout_mismatch, bad);
-  if (!check_length(r, h.file_bytes, h.header_bytes + l.section_bytes(), size)) return r;
+  if (auto p = store::check_length(h.file_bytes, h.header_bytes + l.section_bytes(), size))
+    return R::failure(std::move(p));
 
   const unsigned char* at = d + h.header_bytes;
   r.value.sections.resize(l.sections.size());
@@ -132,7 +125,7 @@ decode_result<anchor_view> verify_anchor(const unsigned char* d, std::size_t siz
 decode_result<anchor_read> decode_anchor(const unsigned char* d, std::size_t size, const state_layout& l,
                                          const std::vector<std::uint64_t>& expected) {
   const auto vr = verify_anchor(d, size, l, expected);
-  if (!vr.ok()) return forward<anchor_read>(vr);
+  if (!vr.ok()) return decode_result<anchor_read>::from(vr);
   decode_result<anchor_read> r;
   anchor_read& v = r.value;
   v.version = get_u32(d + df::anchor_offset::version);

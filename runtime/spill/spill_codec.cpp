@@ -97,7 +97,8 @@ std::vector<unsigned char> encode_spill_block_head(const state_layout& layout, c
   const std::size_t n = ref.b - ref.a;
   const std::size_t hb = block_header_bytes(layout.views.size());
   bytes b(hb + n * sf::token_bytes, 0);
-  put_common(b, sf::block_magic, hb, layout, spill_block_file_bytes(layout, ref.a, ref.b));
+  store::put_preamble(b, sf::block_magic, sf::version, hb, static_cast<std::uint32_t>(layout.grid),
+                      layout.fingerprint, spill_block_file_bytes(layout, ref.a, ref.b));
   put_u64(b, sf::block_offset::name, ref.name);
   put_u64(b, sf::block_offset::a, ref.a);
   put_u64(b, sf::block_offset::b, ref.b);
@@ -109,7 +110,7 @@ std::vector<unsigned char> encode_spill_block_head(const state_layout& layout, c
     const std::size_t bpt = layout.views[v].bytes_per_token;
     put_entry(b, sf::block_fixed_bytes + v * sf::sum_entry_bytes, bpt, ref.sums[v], crc32(rows[v], n * bpt));
   }
-  seal(b, hb);
+  store::seal_header(b, hb);
   return b;
 }
 
@@ -131,10 +132,11 @@ spill_decode<sf::block_header> read_spill_block_header(const unsigned char* d, s
   using R = spill_decode<sf::block_header>;
   R r;
   sf::block_header& h = r.value;
-  if (!check_start(r, d, size, sf::block_fixed_bytes, sf::block_magic, "a spill block", h)) return r;
+  if (auto p = store::read_preamble(d, size, sf::block_fixed_bytes, sf::block_magic, {sf::version}, h))
+    return R::failure(std::move(p));
   const std::uint32_t count = get_u32(d + sf::block_offset::view_count);
   if (count > sf::max_table_entries) return R::failure(fault::bad_header, num(count) + " views");
-  if (!check_header(r, d, size, block_header_bytes(count), h)) return r;
+  if (auto p = store::check_header(d, size, h, block_header_bytes(count))) return R::failure(std::move(p));
   if (get_u64(d + sf::block_offset::reserved) != 0)
     return R::failure(fault::bad_header, "reserved field not 0");
   h.name = get_u64(d + sf::block_offset::name);
@@ -179,7 +181,8 @@ spill_decode<spill_block_view> verify_spill_block(const unsigned char* d, std::s
                                               "), the manifest's is " + hex(ref.name) + " [" + num(ref.a) +
                                               ", " + num(ref.b) + ")");
   R r;
-  if (!check_length(r, h.file_bytes, spill_block_file_bytes(layout, ref.a, ref.b), size)) return r;
+  if (auto p = store::check_length(h.file_bytes, spill_block_file_bytes(layout, ref.a, ref.b), size))
+    return R::failure(std::move(p));
   if (ref.sums.size() != layout.views.size())
     return R::failure(fault::wrong_sums, num(ref.sums.size()) + " sums in the manifest for " +
                                              num(layout.views.size()) + " views");
@@ -218,7 +221,8 @@ std::vector<unsigned char> encode_spill_anchor_head(const state_layout& layout, 
                                 " layout sections");
   const std::size_t hb = anchor_header_bytes(layout.sections.size());
   bytes b(hb, 0);
-  put_common(b, sf::anchor_magic, hb, layout, spill_anchor_file_bytes(layout));
+  store::put_preamble(b, sf::anchor_magic, sf::version, hb, static_cast<std::uint32_t>(layout.grid),
+                      layout.fingerprint, spill_anchor_file_bytes(layout));
   put_u64(b, sf::anchor_offset::name, ref.name);
   put_u64(b, sf::anchor_offset::at, ref.at);
   put_u32(b, sf::anchor_offset::end, ref.end ? 1 : 0);
@@ -227,7 +231,7 @@ std::vector<unsigned char> encode_spill_anchor_head(const state_layout& layout, 
     const std::size_t n = layout.sections[s].bytes;
     put_entry(b, sf::anchor_fixed_bytes + s * sf::sum_entry_bytes, n, ref.sums[s], crc32(sections[s], n));
   }
-  seal(b, hb);
+  store::seal_header(b, hb);
   return b;
 }
 
@@ -249,10 +253,11 @@ spill_decode<sf::anchor_header> read_spill_anchor_header(const unsigned char* d,
   using R = spill_decode<sf::anchor_header>;
   R r;
   sf::anchor_header& h = r.value;
-  if (!check_start(r, d, size, sf::anchor_fixed_bytes, sf::anchor_magic, "a spill anchor", h)) return r;
+  if (auto p = store::read_preamble(d, size, sf::anchor_fixed_bytes, sf::anchor_magic, {sf::version}, h))
+    return R::failure(std::move(p));
   const std::uint32_t count = get_u32(d + sf::anchor_offset::section_count);
   if (count > sf::max_table_entries) return R::failure(fault::bad_header, num(count) + " sections");
-  if (!check_header(r, d, size, anchor_header_bytes(count), h)) return r;
+  if (auto p = store::check_header(d, size, h, anchor_header_bytes(count))) return R::failure(std::move(p));
   if (get_u64(d + sf::anchor_offset::reserved) != 0)
     return R::failure(fault::bad_header, "reserved field not 0");
   const std::uint32_t end = get_u32(d + sf::anchor_offset::end);
@@ -294,7 +299,8 @@ spill_decode<spill_anchor_view> verify_spill_anchor(const unsigned char* d, std:
                                               hex(ref.name) + " at " + num(ref.at) +
                                               (ref.end ? " (end)" : ""));
   R r;
-  if (!check_length(r, h.file_bytes, spill_anchor_file_bytes(layout), size)) return r;
+  if (auto p = store::check_length(h.file_bytes, spill_anchor_file_bytes(layout), size))
+    return R::failure(std::move(p));
   if (ref.sums.size() != layout.sections.size())
     return R::failure(fault::wrong_sums, num(ref.sums.size()) + " sums in the manifest for " +
                                              num(layout.sections.size()) + " sections");

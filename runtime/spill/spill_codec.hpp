@@ -14,33 +14,16 @@
 
 #include "protocol/spill_format.hpp"
 #include "runtime/core/token.hpp"
+#include "runtime/store/record.hpp"
 #include "runtime/engine/state_layout.hpp"
 #include "runtime/spill/spill_image.hpp"
 
 namespace anchorage {
 
-// The result of a decode: a value, or the fault and a message naming what failed.
+// The result of a decode: a value, or the fault and a message naming what failed (the framed
+// record's result, runtime/store/record.hpp).
 template <class T>
-struct spill_decode {
-  T value{};
-  spill_format::fault fault = spill_format::fault::none;
-  std::string error;
-
-  bool ok() const { return fault == spill_format::fault::none; }
-  static spill_decode failure(spill_format::fault f, std::string why) {
-    spill_decode r;
-    r.fault = f;
-    r.error = std::string(spill_format::fault_name(f)) + ": " + std::move(why);
-    return r;
-  }
-  template <class U>
-  static spill_decode from(const spill_decode<U>& u) {  // a failure passed on
-    spill_decode r;
-    r.fault = u.fault;
-    r.error = u.error;
-    return r;
-  }
-};
+using spill_decode = store::record_result<T>;
 
 // Sizes, for budgets, before anything is encoded.
 std::uint64_t spill_block_file_bytes(const state_layout& layout, std::size_t a, std::size_t b);

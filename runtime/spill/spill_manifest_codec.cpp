@@ -273,12 +273,13 @@ std::vector<unsigned char> encode_spill_manifest(const state_layout& layout, con
     throw std::invalid_argument("spill manifest: " + e);
   const std::vector<std::uint8_t> payload = json::to_cbor(to_payload(m));
   bytes b(sf::manifest_fixed_bytes, 0);
-  put_common(b, sf::manifest_magic, sf::manifest_fixed_bytes, layout,
-             sf::manifest_fixed_bytes + payload.size());
+  store::put_preamble(b, sf::manifest_magic, sf::version, sf::manifest_fixed_bytes,
+                      static_cast<std::uint32_t>(layout.grid), layout.fingerprint,
+                      sf::manifest_fixed_bytes + payload.size());
   put_u64(b, sf::manifest_offset::id, m.id);
   put_u64(b, sf::manifest_offset::payload_bytes, payload.size());
   put_u32(b, sf::manifest_offset::payload_crc, crc32(payload.data(), payload.size()));
-  seal(b, sf::manifest_fixed_bytes);
+  store::seal_header(b, sf::manifest_fixed_bytes);
   b.insert(b.end(), payload.begin(), payload.end());
   return b;
 }
@@ -287,8 +288,9 @@ spill_decode<sf::manifest_header> read_spill_manifest_header(const unsigned char
   using R = spill_decode<sf::manifest_header>;
   R r;
   sf::manifest_header& h = r.value;
-  if (!check_start(r, d, size, sf::manifest_fixed_bytes, sf::manifest_magic, "a spill manifest", h)) return r;
-  if (!check_header(r, d, size, sf::manifest_fixed_bytes, h)) return r;
+  if (auto p = store::read_preamble(d, size, sf::manifest_fixed_bytes, sf::manifest_magic, {sf::version}, h))
+    return R::failure(std::move(p));
+  if (auto p = store::check_header(d, size, h, sf::manifest_fixed_bytes)) return R::failure(std::move(p));
   if (get_u32(d + sf::manifest_offset::reserved) != 0)
     return R::failure(fault::bad_header, "reserved field not 0");
   h.id = get_u64(d + sf::manifest_offset::id);
@@ -309,7 +311,8 @@ spill_decode<spill_manifest> decode_spill_manifest(const unsigned char* d, std::
   if (h.id != expected_id)
     return R::failure(fault::wrong_place, "manifest " + hex(h.id) + ", expected " + hex(expected_id));
   R r;
-  if (!check_length(r, h.file_bytes, sf::manifest_fixed_bytes + h.payload_bytes, size)) return r;
+  if (auto p = store::check_length(h.file_bytes, sf::manifest_fixed_bytes + h.payload_bytes, size))
+    return R::failure(std::move(p));
   const unsigned char* p = d + sf::manifest_fixed_bytes;
   const auto n = static_cast<std::size_t>(h.payload_bytes);
   const std::uint32_t c = crc32(p, n);

@@ -168,6 +168,6 @@ TEST_CASE("files of another engine, length, line or chain are refused", "[format
   SECTION("the other kind of file") {
     disk_files f = d.files;
     f.chunks[2] = d.files.anchor;
-    d.refused(f, df::fault::bad_magic, "the other kind");
+    d.refused(f, df::fault::bad_magic, "not a chunk file (an anchor file)");
   }
 }

@@ -9,6 +9,7 @@
 #include "runtime/disk/disk_codec.hpp"
 #include "runtime/spill/spill_codec.hpp"
 #include "runtime/spill/spill_codec_detail.hpp"
+#include "runtime/store/record.hpp"
 #include "tests/support/spill_fixture.hpp"
 
 using namespace anchorage;
@@ -50,7 +51,7 @@ struct codec_bench {
 
 void reseal(spill_bytes& b) {
   const std::size_t hb = spill_codec_detail::get_u32(b.data() + sf::common_offset::header_bytes);
-  spill_codec_detail::seal(b, hb);
+  store::seal_header(b, hb);
 }
 
 }  // namespace
@@ -375,7 +376,7 @@ TEST_CASE("a manifest round-trips through CBOR and its rules are checked", "[spi
     spill_codec_detail::put_u64(b, sf::common_offset::file_bytes, sf::manifest_fixed_bytes + payload.size());
     spill_codec_detail::put_u64(b, sf::manifest_offset::payload_bytes, payload.size());
     spill_codec_detail::put_u32(b, sf::manifest_offset::payload_crc, crc32(payload.data(), payload.size()));
-    spill_codec_detail::seal(b, sf::manifest_fixed_bytes);
+    store::seal_header(b, sf::manifest_fixed_bytes);
     b.insert(b.end(), payload.begin(), payload.end());
     return b;
   };
