@@ -26,6 +26,8 @@ cache_stats board_runner::stats() const {
   cache_stats s = slot_.tiers->stats();
   if (slot_.staging) {
     s.disk_staging = slot_.staging->stats();
+    // The slot's measured rate, published with the disk's stats (the conductor's disk offers use it).
+    s.disk_staging->prefill_tokens_per_s = slot_.tiers->prefill_tokens_per_s();
     s.disk_staged_bytes = slot_.staging->staged_bytes();
   }
   return s;

@@ -38,10 +38,8 @@ board_events generation_run::start() {
   cache_tiers& tiers = *slot_.tiers;
   if (auto* d = tiers.disk()) {
     const client_request* c = job_.client();
-    d->expect(c ? c->disk : std::nullopt, slot_.staging->prefill_tokens_per_s(),
-              c ? c->disk_foreign_line : 0);
+    d->expect(c ? c->disk : std::nullopt, c ? c->disk_foreign_line : 0);
   }
-  if (auto* sp = tiers.spill()) sp->expect_rate(slot_.staging ? slot_.staging->prefill_tokens_per_s() : 0);
   pending_ = tiers.plan(asked_, plan_info());
   return fetch();
 }
@@ -87,7 +85,7 @@ board_events generation_run::spill_fetched(spill_fetch_ptr f) {
     // A clear came while the spill was read: the plan again, without the disk's queued offer
     // (its bytes were never read); the read serves only if the same conversation is planned.
     replan_ = false;
-    if (auto* d = slot_.tiers->disk()) d->expect(std::nullopt, 0);
+    if (auto* d = slot_.tiers->disk()) d->expect(std::nullopt);
     replan();
   }
   if (f) slot_.tiers->spill()->take_fetched(*f);
@@ -113,11 +111,14 @@ board_events generation_run::restored(disk_read_reply reply) {
   if (replan_) {
     // A clear came while the disk read: what the device tiers offered may be gone. The plan
     // again, with the disk's offer only if its bytes came (they were checked against the prompt).
+    // Its bytes are in hand, so the cost rule does not weigh them again (disk_offer_tier::offer).
     const std::optional<disk_offer> taken = d->taken();
-    d->expect(reply.kind == disk_read_kind::prefix ? taken : std::nullopt, 0);
+    d->expect(reply.kind == disk_read_kind::prefix ? taken : std::nullopt);
+    d->take_read(reply.kind == disk_read_kind::prefix ? std::move(reply.prefix) : nullptr, reply.damaged);
     replan();
+  } else {
+    d->take_read(reply.kind == disk_read_kind::prefix ? std::move(reply.prefix) : nullptr, reply.damaged);
   }
-  d->take_read(reply.kind == disk_read_kind::prefix ? std::move(reply.prefix) : nullptr, reply.damaged);
   board_events next = begin_request();
   next.generations_finished.insert(next.generations_finished.end(), out.generations_finished.begin(),
                                    out.generations_finished.end());
@@ -230,7 +231,7 @@ board_events generation_run::begin_request() {
 board_events generation_run::planned(const disk_write_lines& lines) {
   if (phase_ != phase::planning) return {};
   const std::vector<token_id> served(job_.prompt.begin(), job_.prompt.end());
-  slot_.staging->begin(served, static_cast<std::size_t>(job_.cache.resumed_at), lines);
+  slot_.staging->begin(served, lines);
   phase_ = phase::running;
   board_events out;
   out.sink = job_.sink;

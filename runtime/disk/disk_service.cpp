@@ -89,7 +89,7 @@ std::size_t disk_service::foreign_line(const std::vector<token_id>& prompt, std:
 expected<verified_read> disk_service::read(const disk_offer& o, const std::vector<token_id>& prompt,
                                            bool* damaged) {
   auto refuse = [this](std::string what) {
-    ++restore_failures_;
+    ++refused_reads_;
     return status::failure(std::move(what));
   };
   if (o.generation != generation_)
@@ -102,7 +102,7 @@ expected<verified_read> disk_service::read(const disk_offer& o, const std::vecto
   hit.line = o.line;
   const std::int64_t t0 = steady_ns();
   expected<verified_read> r = store_.read_verified(hit, prompt, damaged);
-  if (!r) return refuse(r.error().error());
+  if (!r) return status::failure(r.error().error());  // the store counted it
   const double s = static_cast<double>(steady_ns() - t0) / 1e9;
   if (s > 0 && r->bytes_read > 0) read_bps_ = blend_rate(read_bps_, static_cast<double>(r->bytes_read) / s);
   tokens_saved_ += static_cast<long long>(o.line);
@@ -117,9 +117,7 @@ expected<verified_checkpoint> disk_service::read_checkpoint(std::uint64_t key_ha
                                                             const std::vector<token_id>& prompt) {
   const auto hit = store_.find_checkpoint(key_hash);
   if (!hit) return status::failure("no checkpoint of this key");
-  expected<verified_checkpoint> r = store_.read_checkpoint_verified(*hit, prompt);
-  if (!r) ++restore_failures_;
-  return r;
+  return store_.read_checkpoint_verified(*hit, prompt);  // the store counts a failure
 }
 
 void disk_service::apply_checkpoint(const verified_checkpoint& read, state_adapter& into) {
@@ -254,7 +252,7 @@ disk_stats disk_service::stats() const {
   disk_stats s = store_.stats();
   s.misses = misses_;
   s.declined = declined_;
-  s.restore_failures = restore_failures_;
+  s.restore_failures += refused_reads_;  // the store's failed reads and the offers refused before it
   s.jobs = jobs_;
   s.writes_out = writes_out_;
   s.anchors_planned = anchors_planned_;

@@ -117,7 +117,7 @@ class disk_service {
   std::unordered_set<std::uint64_t> finished_keys_;
   std::unordered_set<std::uint64_t> foreign_chunks_;  // other engines' chunk names, from start()
   double read_bps_ = 0;
-  long misses_ = 0, declined_ = 0, restore_failures_ = 0, jobs_ = 0, anchors_planned_ = 0;
+  long misses_ = 0, declined_ = 0, refused_reads_ = 0, jobs_ = 0, anchors_planned_ = 0;
   long long tokens_saved_ = 0;
   std::size_t writes_out_ = 0;
 };

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 
-#include "runtime/disk/rate_average.hpp"
 #include "runtime/disk/staged_state.hpp"
-#include "runtime/io/clock.hpp"
 
 namespace anchorage {
 namespace {
@@ -23,12 +21,10 @@ void drop_above(staged_write& w, std::size_t top) {
 disk_staging::disk_staging(const state_layout& layout, std::uint64_t stage_bytes)
     : layout_(layout), limit_(stage_bytes), grid_(static_cast<std::size_t>(layout.grid)) {}
 
-void disk_staging::begin(const std::vector<token_id>& served, std::size_t at, const disk_write_lines& lines) {
+void disk_staging::begin(const std::vector<token_id>& served, const disk_write_lines& lines) {
   staging_.reset();
   lines_ = lines;
   passed_ = 0;
-  last_step_ns_ = steady_ns();
-  last_step_len_ = at;
   if (lines_.chunks.empty()) return;
   staging_ = std::make_unique<disk_submission>();
   const std::size_t top = std::min(served.size(), lines_.chunks.back());
@@ -38,12 +34,6 @@ void disk_staging::begin(const std::vector<token_id>& served, std::size_t at, co
 
 void disk_staging::after_prefill_step(const state_adapter& state) {
   const std::size_t len = state.valid_length();
-  const std::int64_t now = steady_ns();
-  if (len > last_step_len_ && now > last_step_ns_)
-    prefill_tps_ = blend_rate(prefill_tps_, static_cast<double>(len - last_step_len_) * 1e9 /
-                                                static_cast<double>(now - last_step_ns_));
-  last_step_ns_ = now;
-  last_step_len_ = len;
   if (!staging_ || len % grid_ != 0) return;
   passed_ = std::max(passed_, len);
   if (std::binary_search(lines_.anchors.begin(), lines_.anchors.end(), len)) {
@@ -136,7 +126,6 @@ disk_staging_stats disk_staging::stats() const {
   s.stage_refusals = stage_refusals_;
   s.submissions = submissions_;
   s.checkpoints_staged = checkpoints_staged_;
-  s.prefill_tokens_per_s = prefill_tps_;
   return s;
 }
 

@@ -28,9 +28,9 @@ class disk_staging {
  public:
   disk_staging(const state_layout& layout, std::uint64_t stage_bytes);
 
-  // A request's prefill begins at `at` over `served`, with the lines the disk admitted (empty:
-  // it writes nothing, but the prefill rate is still measured). Drops any staging left over.
-  void begin(const std::vector<token_id>& served, std::size_t at, const disk_write_lines& lines);
+  // A request's prefill begins over `served`, with the lines the disk admitted (empty: it
+  // writes nothing). Drops any staging left over.
+  void begin(const std::vector<token_id>& served, const disk_write_lines& lines);
   // After each prefill chunk (the state's valid length is where the prefill is).
   void after_prefill_step(const state_adapter& state);
   // The request is over: a prefill cut short still stages the lines it passed.
@@ -50,7 +50,6 @@ class disk_staging {
 
   disk_staging_stats stats() const;
   std::uint64_t staged_bytes() const { return staged_bytes_; }
-  double prefill_tokens_per_s() const { return prefill_tps_; }
   // The lines of the running request (empty chunks when it writes nothing).
   const disk_write_lines& running_lines() const { return lines_; }
 
@@ -63,12 +62,9 @@ class disk_staging {
   disk_write_lines lines_;
   std::unique_ptr<disk_submission> staging_;  // the running request's, until it leaves
   std::size_t passed_ = 0;                    // the highest line this prefill passed
-  std::int64_t last_step_ns_ = 0;
-  std::size_t last_step_len_ = 0;
   std::vector<disk_submission_ptr> ready_;
   std::uint64_t staged_bytes_ = 0;  // of the submissions handed out and not yet released
   long stage_refusals_ = 0, submissions_ = 0, checkpoints_staged_ = 0;
-  double prefill_tps_ = 0;
 };
 
 }  // namespace anchorage

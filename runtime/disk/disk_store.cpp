@@ -83,8 +83,10 @@ expected<verified_read> disk_store::read_verified(const disk_hit& hit, const std
     return status::failure("no anchor at line " + std::to_string(hit.line) + " for this prompt");
   const std::uint64_t aid = disk_names::anchor_id(hit.ns, prefix_hash(prompt.data(), hit.line));
   const disk_anchor_entry* a = index_.anchor(aid);
-  if (!a || !index_.chain_indexed(a->chain))
+  if (!a || !index_.chain_indexed(a->chain)) {
+    ++counts_.restore_failures;
     return status::failure("the anchor at line " + std::to_string(hit.line) + " is not on disk");
+  }
   const std::vector<std::uint64_t> chain = a->chain;
   std::vector<std::uint64_t> ids = chain;
   ids.push_back(aid);
@@ -96,13 +98,13 @@ expected<verified_read> disk_store::read_verified(const disk_hit& hit, const std
   disk_read_failure failure;
   auto read = reader_.read_anchor(files, prompt, chain, failure);
   if (!read) {
-    ++restore_failures_;
+    ++counts_.restore_failures;
     if (damaged) *damaged = true;
     drop(ids[failure.file]);
     return read.error();
   }
-  bytes_read_ += read->bytes_read();
-  ++hits_;
+  counts_.bytes_read += read->bytes_read();
+  ++counts_.hits;
   // The last use outlives the process: it is the files' modification time.
   const std::int64_t now = clock_.now_s();
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -123,7 +125,7 @@ std::size_t disk_store::evict_to_cap() {
   std::size_t n = 0;
   for (std::uint64_t id : index_.plan_evictions(free))
     if (index_.contains(id)) n += drop(id);
-  evictions_ += static_cast<long>(n);
+  counts_.evictions += static_cast<long>(n);
   return n;
 }
 
@@ -139,22 +141,13 @@ std::size_t disk_store::clear() {
 }
 
 disk_stats disk_store::stats() const {
-  disk_stats s;
+  disk_stats s = counts_;  // the counters; what the index holds now below
   s.entries = entries();
   s.chunks = index_.chunk_count();
   s.checkpoints = index_.checkpoint_count();
   s.bytes = index_.held_bytes();
   s.limit_bytes = options_.eviction.budget_bytes;
   s.longest_prefix = longest_durable_prefix_tokens();
-  s.hits = hits_;
-  s.restore_failures = restore_failures_;
-  s.write_failures = write_failures_;
-  s.refusals = refusals_;
-  s.evictions = evictions_;
-  s.superseded = superseded_;
-  s.files_written = files_written_;
-  s.bytes_written = bytes_written_;
-  s.bytes_read = bytes_read_;
   s.folder = folder();
   return s;
 }

@@ -216,7 +216,7 @@ class disk_store {
   // change.
   disk_stats stats() const;
   // Reads refused by their checks (a crc, a token id, a size), each counted once.
-  long restore_failures() const { return restore_failures_; }
+  long restore_failures() const { return counts_.restore_failures; }
 
   std::size_t entries() const { return index_.entries(); }  // anchors indexed, every namespace
   std::size_t chunk_count() const { return index_.chunk_count(); }
@@ -253,9 +253,9 @@ class disk_store {
   disk_reader reader_;
   disk_scanner scanner_;
   bool warned_ = false;
-  long hits_ = 0, restore_failures_ = 0, write_failures_ = 0, refusals_ = 0, evictions_ = 0, superseded_ = 0,
-       files_written_ = 0;
-  std::uint64_t bytes_written_ = 0, bytes_read_ = 0;
+  // The store's counters (hits, restore_failures, write_failures, refusals, evictions,
+  // superseded, files_written, bytes_written, bytes_read); stats() fills in the rest.
+  disk_stats counts_;
 };
 
 }  // namespace anchorage

@@ -17,13 +17,13 @@ void disk_store::commit_checkpoint(const disk_file_job& f, const checkpoint_meta
     return;
   }
   r.bytes_written += *result;
-  bytes_written_ += *result;
-  ++files_written_;
+  counts_.bytes_written += *result;
+  ++counts_.files_written;
   // Renamed and durable: the older points of the same generation go now, not before.
   for (std::uint64_t oid : index_.older_checkpoints(meta.key_hash, f.line)) {
     drop(oid);
     ++r.superseded;
-    ++superseded_;
+    ++counts_.superseded;
   }
 }
 
@@ -47,16 +47,19 @@ expected<verified_checkpoint> disk_store::read_checkpoint_verified(const checkpo
                                                                    const std::vector<token_id>& prompt) {
   const std::uint64_t id = disk_names::checkpoint_id(hit.key_hash, hit.rows);
   const disk_checkpoint_entry* c = index_.checkpoint(id);
-  if (!c) return status::failure("no such checkpoint");
+  if (!c) {
+    ++counts_.restore_failures;
+    return status::failure("no such checkpoint");
+  }
   const disk_read_file file{*index_.path(id), static_cast<std::size_t>(c->bytes)};
   auto read = reader_.read_checkpoint(file, prompt, hit.key_hash);
   if (!read) {
-    ++restore_failures_;
+    ++counts_.restore_failures;
     drop(id);
     return read.error();
   }
-  bytes_read_ += file.bytes;
-  ++hits_;
+  counts_.bytes_read += file.bytes;
+  ++counts_.hits;
   index_.touch(id);
   env_.set_modified_s(file.path, clock_.now_s());
   verified_checkpoint out;

@@ -12,11 +12,11 @@ namespace anchorage {
 void disk_store::make_room(disk_write_plan& p) {
   if (!p.refused) {
     for (std::uint64_t id : p.evictions)
-      if (index_.contains(id)) evictions_ += static_cast<long>(drop(id));
+      if (index_.contains(id)) counts_.evictions += static_cast<long>(drop(id));
     planner_.confirm_room(p, env_.free_bytes(folder()).value_or(~std::uint64_t{0} / 4));
   }
   if (p.refused) {
-    ++refusals_;
+    ++counts_.refusals;
     return;
   }
   index_.add_pending(p.pending);
@@ -116,7 +116,7 @@ void disk_store::discard_failed(std::uint64_t id, const std::string& path, const
                                 disk_write_report& r) {
   r.failed = true;
   r.error = result.error().error();
-  ++write_failures_;
+  ++counts_.write_failures;
   warn_once(r.error);
   // A failure after the rename (the directory's fsync) leaves the file: not durable, not ours.
   if (!index_.path(id)) env_.remove(path);
@@ -161,8 +161,8 @@ disk_write_report disk_store::commit(const staged_write& w, const disk_write_pla
       continue;
     }
     r.bytes_written += bytes;
-    bytes_written_ += bytes;
-    ++files_written_;
+    counts_.bytes_written += bytes;
+    ++counts_.files_written;
     if (!f.anchor) {
       ++r.chunks_written;
       continue;
@@ -173,7 +173,7 @@ disk_write_report disk_store::commit(const staged_write& w, const disk_write_pla
     for (std::uint64_t oid : index_.superseded_by(f.id)) {
       drop(oid);
       ++r.superseded;
-      ++superseded_;
+      ++counts_.superseded;
     }
   }
   return r;

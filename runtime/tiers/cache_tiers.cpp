@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "runtime/io/clock.hpp"
+
 namespace anchorage {
 
 cache_tiers::cache_tiers(cache_options opts, kernels::backend where, std::shared_ptr<memory_budget> budget)
@@ -53,6 +55,7 @@ void cache_tiers::expect(const request_info& info) {
   taken_.clear();
   lookup_ = tier_lookup{};
   lookup_.info = info;
+  lookup_.prefill_tokens_per_s = meter_.tokens_per_s();
   prompt_.clear();
   lookup_.prompt = &prompt_;
   stash_need_ = 0;
@@ -100,6 +103,7 @@ void cache_tiers::restore(state_adapter& into, resume_offer& o) {
 
 void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
   taken_.clear();
+  meter_.begin(state.valid_length(), steady_ns());
   via_ = o.via;
   guest_ = o.via == cache_via::stash;
   if (opts_.enabled && o.via == cache_via::stash) {
@@ -123,6 +127,7 @@ void cache_tiers::begin(const resume_offer& o, const state_adapter& state) {
 }
 
 void cache_tiers::after_prefill_step(const state_adapter& state, kernels::backend where) {
+  meter_.step(state.valid_length(), steady_ns());
   if (!opts_.enabled) return;
   for (auto& t : tiers_) t->after_prefill_step(state, where);
 }

@@ -13,6 +13,7 @@
 #include "runtime/tiers/disk_offer_tier.hpp"
 #include "runtime/tiers/guest_stash.hpp"
 #include "runtime/tiers/held_record.hpp"
+#include "runtime/tiers/prefill_meter.hpp"
 #include "runtime/tiers/spill_tier.hpp"
 #include "runtime/tiers/tier.hpp"
 
@@ -94,6 +95,9 @@ class cache_tiers {
   const memory_budget& budget() const { return budget_; }
   const cache_options& options() const { return opts_; }
   const guest_stash& guests() const { return guests_; }
+  // The slot's prefill rate, measured from every request's chunks (0: unmeasured); each plan()
+  // hands it to every tier's offer (tier_lookup::prefill_tokens_per_s).
+  double prefill_tokens_per_s() const { return meter_.tokens_per_s(); }
   // What serves the running request beyond its source: none, stash, side, pin or park (after
   // begin(); a refused stash makes a guest an ordinary request).
   cache_via running_via() const { return via_; }
@@ -119,6 +123,7 @@ class cache_tiers {
   cache_via via_ = cache_via::none;  // the running request's via
   bool guest_ = false;               // the running request is a guest (stashed)
   std::size_t stash_need_ = 0;       // rows the running guest can write past its start
+  prefill_meter meter_;
 };
 
 }  // namespace anchorage

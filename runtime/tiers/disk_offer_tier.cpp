@@ -6,11 +6,9 @@
 
 namespace anchorage {
 
-void disk_offer_tier::expect(std::optional<disk_offer> offer, double prefill_tokens_per_s,
-                             std::size_t foreign_line) {
+void disk_offer_tier::expect(std::optional<disk_offer> offer, std::size_t foreign_line) {
   forget();
   offer_ = std::move(offer);
-  prefill_tps_ = prefill_tokens_per_s;
   foreign_line_ = foreign_line;
 }
 
@@ -27,10 +25,11 @@ std::optional<resume_offer> disk_offer_tier::offer(tier_lookup& l, std::size_t f
   l.foreign_at = std::max(l.foreign_at, foreign_line_);
   if (!offer_ || l.stashed() || offer_->line <= floor || l.prompt->size() < offer_->line) return std::nullopt;
   // The offer was made against no floor: it must still beat prefilling what the tiers above
-  // leave (an unmeasured rate reads).
-  const double prefill_s =
-      prefill_tps_ > 0 ? static_cast<double>(offer_->line - floor) / prefill_tps_ : 1e300;
-  if (offer_->read_s >= prefill_s) {
+  // leave at the slot's rate (an unmeasured rate reads).
+  // Bytes already read (a plan again after a clear, take_read first) cost nothing more.
+  const double tps = l.prefill_tokens_per_s;
+  const double prefill_s = tps > 0 ? static_cast<double>(offer_->line - floor) / tps : 1e300;
+  if (!read_ && offer_->read_s >= prefill_s) {
     ++declined_;
     l.declined_at = std::max(l.declined_at, offer_->line);
     return std::nullopt;

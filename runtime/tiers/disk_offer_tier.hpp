@@ -12,8 +12,9 @@ struct verified_read;
 // The disk tier as the coordinator sees it. The disk is an actor of its own (actors/disk.hpp):
 // its offer for a request is made while the request waits in the queue, and its read is
 // answered with verified bytes. This tier holds both for the running request:
-//   expect(offer, rate) before plan(): it offers offer.line when that starts later than the
-//   tiers above and reading it beats prefilling the tokens it saves at the board's rate;
+//   expect(offer) before plan(): it offers offer.line when that starts later than the tiers
+//   above and reading it beats prefilling the tokens it saves at the slot's measured rate
+//   (tier_lookup::prefill_tokens_per_s);
 //   take_read(read) once the disk answered: restore() applies those bytes, or fails (nothing
 //   read, or the read failed its checks) so the coordinator falls back to the offer above.
 // A guest does not take it (its rows would replace the resident ones). Writing is the board's staging's
@@ -21,7 +22,7 @@ struct verified_read;
 class disk_offer_tier final : public tier {
  public:
   // `foreign_line`: the deepest line only another engine's folder holds (disk_offer_reply).
-  void expect(std::optional<disk_offer> offer, double prefill_tokens_per_s, std::size_t foreign_line = 0);
+  void expect(std::optional<disk_offer> offer, std::size_t foreign_line = 0);
   // `damaged`: the disk found the offer's files but they failed their checks (no read then).
   void take_read(std::shared_ptr<const verified_read> read, bool damaged = false) {
     read_ = std::move(read);
@@ -48,7 +49,6 @@ class disk_offer_tier final : public tier {
   std::optional<disk_offer> offer_;  // the queued request's, until begin()
   std::optional<disk_offer> taken_;  // what plan() took
   std::shared_ptr<const verified_read> read_;
-  double prefill_tps_ = 0;
   std::size_t foreign_line_ = 0;
   long declined_ = 0;
   bool read_damaged_ = false;

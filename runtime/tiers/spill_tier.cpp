@@ -13,8 +13,8 @@ std::optional<resume_offer> spill_tier::offer(tier_lookup& l, std::size_t floor)
   fetched_.reset();
   fetch_failed_ = false;
   if (l.guest) return std::nullopt;
-  planned_ =
-      keeper_->offer(*l.prompt, floor, prefill_tps_, opts_.end_anchor, opts_.end_align, &l.declined_at);
+  planned_ = keeper_->offer(*l.prompt, floor, l.prefill_tokens_per_s, opts_.end_anchor, opts_.end_align,
+                            &l.declined_at);
   if (!planned_) return std::nullopt;
   return planned_->offer;
 }

@@ -29,8 +29,6 @@ class spill_tier final : public tier {
   // without `at`, where the conversation ends (its end anchor, else its newest grid anchor, else
   // none). Throws what an allocation or a copy throws.
   void take_in(state_adapter& into, const spill_read& read, std::optional<std::size_t> at);
-  // The board's measured prefill rate, for the cost rule (0: unmeasured, the spill reads).
-  void expect_rate(double prefill_tokens_per_s) { prefill_tps_ = prefill_tokens_per_s; }
 
   // The planned offer's read (nullptr: no spill offer is planned, or its conversation is gone).
   spill_fetch_ptr fetch() const;
@@ -57,7 +55,6 @@ class spill_tier final : public tier {
   device_tier& device_;
   cache_options opts_;
   kernels::backend where_;
-  double prefill_tps_ = 0;
   std::optional<spill_offer> planned_;  // what offer() found, until begin()
   std::optional<spill_read> fetched_;   // its verified read, until begin()
   bool fetch_failed_ = false;           // its read failed (a check, or I/O), until the next offer

@@ -41,6 +41,9 @@ struct tier_lookup {
   // The deepest line only another engine's disk folder holds for the prompt (0: none); the miss
   // reasons' other_fingerprint.
   std::size_t foreign_at = 0;
+  // The slot's measured prefill rate (0: unmeasured): a tier offers a read only when it costs
+  // less than prefilling the tokens it saves at this rate (an unmeasured rate reads).
+  double prefill_tokens_per_s = 0;
 };
 
 // How a tier's restore() went: restored, or not with the engine untouched because its offer was

@@ -270,6 +270,10 @@ TEST_CASE("disk service: a failed read says whether its files failed their check
   const disk_read_reply gone = read_of(*o.offer);
   CHECK(gone.kind == disk_read_kind::none);
   CHECK_FALSE(gone.damaged);
+  // Each failed read counted once on the wire: the stale offer by the service (before the store
+  // was asked), the damaged files and the missing chain by the store.
+  CHECK(s->store().restore_failures() == 2);
+  CHECK(s->stats().restore_failures == 3);
 }
 
 TEST_CASE("disk service: a line only another engine's folder holds is named in the offer's reply",

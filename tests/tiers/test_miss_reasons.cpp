@@ -257,7 +257,7 @@ TEST_CASE("miss reasons: a line only another engine's disk folder holds is other
   auto e = make_engine(c);
   const auto p = test_tokens(3 * 32 + 20, 370);
   // The disk actor's reply for p: no offer of its own, another engine's chunks reach 3 * 32.
-  tiers.disk()->expect(std::nullopt, 0, 3 * 32);
+  tiers.disk()->expect(std::nullopt, 3 * 32);
   const auto r = serve_turn(tiers, *e, p, 4, "a");
   CHECK(r.offer.source == cache_source::cold);
   REQUIRE(tiers.last_miss());
