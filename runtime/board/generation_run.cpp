@@ -49,20 +49,20 @@ board_events generation_run::start() {
 // generation, the disk's prefix. None: the request begins now.
 board_events generation_run::fetch() {
   fetching_spill_ = false;
-  if (pending_.source == cache_source::spill) {
-    if (spill_fetch_ptr f = slot_.tiers->spill()->fetch()) {
-      board_events out;
-      out.sink = job_.sink;
-      out.spill_read = std::move(f);
-      fetching_spill_ = true;
-      phase_ = phase::restoring;
-      return out;
-    }
+  // Which read the plan's offer needs is its tier's answer (cache_tiers::fetch).
+  const tier_fetch f = slot_.tiers->fetch(pending_);
+  if (const auto* spill = std::get_if<spill_fetch_ptr>(&f)) {
+    board_events out;
+    out.sink = job_.sink;
+    out.spill_read = *spill;
+    fetching_spill_ = true;
+    phase_ = phase::restoring;
+    return out;
   }
-  const bool read_prefix = pending_.source == cache_source::disk;
-  if (!read_prefix && job_key_ == 0) return begin_request();
+  const auto* disk = std::get_if<disk_offer>(&f);
+  if (!disk && job_key_ == 0) return begin_request();
   board_events out = checkpoint_read();
-  if (read_prefix) out.disk_read->offer = slot_.tiers->disk()->taken();
+  if (disk) out.disk_read->offer = *disk;
   phase_ = phase::restoring;
   return out;
 }
@@ -88,7 +88,7 @@ board_events generation_run::spill_fetched(spill_fetch_ptr f) {
     if (auto* d = slot_.tiers->disk()) d->expect(std::nullopt);
     replan();
   }
-  if (f) slot_.tiers->spill()->take_fetched(*f);
+  if (f) slot_.tiers->take_fetched(f.get());
   if (job_key_ == 0 || pending_.source == cache_source::disk) return begin_request();
   // A checkpoint of this generation may still serve it: the disk reads that next.
   return checkpoint_read();
@@ -108,16 +108,18 @@ board_events generation_run::restored(disk_read_reply reply) {
   }
   auto* d = slot_.tiers->disk();
   if (!d) return begin_request();
+  const std::shared_ptr<const verified_read> read =
+      reply.kind == disk_read_kind::prefix ? std::move(reply.prefix) : nullptr;
   if (replan_) {
     // A clear came while the disk read: what the device tiers offered may be gone. The plan
     // again, with the disk's offer only if its bytes came (they were checked against the prompt).
     // Its bytes are in hand, so the cost rule does not weigh them again (disk_offer_tier::offer).
     const std::optional<disk_offer> taken = d->taken();
     d->expect(reply.kind == disk_read_kind::prefix ? taken : std::nullopt);
-    d->take_read(reply.kind == disk_read_kind::prefix ? std::move(reply.prefix) : nullptr, reply.damaged);
+    slot_.tiers->take_fetched(disk_fetched{read, reply.damaged});
     replan();
   } else {
-    d->take_read(reply.kind == disk_read_kind::prefix ? std::move(reply.prefix) : nullptr, reply.damaged);
+    slot_.tiers->take_fetched(disk_fetched{read, reply.damaged});
   }
   board_events next = begin_request();
   next.generations_finished.insert(next.generations_finished.end(), out.generations_finished.begin(),

@@ -84,6 +84,16 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
   return o;
 }
 
+tier_fetch cache_tiers::fetch(const resume_offer& o) const {
+  if (o.source == cache_source::cold) return {};
+  const tier* t = owner_of(o.source);
+  return t ? t->fetch(o) : tier_fetch{};
+}
+
+void cache_tiers::take_fetched(tier_fetched reply) {
+  for (auto& t : tiers_) t->take_fetched(reply);
+}
+
 void cache_tiers::restore(state_adapter& into, resume_offer& o) {
   while (o.source != cache_source::cold) {
     tier* t = owner_of(o.source);

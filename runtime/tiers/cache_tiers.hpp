@@ -26,7 +26,8 @@ namespace anchorage {
 // deeper tier is taken only when it starts later than every tier above it. Owns the budget that
 // holds the device tiers to their limits (§13.12), and the guests' stash.
 //
-// One request goes: plan(prompt, info) -> restore(state, offer) (or the caller resets the
+// One request goes: plan(prompt, info) -> [fetch(offer), its read off the board's thread,
+// take_fetched(reply)] -> restore(state, offer) (or the caller resets the
 // engine for a cold start) -> begin(offer, state) -> after_prefill_step(state) per chunk ->
 // end_generation(...) once decoding ends -> finish(state) always, last. Each call is each
 // tier's (tier.hpp), in order.
@@ -48,6 +49,11 @@ class cache_tiers {
   void expect(const request_info& info);
   // The best offer for `prompt` (source cold, at 0, served = prompt when no tier has one).
   resume_offer plan(const std::vector<token_id>& prompt, const request_info& info = {});
+  // What restore() of `offer` needs read first (tier.hpp's tier_fetch), asked of the tier whose
+  // offer it is: nothing for a cold start or a device tier's offer.
+  tier_fetch fetch(const resume_offer& offer) const;
+  // A fetch's reply, handed to every tier (each takes only its own).
+  void take_fetched(tier_fetched reply);
   // Restores a non-cold offer into `into` (valid length = offer.at). An offer whose read fails
   // (the engine untouched: a disk read) falls back to what the tiers above offered: `offer` is
   // then that one (possibly cold; the caller resets the engine).

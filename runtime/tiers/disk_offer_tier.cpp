@@ -26,7 +26,7 @@ std::optional<resume_offer> disk_offer_tier::offer(tier_lookup& l, std::size_t f
   if (!offer_ || l.stashed() || offer_->line <= floor || l.prompt->size() < offer_->line) return std::nullopt;
   // The offer was made against no floor: it must still beat prefilling what the tiers above
   // leave at the slot's rate (an unmeasured rate reads).
-  // Bytes already read (a plan again after a clear, take_read first) cost nothing more.
+  // Bytes already read (a plan again after a clear, take_fetched first) cost nothing more.
   const double tps = l.prefill_tokens_per_s;
   const double prefill_s = tps > 0 ? static_cast<double>(offer_->line - floor) / tps : 1e300;
   if (!read_ && offer_->read_s >= prefill_s) {

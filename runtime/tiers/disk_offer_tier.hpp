@@ -15,7 +15,7 @@ struct verified_read;
 //   expect(offer) before plan(): it offers offer.line when that starts later than the tiers
 //   above and reading it beats prefilling the tokens it saves at the slot's measured rate
 //   (tier_lookup::prefill_tokens_per_s);
-//   take_read(read) once the disk answered: restore() applies those bytes, or fails (nothing
+//   take_fetched(read) once the disk answered its fetch(): restore() applies those bytes, or fails (nothing
 //   read, or the read failed its checks) so the coordinator falls back to the offer above.
 // A guest does not take it (its rows would replace the resident ones). Writing is the board's staging's
 // (runtime/disk/disk_staging) and the disk actor's. Name: disk.
@@ -23,11 +23,6 @@ class disk_offer_tier final : public tier {
  public:
   // `foreign_line`: the deepest line only another engine's folder holds (disk_offer_reply).
   void expect(std::optional<disk_offer> offer, std::size_t foreign_line = 0);
-  // `damaged`: the disk found the offer's files but they failed their checks (no read then).
-  void take_read(std::shared_ptr<const verified_read> read, bool damaged = false) {
-    read_ = std::move(read);
-    read_damaged_ = damaged;
-  }
   // The offer plan() took for the running request, if it took the disk's.
   const std::optional<disk_offer>& taken() const { return taken_; }
   long declined() const { return declined_; }
@@ -36,6 +31,19 @@ class disk_offer_tier final : public tier {
   std::vector<cache_tier> names() const override { return {cache_tier::disk}; }
   std::optional<resume_offer> offer(tier_lookup& l, std::size_t floor) override;
   restore_result restore(state_adapter& into, const resume_offer& offer) override;
+  // Its taken offer, read by the disk actor.
+  tier_fetch fetch(const resume_offer&) const override {
+    if (taken_) return *taken_;
+    return {};
+  }
+  // The disk's answer: the verified bytes, or none (damaged: the offer's files failed their
+  // checks).
+  void take_fetched(tier_fetched& reply) override {
+    if (auto* d = std::get_if<disk_fetched>(&reply)) {
+      read_ = d->read;
+      read_damaged_ = d->damaged;
+    }
+  }
   void begin(const resume_offer&, const state_adapter&, const tier_lookup&, bool) override { forget(); }
   void after_prefill_step(const state_adapter&, kernels::backend) override {}
   void end_generation(const state_adapter&, kernels::backend, end_record) override {}

@@ -19,12 +19,16 @@ std::optional<resume_offer> spill_tier::offer(tier_lookup& l, std::size_t floor)
   return planned_->offer;
 }
 
-spill_fetch_ptr spill_tier::fetch() const {
-  if (!planned_) return nullptr;
-  return keeper_->plan_fetch(planned_->id);
+tier_fetch spill_tier::fetch(const resume_offer&) const {
+  if (!planned_) return {};
+  if (spill_fetch_ptr f = keeper_->plan_fetch(planned_->id)) return f;
+  return {};
 }
 
-void spill_tier::take_fetched(spill_fetch& f) {
+void spill_tier::take_fetched(tier_fetched& reply) {
+  auto* const* own = std::get_if<spill_fetch*>(&reply);
+  if (!own || !*own) return;
+  spill_fetch& f = **own;
   fetched_.reset();
   if (!planned_ || f.id != planned_->id) return;
   auto got = keeper_->fetched(f);

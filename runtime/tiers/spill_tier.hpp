@@ -30,16 +30,15 @@ class spill_tier final : public tier {
   // none). Throws what an allocation or a copy throws.
   void take_in(state_adapter& into, const spill_read& read, std::optional<std::size_t> at);
 
-  // The planned offer's read (nullptr: no spill offer is planned, or its conversation is gone).
-  spill_fetch_ptr fetch() const;
-  // The spill reader's outcome of fetch(), finished by the keeper (counted; a failure deletes
-  // what failed): restore() takes it when it is verified.
-  void take_fetched(spill_fetch& f);
-
   bool serves(cache_source s) const override { return s == cache_source::spill; }
   std::vector<cache_tier> names() const override { return {cache_tier::spill}; }
   std::optional<resume_offer> offer(tier_lookup& l, std::size_t floor) override;
   restore_result restore(state_adapter& into, const resume_offer& offer) override;
+  // The planned offer's read (nothing: no spill offer is planned, or its conversation is gone).
+  tier_fetch fetch(const resume_offer& offer) const override;
+  // The spill reader's outcome of fetch(), finished by the keeper (counted; a failure deletes
+  // what failed): restore() takes it when it is verified.
+  void take_fetched(tier_fetched& reply) override;
   void begin(const resume_offer& offer, const state_adapter&, const tier_lookup&, bool) override;
   void after_prefill_step(const state_adapter&, kernels::backend) override {}
   void end_generation(const state_adapter&, kernels::backend, end_record) override {}

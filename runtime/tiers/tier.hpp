@@ -1,7 +1,9 @@
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +11,8 @@
 #include "kernels/device.hpp"
 #include "protocol/cache_source.hpp"
 #include "protocol/cache_stats.hpp"
+#include "protocol/disk_types.hpp"
+#include "protocol/spill_messages.hpp"
 #include "runtime/cache/resume_offer.hpp"
 #include "runtime/engine/state_adapter.hpp"
 #include "runtime/text/end_record_builder.hpp"
@@ -46,16 +50,33 @@ struct tier_lookup {
   double prefill_tokens_per_s = 0;
 };
 
+struct verified_read;
+
+// What restore() of a taken offer needs read first, off the board's thread, and so who reads
+// it: nothing (the device tiers restore from memory), the spill reader's fetch of a spilled
+// conversation, or the disk actor's read of the disk's offer. The board sends it and hands the
+// reply back (cache_tiers::take_fetched) before it restores.
+using tier_fetch = std::variant<std::monostate, spill_fetch_ptr, disk_offer>;
+// The disk actor's answer to a disk_offer fetch: the verified bytes (nullptr: nothing read) and
+// whether the offer's files were there but failed their checks.
+struct disk_fetched {
+  std::shared_ptr<const verified_read> read;
+  bool damaged = false;
+};
+// A fetch's reply, as every tier is handed it (each takes only its own).
+using tier_fetched = std::variant<spill_fetch*, disk_fetched>;
+
 // How a tier's restore() went: restored, or not with the engine untouched because its offer was
 // gone by then (stale: nothing read, cleared, moved) or its bytes failed their checks.
 enum class restore_result { restored, stale, failed_checks };
 
 // One cache tier as its coordinator (cache_tiers) drives it, in lookup order. For every request:
-// offer() (each tier in order, with the best start so far as the floor) -> restore() of the
-// offer taken, by the tier whose source it is -> begin() (every tier) -> after_prefill_step()
-// per chunk -> end_generation() once decoding ends -> finish() always, last. A tier whose offer
-// was not taken still sees begin() and the rest: the rows it may keep are the request's.
-// Not thread-safe: the board owns the coordinator and its tiers.
+// offer() (each tier in order, with the best start so far as the floor) -> fetch() of the offer
+// taken, by the tier whose source it is, and take_fetched() of its reply (every tier) when it
+// needs a read -> restore() of the offer taken, by the tier whose source it is -> begin() (every tier) ->
+// after_prefill_step() per chunk -> end_generation() once decoding ends -> finish() always, last. A tier
+// whose offer was not taken still sees begin() and the rest: the rows it may keep are the request's. Not
+// thread-safe: the board owns the coordinator and its tiers.
 class tier {
  public:
   virtual ~tier() = default;
@@ -72,6 +93,10 @@ class tier {
   // failed and `into` is untouched (the coordinator then falls back to the offer above); an
   // exception when `into` may be half written (the caller's cold path).
   virtual restore_result restore(state_adapter& into, const resume_offer& offer) = 0;
+  // What restore() of its own `offer` needs read first (nothing by default), and that read's
+  // reply (every tier sees every reply; a tier takes only the one of its own fetch).
+  virtual tier_fetch fetch(const resume_offer& /*offer*/) const { return {}; }
+  virtual void take_fetched(tier_fetched& /*reply*/) {}
 
   // The engine holds offer.served's first offer.at rows; the prefill of the rest begins.
   // `guest`: the request is a guest (stashed) and must leave the tier's rows alone.
