@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/support/cache_fixture.hpp"
+#include "tests/support/fake_tier.hpp"
 
 using namespace anchorage;
 using namespace anchorage::testing;
@@ -50,35 +51,21 @@ void require_miss(const cache_tiers& tiers, miss_reason why, std::size_t tokens,
 
 // A tier that behaves as the disk or the spill would for one prompt: it offers a start at
 // `at`, and then restores it, finds it gone, finds it damaged, or declines it by the cost rule.
-class scripted_tier final : public tier {
+class scripted_tier final : public fake_tier {
  public:
   enum class act { restore, stale, damaged, decline };
   scripted_tier(std::size_t at, act how) : at_(at), how_(how) {}
 
-  bool serves(cache_source s) const override { return s == cache_source::disk; }
-  std::vector<cache_tier> names() const override { return {cache_tier::disk}; }
   std::optional<resume_offer> offer(tier_lookup& l, std::size_t floor) override {
-    if (at_ <= floor || l.prompt->size() <= at_) return std::nullopt;
-    if (how_ == act::decline) {
+    if (how_ == act::decline && at_ > floor && l.prompt->size() > at_) {
       l.declined_at = std::max(l.declined_at, at_);
       return std::nullopt;
     }
-    resume_offer o;
-    o.source = cache_source::disk;
-    o.at = at_;
-    o.served = *l.prompt;
-    o.exact_to = at_;
-    return o;
+    return disk_like_offer(l, floor, at_);
   }
   restore_result restore(state_adapter&, const resume_offer&) override {
     return how_ == act::stale ? restore_result::stale : restore_result::failed_checks;
   }
-  void begin(const resume_offer&, const state_adapter&, const tier_lookup&, bool) override {}
-  void after_prefill_step(const state_adapter&, kernels::backend) override {}
-  void end_generation(const state_adapter&, kernels::backend, end_record) override {}
-  void finish(state_adapter&) override {}
-  void clear(cache_tier) override {}
-  void stats(cache_stats&) const override {}
 
  private:
   std::size_t at_;

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/support/cache_fixture.hpp"
+#include "tests/support/fake_tier.hpp"
 
 using namespace anchorage;
 using namespace anchorage::testing;
@@ -11,22 +12,13 @@ using namespace anchorage::testing;
 namespace {
 
 // A tier that offers nothing and notes the rate each lookup carried.
-class rate_watcher final : public tier {
+class rate_watcher final : public fake_tier {
  public:
   explicit rate_watcher(std::vector<double>& seen) : seen_(seen) {}
-  bool serves(cache_source s) const override { return s == cache_source::disk; }
-  std::vector<cache_tier> names() const override { return {cache_tier::disk}; }
   std::optional<resume_offer> offer(tier_lookup& l, std::size_t) override {
     seen_.push_back(l.prefill_tokens_per_s);
     return std::nullopt;
   }
-  restore_result restore(state_adapter&, const resume_offer&) override { return restore_result::stale; }
-  void begin(const resume_offer&, const state_adapter&, const tier_lookup&, bool) override {}
-  void after_prefill_step(const state_adapter&, kernels::backend) override {}
-  void end_generation(const state_adapter&, kernels::backend, end_record) override {}
-  void finish(state_adapter&) override {}
-  void clear(cache_tier) override {}
-  void stats(cache_stats&) const override {}
 
  private:
   std::vector<double>& seen_;

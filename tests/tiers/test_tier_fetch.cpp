@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/support/cache_fixture.hpp"
+#include "tests/support/fake_tier.hpp"
 
 using namespace anchorage;
 using namespace anchorage::testing;
@@ -13,19 +14,11 @@ namespace {
 
 // A tier that offers a start at `at` read from the disk: its fetch is that disk offer, and it
 // restores only once a reply with bytes came.
-class fetching_tier final : public tier {
+class fetching_tier final : public fake_tier {
  public:
   explicit fetching_tier(std::size_t at) : at_(at) {}
-  bool serves(cache_source s) const override { return s == cache_source::disk; }
-  std::vector<cache_tier> names() const override { return {cache_tier::disk}; }
   std::optional<resume_offer> offer(tier_lookup& l, std::size_t floor) override {
-    if (at_ <= floor || l.prompt->size() <= at_) return std::nullopt;
-    resume_offer o;
-    o.source = cache_source::disk;
-    o.at = at_;
-    o.served = *l.prompt;
-    o.exact_to = at_;
-    return o;
+    return disk_like_offer(l, floor, at_);
   }
   tier_fetch fetch(const resume_offer& o) const override {
     disk_offer d;
@@ -40,12 +33,6 @@ class fetching_tier final : public tier {
   restore_result restore(state_adapter&, const resume_offer&) override {
     return damaged ? restore_result::failed_checks : restore_result::stale;
   }
-  void begin(const resume_offer&, const state_adapter&, const tier_lookup&, bool) override {}
-  void after_prefill_step(const state_adapter&, kernels::backend) override {}
-  void end_generation(const state_adapter&, kernels::backend, end_record) override {}
-  void finish(state_adapter&) override {}
-  void clear(cache_tier) override {}
-  void stats(cache_stats&) const override {}
 
   int replies = 0;
   bool damaged = false;
