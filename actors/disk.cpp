@@ -69,6 +69,47 @@ void spawn_writer(disk_ptr self) {
   st.writer = self->spawn<caf::linked>(disk_writer, st.service->store().layout(), st.writer_env);
 }
 
+// The writer is linked: its exit reaches us as a message. Its jobs out are released (they may
+// also come back as errors: whichever comes first settles them) and a new writer takes over.
+// Any other exit (a shutdown) ends this actor as the default handler would.
+void exited(disk_ptr self, const caf::exit_msg& m) {
+  auto& s = self->state;
+  if (m.source != s.writer.address()) {
+    self->quit(m.reason);
+    return;
+  }
+  ++s.writers_lost;
+  log_warn() << "the disk writer went away (" << caf::to_string(m.reason) << "); a new writer takes over";
+  std::vector<std::uint64_t> ids;
+  for (const auto& [id, w] : s.out) ids.push_back(id);
+  for (std::uint64_t id : ids) settle(self, id, nullptr);
+  spawn_writer(self);
+}
+
+// A request's staged bytes: prepared by the service and handed to the writer, the reply promised
+// until the job comes back (settle); nothing to write is answered at once.
+caf::result<disk_write_reply> submit(disk_ptr self, disk_submission_ptr s) {
+  auto& st = self->state;
+  if (!s) return disk_write_reply{};
+  disk_write_reply now;
+  std::shared_ptr<disk_job> job;
+  try {
+    job = st.service->prepare(std::move(*s), now);
+  } catch (const std::exception& e) {
+    now.failed = true;
+    now.error = std::string("planning a disk write failed (") + e.what() + ")";
+  }
+  if (!job) return published(self, std::move(now));  // nothing to write: released at once
+  const std::uint64_t id = st.next_write++;
+  auto rp = self->make_response_promise<disk_write_reply>();
+  st.out.emplace(id, disk_state::write_out{job, rp});
+  self->request(st.writer, caf::infinite, disk_write_atom::value, job)
+      .then([self, id](disk_job_ptr done) { settle(self, id, done); },
+            [self, id](caf::error&) { settle(self, id, nullptr); });
+  publish(self);  // a job more at the writer
+  return rp;
+}
+
 }  // namespace
 
 disk_actor::behavior_type disk(disk_ptr self, disk_actor_options opts) {
@@ -81,22 +122,7 @@ disk_actor::behavior_type disk(disk_ptr self, disk_actor_options opts) {
   init.scan = init.service->start();
   init.started = true;
   spawn_writer(self);
-  // The writer is linked: its exit reaches us as a message. Its jobs out are released (they may
-  // also come back as errors: whichever comes first settles them) and a new writer takes over.
-  // Any other exit (a shutdown) ends this actor as the default handler would.
-  self->set_exit_handler([self](caf::exit_msg& m) {
-    auto& s = self->state;
-    if (m.source != s.writer.address()) {
-      self->quit(m.reason);
-      return;
-    }
-    ++s.writers_lost;
-    log_warn() << "the disk writer went away (" << caf::to_string(m.reason) << "); a new writer takes over";
-    std::vector<std::uint64_t> ids;
-    for (const auto& [id, w] : s.out) ids.push_back(id);
-    for (std::uint64_t id : ids) settle(self, id, nullptr);
-    spawn_writer(self);
-  });
+  self->set_exit_handler([self](caf::exit_msg& m) { exited(self, m); });
   return {
       [self](disk_offer_atom, const disk_offer_request& req) -> disk_offer_reply {
         const std::vector<token_id> prompt(req.prompt.begin(), req.prompt.end());
@@ -114,27 +140,7 @@ disk_actor::behavior_type disk(disk_ptr self, disk_actor_options opts) {
       [self](disk_plan_atom, const disk_plan_request& req) -> disk_write_lines {
         return published(self, self->state.service->plan_writes(req));
       },
-      [self](disk_submit_atom, disk_submission_ptr s) -> caf::result<disk_write_reply> {
-        auto& st = self->state;
-        if (!s) return disk_write_reply{};
-        disk_write_reply now;
-        std::shared_ptr<disk_job> job;
-        try {
-          job = st.service->prepare(std::move(*s), now);
-        } catch (const std::exception& e) {
-          now.failed = true;
-          now.error = std::string("planning a disk write failed (") + e.what() + ")";
-        }
-        if (!job) return published(self, std::move(now));  // nothing to write: released at once
-        const std::uint64_t id = st.next_write++;
-        auto rp = self->make_response_promise<disk_write_reply>();
-        st.out.emplace(id, disk_state::write_out{job, rp});
-        self->request(st.writer, caf::infinite, disk_write_atom::value, job)
-            .then([self, id](disk_job_ptr done) { settle(self, id, done); },
-                  [self, id](caf::error&) { settle(self, id, nullptr); });
-        publish(self);  // a job more at the writer
-        return rp;
-      },
+      [self](disk_submit_atom, disk_submission_ptr s) { return submit(self, std::move(s)); },
       [self](generation_started_atom, std::uint64_t key) {
         self->state.service->generation_started(key);
         return published(self, true);

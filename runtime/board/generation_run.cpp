@@ -116,11 +116,9 @@ board_events generation_run::restored(disk_read_reply reply) {
     // Its bytes are in hand, so the cost rule does not weigh them again (disk_offer_tier::offer).
     const std::optional<disk_offer> taken = d->taken();
     d->expect(reply.kind == disk_read_kind::prefix ? taken : std::nullopt);
-    slot_.tiers->take_fetched(disk_fetched{read, reply.damaged});
-    replan();
-  } else {
-    slot_.tiers->take_fetched(disk_fetched{read, reply.damaged});
   }
+  slot_.tiers->take_fetched(disk_fetched{read, reply.damaged});
+  if (replan_) replan();
   board_events next = begin_request();
   next.generations_finished.insert(next.generations_finished.end(), out.generations_finished.begin(),
                                    out.generations_finished.end());

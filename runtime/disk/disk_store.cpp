@@ -79,8 +79,10 @@ expected<disk_restore> disk_store::restore(const disk_hit& hit, const std::vecto
 
 expected<verified_read> disk_store::read_verified(const disk_hit& hit, const std::vector<token_id>& prompt,
                                                   bool* damaged) {
-  if (hit.line == 0 || hit.line % grid_ != 0 || prompt.size() < hit.line)
+  if (hit.line == 0 || hit.line % grid_ != 0 || prompt.size() < hit.line) {
+    ++counts_.restore_failures;
     return status::failure("no anchor at line " + std::to_string(hit.line) + " for this prompt");
+  }
   const std::uint64_t aid = disk_names::anchor_id(hit.ns, prefix_hash(prompt.data(), hit.line));
   const disk_anchor_entry* a = index_.anchor(aid);
   if (!a || !index_.chain_indexed(a->chain)) {

@@ -14,7 +14,7 @@ device_tier::device_tier(memory_budget& budget, const cache_options& opts, kerne
       store_(budget, budget_pool::store, opts.store_entry_bytes) {}
 
 std::optional<resume_offer> device_tier::offer(tier_lookup& l, std::size_t floor) {
-  planned_copy_ = nullptr;
+  run_.planned_copy = nullptr;
   const std::vector<token_id>& prompt = *l.prompt;
   std::optional<resume_offer> best = resident_.offer(prompt);
   // A short request is a guest, unless it continues the resident conversation (a client that
@@ -46,16 +46,17 @@ std::optional<resume_offer> device_tier::offer(tier_lookup& l, std::size_t floor
   o.exact = hit->exact;
   o.exact_to = hit->exact ? hit->length : 0;  // a session snapshot's exact part is not recorded
   o.rows_replaced = true;
-  planned_copy_ = hit->copy;
+  run_.planned_copy = hit->copy;
   return o;
 }
 
 restore_result device_tier::restore(state_adapter& into, const resume_offer& o) {
   if (o.source == cache_source::store) {
     // offer() found it and nothing was inserted since (an insert may evict).
-    if (!planned_copy_) throw std::logic_error("cache_tiers: restore of a store offer plan() did not make");
-    planned_copy_->restore(into, o.at);
-    planned_copy_ = nullptr;
+    if (!run_.planned_copy)
+      throw std::logic_error("cache_tiers: restore of a store offer plan() did not make");
+    run_.planned_copy->restore(into, o.at);
+    run_.planned_copy = nullptr;
     store_.note_restored(o.at);
     return restore_result::restored;
   }
@@ -64,12 +65,12 @@ restore_result device_tier::restore(state_adapter& into, const resume_offer& o) 
 }
 
 void device_tier::begin(const resume_offer& o, const state_adapter& state, const tier_lookup& l, bool guest) {
-  planned_copy_ = nullptr;
-  served_ = o.served;
-  prefix_target_ = 0;
-  guest_ = guest;
-  run_exact_ = o.exact;
-  refusals_at_begin_ = refusals();
+  run_.planned_copy = nullptr;
+  run_.served = o.served;
+  run_.prefix_target = 0;
+  run_.guest = guest;
+  run_.exact = o.exact;
+  run_.refusals_at_begin = refusals();
   if (!opts_.enabled) return;
   // Counted here, where the offer is taken, not in offer(): a failed restore is the cold path.
   if (o.source == cache_source::store) store_counts_.hit(o.at);
@@ -109,7 +110,7 @@ void device_tier::begin(const resume_offer& o, const state_adapter& state, const
   const std::size_t grid = static_cast<std::size_t>(layout.grid);
   std::size_t line = o.served.size() / grid * grid;
   while (line > o.at && state_copy::bytes_for(layout, line) > opts_.store_entry_bytes) line -= grid;
-  if (line > o.at) prefix_target_ = line;
+  if (line > o.at) run_.prefix_target = line;
 }
 
 void device_tier::maybe_spill(const state_adapter& state, std::size_t from) {
@@ -139,18 +140,19 @@ void device_tier::make_way(const state_adapter& state, const std::vector<token_i
 
 void device_tier::after_prefill_step(const state_adapter& state, kernels::backend where) {
   if (!opts_.enabled) return;
-  if (!guest_) resident_.after_prefill_step(state, where);
-  const bool exact = !guest_ ? resident_.taint() >= prefix_target_ : run_exact_;
-  if (prefix_target_ != 0 && state.valid_length() == prefix_target_ && exact) {
-    std::vector<token_id> head(served_.begin(), served_.begin() + static_cast<long>(prefix_target_));
+  if (!run_.guest) resident_.after_prefill_step(state, where);
+  const bool exact = !run_.guest ? resident_.taint() >= run_.prefix_target : run_.exact;
+  if (run_.prefix_target != 0 && state.valid_length() == run_.prefix_target && exact) {
+    std::vector<token_id> head(run_.served.begin(),
+                               run_.served.begin() + static_cast<long>(run_.prefix_target));
     store_.insert(head, state, where, state_store::kind::prefix);
-    prefix_target_ = 0;
+    run_.prefix_target = 0;
   }
 }
 
 void device_tier::end_generation(const state_adapter& state, kernels::backend where, end_record record) {
   // A guest keeps no end anchor and no session snapshot of its own.
-  if (!opts_.enabled || guest_) return;
+  if (!opts_.enabled || run_.guest) return;
   // The conversation's newest turn supersedes its earlier session snapshots.
   if (opts_.session_cache && !record.rows.empty() &&
       store_.insert(record.rows, state, where, state_store::kind::session))

@@ -61,7 +61,7 @@ class device_tier final : public tier {
   const state_store& store() const { return store_; }
   // Whether a budget refused a copy (a grid anchor, an end anchor, a store snapshot) since the
   // running request began: what it leaves was not all kept (miss reasons' budget_refused).
-  bool refused_this_run() const { return refusals() > refusals_at_begin_; }
+  bool refused_this_run() const { return refusals() > run_.refusals_at_begin; }
 
  private:
   // Copies a budget refused so far: grid anchors, end anchors, store snapshots.
@@ -76,12 +76,15 @@ class device_tier final : public tier {
   state_store store_;
   tier_counters resident_counts_, end_counts_, store_counts_;
   long pin_hits_ = 0, park_hits_ = 0;
-  const state_copy* planned_copy_ = nullptr;  // the store hit offer() made, until begin()
-  std::size_t prefix_target_ = 0;             // the line where this prefill leaves a prefix snapshot; 0: none
-  std::vector<token_id> served_;
-  long refusals_at_begin_ = 0;    // refusals() when the running request began
-  bool guest_ = false;            // the running request is a guest
-  bool run_exact_ = false;        // the running request started from a cold prefill's state
+  // The running request's: what begin() learns, until the next begin().
+  struct running {
+    const state_copy* planned_copy = nullptr;  // the store hit offer() made, until begin()
+    std::size_t prefix_target = 0;  // the line where this prefill leaves a prefix snapshot; 0: none
+    std::vector<token_id> served;
+    long refusals_at_begin = 0;  // refusals() when the running request began
+    bool guest = false;          // the running request is a guest
+    bool exact = false;          // the running request started from a cold prefill's state
+  } run_;
   std::string resident_session_;  // the session key of the resident prompt
   std::string parked_session_;    // the session key of the parked one
   evict_hook evict_hook_;

@@ -420,3 +420,32 @@ TEST_CASE("a write in three steps indexes what it wrote, unless its chain went m
     CHECK(store->find(u));
   }
 }
+
+TEST_CASE("every read the store refuses is one restore failure, whichever check refused it", "[disk]") {
+  bench b;
+  const std::size_t line = 4 * b.g;
+  const auto tokens = test_tokens(line + 1);
+  auto cold = prefilled(b.c, tokens, line);
+  auto store = b.open();
+  REQUIRE(store->store(slice(tokens, 0, line), cold->cache_state()));
+  const auto hit = store->find(tokens);
+  REQUIRE(hit);
+  const long failures0 = counter(store->stats(), "restore_failures");
+
+  // Refused before any file is looked at: a line of 0, off the grid, past the prompt.
+  disk_hit bad = *hit;
+  long expected = failures0;
+  for (std::size_t at : {std::size_t{0}, line - 1, line + b.g}) {
+    bad.line = at;
+    CHECK_FALSE(store->read_verified(bad, tokens));
+    CHECK(counter(store->stats(), "restore_failures") == ++expected);
+  }
+  // A grid line the prompt reaches but no anchor holds.
+  bad.line = line - b.g;
+  CHECK_FALSE(store->read_verified(bad, tokens));
+  CHECK(counter(store->stats(), "restore_failures") == ++expected);
+  CHECK(store->restore_failures() == expected);
+  // And the anchor itself reads, counting no failure.
+  CHECK(store->read_verified(*hit, tokens));
+  CHECK(counter(store->stats(), "restore_failures") == expected);
+}
