@@ -79,13 +79,24 @@ void clear_suffix(board_ptr self, std::function<void()> then) {
 
 namespace {
 
-// The disk's part of what the runner asked for: the read (at high priority, so it passes the
-// disk's queued submissions) and the plan come back to the runner as messages between steps;
-// a submission's reply releases its staging. Nothing here waits: without a disk actor the
-// read fails and the plan is empty.
+// The disk's part of what the runner asked for: the offer and the read (at high priority, so
+// they pass the disk's queued submissions) and the plan come back to the runner as messages
+// between steps; a submission's reply releases its staging. Nothing here waits: without a disk
+// actor there is no offer, the read fails and the plan is empty.
 void send_to_disk(board_ptr self, std::size_t slot, board_events& out) {
   auto& st = self->state;
   auto again = [self](slot_events next) { send_all(self, std::move(next)); };
+  if (out.disk_offer) {
+    if (!st.disk) {
+      again(st.slots->offered(slot, {}));
+    } else {
+      self->request<caf::message_priority::high>(st.disk, caf::infinite, disk_offer_atom::value,
+                                                 *out.disk_offer)
+          .then([self, again,
+                 slot](disk_offer_reply& r) { again(self->state.slots->offered(slot, std::move(r))); },
+                [self, again, slot](caf::error&) { again(self->state.slots->offered(slot, {})); });
+    }
+  }
   if (out.disk_read) {
     if (!st.disk) {
       disk_read_reply none;

@@ -7,22 +7,9 @@
 namespace anchorage {
 namespace {
 
-void send_all(conductor_ptr self, queue_outbox out);
-
-// The disk's offer for a queued request; the request is handed over once it came.
-void ask_offer(conductor_ptr self, std::string id, disk_offer_request rq) {
-  auto got = [self, id](std::optional<disk_offer> offer, std::size_t foreign_line) {
-    send_all(self, self->state.queue->offer_came(id, std::move(offer), foreign_line));
-  };
-  self->request(self->state.disk, caf::infinite, disk_offer_atom::value, std::move(rq))
-      .then([got](disk_offer_reply& r) { got(std::move(r.offer), r.foreign_line); },
-            [got](caf::error&) { got(std::nullopt, 0); });
-}
-
 void send_all(conductor_ptr self, queue_outbox out) {
   auto& st = self->state;
   for (auto& [sink, ev] : out.events) self->send(sink, std::move(ev));
-  for (auto& [id, rq] : out.offers) ask_offer(self, std::move(id), std::move(rq));
   for (auto& j : out.runs) self->send(st.board, run_atom::value, std::move(j));
   if (out.cancel_running)
     self->send<caf::message_priority::high>(st.board, cancel_atom::value, *out.cancel_running);

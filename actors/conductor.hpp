@@ -20,8 +20,8 @@ namespace anchorage {
 // The request queue's options (runtime/board/request_queue.hpp), held whole, and the actors
 // the conductor talks to besides the board.
 struct conductor_options : request_queue_options {
-  // The disk tier's actor (none without --cache-dir): asked for its offer while a request
-  // waits, for its stats, and for its drain.
+  // The disk tier's actor (none without --cache-dir): its stats (it publishes them) and its
+  // drain; nothing about a single request (the board asks the disk about those).
   disk_actor disk;
   // The compaction worker (--compaction-idle-s above 0, with compaction on): spawned by the
   // conductor, told of every request, given the continuation to prewrite from (opencode 1.18.33's
@@ -29,12 +29,11 @@ struct conductor_options : request_queue_options {
   std::optional<compaction_worker_options> worker;
 };
 
-// The conductor wires its request queue (runtime/board/request_queue.hpp: admission, the disk's
-// offers, the ledger, the metrics, the drain's moves) to the edge, the board, the disk actor and
-// the compaction worker: it renders each request, queues it, and hands the board up to
-// --parallel requests at a time, in arrival order (the board looks the device tiers up when it
-// takes it: docs/CACHES.md, "Where the lookup runs"); while a request waits, the disk actor's
-// offer for it is asked for and rides along in its job.
+// The conductor wires its request queue (runtime/board/request_queue.hpp: admission, the
+// ledger, the metrics, the drain's moves) to the edge, the board, the disk actor and the
+// compaction worker: it renders each request, queues it, and hands the board up to --parallel
+// requests at a time, in arrival order (the board looks every tier up, the disk's offer
+// included, when it takes it: docs/CACHES.md, "Where the lookup runs").
 struct conductor_state {
   std::unique_ptr<request_queue> queue;
   disk_actor disk;

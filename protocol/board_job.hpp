@@ -81,12 +81,6 @@ struct client_request {
   bool greedy = false;
   std::string tool_choice;
   std::string response_format;
-  // The disk tier's offer, asked for while the request waited in the queue (none: no disk tier,
-  // or nothing on it); the board re-checks it against the device tiers and the disk re-checks
-  // it at the read (a clear in between makes the read fail cleanly).
-  std::optional<disk_offer> disk;
-  // The deepest line of the prompt only another engine's disk folder holds (the miss reasons).
-  std::size_t disk_foreign_line = 0;
   // A compaction request's continuation (none: not one, or compaction off); the job's prompt is
   // the request as sent, served when the guard fails.
   std::optional<compaction_plan> compaction;

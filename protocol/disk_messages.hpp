@@ -2,7 +2,7 @@
 // The disk tier actor's vocabulary (actors/disk.hpp, runtime/disk/disk_service.hpp): its own CAF
 // type-id block, after protocol/messages.hpp's.
 //
-//   conductor/board -> disk  (disk_offer_atom, disk_offer_request) -> disk_offer_reply
+//   board     -> disk  (disk_offer_atom, disk_offer_request) -> disk_offer_reply   high priority
 //   board     -> disk  (disk_read_atom, disk_read_request) -> disk_read_reply      high priority
 //   board     -> disk  (disk_plan_atom, disk_plan_request) -> disk_write_lines     admission
 //   board     -> disk  (disk_submit_atom, disk_submission_ptr) -> disk_write_reply staged job

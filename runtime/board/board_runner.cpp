@@ -138,6 +138,11 @@ board_events board_runner::start(board_job j) {
   return launch(std::move(r));
 }
 
+board_events board_runner::offered(disk_offer_reply reply) {
+  if (!run_) return {};
+  return ended_or_running(run_->offered(std::move(reply)));
+}
+
 board_events board_runner::restored(disk_read_reply reply) {
   if (!run_) return {};
   return ended_or_running(run_->restored(std::move(reply)));

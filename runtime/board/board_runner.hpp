@@ -19,11 +19,12 @@ namespace anchorage {
 // generation checkpoints staged every --generation-checkpoint-tokens and resumed by an identical
 // request.
 //
-// start(job) -> [spill_fetched(spill reader's reply)] -> [restored(disk's read reply)] ->
-// [planned(disk's write lines)] -> step()* until
+// start(job) -> [offered(disk's offer)] -> [spill_fetched(spill reader's reply)] ->
+// [restored(disk's read reply)] -> [planned(disk's write lines)] -> step()* until
 // step_again is false (the finished event and the ledger entry come with the last one). With a
-// disk tier, a request whose start the disk may serve (its queued offer beats the device tiers,
-// or a generation checkpoint may exist) waits in the restoring phase for the read; a request
+// disk tier, a client's request waits in the restoring phase for the disk's offer (asked for
+// when it starts), then, when the disk may serve its start (the offer beats the device tiers, or
+// a generation checkpoint may exist), for the read; a request
 // that will write to the disk waits in the planning phase for its admission. Cancel, clear and
 // stats are handled in those phases like in any other. A request that cannot start answers a
 // failed event and an error entry at once. cancel(id) between two steps ends the running request at its next
@@ -40,7 +41,9 @@ class board_runner {
   enum class phase { idle, restoring, planning, running };
 
   board_events start(board_job job);
-  // The disk's answer to start()'s disk_read (a failure when the disk could not be asked).
+  // The disk's answer to start()'s disk_offer (an empty reply when the disk could not be asked).
+  board_events offered(disk_offer_reply reply);
+  // The disk's answer to disk_read (a failure when the disk could not be asked).
   board_events restored(disk_read_reply reply);
   // The disk's answer to disk_plan (empty lines when the disk could not be asked).
   board_events planned(const disk_write_lines& lines);

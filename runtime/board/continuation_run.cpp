@@ -70,7 +70,6 @@ board_job continuation_job(board_job job, const std::vector<token_id>& end_rows,
   job.rules.starts_in_reasoning = plan.starts_in_reasoning;
   job.rules.reasoning_budget = -1;
   job.sampling.max_tokens = std::min<long>(job.sampling.max_tokens, static_cast<long>(capacity - p.size()));
-  if (auto* c = job.client()) c->disk.reset();  // the disk's offer was for the request as sent
   return job;
 }
 

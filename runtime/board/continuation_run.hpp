@@ -27,8 +27,7 @@ struct continuation_choice {
 std::optional<continuation_choice> choose_continuation(const slot_state& slot, const board_job& job);
 
 // `job` as its continuation: the held rows and the turn as its prompt, the plan's reasoning
-// start, no reasoning budget, max_tokens within the rows left, the disk's offer (made for the
-// request as sent) dropped.
+// start, no reasoning budget, max_tokens within the rows left.
 board_job continuation_job(board_job job, const std::vector<token_id>& end_rows, std::size_t capacity);
 
 class continuation_run : public generation_run {
@@ -40,6 +39,7 @@ class continuation_run : public generation_run {
   bool checkpointed() const override { return false; }
   bool force_guest() const override { return in_place_; }
   bool stages_disk() const override { return false; }
+  bool reads_disk() const override { return false; }
   cache_via served_via(cache_via) const override { return cache_via::compaction; }
   bool keeps_end() const override { return false; }
 

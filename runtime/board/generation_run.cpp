@@ -34,13 +34,33 @@ board_events generation_run::start() {
   asked_.assign(job_.prompt.begin(), job_.prompt.end());
   job_key_ = slot_.checkpoint_every() > 0 && checkpointed() ? generation_key(job_) : 0;
   next_checkpoint_ = slot_.checkpoint_every();
-  // The plan now; with a disk tier its offer (made while the request waited) competes.
   cache_tiers& tiers = *slot_.tiers;
   if (auto* d = tiers.disk()) {
-    const client_request* c = job_.client();
-    d->expect(c ? c->disk : std::nullopt, c ? c->disk_foreign_line : 0);
+    d->expect(std::nullopt);
+    // A client's request asks the disk for its offer first (at the slot's measured prefill
+    // rate); the plan is made once it came, the disk's offer competing with the device tiers'.
+    if (reads_disk() && job_.client()) {
+      board_events out;
+      out.sink = job_.sink;
+      disk_offer_request rq;
+      rq.prompt.assign(asked_.begin(), asked_.end());
+      rq.prefill_tokens_per_s = tiers.prefill_tokens_per_s();
+      out.disk_offer = std::move(rq);
+      offering_ = true;
+      phase_ = phase::restoring;
+      return out;
+    }
   }
   pending_ = tiers.plan(asked_, plan_info());
+  return fetch();
+}
+
+board_events generation_run::offered(disk_offer_reply reply) {
+  if (phase_ != phase::restoring || !offering_) return {};
+  offering_ = false;
+  replan_ = false;  // a clear while the offer was asked for: the plan is made only now
+  if (auto* d = slot_.tiers->disk()) d->expect(std::move(reply.offer), reply.foreign_line);
+  pending_ = slot_.tiers->plan(asked_, plan_info());
   return fetch();
 }
 
@@ -82,7 +102,7 @@ board_events generation_run::spill_fetched(spill_fetch_ptr f) {
   if (phase_ != phase::restoring || !fetching_spill_) return {};
   fetching_spill_ = false;
   if (replan_) {
-    // A clear came while the spill was read: the plan again, without the disk's queued offer
+    // A clear came while the spill was read: the plan again, without the disk's offer
     // (its bytes were never read); the read serves only if the same conversation is planned.
     replan_ = false;
     if (auto* d = slot_.tiers->disk()) d->expect(std::nullopt);

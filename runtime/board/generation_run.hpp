@@ -1,8 +1,9 @@
 #pragma once
 // The main path (runtime/board/run.hpp): the tiers' plan for the prompt made when the run
-// starts; a spilled conversation read and verified by the spill reader, then (with a disk tier)
-// a checkpoint of this generation or the disk's prefix read by the disk actor, while the run
-// waits in its restoring phase; the plan restored into the slot's engine (any failure is the
+// starts (with a disk tier, once the disk's offer for a client's request came); a spilled
+// conversation read and verified by the spill reader, then (with a disk tier) a checkpoint of
+// this generation or the disk's prefix read by the disk actor, while the run waits in its
+// restoring phase; the plan restored into the slot's engine (any failure is the
 // cold path); the disk's admission of its writes asked for in the planning phase; then a
 // prefill chunk or a decode block per step, the tiers anchoring after each chunk and
 // checkpoints staged every --generation-checkpoint-tokens. At the end the tiers keep the end
@@ -25,6 +26,7 @@ class generation_run : public run {
                  std::optional<response_key> response);
 
   board_events start() override;
+  board_events offered(disk_offer_reply reply) override;
   board_events spill_fetched(spill_fetch_ptr f) override;
   board_events restored(disk_read_reply reply) override;
   board_events planned(const disk_write_lines& lines) override;
@@ -37,6 +39,9 @@ class generation_run : public run {
   virtual bool checkpointed() const { return true; }
   virtual bool force_guest() const { return false; }
   virtual bool stages_disk() const { return true; }
+  // Whether a client's request of the kind asks the disk for its offer (a continuation does
+  // not: its prompt is the held conversation, above the end anchor the device tiers hold).
+  virtual bool reads_disk() const { return true; }
   virtual cache_via served_via(cache_via via) const { return via; }
   virtual bool keeps_end() const { return true; }
   // Whether the suffix store gets its ids and the slot's end anchor becomes its conversation's.
@@ -67,6 +72,7 @@ class generation_run : public run {
   std::vector<token_id> asked_;      // the prompt as planned (the client's, or the continuation's)
   resume_offer pending_;             // the plan made at start(), restored once the reads answered
   bool replan_ = false;              // a clear came while restoring: the plan is stale
+  bool offering_ = false;            // restoring: the disk's offer is asked for, the plan not made
   bool fetching_spill_ = false;      // restoring: the spill reader reads the planned conversation
   std::uint64_t job_key_ = 0;        // the generation's checkpoint key (generation_key); 0: none
   bool served_as_asked_ = true;      // the served prompt is the client's (no end alignment)

@@ -12,15 +12,6 @@ request_queue::request_queue(request_queue_options opts, bool disk, bool worker)
   book_ = std::make_unique<ledger>(opts_.ledger_path);
 }
 
-bool request_queue::awaiting(const std::string& id) const {
-  return std::find(awaiting_offer_.begin(), awaiting_offer_.end(), id) != awaiting_offer_.end();
-}
-
-void request_queue::forget_offer(const std::string& id) {
-  awaiting_offer_.erase(std::remove(awaiting_offer_.begin(), awaiting_offer_.end(), id),
-                        awaiting_offer_.end());
-}
-
 void request_queue::reject(queue_outbox& out, const request_envelope& env, api_error err) {
   counters_.on_rejected(err.status);
   stream_event ev;
@@ -31,8 +22,7 @@ void request_queue::reject(queue_outbox& out, const request_envelope& env, api_e
 }
 
 void request_queue::dispatch(queue_outbox& out) {
-  while (static_cast<int>(running_.size()) < std::max(1, opts_.slots) && !queue_.empty() &&
-         !awaiting(queue_.front().id)) {
+  while (static_cast<int>(running_.size()) < std::max(1, opts_.slots) && !queue_.empty()) {
     board_job j = std::move(queue_.front());
     queue_.pop_front();
     running_.push_back(j.id);
@@ -49,13 +39,6 @@ board_job request_queue::worker_template_of(const board_job& j) const {
   t.sink = sink_actor{};
   t.sampling.max_tokens = opts_.compaction_max_tokens;
   return t;
-}
-
-disk_offer_request request_queue::offer_request(const board_job& j) const {
-  disk_offer_request rq;
-  rq.prompt = j.prompt;
-  rq.prefill_tokens_per_s = tiers_.disk_staging ? tiers_.disk_staging->prefill_tokens_per_s : 0;
-  return rq;
 }
 
 queue_outbox request_queue::admit(const request_envelope& env) {
@@ -84,33 +67,14 @@ queue_outbox request_queue::admit(const request_envelope& env) {
   j.id = env.id;
   j.sink = env.sink;
   j.received_ns = env.received_ns;
-  // The device tiers are looked up on the board when it takes the job: the resident rows
-  // change with every request, so their offer made now would be stale by then. The disk's
-  // index is its own: its offer is asked for now.
+  // Every tier is looked up on the board when it takes the job (the disk's offer too: the
+  // board's run asks the disk for it, so one actor talks to the disk about a request).
   stream_event ev;
   ev.what = stream_event::kind::accepted;
   ev.id = env.id;
   ev.prompt_tokens = static_cast<long>(j.prompt.size());
   out.events.emplace_back(env.sink, std::move(ev));
-  if (disk_) {
-    awaiting_offer_.push_back(j.id);
-    out.offers.emplace_back(j.id, offer_request(j));
-  }
   queue_.push_back(std::move(j));
-  dispatch(out);
-  return out;
-}
-
-queue_outbox request_queue::offer_came(const std::string& id, std::optional<disk_offer> offer,
-                                       std::size_t foreign_line) {
-  queue_outbox out;
-  if (!awaiting(id)) return out;  // cancelled meanwhile
-  forget_offer(id);
-  for (auto& q : queue_)
-    if (q.id == id) {
-      q.client()->disk = std::move(offer);
-      q.client()->disk_foreign_line = foreign_line;
-    }
   dispatch(out);
   return out;
 }
@@ -125,7 +89,6 @@ queue_outbox request_queue::cancel(const std::string& id) {
     ev.error = api_error{499, "cancelled", "the client went away", ""};
     out.events.emplace_back(it->sink, std::move(ev));
     queue_.erase(it);
-    forget_offer(id);
     dispatch(out);
     return out;
   }

@@ -40,29 +40,22 @@ struct request_queue_options {
 struct queue_outbox {
   std::vector<std::pair<sink_actor, stream_event>> events;  // accepted, failed: to each sink
   std::vector<board_job> runs;                              // to the board, in this order
-  // The disk's offer to ask for each queued request (its id): the answer to offer_came().
-  std::vector<std::pair<std::string, disk_offer_request>> offers;
   std::optional<board_job> worker_template;   // a compaction request's continuation, for the worker
   std::optional<std::string> cancel_running;  // a running request to cancel (at high priority)
 };
 
 // The conductor's work without the actor: each request rendered, admitted (a 429 when the
 // slots are busy and max_queue requests already wait), queued, and handed to the board up to
-// `slots` at a time in arrival order; with a disk tier a queued request waits for its disk offer
-// (asked for at admission) before it is handed over. It keeps the ledger, the metrics and the
-// tiers' latest stats (the board's and the disk actor's), and says what a drain does next.
-// Not thread-safe: one owner.
+// `slots` at a time in arrival order (the tiers, the disk's included, are the board's to ask). It keeps the
+// ledger, the metrics and the tiers' latest stats (the board's and the disk actor's), and says what a drain
+// does next. Not thread-safe: one owner.
 class request_queue {
  public:
-  // `disk`: a disk tier answers offers, stats and drains. `worker`: a compaction worker learns
+  // `disk`: a disk tier answers stats and drains. `worker`: a compaction worker learns
   // each compaction request's continuation.
   request_queue(request_queue_options opts, bool disk, bool worker);
 
   queue_outbox admit(const request_envelope& env);
-  // The disk's offer for a queued request (none: nothing, or the disk could not be asked), and
-  // the deepest line only another engine's folder holds for it (disk_offer_reply::foreign_line).
-  queue_outbox offer_came(const std::string& id, std::optional<disk_offer> offer,
-                          std::size_t foreign_line = 0);
   queue_outbox cancel(const std::string& id);
   // A request ended on the board (its ledger entry): counted, recorded, its slot handed on.
   queue_outbox finished(const ledger_entry& e);
@@ -79,8 +72,6 @@ class request_queue {
   void spill_done(std::optional<spill_stop_reply> r);
   void disk_drained(std::optional<disk_stats> d);
 
-  // The disk's offer request for a prompt: the prefill rate the board last measured rides along.
-  disk_offer_request offer_request(const board_job& j) const;
   // The stats route's JSON text and the metrics route's text.
   std::string stats_text() const;
   std::string metrics_text() const;
@@ -97,8 +88,6 @@ class request_queue {
   const ledger& book() const { return *book_; }
 
  private:
-  bool awaiting(const std::string& id) const;
-  void forget_offer(const std::string& id);
   void dispatch(queue_outbox& out);
   void reject(queue_outbox& out, const request_envelope& env, api_error err);
   void publish_tiers();
@@ -109,8 +98,7 @@ class request_queue {
   std::unique_ptr<ledger> book_;
   metrics counters_;
   std::deque<board_job> queue_;
-  std::vector<std::string> awaiting_offer_;  // queued ids whose disk offer has not come yet
-  std::vector<std::string> running_;         // handed to the board, at most opts_.slots
+  std::vector<std::string> running_;  // handed to the board, at most opts_.slots
   std::uint64_t sequence_ = 0;
   // The drain: the planned stop's spill (once) and the disk's drain, each asked for in turn.
   enum class spill_step { not_asked, out, done } spill_drain_ = spill_step::not_asked;

@@ -1,7 +1,7 @@
 #pragma once
-// One request's life on a slot (runtime/board/slot_state.hpp): start() -> [spill_fetched()] ->
-// [restored()] -> [planned()] -> step()* until step_again is false; the finished event and the
-// ledger entry come with the last step (run_report). One type per kind of request:
+// One request's life on a slot (runtime/board/slot_state.hpp): start() -> [offered()] ->
+// [spill_fetched()] -> [restored()] -> [planned()] -> step()* until step_again is false; the finished event
+// and the ledger entry come with the last step (run_report). One type per kind of request:
 //   generation_run    the main path: the tiers' plan restored, prefilled, decoded; the tiers
 //                     keep what it leaves (runtime/board/generation_run.hpp)
 //   replayed_run      an answer replayed without the engine: the response cache's, or a summary
@@ -42,7 +42,9 @@ class run {
 
   // The first events. A run that cannot start answers a failed event and is ended().
   virtual board_events start() = 0;
-  // The spill reader's answer, the disk's read and the disk's write lines (the generation's).
+  // The disk's offer, the spill reader's answer, the disk's read and the disk's write lines
+  // (the generation's).
+  virtual board_events offered(disk_offer_reply) { return {}; }
   virtual board_events spill_fetched(spill_fetch_ptr) { return {}; }
   virtual board_events restored(disk_read_reply) { return {}; }
   virtual board_events planned(const disk_write_lines&) { return {}; }

@@ -242,6 +242,10 @@ std::vector<slot_events> slot_board::batched_decode() {
   return out;
 }
 
+slot_events slot_board::offered(std::size_t slot, disk_offer_reply reply) {
+  return tagged(slot, runners_.at(slot)->offered(std::move(reply)));
+}
+
 slot_events slot_board::restored(std::size_t slot, disk_read_reply reply) {
   return tagged(slot, runners_.at(slot)->restored(std::move(reply)));
 }

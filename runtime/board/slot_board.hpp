@@ -60,6 +60,7 @@ class slot_board {
   std::vector<slot_events> step();
   bool wants_step() const;
 
+  slot_events offered(std::size_t slot, disk_offer_reply reply);
   slot_events restored(std::size_t slot, disk_read_reply reply);
   slot_events planned(std::size_t slot, const disk_write_lines& lines);
   slot_events spill_fetched(std::size_t slot, spill_fetch_ptr f);

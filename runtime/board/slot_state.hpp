@@ -28,8 +28,9 @@
 
 namespace anchorage {
 
-// What one call of a slot asks its owner to send: the disk's messages (`disk_read` at high
-// priority, its reply to restored(); `disk_plan`, its reply to planned(); each submission, its
+// What one call of a slot asks its owner to send: the disk's messages (`disk_offer` and
+// `disk_read` at high priority, their replies to offered() and restored(); `disk_plan`, its
+// reply to planned(); each submission, its
 // reply's released bytes to disk_released(); the generations started and finished), `events`
 // to `sink` (the request's), `done` to the conductor, the tiers' stats when `tiers_changed`,
 // and one more step() when `step_again`.
@@ -37,6 +38,7 @@ struct board_events {
   sink_actor sink;
   std::vector<stream_event> events;
   std::optional<ledger_entry> done;
+  std::optional<disk_offer_request> disk_offer;
   std::optional<disk_read_request> disk_read;
   std::optional<disk_plan_request> disk_plan;
   std::vector<disk_submission_ptr> disk_submissions;

@@ -10,8 +10,8 @@ namespace anchorage {
 struct verified_read;
 
 // The disk tier as the coordinator sees it. The disk is an actor of its own (actors/disk.hpp):
-// its offer for a request is made while the request waits in the queue, and its read is
-// answered with verified bytes. This tier holds both for the running request:
+// its offer for a request is asked for by the run when it starts (before the plan), and its
+// read is answered with verified bytes. This tier holds both for the running request:
 //   expect(offer) before plan(): it offers offer.line when that starts later than the tiers
 //   above and reading it beats prefilling the tokens it saves at the slot's measured rate
 //   (tier_lookup::prefill_tokens_per_s);

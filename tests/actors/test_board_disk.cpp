@@ -45,7 +45,6 @@ void write_head_twice(const model_config& c, const std::string& dir, const std::
   disk_driver d(env, w.slot0().layout(), *o.disk);
   for (const char* id : {"w1", "w2"}) {
     board_job j = job_of(head, 2, id);
-    d.offer_for(j, w);
     run_to_end(w, w.start(j), &d);
     w.clear(cache_tier::resident);
     w.clear(cache_tier::store);
@@ -86,7 +85,7 @@ struct board_bench {
     b = f.spawn(board, eng, bo, caf::actor_cast<done_receiver>(sink));
     f.sched->run();
   }
-  // The disk's offer for `prompt`, as the conductor asks for it while the request waits.
+  // The disk's offer for `prompt`, as the board asks for it when the request starts.
   std::optional<disk_offer> offer_for(const std::vector<token_id>& prompt) {
     auto got = std::make_shared<std::optional<disk_offer>>();
     disk_offer_request rq;
@@ -125,10 +124,12 @@ TEST_CASE("a cancel and a clear sent while the board restores from disk are hand
   const auto more = test_tokens(g + 1, 702);
   prompt.insert(prompt.end(), more.begin(), more.end());
   board_job j = t.job(prompt, 8);
-  j.client()->disk = t.offer_for(prompt);
-  REQUIRE(j.client()->disk);
+  REQUIRE(t.offer_for(prompt));  // the disk offers the head
 
   caf::anon_send(t.b, run_atom::value, j);
+  run_only(t.f, t.b);
+  REQUIRE(t.runner().current_phase() == board_runner::phase::restoring);  // its offer asked for
+  run_only(t.f, t.disk);
   run_only(t.f, t.b);
   // The read is out, at the disk; the board is restoring and still serves its mailbox.
   REQUIRE(t.runner().current_phase() == board_runner::phase::restoring);
@@ -158,6 +159,10 @@ TEST_CASE("a staged write goes out and comes back between two board steps, the b
   const auto prompt = test_tokens(3 * g + 5, 703);
   caf::anon_send(t.b, run_atom::value, t.job(prompt, 24));
   auto& st = caf_fixture::state_of<board_state>(t.b);
+  // The board alone: the disk's offer is asked, then nothing moves until the disk answers.
+  run_only(t.f, t.b);
+  REQUIRE(t.runner().current_phase() == board_runner::phase::restoring);
+  run_only(t.f, t.disk);
   // The board alone: its admission is asked, then nothing moves until the disk answers.
   run_only(t.f, t.b);
   REQUIRE(t.runner().current_phase() == board_runner::phase::planning);

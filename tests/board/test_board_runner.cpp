@@ -104,12 +104,10 @@ TEST_CASE("a disk restore that fails falls back to the cold path with the same o
     board_runner w(make_engine(c), o);
     disk_driver wd(*env, w.slot0().layout(), d);
     board_job j1 = job_of(head, 2, "w1");
-    wd.offer_for(j1, w);
     run_to_end(w, w.start(j1), &wd);
     w.clear(cache_tier::resident);
     w.clear(cache_tier::store);
     board_job j2 = job_of(head, 2, "w2");
-    wd.offer_for(j2, w);
     run_to_end(w, w.start(j2), &wd);
     REQUIRE(wd.service->store().entries() >= 1);
   }
@@ -124,10 +122,13 @@ TEST_CASE("a disk restore that fails falls back to the cold path with the same o
   board_runner r(make_engine(c), o);
   disk_driver rd(*env, r.slot0().layout(), d);
   board_job j = job_of(prompt, 6);
-  rd.offer_for(j, r);
-  REQUIRE(j.client()->disk);  // the offer made while the request waited
-  env->fail_reads(5);         // EIO: every read of the disk tier fails from here
   board_events started = r.start(j);
+  CHECK(r.current_phase() == board_runner::phase::restoring);  // the run asked for the disk's offer
+  REQUIRE(started.disk_offer);
+  const disk_offer_reply offer = rd.offer(*started.disk_offer);
+  REQUIRE(offer.offer);  // the offer the disk made for the request
+  env->fail_reads(5);    // EIO: every read of the disk tier fails from here
+  started = r.offered(offer);
   CHECK(r.current_phase() == board_runner::phase::restoring);
   REQUIRE(started.disk_read);
   const run_result res = run_to_end(r, std::move(started), &rd);

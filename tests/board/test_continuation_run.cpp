@@ -38,7 +38,6 @@ board_job compaction_of(const std::vector<token_id>& rows, bool guard_holds) {
   plan.user_lines = {guard_holds ? tok.decode(line) : std::string("a line nobody wrote")};
   board_job j = job_of(test_tokens(300, 933), 4, "compact", "header:A");  // the request as sent
   j.client()->compaction = plan;
-  j.client()->disk = disk_offer{};
   return j;
 }
 
@@ -61,7 +60,6 @@ TEST_CASE("continuation run: above the end anchor, via compaction, the conversat
   CHECK(choice->turn == sent.compaction()->turn);
   const board_job j = continuation_job(sent, choice->end_rows, slot.capacity());
   CHECK(j.prompt.size() == end + sent.compaction()->turn.size());
-  CHECK(!j.client()->disk);  // the disk's offer was for the request as sent
   CHECK(j.rules.reasoning_budget == -1);
 
   continuation_run cont(slot, j, steady_ns(), true);

@@ -3,6 +3,7 @@
 // response cache keep of it, and a cancel that came before it started.
 #include <catch2/catch.hpp>
 
+#include "runtime/board/continuation_run.hpp"
 #include "runtime/board/generation_run.hpp"
 #include "runtime/io/clock.hpp"
 #include "tests/support/disk_driver.hpp"
@@ -10,6 +11,24 @@
 
 using namespace anchorage;
 using namespace anchorage::testing;
+
+namespace {
+
+// The disk's part answered by hand: the offer with `offer` (none by default), the admission
+// of its writes with no lines; then the run stepped to its end.
+driven drive_with_disk(run& r, board_events out, const disk_offer_reply& offer = {}) {
+  for (;;) {
+    if (out.disk_offer) {
+      out = r.offered(offer);
+    } else if (out.disk_plan) {
+      out = r.planned(disk_write_lines{});
+    } else {
+      return drive(r, std::move(out));
+    }
+  }
+}
+
+}  // namespace
 
 TEST_CASE("generation run: planned, restored and stepped to its end, and the tiers keep its end anchor",
           "[board][run][generation]") {
@@ -88,4 +107,54 @@ TEST_CASE("generation run: a determined request's answer is kept for the next id
   CHECK(out.events[0].error.status == 400);
   REQUIRE(out.done);
   CHECK(out.done->finish_reason == run_finish::error);
+}
+
+TEST_CASE("generation run: with a disk tier a client's request asks the disk for its offer before it plans",
+          "[board][run][generation][disk]") {
+  const model_config c = test_config("tiny", 1024);
+  board_runner_options o = small_runner_options();
+  o.disk = disk_tier_options{};  // the disk is asked through the events; no folder is read here
+  slot_state slot(shared_engine(c), o);
+  const auto prompt = test_tokens(static_cast<std::size_t>(2 * c.grid + 9), 613);
+
+  generation_run first(slot, job_of(prompt, 4, "d1", "A"), steady_ns(), std::nullopt);
+  board_events out = first.start();
+  REQUIRE(out.disk_offer);
+  CHECK(first.current_phase() == run::phase::restoring);  // nothing planned until the offer came
+  CHECK(!out.step_again);
+  CHECK(std::vector<token_id>(out.disk_offer->prompt.begin(), out.disk_offer->prompt.end()) == prompt);
+  CHECK(out.disk_offer->prefill_tokens_per_s == 0);              // nothing measured yet
+  CHECK(first.offered(disk_offer_reply{}).step_again == false);  // waits for its write admission
+  CHECK(first.offered(disk_offer_reply{}).events.empty());       // a second answer is ignored
+  const driven a = drive_with_disk(first, first.planned(disk_write_lines{}));
+  REQUIRE(a.done);
+  CHECK(a.done->source == cache_source::cold);
+
+  // The next request's offer is asked at the rate the slot measured.
+  REQUIRE(slot.tiers->prefill_tokens_per_s() > 0);
+  auto longer = prompt;
+  const auto more = test_tokens(40, 614);
+  longer.insert(longer.end(), more.begin(), more.end());
+  generation_run second(slot, job_of(longer, 4, "d2", "A"), steady_ns(), std::nullopt);
+  out = second.start();
+  REQUIRE(out.disk_offer);
+  CHECK(out.disk_offer->prefill_tokens_per_s == slot.tiers->prefill_tokens_per_s());
+  // A clear while the offer is asked for: the plan, made when the offer comes, sees it (a plan
+  // made before asking would restore the cleared rows).
+  for (cache_tier t : {cache_tier::resident, cache_tier::store}) second.cleared(slot.tiers->clear(t));
+  const driven b = drive_with_disk(second, std::move(out));
+  REQUIRE(b.done);
+  CHECK(b.done->source == cache_source::cold);
+  CHECK(b.done->prefilled == static_cast<long>(longer.size()));
+
+  // A continuation does not ask: its prompt is the held conversation and its turn.
+  const auto rows = slot.tiers->resident().tokens();
+  board_job sent = job_of(test_tokens(300, 615), 4, "compact", "A");
+  compaction_plan plan;
+  plan.turn = {10, 20, 30};
+  sent.client()->compaction = plan;
+  continuation_run cont(slot, continuation_job(sent, rows, slot.capacity()), steady_ns(), true);
+  out = cont.start();
+  CHECK(!out.disk_offer);
+  CHECK(drive_with_disk(cont, std::move(out)).done);
 }

@@ -88,26 +88,19 @@ TEST_CASE(
   CHECK(small.waiting() == 0);
 }
 
-TEST_CASE("with a disk tier a queued request waits for its offer, which rides along in its job",
+TEST_CASE("with a disk tier a request is handed to the board at once, the disk asked nothing here",
           "[board][queue]") {
   request_queue q(options(1, 4), true, false);
   auto a = q.admit(envelope("a"));
-  REQUIRE(a.offers.size() == 1);
-  CHECK(a.offers[0].first == "a");
-  CHECK(!a.offers[0].second.prompt.empty());
-  CHECK(a.runs.empty());  // not before its offer came
-  disk_offer offer;
-  offer.line = 7;
-  auto came = q.offer_came("a", offer);
-  REQUIRE(came.runs.size() == 1);
-  REQUIRE(came.runs[0].client()->disk);
-  CHECK(came.runs[0].client()->disk->line == 7);
-  // An offer for a request cancelled meanwhile (or never asked) hands nothing over.
-  q.admit(envelope("b"));
-  auto cancelled = q.cancel("b");
-  REQUIRE(cancelled.events.size() == 1);
-  CHECK(cancelled.events[0].second.error.status == 499);
-  CHECK(q.offer_came("b", std::nullopt).runs.empty());
+  REQUIRE(a.runs.size() == 1);  // the board's run asks the disk for its offer
+  CHECK(a.runs[0].id == "a");
+  // A second one waits for the slot, not for the disk.
+  auto b = q.admit(envelope("b"));
+  CHECK(b.runs.empty());
+  CHECK(q.waiting() == 1);
+  auto next = q.finished(ended("a"));
+  REQUIRE(next.runs.size() == 1);
+  CHECK(next.runs[0].id == "b");
 }
 
 TEST_CASE("a cancel ends a queued request at once and asks the board to cancel a running one",
@@ -133,8 +126,6 @@ TEST_CASE("a drain waits for the queue and the staging, then spills once, then a
   o.spill = true;
   request_queue q(o, true, false);
   q.admit(envelope("a"));
-  CHECK(q.next_drain() == move::wait);  // waiting for its offer
-  q.offer_came("a", std::nullopt);
   CHECK(q.next_drain() == move::wait);  // running
   cache_stats staged;
   staged.disk_staged_bytes = 4096;

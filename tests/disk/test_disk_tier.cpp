@@ -63,10 +63,9 @@ struct process {
   }
   disk_service& service() { return *disk->service; }
   const disk_scan_report& scan() const { return disk->scan; }
-  // A request, its offer asked for while it "waited"; its writes are written before it returns.
+  // A request (its run asks the disk for its offer); its writes are written before it returns.
   turn serve(const std::vector<token_id>& prompt, int max_tokens = 4, const std::string& session = "s") {
     board_job j = job_of(prompt, max_tokens, "r" + std::to_string(++next_id), session);
-    disk->offer_for(j, *runner);
     const run_result r = run_to_end(*runner, runner->start(j), disk.get());
     REQUIRE(r.done);
     turn t;
@@ -327,10 +326,12 @@ TEST_CASE("a disk offer made while the request waited, the disk cleared before i
   const auto more = test_tokens(g + 3, 516);
   prompt.insert(prompt.end(), more.begin(), more.end());
   board_job j = job_of(prompt, 6, "late");
-  q.disk->offer_for(j, *q.runner);
-  REQUIRE(j.client()->disk);
+  board_events started = q.runner->start(j);
+  REQUIRE(started.disk_offer);
+  const disk_offer_reply offer = q.disk->offer(*started.disk_offer);
+  REQUIRE(offer.offer);
   q.service().clear();  // between the offer and the read
-  const run_result r = run_to_end(*q.runner, q.runner->start(j), q.disk.get());
+  const run_result r = run_to_end(*q.runner, q.runner->offered(offer), q.disk.get());
   REQUIRE(r.done);
   CHECK(r.done->source == cache_source::cold);
   CHECK(r.done->prefilled == static_cast<long>(prompt.size()));

@@ -1,8 +1,8 @@
 #pragma once
-// The disk actor and the conductor's offer, synchronous, for tests of the board's work without
-// actors: a disk_service on an env answers a board_runner's disk messages at once (a read, a
-// plan; a submission planned, written through the same env and committed, its staging
-// released), and run_to_end() drives a request from start() to its last event.
+// The disk actor, synchronous, for tests of the board's work without actors: a disk_service on
+// an env answers a board_runner's disk messages at once (an offer, a read, a plan; a submission
+// planned, written through the same env and committed, its staging released), and run_to_end()
+// drives a request from start() to its last event.
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,11 +28,10 @@ struct disk_driver {
     scan = service->start();
   }
 
-  // The conductor's part: the disk's offer for a job while it waits (at the board's rate).
-  void offer_for(board_job& j, const board_runner& r) const {
-    const std::vector<token_id> prompt(j.prompt.begin(), j.prompt.end());
-    const double rate = r.stats().disk_staging ? r.stats().disk_staging->prefill_tokens_per_s : 0;
-    j.client()->disk = service->offer(prompt, 0, rate).offer;
+  // The disk's answer to a run's offer request (as the disk actor gives it).
+  disk_offer_reply offer(const disk_offer_request& rq) const {
+    const std::vector<token_id> prompt(rq.prompt.begin(), rq.prompt.end());
+    return service->offer(prompt, rq.floor, rq.prefill_tokens_per_s);
   }
 
   // The submissions and generations in `out`, answered now.
@@ -76,6 +75,10 @@ inline run_result run_to_end(board_runner& r, board_events first, disk_driver* d
       res.events.push_back(std::move(ev));
     }
     if (out.done) res.done = out.done;
+    if (out.disk_offer) {  // without a disk: no offer, as the board answers without a disk actor
+      out = r.offered(disk ? disk->offer(*out.disk_offer) : disk_offer_reply{});
+      continue;
+    }
     if (disk && out.disk_read) {
       out = r.restored(disk->service->start_read(*out.disk_read));
       continue;
