@@ -1,25 +1,24 @@
 #pragma once
 #include <memory>
 
-#include <caf/stateful_actor.hpp>
-
+#include "actors/store_writer.hpp"
 #include "protocol/interfaces.hpp"
-#include "runtime/io/file_env.hpp"
-#include "runtime/engine/state_layout.hpp"
 
 namespace anchorage {
 
-// The disk writer (docs/DISK_TIER.md, "Write-behind"): encodes and writes the disk tier's staged
-// jobs through its own file_env while the board serves, one job per message, in the order they
-// came, and hands each back with its results. It owns no index: the board indexes what the
-// results say reached the disk. A write that fails is a result, never an exception.
-struct disk_writer_state {
-  state_layout layout;
-  long jobs = 0;
-  static inline const char* name = "disk-writer";
+// The disk writer (docs/DISK_TIER.md, "Write-behind"): the store writer (actors/store_writer.hpp)
+// of the disk tier's staged jobs; the disk actor spawns it linked and indexes what the results
+// say reached the disk.
+struct disk_write_kind {
+  using actor = disk_writer_actor;
+  using atom = disk_write_atom;
+  using job_ptr = disk_job_ptr;
+  static constexpr const char* name = "disk-writer";
+  static void write(file_env& env, const state_layout& layout, disk_job& job);
 };
+using disk_writer_state = store_writer_state<disk_write_kind>;
 
-disk_writer_actor::behavior_type disk_writer(disk_writer_actor::stateful_pointer<disk_writer_state> self,
-                                             state_layout layout, std::shared_ptr<file_env> env);
+disk_writer_actor::behavior_type disk_writer(store_writer_ptr<disk_write_kind> self, state_layout layout,
+                                             std::shared_ptr<file_env> env);
 
 }  // namespace anchorage

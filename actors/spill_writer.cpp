@@ -7,22 +7,15 @@
 
 namespace anchorage {
 
-spill_writer_actor::behavior_type spill_writer(spill_writer_actor::stateful_pointer<spill_writer_state> self,
-                                               state_layout layout, std::shared_ptr<file_env> env) {
-  self->state.layout = std::move(layout);
-  // The env is this actor's alone from here (file_env is not thread-safe).
-  auto keep = std::move(env);
-  return {
-      [self, keep](spill_write_atom, spill_job_ptr job) -> spill_job_ptr {
-        if (job) {
-          const std::int64_t t0 = steady_ns();
-          job->results = execute_spill_write(*keep, self->state.layout, job->image, job->plan);
-          job->write_s = static_cast<double>(steady_ns() - t0) / 1e9;
-        }
-        ++self->state.jobs;
-        return job;
-      },
-  };
+void spill_write_kind::write(file_env& env, const state_layout& layout, spill_job& job) {
+  const std::int64_t t0 = steady_ns();
+  job.results = execute_spill_write(env, layout, job.image, job.plan);
+  job.write_s = static_cast<double>(steady_ns() - t0) / 1e9;
+}
+
+spill_writer_actor::behavior_type spill_writer(store_writer_ptr<spill_write_kind> self, state_layout layout,
+                                               std::shared_ptr<file_env> env) {
+  return store_writer<spill_write_kind>(self, std::move(layout), std::move(env));
 }
 
 }  // namespace anchorage
