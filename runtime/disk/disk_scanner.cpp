@@ -9,7 +9,7 @@
 #include "protocol/disk_format.hpp"
 #include "runtime/disk/checkpoint_codec.hpp"
 #include "runtime/disk/disk_codec.hpp"
-#include "runtime/disk/disk_codec_detail.hpp"
+#include "runtime/store/record_file.hpp"
 
 namespace anchorage {
 namespace {
@@ -18,19 +18,6 @@ namespace df = disk_format;
 
 // A header larger than this is damage, not a file of ours (128k rows on a grid of 1 is 1 MiB).
 constexpr std::uint64_t max_header_bytes = 64ULL << 20;
-
-// Reads the header of a chunk, anchor or checkpoint file: the fixed part, then header_bytes
-// (offset 16 in every format). nullopt when the file is shorter or the size is absurd.
-std::optional<std::vector<unsigned char>> read_header_bytes(file_env& env, const std::string& path,
-                                                            std::size_t fixed) {
-  std::vector<unsigned char> h(fixed);
-  if (!env.read(path, 0, h.data(), fixed)) return std::nullopt;
-  const std::uint64_t hb = disk_codec_detail::get_u32(h.data() + df::chunk_offset::header_bytes);
-  if (hb < fixed || hb > max_header_bytes) return std::nullopt;
-  h.resize(hb);
-  if (hb > fixed && !env.read(path, fixed, h.data() + fixed, hb - fixed)) return std::nullopt;
-  return h;
-}
 
 }  // namespace
 
@@ -72,7 +59,7 @@ disk_scan_report disk_scanner::scan(disk_index& index, std::int64_t now) {
       continue;
     }
     if (auto hash = disk_names::chunk_hash_of(name)) {
-      auto bytes = read_header_bytes(env_, path, df::chunk_fixed_bytes);
+      auto bytes = store::read_record_header(env_, path, df::chunk_fixed_bytes, max_header_bytes);
       auto h = bytes ? read_chunk_header(bytes->data(), bytes->size())
                      : decode_result<df::chunk_header>::failure(df::fault::truncated, "header");
       if (h.ok() && foreign(h.value.fingerprint, h.value.grid)) {
@@ -87,7 +74,7 @@ disk_scan_report disk_scanner::scan(disk_index& index, std::int64_t now) {
       continue;
     }
     if (auto cp = disk_names::checkpoint_of(name)) {
-      auto bytes = read_header_bytes(env_, path, df::checkpoint_fixed_bytes);
+      auto bytes = store::read_record_header(env_, path, df::checkpoint_fixed_bytes, max_header_bytes);
       auto h = bytes ? read_checkpoint_header(bytes->data(), bytes->size())
                      : decode_result<df::checkpoint_header>::failure(df::fault::truncated, "header");
       if (h.ok() && foreign(h.value.fingerprint, h.value.grid)) {
@@ -111,7 +98,7 @@ disk_scan_report disk_scanner::scan(disk_index& index, std::int64_t now) {
       }
       auto key = disk_names::anchor_key_of(aname);
       if (!key) continue;
-      auto bytes = read_header_bytes(env_, apath, df::anchor_fixed_bytes);
+      auto bytes = store::read_record_header(env_, apath, df::anchor_fixed_bytes, max_header_bytes);
       auto h = bytes ? read_anchor_header(bytes->data(), bytes->size())
                      : decode_result<df::anchor_header>::failure(df::fault::truncated, "header");
       if (h.ok() && foreign(h.value.fingerprint, h.value.grid)) {

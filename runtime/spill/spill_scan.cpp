@@ -7,26 +7,15 @@
 
 #include "runtime/spill/spill_codec.hpp"
 #include "runtime/spill/spill_store.hpp"
+#include "runtime/store/record_file.hpp"
 
 namespace anchorage {
 namespace {
 
 namespace sf = spill_format;
 
-// The header of a block or anchor file: the fixed part, then header_bytes (offset 16 in every
-// format). nullopt when the file is shorter or the size is absurd.
-std::optional<std::vector<unsigned char>> read_header_bytes(file_env& env, const std::string& path,
-                                                            std::size_t fixed) {
-  std::vector<unsigned char> h(fixed);
-  if (!env.read(path, 0, h.data(), fixed)) return std::nullopt;
-  std::uint32_t hb = 0;
-  for (int i = 3; i >= 0; --i)
-    hb = (hb << 8) | h[sf::common_offset::header_bytes + static_cast<std::size_t>(i)];
-  if (hb < fixed || hb > fixed + sf::max_table_entries * sf::sum_entry_bytes) return std::nullopt;
-  h.resize(hb);
-  if (hb > fixed && !env.read(path, fixed, h.data() + fixed, hb - fixed)) return std::nullopt;
-  return h;
-}
+// A header's tables hold at most this many entries: a larger header_bytes is damage.
+std::size_t max_header(std::size_t fixed) { return fixed + sf::max_table_entries * sf::sum_entry_bytes; }
 
 struct found_file {
   std::string path;
@@ -69,7 +58,8 @@ spill_scan_report spill_store::scan() {
     if (is_tmp_name(name)) {
       sweep(path, r.tmp_reaped);
     } else if (parse_spill_block_file(name, v)) {
-      auto bytes = read_header_bytes(env_, path, sf::block_fixed_bytes);
+      auto bytes =
+          store::read_record_header(env_, path, sf::block_fixed_bytes, max_header(sf::block_fixed_bytes));
       auto h = bytes ? read_spill_block_header(bytes->data(), bytes->size())
                      : spill_decode<sf::block_header>::failure(sf::fault::truncated, "header");
       if (h.ok() && !spill_foreign_block(h.value, layout_).empty()) {
@@ -81,7 +71,8 @@ spill_scan_report spill_store::scan() {
         blocks[v] = {path, h.value.file_bytes, h.value.a, h.value.b, false, sums_of(h.value.views)};
       }
     } else if (parse_spill_anchor_file(name, v)) {
-      auto bytes = read_header_bytes(env_, path, sf::anchor_fixed_bytes);
+      auto bytes =
+          store::read_record_header(env_, path, sf::anchor_fixed_bytes, max_header(sf::anchor_fixed_bytes));
       auto h = bytes ? read_spill_anchor_header(bytes->data(), bytes->size())
                      : spill_decode<sf::anchor_header>::failure(sf::fault::truncated, "header");
       if (h.ok() && !spill_foreign_anchor(h.value, layout_).empty()) {
