@@ -5,6 +5,7 @@
 #include "protocol/cache_source.hpp"
 #include "protocol/error_code.hpp"
 #include "protocol/messages.hpp"
+#include "runtime/core/secret.hpp"
 
 namespace anchorage {
 
@@ -12,7 +13,7 @@ admin_actor::behavior_type admin(admin_actor::pointer self, std::string token, c
   return {
       [=](clear_atom, const std::string& given, const std::string& tier) -> caf::result<std::string> {
         if (token.empty()) return caf::make_error(error_code::admin_disabled);
-        if (given != token) return caf::make_error(error_code::unauthorized);
+        if (!same_secret(given, token)) return caf::make_error(error_code::unauthorized);
         // The name is the wire's; a tier no cache has (or one still to come) is the client's error.
         const auto t = cache_tier_from_string(tier);
         if (!t) return caf::make_error(error_code::unknown_tier);

@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 
 #include "actors/admin.hpp"
@@ -116,6 +117,27 @@ void ask_admin(caf::actor_system& sys, const admin_actor& admin, httplib::Respon
                });
 }
 
+// A secret in a URL ends up in access logs and proxies' histories: an operator route refuses a
+// query parameter whose name says it holds one (token, key, secret, password, auth), whatever
+// its value, and says where the admin token goes. True when it answered.
+bool secret_in_url(const httplib::Request& q, httplib::Response& res) {
+  for (const auto& [name, value] : q.params) {
+    std::string lower = name;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const char* word : {"token", "key", "secret", "password", "auth"}) {
+      if (lower.find(word) == std::string::npos) continue;
+      send_error(res,
+                 {400, "invalid_request_error",
+                  "the query parameter '" + name +
+                      "' looks like a secret, and a secret in the URL is kept in logs: send the admin token "
+                      "in an Authorization: Bearer or X-Admin-Token header instead",
+                  name});
+      return true;
+    }
+  }
+  return false;
+}
+
 // httplib's own refusals (no route, a body over the limit, a request it could not read).
 void unreadable_request(const httplib::Request& q, httplib::Response& res) {
   if (!res.body.empty()) return;
@@ -215,8 +237,8 @@ void http_edge::routes() {
   s.Post("/v1/responses", [this](const httplib::Request& q, httplib::Response& r) { responses(q, r); });
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& r) { models(r); });
   s.Get("/health", [this](const httplib::Request&, httplib::Response& r) { health(r); });
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) { metrics(r); });
-  s.Get("/v1/cache/stats", [this](const httplib::Request&, httplib::Response& r) { cache_stats(r); });
+  s.Get("/metrics", [this](const httplib::Request& q, httplib::Response& r) { metrics(q, r); });
+  s.Get("/v1/cache/stats", [this](const httplib::Request& q, httplib::Response& r) { cache_stats(q, r); });
   s.Post("/v1/cache/clear", [this](const httplib::Request& q, httplib::Response& r) { cache_clear(q, r); });
   s.set_error_handler(unreadable_request);
   s.set_exception_handler(internal_error);
@@ -332,18 +354,21 @@ void http_edge::health(httplib::Response& res) const {
 }
 
 // GET /metrics: Prometheus text.
-void http_edge::metrics(httplib::Response& res) {
+void http_edge::metrics(const httplib::Request& http, httplib::Response& res) {
+  if (secret_in_url(http, res)) return;
   ask_admin(sys_, admin_, res, "text/plain; version=0.0.4", metrics_atom::value);
 }
 
 // GET /v1/cache/stats: the tiers' and the ledger's JSON.
-void http_edge::cache_stats(httplib::Response& res) {
+void http_edge::cache_stats(const httplib::Request& http, httplib::Response& res) {
+  if (secret_in_url(http, res)) return;
   ask_admin(sys_, admin_, res, "application/json", stats_atom::value);
 }
 
 // POST /v1/cache/clear?tier=NAME (all by default), with the admin token in X-Admin-Token or
 // Authorization: Bearer.
 void http_edge::cache_clear(const httplib::Request& http, httplib::Response& res) {
+  if (secret_in_url(http, res)) return;
   std::string given = http.get_header_value("X-Admin-Token");
   const std::string auth = http.get_header_value("Authorization");
   if (given.empty() && auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);

@@ -16,6 +16,7 @@
 #include "runtime/text/tokenizer_digest.hpp"
 #include "runtime/core/log.hpp"
 #include "runtime/engine/model_weights.hpp"
+#include "runtime/io/private_dir.hpp"
 #include "runtime/io/uring_env.hpp"
 #include "runtime/tiers/spill_keeper.hpp"
 #include "runtime/text/template_choice.hpp"
@@ -131,6 +132,11 @@ bool ask_conductor(caf::actor_system& sys, const conductor_actor& c, std::chrono
 }  // namespace
 
 server::server(const server_config& cfg) : cfg_(cfg) {
+  // The caches' folder is checked before anything is loaded or written under it.
+  if (!cfg_.cache_dir.empty()) {
+    if (const file_result r = check_private_root(cfg_.cache_dir); !r)
+      throw std::invalid_argument("--cache-dir: " + r.message);
+  }
   loaded_model model = cfg_.engine.load();
   if (cfg_.model_override) {  // tests: a config no preset has, random weights
     model.config = *cfg_.model_override;

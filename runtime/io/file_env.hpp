@@ -94,7 +94,7 @@ class file_env {
 
   // Durable, all-or-nothing write (invariant 5, "durable means renamed"): writes the pieces in
   // order to `dir/name.tmp` (created or truncated), fsyncs it, renames it to `dir/name`, then
-  // fsyncs `dir`.
+  // fsyncs `dir`. The file is the owner's alone (0600), whatever the umask.
   // Success: `dir/name` holds exactly the pieces' bytes and has survived the fsyncs; no
   //   `name.tmp` is left.
   // Failure before the rename (no space, an I/O error, a missing directory): the tmp is removed
@@ -124,8 +124,9 @@ class file_env {
   // not be removed. Not synced: a crash may bring it back, which only costs a later sweep.
   virtual bool remove(const std::string& path) = 0;
 
-  // Creates `dir` and any missing parents (mode 0755). Succeeds when it already exists as a
-  // directory; fails when the path exists as something else or cannot be created.
+  // Creates `dir` and any missing parents, each one it creates 0700 whatever the umask (the
+  // caches' folders are the owner's alone; runtime/io/private_dir.hpp). Succeeds when it already
+  // exists as a directory; fails when the path exists as something else or cannot be created.
   virtual file_result make_dir(const std::string& dir) = 0;
 
   // Bytes available to an unprivileged writer on the file system holding `dir` (statvfs:

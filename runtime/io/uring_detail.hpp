@@ -3,6 +3,7 @@
 // O_DIRECT alignment, errno to file_result, opening with the O_DIRECT fallback, the one-entry
 // submit and wait on a ring, a directory fsync. Private to those two files.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <liburing.h>
 #include <unistd.h>
 
@@ -29,12 +30,23 @@ inline file_result os_failure(int err, const std::string& step, const std::strin
 // open(2) with O_CLOEXEC, plus O_DIRECT when `direct`; a file system refusing O_DIRECT
 // (EINVAL) turns `direct` off and the file is opened buffered.
 inline int open_file(const std::string& path, int flags, bool& direct) {
+  // A file it creates is the owner's alone (0600), whatever the umask: the cache holds what
+  // clients sent.
+  auto owned = [&](int fd) {
+    if (fd >= 0 && (flags & O_CREAT) != 0 && ::fchmod(fd, 0600) != 0) {
+      const int err = errno;
+      ::close(fd);
+      errno = err;
+      return -1;
+    }
+    return fd;
+  };
   if (direct) {
-    const int fd = ::open(path.c_str(), flags | O_DIRECT | O_CLOEXEC, 0644);
-    if (fd >= 0 || errno != EINVAL) return fd;
+    const int fd = ::open(path.c_str(), flags | O_DIRECT | O_CLOEXEC, 0600);
+    if (fd >= 0 || errno != EINVAL) return owned(fd);
     direct = false;
   }
-  return ::open(path.c_str(), flags | O_CLOEXEC, 0644);
+  return owned(::open(path.c_str(), flags | O_CLOEXEC, 0600));
 }
 
 // Closes on scope exit; close() closes now and returns 0 or the errno of close(2).

@@ -1,5 +1,6 @@
 #include "runtime/io/uring_env.hpp"
 
+#include "runtime/io/private_dir.hpp"
 #include "runtime/io/uring_detail.hpp"
 
 #include <fcntl.h>
@@ -276,13 +277,7 @@ std::vector<std::string> uring_env::list(const std::string& dir) {
 
 bool uring_env::remove(const std::string& path) { return ::unlink(path.c_str()) == 0; }
 
-file_result uring_env::make_dir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return os_failure(ec.value(), "mkdir", dir);
-  if (!std::filesystem::is_directory(dir, ec)) return os_failure(ENOTDIR, "mkdir", dir);
-  return file_result::success();
-}
+file_result uring_env::make_dir(const std::string& dir) { return make_private_dirs(dir); }
 
 std::optional<std::uint64_t> uring_env::free_bytes(const std::string& dir) {
   struct statvfs s {};

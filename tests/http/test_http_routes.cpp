@@ -1,5 +1,11 @@
 // End-to-end: the routes, as an OpenAI client uses them (a whole server per test case on loopback).
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <stdexcept>
+
 #include "tests/support/http_helpers.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace anchorage;
 using namespace anchorage::testing;
@@ -232,6 +238,12 @@ TEST_CASE("http: POST /v1/cache/clear needs the admin token", "[http]") {
 
     check_error_body(s.post("/v1/cache/clear?tier=bogus", "", {{"Authorization", "Bearer T"}}), 400,
                      "invalid_request_error", "tier");
+    // A token in the URL is refused whatever its value (logs keep URLs), on every operator route.
+    for (const char* url :
+         {"/v1/cache/clear?token=T", "/v1/cache/clear?tier=all&admin_token=T", "/v1/cache/clear?api_key=T"})
+      check_error_body(s.post(url, "", {{"Authorization", "Bearer T"}}), 400, "invalid_request_error");
+    check_error_body(s.get("/v1/cache/stats?access_token=T"), 400, "invalid_request_error", "access_token");
+    check_error_body(s.get("/metrics?Auth=T"), 400, "invalid_request_error", "Auth");
     expect_valid_completion(s);
   }
   {
@@ -242,3 +254,24 @@ TEST_CASE("http: POST /v1/cache/clear needs the admin token", "[http]") {
 }
 
 // ---- 3. bad input -------------------------------------------------------------------------------
+
+TEST_CASE("http: a --cache-dir anyone may write to is refused at start, naming it", "[http]") {
+  temp_dir d("anchorage-http-private");
+  const std::string open = d.str() + "/open";
+  std::filesystem::create_directory(open);
+  ::chmod(open.c_str(), 0777);
+  server_config cfg = parse_server_args({"--preset", "tiny", "--cache-dir", open, "--suffix-store", "off"});
+  try {
+    server s(cfg);
+    FAIL("the server started on a world-writable --cache-dir");
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    CHECK(what.find("--cache-dir") != std::string::npos);
+    CHECK(what.find(open) != std::string::npos);
+    CHECK(what.find("world-writable") != std::string::npos);
+  }
+  ::chmod(open.c_str(), 0755);
+  server ok(cfg);                                 // the same folder once only its owner may write to it
+  REQUIRE(ok.quiesce(std::chrono::seconds(30)));  // the disk actor's scan made its folder
+  CHECK(std::filesystem::is_directory(open + "/disk"));
+}
