@@ -13,22 +13,6 @@ namespace {
 
 using namespace quant_simd;
 
-struct as_f32 {
-  static constexpr int bytes = 4;
-  static ANCHORAGE_INLINE v16 vec(const std::uint8_t* p) { return load<v16>(p); }
-  static ANCHORAGE_INLINE float one(const std::uint8_t* p) { return load<float>(p); }
-};
-struct as_bf16 {
-  static constexpr int bytes = 2;
-  static ANCHORAGE_INLINE v16 vec(const std::uint8_t* p) { return bf16_to_float(p); }
-  static ANCHORAGE_INLINE float one(const std::uint8_t* p) { return bf16_to_f32(u16_at(p)); }
-};
-struct as_f16 {
-  static constexpr int bytes = 2;
-  static ANCHORAGE_INLINE v16 vec(const std::uint8_t* p) { return f16_to_float(p); }
-  static ANCHORAGE_INLINE float one(const std::uint8_t* p) { return f16_to_f32(u16_at(p)); }
-};
-
 // One row of a float type (see the header for the order).
 template <class T>
 ANCHORAGE_INLINE float dense_row(const std::uint8_t* w, const float* x, int k) {
@@ -85,14 +69,7 @@ ANCHORAGE_INLINE float k4_or_k5_row(const std::uint8_t* w, const float* x, const
       qh1 = load<u8x16>(w + 32);
     }
     for (int c = 0; c < 4; ++c) {
-      const u8x16 b0 = load<u8x16>(qs + 32 * c), b1 = load<u8x16>(qs + 32 * c + 16);
-      u8x16 lo0 = b0 & 0x0f, lo1 = b1 & 0x0f, hi0 = b0 >> 4, hi1 = b1 >> 4;
-      if (five) {
-        lo0 |= bit_to_16(qh0, 2 * c);
-        lo1 |= bit_to_16(qh1, 2 * c);
-        hi0 |= bit_to_16(qh0, 2 * c + 1);
-        hi1 |= bit_to_16(qh1, 2 * c + 1);
-      }
+      const auto [lo0, lo1, hi0, hi1] = k_values<five>(qs, qh0, qh1, c);
       const float* xc = x + 64 * c;
       int sc_lo, m_lo, sc_hi, m_hi;
       k_scale_min(w + 4, 2 * c, &sc_lo, &m_lo);

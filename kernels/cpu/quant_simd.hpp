@@ -6,6 +6,8 @@
 // warning, no fused multiply-add) hold for the rest of the file.
 #include <cstdint>
 
+#include "kernels/weight_type.hpp"
+
 // The helpers below take and return 64-byte vectors by value; GCC warns that the ABI for that
 // differs with and without AVX-512. They are all always_inline into the per-CPU clones, so no
 // such value crosses a call.
@@ -74,5 +76,42 @@ ANCHORAGE_INLINE v16 bf16_to_float(const std::uint8_t* p) {
 ANCHORAGE_INLINE u8x16 bit_to_16(u8x16 q, int bit) {
   return (bit <= 4 ? q << (4 - bit) : q >> (bit - 4)) & 0x10;
 }
+
+// The 64 integers of chunk c (0..3) of a Q4_K or Q5_K super-block (qs: its 128 bytes of nibbles;
+// qh0, qh1: a Q5_K's two 16-byte halves of high bits), as four vectors of 16: lo0, lo1 the
+// first 32 (sub-block 2c: the low nibbles), hi0, hi1 the next 32 (sub-block 2c + 1: the high
+// nibbles), with a Q5_K's fifth bit (16) added.
+struct k_chunk {
+  u8x16 lo0, lo1, hi0, hi1;
+};
+template <bool five>
+ANCHORAGE_INLINE k_chunk k_values(const std::uint8_t* qs, u8x16 qh0, u8x16 qh1, int c) {
+  const u8x16 b0 = load<u8x16>(qs + 32 * c), b1 = load<u8x16>(qs + 32 * c + 16);
+  k_chunk q{b0 & 0x0f, b1 & 0x0f, b0 >> 4, b1 >> 4};
+  if (five) {
+    q.lo0 |= bit_to_16(qh0, 2 * c);
+    q.lo1 |= bit_to_16(qh1, 2 * c);
+    q.hi0 |= bit_to_16(qh0, 2 * c + 1);
+    q.hi1 |= bit_to_16(qh1, 2 * c + 1);
+  }
+  return q;
+}
+
+// The float types' readers: `bytes` per value, 16 values as a vector, one value.
+struct as_f32 {
+  static constexpr int bytes = 4;
+  static ANCHORAGE_INLINE v16 vec(const std::uint8_t* p) { return load<v16>(p); }
+  static ANCHORAGE_INLINE float one(const std::uint8_t* p) { return load<float>(p); }
+};
+struct as_bf16 {
+  static constexpr int bytes = 2;
+  static ANCHORAGE_INLINE v16 vec(const std::uint8_t* p) { return bf16_to_float(p); }
+  static ANCHORAGE_INLINE float one(const std::uint8_t* p) { return bf16_to_f32(u16_at(p)); }
+};
+struct as_f16 {
+  static constexpr int bytes = 2;
+  static ANCHORAGE_INLINE v16 vec(const std::uint8_t* p) { return f16_to_float(p); }
+  static ANCHORAGE_INLINE float one(const std::uint8_t* p) { return f16_to_f32(u16_at(p)); }
+};
 
 }  // namespace anchorage::kernels::cpu::quant_simd

@@ -14,8 +14,10 @@
 #include "kernels/quant_matvec.hpp"
 #include "kernels/quantize.hpp"
 #include "kernels/weight_type.hpp"
+#include "tests/support/quant_tolerance.hpp"
 
 using namespace anchorage::kernels;
+using anchorage::testing::dot_magnitude;
 
 namespace {
 
@@ -115,28 +117,6 @@ void require_rows_match(weight_type t, int m, int n, int k, const std::vector<fl
       REQUIRE(bits(got) == bits(want[static_cast<std::size_t>(r)]));
     }
   }
-}
-
-// The test_quant_blocks.cpp bound: the sum of the terms' magnitudes, and for q4_K/q5_K twice
-// the separated min terms' magnitudes.
-double dot_magnitude(weight_type t, const std::uint8_t* row, const float* w, const float* x, int k) {
-  double mag = 0.0;
-  for (int j = 0; j < k; ++j) mag += std::fabs(static_cast<double>(w[j]) * x[j]);
-  if (t == weight_type::q4_k || t == weight_type::q5_k) {
-    const int bb = block_bytes(t);
-    for (int b = 0; b < k / 256; ++b) {
-      const std::uint8_t* blk = row + static_cast<long>(b) * bb;
-      const double dmin = f16_to_f32(static_cast<std::uint16_t>(blk[2] | (blk[3] << 8)));
-      for (int s = 0; s < 8; ++s) {
-        int sc, m;
-        k_scale_min(blk + 4, s, &sc, &m);
-        double sx = 0.0;
-        for (int l = 0; l < 32; ++l) sx += std::fabs(x[256 * b + 32 * s + l]);
-        mag += 2.0 * std::fabs(dmin * m) * sx;
-      }
-    }
-  }
-  return mag;
 }
 
 }  // namespace
