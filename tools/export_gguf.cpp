@@ -1,8 +1,14 @@
 // A qwen35-layout model as llama.cpp's qwen35 GGUF; prints JSON.
 //   anchorage-export-gguf --preset NAME (--seed N | --weights FILE.safetensors) --out FILE.gguf
-//                         [--dtype f32|f16] [--tokenizer tokenizer.json] [--chat-template FILE]
+//                         [--type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|q4_k_m|q5_k_m]
+//                         [--tokenizer tokenizer.json] [--chat-template FILE]
 // --weights reads a file written by save_weights (anchorage-generate --save-weights) for that
 // preset; --seed (default 1) makes random_weights. Without --tokenizer the byte vocabulary is written.
+// --type (default f32; --dtype is the same flag) picks what the weight matrices are stored as:
+// the float types as llama.cpp's converter writes them, the block types as `llama-quantize --pure`
+// does, q4_k_m/q5_k_m as llama-quantize's Q4_K_M/Q5_K_M mix; norms, 1-D tensors and ssm_conv1d stay
+// F32 (gguf_dtype in runtime/engine/qwen35_gguf.hpp has the rules and the fallbacks). The report
+// counts the tensors written in each type.
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -10,6 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "runtime/engine/gguf_file.hpp"
 #include "runtime/engine/model_config.hpp"
 #include "runtime/engine/model_weights.hpp"
 #include "runtime/engine/qwen35_gguf.hpp"
@@ -44,7 +51,7 @@ int main(int argc, char** argv) {
         weights = v;
       else if (a == "--out")
         out = v;
-      else if (a == "--dtype")
+      else if (a == "--type" || a == "--dtype")
         dtype_name = v;
       else if (a == "--tokenizer")
         tokenizer_path = v;
@@ -54,16 +61,24 @@ int main(int argc, char** argv) {
         throw std::invalid_argument("unknown flag " + a);
     }
     if (preset.empty() || out.empty()) throw std::invalid_argument("--preset and --out are required");
-    if (dtype_name != "f32" && dtype_name != "f16") throw std::invalid_argument("--dtype must be f32 or f16");
+    const gguf_dtype dtype = gguf_dtype_from_string(dtype_name);
     const model_config c = preset_config(preset);
     const tensor_map w = weights.empty() ? random_weights(c, seed) : load_weights(weights, c);
     const nlohmann::json tok =
         tokenizer_path.empty() ? nlohmann::json() : nlohmann::json::parse(read_text(tokenizer_path));
     const std::string chat_template = template_path.empty() ? std::string() : read_text(template_path);
-    save_qwen35_gguf(out, c, w, tok, chat_template, dtype_name == "f16" ? gguf_dtype::f16 : gguf_dtype::f32);
+    save_qwen35_gguf(out, c, w, tok, chat_template, dtype);
+    nlohmann::json types = nlohmann::json::object();
+    const gguf_reader written(out);
+    for (const auto& t : written.tensors()) {
+      const std::string n = ggml_type_name(t.type);
+      types[n] = types.value(n, 0) + 1;
+    }
     nlohmann::json report = {{"out", out},
                              {"preset", preset},
-                             {"dtype", dtype_name},
+                             {"type", dtype_name},
+                             {"file_type", llama_file_type(dtype)},
+                             {"tensor_types", types},
                              {"architecture", "qwen35"},
                              {"tensors", w.size()},
                              {"vocab", c.vocab},

@@ -1,18 +1,22 @@
 #include "runtime/engine/gguf_file.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
+#include <tuple>
 
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/engine/loaded_model.hpp"
-
+#include "kernels/dequantize.hpp"
+#include "kernels/weight_type.hpp"
 #include "runtime/engine/gguf_format.hpp"
-#include "runtime/engine/half_float.hpp"
+#include "runtime/engine/loaded_model.hpp"
 
 namespace anchorage {
 namespace {
@@ -129,18 +133,34 @@ gguf_value read_value(cursor& c, std::uint32_t type, const std::string& key) {
   return v;
 }
 
-std::size_t type_block(std::uint32_t type, std::size_t* bytes) {
-  switch (type) {
-    case 0:
-      *bytes = 4;
-      return 1;
-    case 1:
-    case 30:
-      *bytes = 2;
-      return 1;
-    default:
-      return 0;
-  }
+// ne0 (1 for a 0-D tensor) and the number of rows (the product of the other dimensions).
+void rows_of(const gguf_tensor_info& info, std::uint64_t* ne0, std::uint64_t* rows) {
+  *ne0 = info.ne.empty() ? 1 : static_cast<std::uint64_t>(info.ne[0]);
+  *rows = 1;
+  for (std::size_t d = 1; d < info.ne.size(); ++d) *rows *= static_cast<std::uint64_t>(info.ne[d]);
+}
+
+// "Q8_0, ne [64, 16]"
+std::string describe(const gguf_tensor_info& info) {
+  std::string ne;
+  for (std::int64_t d : info.ne) ne += (ne.empty() ? "" : ", ") + std::to_string(d);
+  return ggml_type_name(info.type) + ", ne [" + ne + "]";
+}
+
+// The tensor's bytes when its type is one Anchorage reads and its ne0 fills the type's blocks;
+// false otherwise (check_readable says why). `overflow` is set when the size exceeds 64 bits.
+bool tensor_bytes(const gguf_tensor_info& info, std::uint64_t* row, std::uint64_t* rows, bool* overflow) {
+  *overflow = false;
+  const auto wt = kernels::weight_type_from_ggml(info.type);
+  if (!wt) return false;
+  std::uint64_t ne0 = 0;
+  rows_of(info, &ne0, rows);
+  if (ne0 > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return false;
+  const auto rb = kernels::row_bytes(*wt, static_cast<std::int64_t>(ne0));
+  if (!rb) return false;
+  *row = static_cast<std::uint64_t>(*rb);
+  *overflow = *rows != 0 && *row > std::numeric_limits<std::uint64_t>::max() / *rows;
+  return true;
 }
 
 }  // namespace
@@ -161,6 +181,15 @@ std::string ggml_type_name(std::uint32_t type) {
       "Q4_0_4_8", "Q4_0_8_8", "TQ1_0",   "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4"};
   if (type < sizeof(names) / sizeof(names[0])) return names[type];
   return "type " + std::to_string(type);
+}
+
+std::string ggml_type_llama_name(std::uint32_t type) {
+  std::string n = ggml_type_name(type);
+  if (n.compare(0, 5, "type ") == 0) return n;
+  for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  // ggml keeps the K of the k-quants upper case: q2_K .. q8_K.
+  if (n.size() > 2 && n.compare(n.size() - 2, 2, "_k") == 0) n.back() = 'K';
+  return n;
 }
 
 gguf_value gguf_value::u32(std::uint32_t v) {
@@ -272,23 +301,42 @@ gguf_reader::gguf_reader(const std::string& path) : path_(path) {
       infos_.push_back(std::move(info));
     }
     data_start_ = align_up(c.pos, alignment_);
-    for (const auto& info : infos_) {
-      std::size_t bytes = 0;
-      std::uint64_t n = 1;
-      for (std::int64_t d : info.ne) {
+    // (offset, end, index) of every tensor whose size is known, to find one running into the next.
+    std::vector<std::tuple<std::uint64_t, std::uint64_t, std::size_t>> extents;
+    for (std::size_t k = 0; k < infos_.size(); ++k) {
+      const auto& info = infos_[k];
+      for (std::int64_t d : info.ne)
         if (d < 0) throw model_load_error(path + ": tensor '" + info.name + "' has a negative dimension");
-        n *= static_cast<std::uint64_t>(d);
-      }
       if (info.offset % alignment_ != 0)
         throw model_load_error(path + ": tensor '" + info.name + "' is not aligned to " +
                                std::to_string(alignment_));
-      // Quantized types are checked for their extent only when read; F32/F16/BF16 here.
-      if (type_block(info.type, &bytes) != 0 &&
-          (data_start_ + info.offset > size_ || n * bytes > size_ - data_start_ - info.offset))
-        throw model_load_error(path + ": truncated GGUF file (tensor '" + info.name + "' ends past the end)");
-      if (data_start_ + info.offset > size_)
+      if (data_start_ > size_ || info.offset > size_ - data_start_)
         throw model_load_error(path + ": truncated GGUF file (tensor '" + info.name +
                                "' starts past the end)");
+      // A type Anchorage does not read, or an ne0 that does not fill its blocks, has no size here:
+      // check_readable refuses such a tensor before anything reads it.
+      std::uint64_t row = 0, rows = 0;
+      bool overflow = false;
+      if (!tensor_bytes(info, &row, &rows, &overflow)) continue;
+      const std::uint64_t room = size_ - data_start_ - info.offset;
+      if (overflow || row * rows > room)
+        throw model_load_error(
+            path + ": truncated GGUF file (tensor '" + info.name + "' of type " + describe(info) + ": " +
+            std::to_string(rows) + " rows of " + std::to_string(row) +
+            " bytes = " + (overflow ? std::string("more than 2^64") : std::to_string(row * rows)) +
+            " bytes, but " + std::to_string(room) + " bytes remain after its offset)");
+      extents.emplace_back(info.offset, info.offset + row * rows, k);
+    }
+    std::sort(extents.begin(), extents.end());
+    for (std::size_t k = 0; k + 1 < extents.size(); ++k) {
+      const auto& [at, end, i] = extents[k];
+      const auto& [next_at, next_end, j] = extents[k + 1];
+      (void)next_end;
+      if (end > next_at)
+        throw model_load_error(path + ": tensor '" + infos_[i].name + "' of type " + describe(infos_[i]) +
+                               " (" + std::to_string(end - at) + " bytes at data offset " +
+                               std::to_string(at) + ") runs into tensor '" + infos_[j].name +
+                               "' at data offset " + std::to_string(next_at));
     }
   } catch (...) {
     if (base_ != nullptr) ::munmap(const_cast<unsigned char*>(base_), size_);
@@ -311,26 +359,48 @@ const gguf_tensor_info* gguf_reader::find_tensor(const std::string& name) const 
   return it == by_name_.end() ? nullptr : &infos_[it->second];
 }
 
+void gguf_reader::check_readable(const gguf_tensor_info& info) const {
+  const std::string type = ggml_type_name(info.type);
+  const std::string llama = ggml_type_llama_name(info.type);
+  const auto wt = kernels::weight_type_from_ggml(info.type);
+  if (!wt) {
+    const std::string named =
+        type.compare(0, 5, "type ") == 0
+            ? "unknown ggml " + type
+            : "type " + type + " (llama.cpp's " + llama + ", ggml type " + std::to_string(info.type) + ")";
+    throw model_load_error(path_ + ": tensor '" + info.name + "' has " + named +
+                           ", which Anchorage does not read (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, "
+                           "Q5_K, Q6_K)");
+  }
+  std::uint64_t ne0 = 0, rows = 0;
+  rows_of(info, &ne0, &rows);
+  const int block = kernels::block_elements(*wt);
+  if (ne0 % static_cast<std::uint64_t>(block) != 0)
+    throw model_load_error(path_ + ": tensor '" + info.name + "' has type " + type + " (llama.cpp's " +
+                           llama + ") with ne0 " + std::to_string(ne0) + ", not a multiple of its " +
+                           std::to_string(block) + "-value blocks");
+  if (ne0 > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+    throw model_load_error(path_ + ": tensor '" + info.name + "' has rows of " + std::to_string(ne0) +
+                           " values, more than Anchorage converts in one row");
+}
+
 tensor gguf_reader::read(const std::string& name) const {
   const gguf_tensor_info* info = find_tensor(name);
   if (info == nullptr) throw model_load_error(path_ + ": missing tensor '" + name + "'");
-  std::size_t bytes = 0;
-  if (type_block(info->type, &bytes) == 0)
-    throw model_load_error(path_ + ": tensor '" + name + "' has type " + ggml_type_name(info->type) +
-                           ", which Anchorage does not read (supported: F32, F16, BF16)");
+  check_readable(*info);
+  // The constructor checked that these bytes lie inside the file (check_readable passing means
+  // the size was known there).
+  const kernels::weight_type wt = *kernels::weight_type_from_ggml(info->type);
+  std::uint64_t ne0 = 0, rows = 0;
+  rows_of(*info, &ne0, &rows);
+  const auto row = static_cast<std::size_t>(*kernels::row_bytes(wt, static_cast<std::int64_t>(ne0)));
   tensor t;
   t.shape = info->shape();
   t.data.resize(static_cast<std::size_t>(t.numel()));
+  if (ne0 == 0) return t;
   const unsigned char* p = base_ + data_start_ + info->offset;
-  for (std::size_t i = 0; i < t.data.size(); ++i, p += bytes) {
-    if (info->type == 0) {
-      t.data[i] = bits_float(std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 |
-                             std::uint32_t(p[3]) << 24);
-    } else {
-      const auto h = static_cast<std::uint16_t>(p[0] | p[1] << 8);
-      t.data[i] = info->type == 1 ? f16_to_float(h) : bits_float(std::uint32_t(h) << 16);
-    }
-  }
+  for (std::size_t r = 0; r < rows; ++r)
+    kernels::dequantize_row(wt, p + r * row, t.data.data() + r * ne0, static_cast<int>(ne0));
   return t;
 }
 

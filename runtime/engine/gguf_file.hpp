@@ -37,11 +37,24 @@ enum class gguf_type : std::uint32_t {
 };
 const char* to_string(gguf_type t);
 
-// Tensor element types (enum ggml_type); only f32, f16 and bf16 are converted to float, the others
-// are named in errors.
-enum class ggml_type : std::uint32_t { f32 = 0, f16 = 1, bf16 = 30 };
-// "F32", "F16", "BF16", "Q4_K", ...; "type 77" for an unknown number.
+// The tensor element types (enum ggml_type) Anchorage reads and writes: the float types and the
+// block types of kernels/weight_type.hpp (layouts in ../shared/reference/model-formats.md section
+// 1). Any other number in a file (Q4_1, Q5_0, the IQ types, ...) is named in errors.
+enum class ggml_type : std::uint32_t {
+  f32 = 0,
+  f16 = 1,
+  q4_0 = 2,
+  q8_0 = 8,
+  q4_k = 12,
+  q5_k = 13,
+  q6_k = 14,
+  bf16 = 30
+};
+// "F32", "F16", "BF16", "Q4_K", ... (gguf-py's names); "type 77" for an unknown number.
 std::string ggml_type_name(std::uint32_t type);
+// The name llama.cpp prints (ggml_type_name in ggml.c): "f32", "bf16", "q4_1", "q4_K", "iq2_xxs";
+// "type 77" for an unknown number.
+std::string ggml_type_llama_name(std::uint32_t type);
 
 // One metadata value. Integers and booleans are held in `i`, floats in `f`; an array holds its
 // elements in `ints`, `floats` or `strings` according to `elem` (nested arrays are not supported).
@@ -80,6 +93,14 @@ struct gguf_tensor_info {
 // checks that every tensor's bytes lie inside the file; it throws model_load_error naming the file
 // (and the key or tensor) on a bad magic or version, a truncated file, an unknown value type, a
 // tensor outside the data section, or an alignment that is not a positive power of two.
+//
+// A tensor of a type Anchorage reads (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) whose ne0 fills
+// the type's blocks has its extent checked there: row_bytes(type, ne0) * rows must fit between its
+// offset and the end of the file ("truncated GGUF file (tensor 'x' of type Q8_0, ne [64, 16]: 16
+// rows of 68 bytes = 1088 bytes, but 1087 bytes remain after its offset)") and must not run into
+// the next tensor's offset ("tensor 'x' of type Q8_0 ... runs into tensor 'y'"). A tensor of
+// another type, or whose ne0 does not fill its blocks, is checked for its start only: the file
+// still opens (its metadata can be read) and check_readable/read refuse that tensor by name.
 // Not copyable; reads are const and thread-safe.
 class gguf_reader {
  public:
@@ -97,8 +118,18 @@ class gguf_reader {
   const gguf_value* find(const std::string& key) const;  // null when absent
   const gguf_tensor_info* find_tensor(const std::string& name) const;
 
-  // The tensor as float32 with its PyTorch shape (ne reversed). Throws model_load_error naming the
-  // tensor for an absent name or a type other than F32/F16/BF16 ("... has type Q4_K ...").
+  // Throws model_load_error naming the file and the tensor when read() would refuse it, reading
+  // nothing: a type Anchorage does not read ("tensor 'x' has type Q4_1 (llama.cpp's q4_1, ggml
+  // type 3), which Anchorage does not read (...)"), or an ne0 that does not fill the type's blocks
+  // ("tensor 'x' has type Q4_K (llama.cpp's q4_K) with ne0 64, not a multiple of its 256-value
+  // blocks"). A loader calls it for every tensor it needs before reading any.
+  void check_readable(const gguf_tensor_info& info) const;
+
+  // The tensor as float32 with its PyTorch shape (ne reversed), each row converted with
+  // kernels::dequantize_row (exact for F16/BF16; the block types give the bits llama.cpp's
+  // dequantize_row_* gives). Throws model_load_error naming the tensor for an absent name or
+  // whatever check_readable refuses. Converting to F32 here is today's path: keeping weights in
+  // their stored type in the engine is a later step.
   tensor read(const std::string& name) const;
 
  private:
@@ -113,7 +144,8 @@ class gguf_reader {
   std::map<std::string, std::size_t> by_name_;
 };
 
-// A tensor to write: float32 values with a PyTorch shape, stored as `type` (f32 or f16).
+// A tensor to write: float32 values with a PyTorch shape, stored as `type` (any ggml_type above;
+// rows along the last PyTorch dimension, ne0, each converted with kernels::quantize_row).
 struct gguf_tensor_out {
   std::string name;
   const tensor* value = nullptr;
@@ -122,10 +154,12 @@ struct gguf_tensor_out {
 
 // Writes a version-3 GGUF file: the metadata in the order given, then the tensor infos and the
 // data, each tensor aligned to `general.alignment` when that key is given (uint32), else 32.
-// F16 rounds to nearest even. Crash-safe: writes path + ".tmp", fsyncs, renames it over `path`.
-// Throws std::invalid_argument (nothing written) for a duplicate key or tensor name, a tensor
-// whose data does not match its shape, or a type other than f32/f16; std::runtime_error naming
-// the path and strerror on an I/O failure.
+// F16 and BF16 round to nearest even; the block types are kernels::quantize_row's (q8_0/q4_0 byte
+// for byte llama.cpp's reference quantizers, the K types a plainer round-to-nearest). Crash-safe:
+// writes path + ".tmp", fsyncs, renames it over `path`. Throws std::invalid_argument (nothing
+// written) for a duplicate key or tensor name, a tensor whose data does not match its shape, a
+// type number outside ggml_type, or a block type whose blocks the tensor's ne0 does not fill;
+// std::runtime_error naming the path and strerror on an I/O failure.
 void save_gguf(const std::string& path, const std::vector<std::pair<std::string, gguf_value>>& metadata,
                const std::vector<gguf_tensor_out>& tensors);
 

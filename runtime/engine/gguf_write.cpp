@@ -2,14 +2,16 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <set>
 #include <stdexcept>
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "kernels/quantize.hpp"
+#include "kernels/weight_type.hpp"
 #include "runtime/engine/gguf_format.hpp"
-#include "runtime/engine/half_float.hpp"
 
 namespace anchorage {
 namespace {
@@ -99,12 +101,31 @@ void save_gguf(const std::string& path, const std::vector<std::pair<std::string,
   }
   std::uint64_t offset = 0;
   std::vector<std::uint64_t> offsets;
+  struct layout {
+    kernels::weight_type type;
+    int ne0;
+    std::uint64_t rows;
+    std::size_t row_bytes;
+  };
+  std::vector<layout> layouts;
   for (const auto& t : tensors) {
     if (!names.insert(t.name).second) throw std::invalid_argument("gguf: duplicate tensor '" + t.name + "'");
     if (t.value == nullptr || static_cast<std::int64_t>(t.value->data.size()) != t.value->numel())
       throw std::invalid_argument("gguf: tensor '" + t.name + "' has data that does not match its shape");
-    if (t.type != ggml_type::f32 && t.type != ggml_type::f16)
-      throw std::invalid_argument("gguf: tensor '" + t.name + "' must be written as F32 or F16");
+    const auto wt = kernels::weight_type_from_ggml(static_cast<std::uint32_t>(t.type));
+    if (!wt)
+      throw std::invalid_argument("gguf: tensor '" + t.name + "' has type " +
+                                  ggml_type_name(static_cast<std::uint32_t>(t.type)) +
+                                  ", which the writer does not write");
+    const std::int64_t ne0 = t.value->shape.empty() ? 1 : t.value->shape.back();
+    const auto row = kernels::row_bytes(*wt, ne0);
+    if (!row || ne0 > std::numeric_limits<int>::max())
+      throw std::invalid_argument("gguf: tensor '" + t.name + "' has ne0 " + std::to_string(ne0) +
+                                  ", not a multiple of the " +
+                                  ggml_type_name(static_cast<std::uint32_t>(t.type)) + " block (" +
+                                  std::to_string(kernels::block_elements(*wt)) + " values)");
+    const std::uint64_t rows = ne0 == 0 ? 0 : static_cast<std::uint64_t>(t.value->numel() / ne0);
+    layouts.push_back({*wt, static_cast<int>(ne0), rows, static_cast<std::size_t>(*row)});
     h.str(t.name);
     h.uint(t.value->shape.size(), 4);
     for (auto d = t.value->shape.rbegin(); d != t.value->shape.rend(); ++d)
@@ -112,7 +133,7 @@ void save_gguf(const std::string& path, const std::vector<std::pair<std::string,
     h.uint(static_cast<std::uint32_t>(t.type), 4);
     h.uint(offset, 8);
     offsets.push_back(offset);
-    const std::uint64_t bytes = t.value->data.size() * (t.type == ggml_type::f32 ? 4u : 2u);
+    const std::uint64_t bytes = rows * static_cast<std::uint64_t>(*row);
     offset = align_up(offset + bytes, alignment);
   }
   h.b.resize(static_cast<std::size_t>(align_up(h.b.size(), alignment)), '\0');
@@ -132,18 +153,15 @@ void save_gguf(const std::string& path, const std::vector<std::pair<std::string,
   std::string buf;
   for (std::size_t k = 0; k < tensors.size(); ++k) {
     buf.assign(static_cast<std::size_t>(offsets[k] - written), '\0');
-    const auto& data = tensors[k].value->data;
-    out_buffer o;
-    o.b.swap(buf);
-    for (float f : data) {
-      if (tensors[k].type == ggml_type::f32)
-        o.uint(float_bits(f), 4);
-      else
-        o.uint(float_to_f16(f), 2);
-    }
-    if (!write_all(fd, o.b.data(), o.b.size())) fail("write");
-    written += o.b.size();
-    buf.swap(o.b);
+    const float* data = tensors[k].value->data.data();
+    const layout& l = layouts[k];
+    const std::size_t pad = buf.size();
+    buf.resize(pad + static_cast<std::size_t>(l.rows) * l.row_bytes);
+    for (std::uint64_t r = 0; r < l.rows; ++r)
+      kernels::quantize_row(l.type, data + r * static_cast<std::uint64_t>(l.ne0),
+                            &buf[pad + static_cast<std::size_t>(r) * l.row_bytes], l.ne0);
+    if (!write_all(fd, buf.data(), buf.size())) fail("write");
+    written += buf.size();
   }
   // The last tensor is padded too, as ggml's writer does.
   buf.assign(static_cast<std::size_t>(align_up(written, alignment) - written), '\0');

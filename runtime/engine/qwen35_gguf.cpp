@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/weight_type.hpp"
 #include "runtime/engine/gguf_file.hpp"
 #include "runtime/engine/qwen35_gguf_tensors.hpp"
 #include "runtime/engine/qwen35_gguf_vocab.hpp"
@@ -150,11 +151,141 @@ std::vector<std::int64_t> gguf_shape(const tensor_spec& s) {
   return s.shape;
 }
 
-bool stays_f32(const std::string& hf_name, const tensor& t) {
-  return t.shape.size() <= 1 || hf_name.find("conv1d") != std::string::npos;
+bool stays_f32(const std::string& hf_name, const std::vector<std::int64_t>& shape) {
+  return shape.size() <= 1 || hf_name.find("conv1d") != std::string::npos;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// llama-quant.cpp's use_more_bits: the first and last eighth of the layers and every third one between.
+bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+// The block of a "blk.N.*" name; -1 for another.
+int block_of(const std::string& gguf_name) {
+  if (gguf_name.compare(0, 4, "blk.") != 0) return -1;
+  return std::stoi(gguf_name.substr(4, gguf_name.find('.', 4) - 4));
+}
+
+// The Q4_K_M / Q5_K_M choice for a quantizable tensor (model-formats.md section 1.5).
+ggml_type k_mix_type(const std::string& gname, const model_config& c, ggml_type base) {
+  if (gname == "output.weight" || (gname == "token_embd.weight" && c.tied_embeddings)) return ggml_type::q6_k;
+  const int blocks = c.n_layers + (c.mtp ? 1 : 0);  // n_layer_all; also n_attention_wv (one per block)
+  const bool attn_v_like = ends_with(gname, ".attn_v.weight") || ends_with(gname, ".attn_qkv.weight");
+  const bool ffn_down = gname.find(".ffn_down") != std::string::npos;
+  if ((attn_v_like || ffn_down) && use_more_bits(block_of(gname), blocks)) return ggml_type::q6_k;
+  return base;
 }
 
 }  // namespace
+
+const char* to_string(gguf_dtype d) {
+  switch (d) {
+    case gguf_dtype::f32:
+      return "f32";
+    case gguf_dtype::f16:
+      return "f16";
+    case gguf_dtype::bf16:
+      return "bf16";
+    case gguf_dtype::q8_0:
+      return "q8_0";
+    case gguf_dtype::q4_0:
+      return "q4_0";
+    case gguf_dtype::q4_k:
+      return "q4_k";
+    case gguf_dtype::q5_k:
+      return "q5_k";
+    case gguf_dtype::q6_k:
+      return "q6_k";
+    case gguf_dtype::q4_k_m:
+      return "q4_k_m";
+    case gguf_dtype::q5_k_m:
+      return "q5_k_m";
+  }
+  return "?";
+}
+
+gguf_dtype gguf_dtype_from_string(const std::string& name) {
+  std::string known;
+  for (gguf_dtype d :
+       {gguf_dtype::f32, gguf_dtype::f16, gguf_dtype::bf16, gguf_dtype::q8_0, gguf_dtype::q4_0,
+        gguf_dtype::q4_k, gguf_dtype::q5_k, gguf_dtype::q6_k, gguf_dtype::q4_k_m, gguf_dtype::q5_k_m}) {
+    if (name == to_string(d)) return d;
+    known += (known.empty() ? "" : "|") + std::string(to_string(d));
+  }
+  throw std::invalid_argument("unknown GGUF type '" + name + "' (known: " + known + ")");
+}
+
+std::uint32_t llama_file_type(gguf_dtype d) {
+  switch (d) {
+    case gguf_dtype::f32:
+      return 0;
+    case gguf_dtype::f16:
+      return 1;
+    case gguf_dtype::bf16:
+      return 32;
+    case gguf_dtype::q8_0:
+      return 7;
+    case gguf_dtype::q4_0:
+      return 2;
+    case gguf_dtype::q4_k:
+      return 14;
+    case gguf_dtype::q5_k:
+      return 16;
+    case gguf_dtype::q6_k:
+      return 18;
+    case gguf_dtype::q4_k_m:
+      return 15;
+    case gguf_dtype::q5_k_m:
+      return 17;
+  }
+  return 0;
+}
+
+ggml_type qwen35_gguf_tensor_type(const std::string& hf_name, const std::vector<std::int64_t>& gguf_shape,
+                                  const model_config& c, gguf_dtype dtype) {
+  const std::string gname = qwen35_gguf_name(hf_name, c);
+  if (stays_f32(hf_name, gguf_shape)) return ggml_type::f32;
+  ggml_type t = ggml_type::f32;
+  switch (dtype) {
+    case gguf_dtype::f32:
+      return ggml_type::f32;
+    case gguf_dtype::f16:
+      return ggml_type::f16;
+    case gguf_dtype::bf16:
+      return ggml_type::bf16;
+    case gguf_dtype::q8_0:
+      t = ggml_type::q8_0;
+      break;
+    case gguf_dtype::q4_0:
+      t = ggml_type::q4_0;
+      break;
+    case gguf_dtype::q4_k:
+      t = ggml_type::q4_k;
+      break;
+    case gguf_dtype::q5_k:
+      t = ggml_type::q5_k;
+      break;
+    case gguf_dtype::q6_k:
+      t = ggml_type::q6_k;
+      break;
+    case gguf_dtype::q4_k_m:
+      t = k_mix_type(gname, c, ggml_type::q4_k);
+      break;
+    case gguf_dtype::q5_k_m:
+      t = k_mix_type(gname, c, ggml_type::q5_k);
+      break;
+  }
+  const std::int64_t ne0 = gguf_shape.back();
+  auto fits = [&](ggml_type x) {
+    return kernels::row_bytes(*kernels::weight_type_from_ggml(static_cast<std::uint32_t>(x)), ne0)
+        .has_value();
+  };
+  if (!fits(t) && (t == ggml_type::q4_k || t == ggml_type::q5_k || t == ggml_type::q6_k)) t = ggml_type::q8_0;
+  if (!fits(t)) t = ggml_type::f16;
+  return t;
+}
 
 void save_qwen35_gguf(const std::string& path, const model_config& c, const tensor_map& weights,
                       const nlohmann::json& tokenizer_json, const std::string& chat_template,
@@ -175,14 +306,16 @@ void save_qwen35_gguf(const std::string& path, const model_config& c, const tens
   add_qwen35_vocab(kv, tokenizer_json, c.vocab);
   if (!chat_template.empty()) kv.emplace_back("tokenizer.chat_template", gguf_value::str(chat_template));
 
+  kv.emplace_back("general.file_type", gguf_value::u32(llama_file_type(dtype)));
+  kv.emplace_back("general.quantization_version", gguf_value::u32(2));
+
   std::vector<tensor> converted;
   converted.reserve(specs.size());
   std::vector<gguf_tensor_out> out;
   for (const auto& s : specs) converted.push_back(qwen35_to_gguf(s.name, weights.at(s.name), c));
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    const bool f16 = dtype == gguf_dtype::f16 && !stays_f32(specs[i].name, converted[i]);
-    out.push_back({qwen35_gguf_name(specs[i].name, c), &converted[i], f16 ? ggml_type::f16 : ggml_type::f32});
-  }
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    out.push_back({qwen35_gguf_name(specs[i].name, c), &converted[i],
+                   qwen35_gguf_tensor_type(specs[i].name, converted[i].shape, c, dtype)});
   save_gguf(path, kv, out);
 }
 
@@ -191,16 +324,21 @@ loaded_model load_qwen35_gguf(const std::string& path) {
   loaded_model m;
   m.source = path;
   m.config = read_config(r);
-  for (const auto& s : qwen35_weight_specs(m.config)) {
+  const auto specs = qwen35_weight_specs(m.config);
+  // Every tensor's presence, shape, type and ne0 first (the reader checked the extents), so a file
+  // that cannot load is refused before any conversion.
+  for (const auto& s : specs) {
     const std::string gname = qwen35_gguf_name(s.name, m.config);
-    if (r.find_tensor(gname) == nullptr)
-      throw model_load_error(path + ": missing tensor '" + gname + "' (" + s.name + ")");
+    const gguf_tensor_info* info = r.find_tensor(gname);
+    if (info == nullptr) throw model_load_error(path + ": missing tensor '" + gname + "' (" + s.name + ")");
     const std::vector<std::int64_t> expected = gguf_shape(s);
-    if (r.find_tensor(gname)->shape() != expected)
-      throw model_load_error(path + ": tensor '" + gname + "' has shape " +
-                             shape_string(r.find_tensor(gname)->shape()) + " (PyTorch order), expected " +
-                             shape_string(expected));
-    tensor t = qwen35_from_gguf(s.name, r.read(gname), m.config);
+    if (info->shape() != expected)
+      throw model_load_error(path + ": tensor '" + gname + "' has shape " + shape_string(info->shape()) +
+                             " (PyTorch order), expected " + shape_string(expected));
+    r.check_readable(*info);
+  }
+  for (const auto& s : specs) {
+    tensor t = qwen35_from_gguf(s.name, r.read(qwen35_gguf_name(s.name, m.config)), m.config);
     m.weights.emplace(s.name, std::move(t));
   }
   m.tokenizer = qwen35_tokenizer_from_gguf(r);

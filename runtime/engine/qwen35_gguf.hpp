@@ -13,22 +13,55 @@
 //   rule (layer i is attention iff (i + 1) % interval == 0), else attention.recurrent_layers
 //   (bool per block), general.name (the preset), general.alignment 32.
 #include <nlohmann/json.hpp>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runtime/core/tensor.hpp"
+#include "runtime/engine/gguf_file.hpp"
 #include "runtime/engine/loaded_model.hpp"
 #include "runtime/engine/model_config.hpp"
 
 namespace anchorage {
 
-enum class gguf_dtype { f32, f16 };
+// What the exporter stores the weight matrices as. The 1-D tensors (norms, ssm_a, ssm_dt.bias)
+// and ssm_conv1d always stay F32, as llama.cpp's converter and llama-quantize keep them.
+//  - f32, f16, bf16: every other tensor in that type (convert_hf_to_gguf --outtype).
+//  - q8_0, q4_0, q4_k, q5_k, q6_k: every other tensor in that type, as `llama-quantize --pure`.
+//  - q4_k_m, q5_k_m: llama-quantize's Q4_K_M / Q5_K_M mix (model-formats.md section 1.5, the
+//    category-based llama-quant.cpp @007dbbf3): output.weight (token_embd.weight when tied) Q6_K;
+//    attn_v / attn_qkv and ffn_down Q6_K in the blocks where use_more_bits(i, n) holds (i the
+//    block, n the blocks in the file, mtp block included), else Q4_K (Q5_K); the rest Q4_K (Q5_K).
+//    Older name-based llama.cpp trees store attn_qkv as Q5_K (Q4_K_M) or Q6_K (Q5_K_M) in every
+//    layer instead; that variant is not written.
+// A block type whose blocks the tensor's ne0 does not fill falls back as llama-quantize's
+// tensor_type_fallback does, except that Q5_0/Q5_1 (llama.cpp's fallback for Q4_K/Q5_K) are not
+// written by Anchorage: Q4_K, Q5_K and Q6_K fall back to Q8_0; anything whose ne0 is not a multiple
+// of 32 to F16 (q8_0/q4_0 included).
+enum class gguf_dtype { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m, q5_k_m };
 
-// Writes `weights` (qwen35_weight_specs(c), Hugging Face names and values) as a qwen35 GGUF. With
-// f16 the matrices are stored as F16 and the 1-D tensors and ssm_conv1d stay F32, as llama.cpp's
-// converter does. `tokenizer_json` may be null (the byte vocabulary is written); an empty
-// chat_template is left out. Throws std::invalid_argument when c is not the qwen35 layout, has
-// gdn_dk != gdn_dv (llama.cpp reads one head size for both), or the weights do not match
-// qwen35_weight_specs(c); std::runtime_error on an I/O failure.
+// "f32", "q4_k_m", ...; the names the exporter's --type takes.
+const char* to_string(gguf_dtype d);
+// The dtype named `name` (as to_string writes it); std::invalid_argument listing the names otherwise.
+gguf_dtype gguf_dtype_from_string(const std::string& name);
+// llama.cpp's general.file_type (enum llama_ftype) for a file written with `d`: ALL_F32 0,
+// MOSTLY_F16 1, MOSTLY_Q4_0 2, MOSTLY_Q8_0 7, MOSTLY_Q4_K_S 14 (q4_k: what `llama-quantize --pure`
+// writes for Q4_K_S), MOSTLY_Q4_K_M 15, MOSTLY_Q5_K_S 16 (q5_k), MOSTLY_Q5_K_M 17, MOSTLY_Q6_K 18,
+// MOSTLY_BF16 32.
+std::uint32_t llama_file_type(gguf_dtype d);
+
+// The type save_qwen35_gguf stores tensor `hf_name` of qwen35_weight_specs(c) in, given its GGUF
+// (PyTorch-order) shape, under `dtype` (the rules above). Throws std::invalid_argument for a name
+// outside qwen35_weight_specs(c).
+ggml_type qwen35_gguf_tensor_type(const std::string& hf_name, const std::vector<std::int64_t>& gguf_shape,
+                                  const model_config& c, gguf_dtype dtype);
+
+// Writes `weights` (qwen35_weight_specs(c), Hugging Face names and values) as a qwen35 GGUF, each
+// tensor in qwen35_gguf_tensor_type's type, with general.file_type (llama_file_type) and
+// general.quantization_version 2 (ggml's GGML_QNT_VERSION). `tokenizer_json` may be null (the byte
+// vocabulary is written); an empty chat_template is left out. Throws std::invalid_argument when c
+// is not the qwen35 layout, has gdn_dk != gdn_dv (llama.cpp reads one head size for both), or the
+// weights do not match qwen35_weight_specs(c); std::runtime_error on an I/O failure.
 void save_qwen35_gguf(const std::string& path, const model_config& c, const tensor_map& weights,
                       const nlohmann::json& tokenizer_json, const std::string& chat_template,
                       gguf_dtype dtype);
@@ -36,10 +69,18 @@ void save_qwen35_gguf(const std::string& path, const model_config& c, const tens
 // Reads a qwen35 GGUF (`--model FILE.gguf`): the config from the metadata (layout qwen35; grid,
 // gdn_chunk and seed at their defaults; ctx_size from context_length), the weights under the
 // Hugging Face names and conventions (qwen35_from_gguf), the tokenizer as a tokenizer.json document
-// and a tokenizer_config.json-shaped one (qwen35_gguf_vocab.hpp), the chat template. Throws
-// model_load_error naming the file and the key or tensor: another architecture ("... is 'llama',
-// expected 'qwen35'"), a missing key, a missing or mis-shaped tensor, a quantized tensor type, a
-// truncated file.
+// and a tokenizer_config.json-shaped one (qwen35_gguf_vocab.hpp), the chat template.
+//
+// Each tensor may be stored as F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K or Q6_K, in any mix (as
+// llama-quantize's Q4_K_M/Q5_K_M files mix them); every one is converted to F32 at load
+// (gguf_reader::read, kernels::dequantize_row), so the engine sees float32 weights. Keeping the
+// weights in their stored type in the engine is a later step. Every tensor's type, ne0 and extent
+// are checked before any tensor is read.
+//
+// Throws model_load_error naming the file and the key or tensor: another architecture ("... is
+// 'llama', expected 'qwen35'"), a missing key, a missing or mis-shaped tensor, a tensor type
+// Anchorage does not read (named as gguf-py and llama.cpp name it, or by number), an ne0 that does
+// not fill its type's blocks, a truncated file or a tensor running into the next.
 loaded_model load_qwen35_gguf(const std::string& path);
 
 }  // namespace anchorage
