@@ -8,7 +8,8 @@
 
 namespace anchorage {
 
-engine_weights::engine_weights(const model_config& c, const tensor_map& w, kernels::backend b)
+engine_weights::engine_weights(const model_config& c, const tensor_map& w, kernels::backend b,
+                               const std::map<std::string, std::string>& stored_types)
     : cfg_(c), where_(b) {
   cfg_.validate();
   if (b == kernels::backend::cuda && !kernels::cuda_available())
@@ -28,7 +29,7 @@ engine_weights::engine_weights(const model_config& c, const tensor_map& w, kerne
   }
   for (const auto& t : tensors)
     if (!t.alias_of.empty()) ptr_[t.name] = ptr_.at(t.alias_of);
-  digest_ = weights_digest(w);
+  digest_ = weights_digest(w, stored_types);
 }
 
 }  // namespace anchorage

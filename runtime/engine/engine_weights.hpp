@@ -21,9 +21,11 @@ class engine_weights {
  public:
   // Validates `config`, checks `w` against weight_specs(config) and converts it. Throws
   // std::invalid_argument for an invalid config or a cuda backend without a CUDA device, and
-  // safetensors_error for a missing or mis-shaped tensor. `w` is not kept.
+  // safetensors_error for a missing or mis-shaped tensor. `w` is not kept. `stored_types`: the
+  // types the file stored the weights in (loaded_model::stored_types), part of digest().
   engine_weights(const model_config& config, const tensor_map& w,
-                 kernels::backend where = kernels::backend::cpu);
+                 kernels::backend where = kernels::backend::cpu,
+                 const std::map<std::string, std::string>& stored_types = {});
   engine_weights(const engine_weights&) = delete;
   engine_weights& operator=(const engine_weights&) = delete;
 

@@ -3,6 +3,7 @@
 // or a GGUF file (runtime/engine/qwen35_gguf), in the one form the server starts from.
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <map>
 #include <string>
 
 #include "runtime/core/tensor.hpp"
@@ -25,6 +26,11 @@ struct loaded_model {
   nlohmann::json tokenizer;
   nlohmann::json tokenizer_config;  // tokenizer_config.json; null when absent
   std::string chat_template;        // chat_template.jinja, tokenizer_config's or the GGUF's; may be empty
+  // The type each weight is stored in, under its Hugging Face name ("Q4_K", "BF16", ...), where
+  // the file stores it in a type other than float32 (a GGUF's; empty for safetensors, whose
+  // values are exact in F32). Part of the weights' digest: a cache written under one stored
+  // type is never read under another (weights_digest).
+  std::map<std::string, std::string> stored_types;
 };
 
 }  // namespace anchorage

@@ -129,13 +129,16 @@ void save_weights(const std::string& path, const tensor_map& w, const model_conf
   save_safetensors(path, w, {{"format", "anchorage"}, {"preset", c.preset}});
 }
 
-std::uint64_t weights_digest(const tensor_map& w) {
+std::uint64_t weights_digest(const tensor_map& w, const std::map<std::string, std::string>& stored_types) {
   XXH3_state_t* st = XXH3_createState();
   XXH3_64bits_reset(st);
   for (const auto& [name, t] : w) {
     XXH3_64bits_update(st, name.data(), name.size() + 1);
     XXH3_64bits_update(st, t.shape.data(), t.shape.size() * sizeof(std::int64_t));
     XXH3_64bits_update(st, t.data.data(), t.data.size() * sizeof(float));
+    // A stored type other than float32 after the values (none: the digest is what it always was).
+    if (auto it = stored_types.find(name); it != stored_types.end())
+      XXH3_64bits_update(st, it->second.data(), it->second.size() + 1);
   }
   const std::uint64_t h = XXH3_64bits_digest(st);
   XXH3_freeState(st);

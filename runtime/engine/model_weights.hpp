@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,10 @@ tensor_map random_weights(const model_config& c, std::uint64_t seed);
 tensor_map load_weights(const std::string& path, const model_config& c);
 void save_weights(const std::string& path, const tensor_map& w, const model_config& c);
 
-// XXH3-64 over names, shapes and bytes in name order: the weights' part of the fingerprint.
-std::uint64_t weights_digest(const tensor_map& w);
+// XXH3-64 over names, shapes and bytes in name order, and each weight's stored type where
+// `stored_types` names one (loaded_model::stored_types; none: the digest of the values alone):
+// the weights' part of the fingerprint. Equal values stored in two types digest apart.
+std::uint64_t weights_digest(const tensor_map& w,
+                             const std::map<std::string, std::string>& stored_types = {});
 
 }  // namespace anchorage

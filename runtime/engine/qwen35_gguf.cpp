@@ -338,8 +338,12 @@ loaded_model load_qwen35_gguf(const std::string& path) {
     r.check_readable(*info);
   }
   for (const auto& s : specs) {
-    tensor t = qwen35_from_gguf(s.name, r.read(qwen35_gguf_name(s.name, m.config)), m.config);
+    const std::string gname = qwen35_gguf_name(s.name, m.config);
+    tensor t = qwen35_from_gguf(s.name, r.read(gname), m.config);
     m.weights.emplace(s.name, std::move(t));
+    const std::uint32_t type = r.find_tensor(gname)->type;
+    if (type != static_cast<std::uint32_t>(ggml_type::f32))
+      m.stored_types.emplace(s.name, ggml_type_name(type));
   }
   m.tokenizer = qwen35_tokenizer_from_gguf(r);
   m.tokenizer_config = qwen35_tokenizer_config_from_gguf(r);

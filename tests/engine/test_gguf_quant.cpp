@@ -14,6 +14,7 @@
 #include "kernels/dequantize.hpp"
 #include "kernels/quantize.hpp"
 #include "kernels/weight_type.hpp"
+#include "runtime/engine/engine_weights.hpp"
 #include "runtime/engine/engine.hpp"
 #include "runtime/engine/gguf_file.hpp"
 #include "runtime/engine/model_weights.hpp"
@@ -347,4 +348,19 @@ TEST_CASE("gguf quant: a model from a Q8_0 file computes the dequantized F32 wei
   // Q8_0 changed the weights (this is not an F32 file in disguise).
   CHECK(m.weights.at("model.layers.0.mlp.up_proj.weight").data !=
         w.at("model.layers.0.mlp.up_proj.weight").data);
+
+  // The same values, stored as Q8_0 or as F32: one fingerprint each, so a cache written under
+  // one stored type is never read under the other; the same file loaded twice: the same one.
+  CHECK(m.stored_types.at("model.layers.0.mlp.up_proj.weight") == "Q8_0");
+  CHECK(m.stored_types.count("model.norm.weight") == 0);  // kept in F32
+  const engine_weights as_q8(m.config, m.weights, kernels::backend::cpu, m.stored_types);
+  const engine_weights as_f32(m.config, m.weights);
+  CHECK(as_q8.digest() != as_f32.digest());
+  CHECK(as_f32.digest() == weights_digest(m.weights));
+  const loaded_model again = load_qwen35_gguf(d.file("q8.gguf"));
+  CHECK(engine_weights(m.config, again.weights, kernels::backend::cpu, again.stored_types).digest() ==
+        as_q8.digest());
+  save_qwen35_gguf(d.file("q4.gguf"), c, w, nullptr, "", gguf_dtype::q4_0);
+  const loaded_model q4 = load_qwen35_gguf(d.file("q4.gguf"));
+  CHECK(q4.stored_types.at("model.layers.0.mlp.up_proj.weight") == "Q4_0");
 }
