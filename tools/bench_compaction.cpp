@@ -113,7 +113,7 @@ stream_event run_job(board_runner& r, board_job j) {
 
 json turn_json(const stream_event& e) {
   return {{"ttft_ms", e.cache.ttft_ms},
-          {"source", e.cache.source},
+          {"source", to_string(e.cache.source)},
           {"via", e.cache.via},
           {"resumed_at", e.cache.resumed_at},
           {"prefilled_tokens", e.cache.prefilled_tokens},
@@ -188,7 +188,7 @@ json arrival_json(const arrival_figures& a, const stream_event& plain) {
           {"ttft_ms", a.turn.cache.ttft_ms},
           {"plain_ttft_ms", plain.cache.ttft_ms},
           {"extra_ms", a.turn.cache.ttft_ms - plain.cache.ttft_ms},
-          {"source", a.turn.cache.source},
+          {"source", to_string(a.turn.cache.source)},
           {"resumed_at", a.turn.cache.resumed_at},
           {"prefilled_tokens", a.turn.cache.prefilled_tokens}};
 }

@@ -213,7 +213,8 @@ int main(int argc, char** argv) {
 
   const std::vector<std::string> base = {"--preset", preset, "--host", "127.0.0.1", "--port", "0"};
   std::vector<std::string> with_disk = base;
-  with_disk.insert(with_disk.end(), {"--cache-dir", run_dir});
+  // The disk tier's restart: the session spill (on with --cache-dir) would otherwise serve it.
+  with_disk.insert(with_disk.end(), {"--cache-dir", run_dir, "--session-spill", "off"});
 
   const std::string head = head_text(head_chars);
   const std::string first_user = "First question: which words come up most often above?";

@@ -72,7 +72,7 @@ turn_timing first_token(engine& e, cache_tiers* tiers, const std::vector<token_i
 }
 
 nlohmann::json timing_json(const turn_timing& t) {
-  return {{"source", t.offer.source},
+  return {{"source", to_string(t.offer.source)},
           {"resumed_at", t.offer.at},
           {"prefilled", t.prefilled},
           {"ttft_s", t.ttft_s},

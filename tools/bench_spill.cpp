@@ -130,13 +130,14 @@ stream_event run_turn(slot_board& b, const std::vector<token_id>& prompt, long m
   while (b.wants_step())
     for (auto& s : b.step()) take(s);
   if (!done) die(id + " never finished");
-  log_info() << id << ": source " << done->cache.source << ", ttft " << done->cache.ttft_ms << " ms";
+  log_info() << id << ": source " << to_string(done->cache.source) << ", ttft " << done->cache.ttft_ms
+             << " ms";
   return *done;
 }
 
 json turn_json(const stream_event& e) {
   return {{"ttft_ms", e.cache.ttft_ms},
-          {"source", e.cache.source},
+          {"source", to_string(e.cache.source)},
           {"resumed_at", e.cache.resumed_at},
           {"prefilled_tokens", e.cache.prefilled_tokens}};
 }
