@@ -141,6 +141,7 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   if (cfg_.model_override) {  // tests: a config no preset has, random weights
     model.config = *cfg_.model_override;
     model.weights = random_weights(model.config, cfg_.engine.weights_seed);
+    model.stored.clear();
     model.stored_types.clear();
   }
   const model_config& mc = model.config;
@@ -150,8 +151,8 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   const tokenizer tok = tokenizer_of(cfg_, model);
   const template_choice chat = chat_template_of(cfg_, model);
   // One converted weight set for every slot (runtime/engine/engine_weights.hpp).
-  const auto weights =
-      std::make_shared<const engine_weights>(mc, model.weights, cfg_.engine.backend(), model.stored_types);
+  const auto weights = std::make_shared<const engine_weights>(mc, model.weights, model.stored,
+                                                              cfg_.engine.backend(), model.stored_types);
   auto eng = std::make_shared<engine>(weights);
   system_ = std::make_unique<caf::actor_system>(sys_cfg_);
 

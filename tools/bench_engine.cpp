@@ -2,13 +2,18 @@
 // context length, printed as one JSON object. Usage:
 //   anchorage-bench-engine [--preset small] [--prefill 1024,8192,32768] [--decode-at 32768]
 //                          [--decode-tokens 32] [--followup 0] [--device cpu|cuda]
+//                          [--model FILE.gguf|DIR [--weight-storage stored|f32]]
+// --model: a checkpoint instead of the preset's random weights (its matrices kept as stored
+// unless --weight-storage f32); the resident memory after loading and at the end is reported.
 // --followup N: after the decode, a follow-up turn of N new tokens on the same sequence, timed
 // to its first token.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,17 +22,33 @@
 #include "runtime/core/log.hpp"
 #include "runtime/engine/blas_setup.hpp"
 #include "runtime/engine/engine.hpp"
+#include "runtime/engine/engine_options.hpp"
+#include "runtime/engine/engine_weights.hpp"
 #include "runtime/engine/model_weights.hpp"
 #include "tools/bench_common.hpp"
 
 using namespace anchorage;
 using namespace anchorage::bench;
 
+namespace {
+
+// The process's resident set (VmRSS), in bytes.
+std::size_t resident_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   select_blas_core(argv);
   std::string preset = "small", device = "cpu";
   std::vector<int> lengths = {1024, 8192, 32768};
   int decode_at = 32768, decode_tokens = 32, followup = 0;
+  engine_options model;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--preset")
@@ -42,21 +63,37 @@ int main(int argc, char** argv) {
       followup = std::stoi(v);
     else if (a == "--device")
       device = v;
+    else if (a == "--model" || a == "--weight-storage")
+      model.parse(a, v);
     else {
       log_error() << "unknown argument " << a;
       return 2;
     }
   }
   try {
-    model_config c = preset_config(preset);
     int longest = decode_at + decode_tokens;
     for (int n : lengths) longest = std::max(longest, n);
-    c.ctx_size = std::max(c.ctx_size, longest);
     const auto where = device == "cuda" ? kernels::backend::cuda : kernels::backend::cpu;
-    engine e(c, random_weights(c, 1), where);
+    const std::size_t rss_start = resident_bytes();
+    loaded_model m;
+    if (model.model_path) {
+      model.ctx_size = longest;
+      m = model.load();
+    } else {
+      m.config = preset_config(preset);
+      m.config.ctx_size = std::max(m.config.ctx_size, longest);
+      m.weights = random_weights(m.config, 1);
+    }
+    const model_config c = m.config;
+    engine e(std::make_shared<const engine_weights>(c, m.weights, m.stored, where, m.stored_types));
+    m.weights.clear();  // the engine has its own copy of the float ones
 
     nlohmann::json out;
-    out["preset"] = preset;
+    out["preset"] = model.model_path ? *model.model_path : preset;
+    if (model.model_path) out["weight_storage"] = model.weight_storage;
+    out["weights_stored_bytes"] = e.weights()->stored_bytes();
+    out["weights_f32_bytes"] = e.weights()->bytes();
+    out["resident_bytes_loaded"] = resident_bytes() - rss_start;
     out["device"] = device;
     out["grid"] = c.grid;
     out["arithmetic"] = kernels::arithmetic_flags(where);
@@ -102,6 +139,7 @@ int main(int argc, char** argv) {
       const double s = seconds_since(t0);
       out["followup"] = {{"context", before}, {"new_tokens", followup}, {"ttft_s", s}};
     }
+    out["resident_bytes_end"] = resident_bytes() - rss_start;
     std::cout << out.dump(2) << "\n";
   } catch (const std::exception& ex) {
     log_error() << ex.what();

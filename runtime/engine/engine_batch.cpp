@@ -61,10 +61,11 @@ class engine_batch {
   const batch_row& at(int r) const { return rows_[static_cast<std::size_t>(r)]; }
   bool keeps(int r) const { return slot_of(r).round.saved; }
 
-  // C[rows x n] = A W^T + beta C: gemm_rows, whose row sums do not depend on the other rows.
-  void dense(int n, int kdim, const float* a, int lda, const float* w, int ldw, float beta, float* c,
+  // C[rows x n] = A W^T + beta C: gemm_rows, or the stored product, whose row sums do not depend
+  // on the other rows.
+  void dense(int n, int kdim, const float* a, int lda, const std::string& name, float beta, float* c,
              int ldc) const {
-    k().gemm_rows(n_, n, kdim, a, lda, w, ldw, beta, c, ldc);
+    linear(k(), true, n_, n, kdim, a, lda, lead_->weights->linear(name), beta, c, ldc, lead_->scratch);
   }
   void begin_round();
   void gdn_layer(int layer, int lg);
@@ -152,8 +153,8 @@ void engine_batch::run() {
   begin_round();
   std::memcpy(L.ids.data(), tokens_.data(), sizeof(token_id) * static_cast<std::size_t>(n_));
   const auto* ids = reinterpret_cast<const std::int32_t*>(L.ids.data());
-  k().embed(ids, weight("embed"), L.x.data(), n_, d);
-  if (cfg().mtp) k().embed(ids, weight("embed"), L.emb.data(), n_, d);
+  embed_rows(k(), ids, L.weights->linear("embed"), L.x.data(), n_, d);
+  if (cfg().mtp) embed_rows(k(), ids, L.weights->linear("embed"), L.emb.data(), n_, d);
 
   int lg = 0, la = 0;
   for (int i = 0; i < cfg().n_layers; ++i) {
@@ -183,10 +184,10 @@ void engine_batch::gdn_layer(int layer, int lg) {
   const std::string p = "layers." + std::to_string(layer) + ".";
   impl& L = *lead_;
   k().rmsnorm(L.x.data(), d, weight(p + "attn_norm"), L.xn.data(), d, m, d, c.norm_eps);
-  dense(ch, d, L.xn.data(), d, weight(p + "gdn.qkv"), d, 0.0f, L.proj.data(), ch);
-  dense(hv * dv, d, L.xn.data(), d, weight(p + "gdn.z"), d, 0.0f, L.z.data(), hv * dv);
-  dense(hv, d, L.xn.data(), d, weight(p + "gdn.a"), d, 0.0f, L.gate_a.data(), hv);
-  dense(hv, d, L.xn.data(), d, weight(p + "gdn.b"), d, 0.0f, L.gate_b.data(), hv);
+  dense(ch, d, L.xn.data(), d, p + "gdn.qkv", 0.0f, L.proj.data(), ch);
+  dense(hv * dv, d, L.xn.data(), d, p + "gdn.z", 0.0f, L.z.data(), hv * dv);
+  dense(hv, d, L.xn.data(), d, p + "gdn.a", 0.0f, L.gate_a.data(), hv);
+  dense(hv, d, L.xn.data(), d, p + "gdn.b", 0.0f, L.gate_b.data(), hv);
 
   const long tail_floats = static_cast<long>(c.conv_kernel - 1) * ch;
   const std::size_t uch = static_cast<std::size_t>(ch), uhv = static_cast<std::size_t>(hv);
@@ -222,7 +223,7 @@ void engine_batch::gdn_layer(int layer, int lg) {
                  L.mix.data() + static_cast<long>(r) * hv * dv, one);
   }
   k().gated_rmsnorm(L.mix.data(), L.z.data(), weight(p + "gdn.norm"), L.mix.data(), m, hv, dv, c.norm_eps);
-  dense(d, hv * dv, L.mix.data(), hv * dv, weight(p + "gdn.out"), hv * dv, 1.0f, L.x.data(), d);
+  dense(d, hv * dv, L.mix.data(), hv * dv, p + "gdn.out", 1.0f, L.x.data(), d);
 }
 
 // `draft`: the draft layer's own K/V rows (mtp.K, mtp.V); else attention layer `la` of K, V.
@@ -236,18 +237,18 @@ void engine_batch::attention_block(const std::string& p, float* xs, int la, bool
   float* bv = L.batch_v.data();
   k().rmsnorm(xs, d, weight(p + "attn_norm"), L.xn.data(), d, m, d, c.norm_eps);
   if (c.layout == model_layout::qwen35) {
-    dense(2 * nq * hd, d, L.xn.data(), d, weight(p + "attn.q"), d, 0.0f, L.proj.data(), 2 * nq * hd);
+    dense(2 * nq * hd, d, L.xn.data(), d, p + "attn.q", 0.0f, L.proj.data(), 2 * nq * hd);
     k().rmsnorm(L.proj.data(), 2 * hd, weight(p + "attn.q_norm"), L.attn_q.data(), hd, m * nq, hd,
                 c.norm_eps);
-    dense(nkv * hd, d, L.xn.data(), d, weight(p + "attn.k"), d, 0.0f, L.attn_k.data(), row);
+    dense(nkv * hd, d, L.xn.data(), d, p + "attn.k", 0.0f, L.attn_k.data(), row);
     for (int h = 0; h < nkv; ++h)
       k().rmsnorm(L.attn_k.data() + h * hd, row, weight(p + "attn.k_norm"), bk + h * hd, row, m, hd,
                   c.norm_eps);
   } else {
-    dense(nq * hd, d, L.xn.data(), d, weight(p + "attn.q"), d, 0.0f, L.attn_q.data(), nq * hd);
-    dense(row, d, L.xn.data(), d, weight(p + "attn.k"), d, 0.0f, bk, row);
+    dense(nq * hd, d, L.xn.data(), d, p + "attn.q", 0.0f, L.attn_q.data(), nq * hd);
+    dense(row, d, L.xn.data(), d, p + "attn.k", 0.0f, bk, row);
   }
-  dense(row, d, L.xn.data(), d, weight(p + "attn.v"), d, 0.0f, bv, row);
+  dense(row, d, L.xn.data(), d, p + "attn.v", 0.0f, bv, row);
 
   const int rot = c.rotary_dims();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -271,7 +272,7 @@ void engine_batch::attention_block(const std::string& p, float* xs, int la, bool
   }
   if (c.layout == model_layout::qwen35)
     k().sigmoid_gate(L.attn_o.data(), hd, L.proj.data() + hd, 2 * hd, m * nq, hd);
-  dense(d, nq * hd, L.attn_o.data(), nq * hd, weight(p + "attn.o"), nq * hd, 1.0f, xs, d);
+  dense(d, nq * hd, L.attn_o.data(), nq * hd, p + "attn.o", 1.0f, xs, d);
 }
 
 void engine_batch::mlp_block(const std::string& p, float* xs) {
@@ -279,9 +280,9 @@ void engine_batch::mlp_block(const std::string& p, float* xs) {
   const int d = c.d_model, h = c.mlp_hidden, m = n_;
   impl& L = *lead_;
   k().rmsnorm(xs, d, weight(p + "mlp_norm"), L.xn.data(), d, m, d, c.norm_eps);
-  dense(2 * h, d, L.xn.data(), d, weight(p + "mlp.gate_up"), d, 0.0f, L.proj.data(), 2 * h);
+  dense(2 * h, d, L.xn.data(), d, p + "mlp.gate_up", 0.0f, L.proj.data(), 2 * h);
   k().swiglu(L.proj.data(), L.mix.data(), m, h);
-  dense(d, h, L.mix.data(), h, weight(p + "mlp.down"), h, 1.0f, xs, d);
+  dense(d, h, L.mix.data(), h, p + "mlp.down", 1.0f, xs, d);
 }
 
 // engine_forward.cpp's mtp_layer one row at a time: row r of the draft layer's input is [the
@@ -305,7 +306,7 @@ void engine_batch::mtp_layer() {
                 c.norm_eps);
   }
   k().rmsnorm(L.emb.data(), d, weight("mtp.norm_e"), cat_e, 2 * d, m, d, c.norm_eps);
-  dense(d, 2 * d, L.cat.data(), 2 * d, weight("mtp.in"), 2 * d, 0.0f, L.xm.data(), d);
+  dense(d, 2 * d, L.cat.data(), 2 * d, "mtp.in", 0.0f, L.xm.data(), d);
   kernels::device_sync(L.where);
   const std::size_t ud = static_cast<std::size_t>(d);
   for (int r = 0; r < m; ++r) {
@@ -329,7 +330,7 @@ void engine_batch::head(const float* rows, const std::string& norm, bool draft) 
   impl& L = *lead_;
   L.batch_logits.grow_to(static_cast<std::size_t>(m) * vocab);
   k().rmsnorm(rows, d, weight(norm), L.xn.data(), d, m, d, c.norm_eps);
-  dense(c.vocab, d, L.xn.data(), d, weight("lm_head"), d, 0.0f, L.batch_logits.data(), c.vocab);
+  dense(c.vocab, d, L.xn.data(), d, "lm_head", 0.0f, L.batch_logits.data(), c.vocab);
   kernels::device_sync(L.where);
   for (int r = 0; r < m; ++r) {
     const float* out = L.batch_logits.data() + static_cast<std::size_t>(r) * vocab;
@@ -345,17 +346,18 @@ void engine_batch::draft_step(const float* h, int pos, std::vector<float>& logit
   impl& L = *lead_;
   rows_.front().pos = pos;
   std::memcpy(L.ids.data(), tokens_.data(), sizeof(token_id));
-  k().embed(reinterpret_cast<const std::int32_t*>(L.ids.data()), weight("embed"), L.emb.data(), 1, d);
+  embed_rows(k(), reinterpret_cast<const std::int32_t*>(L.ids.data()), L.weights->linear("embed"),
+             L.emb.data(), 1, d);
   float* cat_h = L.cat.data() + (qwen ? d : 0);
   float* cat_e = L.cat.data() + (qwen ? 0 : d);
   k().rmsnorm(h, d, weight("mtp.norm_h"), cat_h, 2 * d, 1, d, c.norm_eps);
   k().rmsnorm(L.emb.data(), d, weight("mtp.norm_e"), cat_e, 2 * d, 1, d, c.norm_eps);
-  dense(d, 2 * d, L.cat.data(), 2 * d, weight("mtp.in"), 2 * d, 0.0f, L.xm.data(), d);
+  dense(d, 2 * d, L.cat.data(), 2 * d, "mtp.in", 0.0f, L.xm.data(), d);
   attention_block("mtp.", L.xm.data(), 0, true);
   mlp_block("mtp.", L.xm.data());
   k().rmsnorm(L.xm.data(), d, weight("mtp.final_norm"), L.xn.data(), d, 1, d, c.norm_eps);
   logits.resize(static_cast<std::size_t>(c.vocab));
-  dense(c.vocab, d, L.xn.data(), d, weight("lm_head"), d, 0.0f, logits.data(), c.vocab);
+  dense(c.vocab, d, L.xn.data(), d, "lm_head", 0.0f, logits.data(), c.vocab);
   std::memcpy(h_out, qwen ? L.xn.data() : L.xm.data(), sizeof(float) * static_cast<std::size_t>(d));
 }
 

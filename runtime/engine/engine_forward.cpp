@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "runtime/engine/engine_impl.hpp"
+#include "runtime/engine/engine_linear.hpp"
 
 namespace anchorage {
 
@@ -13,8 +14,10 @@ void engine::impl::forward_rows(const token_id* tok, int m, bool chunked) {
   const int pos0 = static_cast<int>(state->valid_length());
   // ids lives in engine memory; the previous forward ended with a device_sync in head().
   std::memcpy(ids.data(), tok, sizeof(token_id) * static_cast<std::size_t>(m));
-  k.embed(reinterpret_cast<const std::int32_t*>(ids.data()), weight("embed"), x.data(), m, d);
-  if (cfg.mtp) k.embed(reinterpret_cast<const std::int32_t*>(ids.data()), weight("embed"), emb.data(), m, d);
+  embed_rows(k, reinterpret_cast<const std::int32_t*>(ids.data()), weights->linear("embed"), x.data(), m, d);
+  if (cfg.mtp)
+    embed_rows(k, reinterpret_cast<const std::int32_t*>(ids.data()), weights->linear("embed"), emb.data(), m,
+               d);
 
   const int kv_stride = cfg.count_attention() * cfg.kv_row();
   int lg = 0, la = 0;
@@ -32,15 +35,20 @@ void engine::impl::forward_rows(const token_id* tok, int m, bool chunked) {
   head(x.data() + static_cast<long>(m - 1) * d, "final_norm", logits_dev.data(), logits);
 }
 
+void engine::impl::product(int m, int n, int kd, const float* in, int ldx, const std::string& name, float add,
+                           float* out, int ldy) {
+  linear(k, false, m, n, kd, in, ldx, weights->linear(name), add, out, ldy, scratch);
+}
+
 void engine::impl::gdn_layer(int layer, int lg, int m, bool chunked) {
   const int d = cfg.d_model, ch = cfg.conv_channels(), hv = cfg.gdn_hv, hk = cfg.gdn_hk;
   const int dk = cfg.gdn_dk, dv = cfg.gdn_dv;
   const std::string p = "layers." + std::to_string(layer) + ".";
   k.rmsnorm(x.data(), d, weight(p + "attn_norm"), xn.data(), d, m, d, cfg.norm_eps);
-  k.gemm(true, m, ch, d, 1.0f, xn.data(), d, weight(p + "gdn.qkv"), d, 0.0f, proj.data(), ch);
-  k.gemm(true, m, hv * dv, d, 1.0f, xn.data(), d, weight(p + "gdn.z"), d, 0.0f, z.data(), hv * dv);
-  k.gemm(true, m, hv, d, 1.0f, xn.data(), d, weight(p + "gdn.a"), d, 0.0f, gate_a.data(), hv);
-  k.gemm(true, m, hv, d, 1.0f, xn.data(), d, weight(p + "gdn.b"), d, 0.0f, gate_b.data(), hv);
+  product(m, ch, d, xn.data(), d, p + "gdn.qkv", 0.0f, proj.data(), ch);
+  product(m, hv * dv, d, xn.data(), d, p + "gdn.z", 0.0f, z.data(), hv * dv);
+  product(m, hv, d, xn.data(), d, p + "gdn.a", 0.0f, gate_a.data(), hv);
+  product(m, hv, d, xn.data(), d, p + "gdn.b", 0.0f, gate_b.data(), hv);
 
   float* tail = gdn_conv.data() + static_cast<long>(lg) * (cfg.conv_kernel - 1) * ch;
   k.causal_conv1d(proj.data(), weight(p + "gdn.conv"), tail, qkv.data(), m, ch, cfg.conv_kernel);
@@ -57,7 +65,7 @@ void engine::impl::gdn_layer(int layer, int lg, int m, bool chunked) {
     k.gdn_step(qkv.data(), g.data(), beta.data(), s, mix.data(), sh);
   k.gated_rmsnorm(mix.data(), z.data(), weight(p + "gdn.norm"), mix.data(), m, hv, dv, cfg.norm_eps);
   // x += o W_out^T
-  k.gemm(true, m, d, hv * dv, 1.0f, mix.data(), hv * dv, weight(p + "gdn.out"), hv * dv, 1.0f, x.data(), d);
+  product(m, d, hv * dv, mix.data(), hv * dv, p + "gdn.out", 1.0f, x.data(), d);
 }
 
 void engine::impl::attention_block(const std::string& p, float* xs, float* k_rows, float* v_rows,
@@ -68,18 +76,17 @@ void engine::impl::attention_block(const std::string& p, float* xs, float* k_row
   if (cfg.layout == model_layout::qwen35) {
     // q_proj rows are [query | gate] per head: query head (t, h) sits at (t*nq + h) * 2hd, so one
     // rmsnorm over m*nq rows of stride 2hd normalises every query head into attn_q.
-    k.gemm(true, m, 2 * nq * hd, d, 1.0f, xn.data(), d, weight(p + "attn.q"), d, 0.0f, proj.data(),
-           2 * nq * hd);
+    product(m, 2 * nq * hd, d, xn.data(), d, p + "attn.q", 0.0f, proj.data(), 2 * nq * hd);
     k.rmsnorm(proj.data(), 2 * hd, weight(p + "attn.q_norm"), attn_q.data(), hd, m * nq, hd, cfg.norm_eps);
-    k.gemm(true, m, nkv * hd, d, 1.0f, xn.data(), d, weight(p + "attn.k"), d, 0.0f, attn_k.data(), nkv * hd);
+    product(m, nkv * hd, d, xn.data(), d, p + "attn.k", 0.0f, attn_k.data(), nkv * hd);
     for (int h = 0; h < nkv; ++h)
       k.rmsnorm(attn_k.data() + h * hd, nkv * hd, weight(p + "attn.k_norm"), k_rows + h * hd, kv_stride, m,
                 hd, cfg.norm_eps);
   } else {
-    k.gemm(true, m, nq * hd, d, 1.0f, xn.data(), d, weight(p + "attn.q"), d, 0.0f, attn_q.data(), nq * hd);
-    k.gemm(true, m, nkv * hd, d, 1.0f, xn.data(), d, weight(p + "attn.k"), d, 0.0f, k_rows, kv_stride);
+    product(m, nq * hd, d, xn.data(), d, p + "attn.q", 0.0f, attn_q.data(), nq * hd);
+    product(m, nkv * hd, d, xn.data(), d, p + "attn.k", 0.0f, k_rows, kv_stride);
   }
-  k.gemm(true, m, nkv * hd, d, 1.0f, xn.data(), d, weight(p + "attn.v"), d, 0.0f, v_rows, kv_stride);
+  product(m, nkv * hd, d, xn.data(), d, p + "attn.v", 0.0f, v_rows, kv_stride);
   const int rot = cfg.rotary_dims();
   k.rope(attn_q.data(), nq * hd, m, nq, hd, rot, pos0, cfg.rope_base);
   k.rope(k_rows, kv_stride, m, nkv, hd, rot, pos0, cfg.rope_base);
@@ -93,15 +100,15 @@ void engine::impl::attention_block(const std::string& p, float* xs, float* k_row
   if (cfg.layout == model_layout::qwen35)
     k.sigmoid_gate(attn_o.data(), hd, proj.data() + hd, 2 * hd, m * nq,
                    hd);  // gate head (t, h) after its query
-  k.gemm(true, m, d, nq * hd, 1.0f, attn_o.data(), nq * hd, weight(p + "attn.o"), nq * hd, 1.0f, xs, d);
+  product(m, d, nq * hd, attn_o.data(), nq * hd, p + "attn.o", 1.0f, xs, d);
 }
 
 void engine::impl::mlp_block(const std::string& p, float* xs, int m) {
   const int d = cfg.d_model, h = cfg.mlp_hidden;
   k.rmsnorm(xs, d, weight(p + "mlp_norm"), xn.data(), d, m, d, cfg.norm_eps);
-  k.gemm(true, m, 2 * h, d, 1.0f, xn.data(), d, weight(p + "mlp.gate_up"), d, 0.0f, proj.data(), 2 * h);
+  product(m, 2 * h, d, xn.data(), d, p + "mlp.gate_up", 0.0f, proj.data(), 2 * h);
   k.swiglu(proj.data(), mix.data(), m, h);
-  k.gemm(true, m, d, h, 1.0f, mix.data(), h, weight(p + "mlp.down"), h, 1.0f, xs, d);
+  product(m, d, h, mix.data(), h, p + "mlp.down", 1.0f, xs, d);
 }
 
 // The draft layer reads, at row t, the model's hidden row of t - 1 (mtp.h_last for the chunk's
@@ -122,7 +129,7 @@ void engine::impl::mtp_layer(int m) {
   k.rmsnorm(mtp_h.data(), d, weight("mtp.norm_h"), cat_h, 2 * d, 1, d, cfg.norm_eps);
   if (m > 1) k.rmsnorm(hidden, d, weight("mtp.norm_h"), cat_h + 2 * d, 2 * d, m - 1, d, cfg.norm_eps);
   k.rmsnorm(emb.data(), d, weight("mtp.norm_e"), cat_e, 2 * d, m, d, cfg.norm_eps);
-  k.gemm(true, m, d, 2 * d, 1.0f, cat.data(), 2 * d, weight("mtp.in"), 2 * d, 0.0f, xm.data(), d);
+  product(m, d, 2 * d, cat.data(), 2 * d, "mtp.in", 0.0f, xm.data(), d);
   kernels::device_sync(where);
   std::memcpy(mtp_h.data(), hidden + static_cast<long>(m - 1) * d, sizeof(float) * d);
 
@@ -136,7 +143,7 @@ void engine::impl::mtp_layer(int m) {
 void engine::impl::head(const float* row, const std::string& norm, float* out_dev, std::vector<float>& out) {
   const int d = cfg.d_model;
   k.rmsnorm(row, d, weight(norm), xn.data(), d, 1, d, cfg.norm_eps);
-  k.gemm(true, 1, cfg.vocab, d, 1.0f, xn.data(), d, weight("lm_head"), d, 0.0f, out_dev, cfg.vocab);
+  product(1, cfg.vocab, d, xn.data(), d, "lm_head", 0.0f, out_dev, cfg.vocab);
   kernels::device_sync(where);
   out.assign(out_dev, out_dev + cfg.vocab);
 }

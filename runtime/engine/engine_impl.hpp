@@ -8,6 +8,7 @@
 #include "kernels/ops.hpp"
 #include "runtime/engine/device_buffer.hpp"
 #include "runtime/engine/engine.hpp"
+#include "runtime/engine/engine_linear.hpp"
 
 namespace anchorage {
 
@@ -53,6 +54,9 @@ struct engine::impl {
   void forward_rows(const token_id* ids, int m, bool chunked);
 
   const float* weight(const std::string& name) const { return weights->get(name); }
+  // out[m x n] = in[m x kd] W^T (+ out when `add` is 1) for the matrix `name` (engine_linear.hpp).
+  void product(int m, int n, int kd, const float* in, int ldx, const std::string& name, float add, float* out,
+               int ldy);
 
   std::shared_ptr<const engine_weights> weights;
   model_config cfg;
@@ -73,6 +77,7 @@ struct engine::impl {
   device_buffer batch_k, batch_v, batch_logits;
 
   std::vector<float> logits, draft_logits;
+  linear_scratch scratch;  // the products by weights kept as stored
   // The last forward_batch's rows of this engine, and what keep_rows() needs to cut them back
   // (engine_batch.cpp, engine_verify.cpp): with more than one row (`saved`), the recurrent state,
   // convolution tails and mtp.h_last before the round and each row's inputs to the convolution

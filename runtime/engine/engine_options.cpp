@@ -40,6 +40,10 @@ bool engine_options::parse(const std::string& flag, const std::string& v) {
     if (v != "cpu" && v != "cuda" && v != "auto")
       throw std::invalid_argument("--device is cpu, cuda or auto, got '" + v + "'");
     device = v;
+  } else if (flag == "--weight-storage") {
+    if (v != "stored" && v != "f32")
+      throw std::invalid_argument("--weight-storage is stored or f32, got '" + v + "'");
+    weight_storage = v;
   } else {
     return false;
   }
@@ -63,6 +67,7 @@ loaded_model engine_options::load() const {
     return m;
   }
   loaded_model m = load_model(*model_path);
+  if (weight_storage == "f32") convert_stored_to_f32(m);
   if (prefix_chunk) m.config.grid = *prefix_chunk;
   if (ctx_size) m.config.ctx_size = *ctx_size;
   m.config.validate();

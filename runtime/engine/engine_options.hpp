@@ -21,6 +21,10 @@ struct engine_options {
   std::optional<int> prefix_chunk;
   std::optional<int> ctx_size;
   std::string device = "cpu";
+  // --weight-storage: "stored" keeps a checkpoint's BF16, F16 and quantized matrices as the file
+  // stores them (mapped, multiplied in their type); "f32" converts every weight to float32 at load
+  // (more memory, the BLAS products).
+  std::string weight_storage = "stored";
 
   // Consumes `flag value` if it is one of the above; throws std::invalid_argument for a bad value.
   bool parse(const std::string& flag, const std::string& value);

@@ -27,18 +27,34 @@ fill_fn stacked(const tensor& a, const tensor& b) {
   };
 }
 
+// A stored weight's values converted, for a stack that mixes it with float32 weights.
+fill_fn converted(const stored_weight& sw) {
+  return [&sw](float* dst) {
+    const tensor t = to_f32(sw);
+    std::memcpy(dst, t.data.data(), t.data.size() * sizeof(float));
+  };
+}
+
 class qwen35_list {
  public:
-  qwen35_list(const tensor_map& w, std::vector<engine_tensor>& out) : w_(w), out_(out) {}
+  qwen35_list(const tensor_map& w, const stored_weights& stored, std::vector<engine_tensor>& out)
+      : w_(w), stored_(stored), out_(out) {}
 
   const tensor& hf(const std::string& name) const { return w_.at(name); }
+  const stored_weight* kept(const std::string& name) const {
+    const auto it = stored_.find(name);
+    return it == stored_.end() ? nullptr : &it->second;
+  }
   void copy(const std::string& to, const std::string& from) {
-    add(to, hf(from).data.size(), copy_of(hf(from)));
+    if (const stored_weight* sw = kept(from))
+      out_.push_back({to, 0, "", nullptr, {sw}});
+    else
+      add(to, hf(from).data.size(), copy_of(hf(from)));
   }
   void norm(const std::string& to, const std::string& from) {
     add(to, hf(from).data.size(), one_plus(hf(from)));
   }
-  void add(const std::string& to, std::size_t n, fill_fn f) { out_.push_back({to, n, "", std::move(f)}); }
+  void add(const std::string& to, std::size_t n, fill_fn f) { out_.push_back({to, n, "", std::move(f), {}}); }
 
   void attention(const std::string& to, const std::string& from) {
     norm(to + "attn_norm", from + "input_layernorm.weight");
@@ -52,9 +68,29 @@ class qwen35_list {
 
   void mlp(const std::string& to, const std::string& from) {
     norm(to + "mlp_norm", from + "post_attention_layernorm.weight");
-    const tensor& gate = hf(from + "mlp.gate_proj.weight");
-    const tensor& up = hf(from + "mlp.up_proj.weight");
-    add(to + "mlp.gate_up", gate.data.size() + up.data.size(), stacked(gate, up));
+    const std::string gate_name = from + "mlp.gate_proj.weight", up_name = from + "mlp.up_proj.weight";
+    const stored_weight* gate_kept = kept(gate_name);
+    const stored_weight* up_kept = kept(up_name);
+    if (gate_kept && up_kept) {
+      out_.push_back({to + "mlp.gate_up", 0, "", nullptr, {gate_kept, up_kept}});
+    } else if (!gate_kept && !up_kept) {
+      const tensor& gate = hf(gate_name);
+      const tensor& up = hf(up_name);
+      add(to + "mlp.gate_up", gate.data.size() + up.data.size(), stacked(gate, up));
+    } else {  // one of each: both as float32
+      const auto numel = [&](const std::string& n, const stored_weight* sw) {
+        return sw ? static_cast<std::size_t>(sw->rows() * sw->cols()) : hf(n).data.size();
+      };
+      const auto fill = [&](const std::string& n, const stored_weight* sw) {
+        return sw ? converted(*sw) : copy_of(hf(n));
+      };
+      const std::size_t n_gate = numel(gate_name, gate_kept);
+      fill_fn g = fill(gate_name, gate_kept), u = fill(up_name, up_kept);
+      add(to + "mlp.gate_up", n_gate + numel(up_name, up_kept), [g, u, n_gate](float* dst) {
+        g(dst);
+        u(dst + n_gate);
+      });
+    }
     copy(to + "mlp.down", from + "mlp.down_proj.weight");
   }
 
@@ -74,11 +110,13 @@ class qwen35_list {
 
  private:
   const tensor_map& w_;
+  const stored_weights& stored_;
   std::vector<engine_tensor>& out_;
 };
 
-void qwen35_tensors(const model_config& c, const tensor_map& w, std::vector<engine_tensor>& out) {
-  qwen35_list l(w, out);
+void qwen35_tensors(const model_config& c, const tensor_map& w, const stored_weights& stored,
+                    std::vector<engine_tensor>& out) {
+  qwen35_list l(w, stored, out);
   l.copy("embed", "model.embed_tokens.weight");
   for (int i = 0; i < c.n_layers; ++i) {
     const std::string to = "layers." + std::to_string(i) + ".",
@@ -91,7 +129,7 @@ void qwen35_tensors(const model_config& c, const tensor_map& w, std::vector<engi
   }
   l.norm("final_norm", "model.norm.weight");
   if (c.tied_embeddings)
-    out.push_back({"lm_head", 0, "embed", nullptr});
+    out.push_back({"lm_head", 0, "embed", nullptr, {}});
   else
     l.copy("lm_head", "lm_head.weight");
   if (c.mtp) {
@@ -106,15 +144,20 @@ void qwen35_tensors(const model_config& c, const tensor_map& w, std::vector<engi
 
 }  // namespace
 
-std::vector<engine_tensor> engine_tensors(const model_config& c, const tensor_map& w) {
+std::vector<engine_tensor> engine_tensors(const model_config& c, const tensor_map& w,
+                                          const stored_weights& stored) {
   std::vector<engine_tensor> out;
   if (c.layout == model_layout::qwen35) {
-    qwen35_tensors(c, w, out);
+    qwen35_tensors(c, w, stored, out);
     return out;
   }
   for (const auto& s : weight_specs(c)) {
+    if (const auto it = stored.find(s.name); it != stored.end()) {
+      out.push_back({s.name, 0, "", nullptr, {&it->second}});
+      continue;
+    }
     const tensor& t = w.at(s.name);
-    out.push_back({s.name, t.data.size(), "", copy_of(t)});
+    out.push_back({s.name, t.data.size(), "", copy_of(t), {}});
   }
   return out;
 }

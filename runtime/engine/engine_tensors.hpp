@@ -8,6 +8,9 @@
 //   - conv1d [C, 1, K] is read as [C, K] (the same floats);
 //   - q_proj keeps its rows ([query | gate] per head, 2 * n_q * head_dim rows);
 //   - with tied embeddings lm_head is the embedding (an alias, no copy).
+// A matrix the loader kept as stored (loaded_model::stored) is not converted: its entry names the
+// stored weights it is made of (mlp.gate_up: gate's rows, then up's), unless its stack mixes a
+// stored weight with a float32 one, which is then converted whole.
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -15,6 +18,7 @@
 
 #include "runtime/core/tensor.hpp"
 #include "runtime/engine/model_config.hpp"
+#include "runtime/engine/stored_weight.hpp"
 
 namespace anchorage {
 
@@ -23,10 +27,13 @@ struct engine_tensor {
   std::size_t numel;                     // floats; 0 for an alias
   std::string alias_of;                  // non-empty: the same memory as that engine tensor
   std::function<void(float* dst)> fill;  // writes numel floats
+  // Non-empty: kept as stored, these weights' rows one after another (numel 0, no fill).
+  std::vector<const stored_weight*> stored;
 };
 
-// The list for `c` over `w` (already checked against weight_specs(c)); the fills read `w`, which
-// must outlive them.
-std::vector<engine_tensor> engine_tensors(const model_config& c, const tensor_map& w);
+// The list for `c` over `w` and `stored` (together already checked against weight_specs(c)); the
+// fills and the stored entries read `w` and `stored`, which must outlive them.
+std::vector<engine_tensor> engine_tensors(const model_config& c, const tensor_map& w,
+                                          const stored_weights& stored = {});
 
 }  // namespace anchorage

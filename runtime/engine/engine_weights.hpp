@@ -3,13 +3,30 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "kernels/device.hpp"
 #include "runtime/core/tensor.hpp"
 #include "runtime/engine/device_buffer.hpp"
 #include "runtime/engine/model_config.hpp"
+#include "runtime/engine/stored_weight.hpp"
 
 namespace anchorage {
+
+// A matrix the engine multiplies by (y = x W^T, W [rows x cols] in PyTorch's Linear layout):
+// float32 rows that the BLAS path reads (`f32`), or the rows of weights kept as stored, one part
+// after another (mlp.gate_up: the gate's rows, then the up's), each in its own type and, for a
+// GGUF's Gated DeltaNet tensors, its value-head order (runtime/engine/engine_linear.hpp).
+struct linear_weight {
+  struct part {
+    kernels::weight_type type;
+    const unsigned char* data;
+    int rows;
+    v_head_order order;
+  };
+  const float* f32 = nullptr;
+  std::vector<part> parts;
+};
 
 // The weights an engine reads, converted once from the model's tensors (engine_tensors.hpp) into
 // memory of one backend, under the engine's own names. Engines of one model share one of these
@@ -26,6 +43,12 @@ class engine_weights {
   engine_weights(const model_config& config, const tensor_map& w,
                  kernels::backend where = kernels::backend::cpu,
                  const std::map<std::string, std::string>& stored_types = {});
+  // With weights kept as stored (loaded_model::stored; each name of weight_specs(config) in
+  // exactly one of `w` and `stored`): on the cpu backend they are multiplied as stored (a copy of
+  // the map is kept, and with it the file's mapping); on cuda they are converted to float32 here,
+  // and digest() is that of the converted weights.
+  engine_weights(const model_config& config, const tensor_map& w, const stored_weights& stored,
+                 kernels::backend where, const std::map<std::string, std::string>& stored_types);
   engine_weights(const engine_weights&) = delete;
   engine_weights& operator=(const engine_weights&) = delete;
 
@@ -33,18 +56,27 @@ class engine_weights {
   const model_config& config() const { return cfg_; }
   kernels::backend where() const { return where_; }
 
-  // The tensor under the engine's name ("layers.3.attn.q"); std::out_of_range for another.
+  // The float32 tensor under the engine's name ("layers.3.attn_norm"); std::out_of_range for
+  // another name or for a matrix kept as stored.
   const float* get(const std::string& name) const { return ptr_.at(name); }
+  // The matrix under the engine's name ("layers.3.attn.q"), float32 or kept as stored;
+  // std::out_of_range for another name.
+  const linear_weight& linear(const std::string& name) const { return linear_.at(name); }
   // weights_digest() of the tensors it was built from: the weights' part of the fingerprint.
   std::uint64_t digest() const { return digest_; }
   // Bytes of converted weights held (an alias such as tied embeddings counts once).
   std::size_t bytes() const { return buf_.bytes(); }
+  // Bytes of weights kept as stored (in the file's mapping).
+  std::size_t stored_bytes() const { return stored_bytes_; }
 
  private:
   model_config cfg_;
   kernels::backend where_;
   device_buffer buf_;
   std::map<std::string, const float*> ptr_;
+  std::map<std::string, linear_weight> linear_;
+  stored_weights stored_;  // keeps the mappings the linear weights point into
+  std::size_t stored_bytes_ = 0;
   std::uint64_t digest_ = 0;
 };
 

@@ -384,6 +384,11 @@ void gguf_reader::check_readable(const gguf_tensor_info& info) const {
                            " values, more than Anchorage converts in one row");
 }
 
+const unsigned char* gguf_reader::bytes(const gguf_tensor_info& info) const {
+  check_readable(info);
+  return base_ + data_start_ + info.offset;
+}
+
 tensor gguf_reader::read(const std::string& name) const {
   const gguf_tensor_info* info = find_tensor(name);
   if (info == nullptr) throw model_load_error(path_ + ": missing tensor '" + name + "'");

@@ -128,9 +128,12 @@ class gguf_reader {
   // The tensor as float32 with its PyTorch shape (ne reversed), each row converted with
   // kernels::dequantize_row (exact for F16/BF16; the block types give the bits llama.cpp's
   // dequantize_row_* gives). Throws model_load_error naming the tensor for an absent name or
-  // whatever check_readable refuses. Converting to F32 here is today's path: keeping weights in
-  // their stored type in the engine is a later step.
+  // whatever check_readable refuses. --weight-storage f32 and the cuda backend take this path; the
+  // engine's matrices otherwise stay in their stored type (bytes()).
   tensor read(const std::string& name) const;
+  // The tensor's bytes as the file stores them, inside the reader's mapping (valid while the
+  // reader lives): row_bytes(type, ne0) * rows bytes. Throws as read() does.
+  const unsigned char* bytes(const gguf_tensor_info& info) const;
 
  private:
   std::string path_;

@@ -8,6 +8,7 @@
 
 #include "runtime/core/tensor.hpp"
 #include "runtime/engine/model_config.hpp"
+#include "runtime/engine/stored_weight.hpp"
 
 namespace anchorage {
 
@@ -19,8 +20,13 @@ struct model_load_error : std::runtime_error {
 
 struct loaded_model {
   model_config config;  // layout qwen35, shapes from the checkpoint; grid and ctx_size defaults
-  tensor_map weights;   // float32, under the Hugging Face text-only names (weight_specs(config))
-  std::string source;   // the path given
+  // The weights under the Hugging Face text-only names (weight_specs(config)): each name is in
+  // exactly one of `weights` (float32) and `stored` (a matrix kept in the file's own type, F16,
+  // BF16 or a GGUF block type, mapped from the file; see stored_weight.hpp). Norms, vectors, the
+  // convolution and every F32 tensor are in `weights`.
+  tensor_map weights;
+  stored_weights stored;
+  std::string source;  // the path given
   // The tokenizer as a tokenizer.json document (for a GGUF file, built from its tokenizer.ggml.*
   // metadata); null when the checkpoint has none.
   nlohmann::json tokenizer;
@@ -32,5 +38,10 @@ struct loaded_model {
   // type is never read under another (weights_digest).
   std::map<std::string, std::string> stored_types;
 };
+
+// Converts every weight in `m.stored` to float32 into `m.weights` (to_f32), leaving `stored`
+// empty: --weight-storage f32, the cuda backend (whose ops read float32 weights), and code that
+// reads the values. stored_types is kept: the file's types stay part of the digest.
+void convert_stored_to_f32(loaded_model& m);
 
 }  // namespace anchorage

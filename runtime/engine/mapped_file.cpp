@@ -76,4 +76,12 @@ void mapped_file::release(std::size_t offset, std::size_t length) const {
   ::madvise(data_ + begin, end - begin, MADV_DONTNEED);
 }
 
+void mapped_file::reuse(std::size_t offset, std::size_t length) const {
+  if (data_ == nullptr || offset >= size_) return;
+  if (length > size_ - offset) length = size_ - offset;
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t begin = offset / page * page;
+  ::madvise(data_ + begin, offset + length - begin, MADV_NORMAL);
+}
+
 }  // namespace anchorage

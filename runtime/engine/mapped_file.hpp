@@ -35,6 +35,9 @@ class mapped_file {
   // on the whole pages inside the range), so they leave this process's resident set. The data
   // stays readable: a later read faults the page back in from the file. Best effort, no error.
   void release(std::size_t offset, std::size_t length) const;
+  // Advises bytes [offset, offset + length) for normal use again (MADV_NORMAL on the pages that
+  // hold them): bytes read again and again, such as weights kept as stored. Best effort, no error.
+  void reuse(std::size_t offset, std::size_t length) const;
 
  private:
   std::string path_;

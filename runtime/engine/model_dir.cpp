@@ -59,17 +59,18 @@ struct stored_tensor {
 // The shards of one checkpoint, each opened (mapped) once, and every tensor by text-only name.
 struct checkpoint_files {
   fs::path dir;
-  std::vector<safetensors_view> shards;
+  std::vector<std::shared_ptr<const safetensors_view>>
+      shards;  // shared: weights kept as stored point into them
   std::map<std::string, stored_tensor> tensors;
 
   std::size_t open_shard(const fs::path& file, const std::string& listed_in) {
     const std::string p = (dir / file).string();
     for (std::size_t i = 0; i < shards.size(); ++i)
-      if (shards[i].path() == p) return i;
+      if (shards[i]->path() == p) return i;
     if (!fs::exists(dir / file))
       throw model_load_error(listed_in + ": shard '" + file.string() + "' is missing (" + p + ")");
     try {
-      shards.push_back(safetensors_view::open(p));
+      shards.push_back(std::make_shared<const safetensors_view>(safetensors_view::open(p)));
     } catch (const safetensors_error& e) {
       throw model_load_error(e.what());
     }
@@ -81,8 +82,8 @@ struct checkpoint_files {
     if (name.empty()) return;
     const auto [it, fresh] = tensors.emplace(name, stored_tensor{shard, stored});
     if (!fresh)
-      throw model_load_error(shards[shard].path() + ": tensor '" + stored + "' is also stored as '" +
-                             it->second.name + "' (in " + shards[it->second.shard].path() + ")");
+      throw model_load_error(shards[shard]->path() + ": tensor '" + stored + "' is also stored as '" +
+                             it->second.name + "' (in " + shards[it->second.shard]->path() + ")");
   }
 };
 
@@ -99,8 +100,8 @@ checkpoint_files find_tensors(const fs::path& dir) {
       if (!file.is_string()) throw model_load_error(where + ": weight_map['" + stored + "'] is not a string");
       if (text_name(stored).empty()) continue;  // a vision shard need not even be there
       const std::size_t s = f.open_shard(file.get<std::string>(), where);
-      if (f.shards[s].find(stored) == nullptr)
-        throw model_load_error(f.shards[s].path() + ": tensor '" + stored + "', listed in " + where +
+      if (f.shards[s]->find(stored) == nullptr)
+        throw model_load_error(f.shards[s]->path() + ": tensor '" + stored + "', listed in " + where +
                                ", is not in this shard");
       f.add(stored, s);
     }
@@ -109,7 +110,7 @@ checkpoint_files find_tensors(const fs::path& dir) {
   if (!fs::exists(dir / "model.safetensors"))
     throw model_load_error(dir.string() + ": no model.safetensors and no model.safetensors.index.json");
   const std::size_t s = f.open_shard("model.safetensors", dir.string());
-  for (const safetensors_entry& e : f.shards[s].entries()) f.add(e.name, s);
+  for (const safetensors_entry& e : f.shards[s]->entries()) f.add(e.name, s);
   return f;
 }
 
@@ -133,6 +134,11 @@ bool same_shape(const std::vector<std::int64_t>& got, const tensor_spec& spec) {
          got[1] == spec.shape[2];
 }
 
+// A matrix (two dimensions, as the engine multiplies it) stored in BF16 or F16.
+bool keep_stored(const safetensors_entry& e, const tensor_spec& spec) {
+  return spec.shape.size() == 2 && (e.dtype == "BF16" || e.dtype == "F16");
+}
+
 struct planned_read {
   const tensor_spec* spec;
   std::size_t shard;
@@ -153,7 +159,7 @@ std::vector<planned_read> plan_reads(const std::vector<tensor_spec>& specs, cons
           (body ? " (looked for it also as 'model.language_model." + spec.name.substr(6) + "')"
                 : std::string()));
     }
-    const safetensors_view& shard = f.shards[it->second.shard];
+    const safetensors_view& shard = *f.shards[it->second.shard];
     const safetensors_entry* e = shard.find(it->second.name);
     if (!is_float_dtype(e->dtype))
       throw model_load_error(shard.path() + ": tensor '" + e->name + "' has dtype " + e->dtype +
@@ -228,7 +234,19 @@ loaded_model load_model_dir(const std::string& path) {
   log_ignored(specs, files, path);
   std::int64_t values = 0;
   for (const planned_read& r : plan_reads(specs, files, path)) {
-    const safetensors_view& shard = files.shards[r.shard];
+    const safetensors_view& shard = *files.shards[r.shard];
+    // A BF16 or F16 matrix stays as stored (the F32 ones and the rest are converted).
+    if (keep_stored(*r.entry, *r.spec)) {
+      stored_weight w;
+      w.shape = r.spec->shape;
+      w.type = r.entry->dtype == "BF16" ? kernels::weight_type::bf16 : kernels::weight_type::f16;
+      w.data = shard.bytes(*r.entry);
+      w.owner = files.shards[r.shard];
+      values += static_cast<std::int64_t>(w.rows() * w.cols());
+      m.stored_types.emplace(r.spec->name, r.entry->dtype);
+      m.stored.emplace(r.spec->name, std::move(w));
+      continue;
+    }
     tensor t = shard.read(*r.entry);
     shard.release(*r.entry);
     t.shape = r.spec->shape;  // conv1d [C, K] -> [C, 1, K]; the same values
@@ -239,9 +257,9 @@ loaded_model load_model_dir(const std::string& path) {
 
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
-  log_info() << "loaded " << path << ": " << m.weights.size() << " tensors, " << values << " parameters, "
-             << files.shards.size() << " shard(s), mtp " << (m.config.mtp ? "on" : "off") << ", in " << ms
-             << " ms";
+  log_info() << "loaded " << path << ": " << m.weights.size() + m.stored.size() << " tensors ("
+             << m.stored.size() << " kept as stored), " << values << " parameters, " << files.shards.size()
+             << " shard(s), mtp " << (m.config.mtp ? "on" : "off") << ", in " << ms << " ms";
   return m;
 }
 

@@ -25,4 +25,9 @@ loaded_model load_model(const std::string& path) {
   throw model_load_error(path + ": neither a Hugging Face checkpoint directory nor a GGUF file");
 }
 
+void convert_stored_to_f32(loaded_model& m) {
+  for (auto& [name, w] : m.stored) m.weights.insert_or_assign(name, to_f32(w));
+  m.stored.clear();
+}
+
 }  // namespace anchorage

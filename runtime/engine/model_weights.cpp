@@ -129,7 +129,8 @@ void save_weights(const std::string& path, const tensor_map& w, const model_conf
   save_safetensors(path, w, {{"format", "anchorage"}, {"preset", c.preset}});
 }
 
-std::uint64_t weights_digest(const tensor_map& w, const std::map<std::string, std::string>& stored_types) {
+std::uint64_t weights_digest(const tensor_map& w, const std::map<std::string, std::string>& stored_types,
+                             const stored_weights& stored) {
   XXH3_state_t* st = XXH3_createState();
   XXH3_64bits_reset(st);
   for (const auto& [name, t] : w) {
@@ -139,6 +140,17 @@ std::uint64_t weights_digest(const tensor_map& w, const std::map<std::string, st
     // A stored type other than float32 after the values (none: the digest is what it always was).
     if (auto it = stored_types.find(name); it != stored_types.end())
       XXH3_64bits_update(st, it->second.data(), it->second.size() + 1);
+  }
+  for (const auto& [name, sw] : stored) {
+    const std::string type = kernels::weight_type_name(sw.type);
+    const std::int64_t order[] = {static_cast<std::int64_t>(sw.order.along), sw.order.first, sw.order.hd,
+                                  sw.order.hk, sw.order.r_per_k};
+    XXH3_64bits_update(st, "stored", 7);
+    XXH3_64bits_update(st, name.data(), name.size() + 1);
+    XXH3_64bits_update(st, sw.shape.data(), sw.shape.size() * sizeof(std::int64_t));
+    XXH3_64bits_update(st, type.data(), type.size() + 1);
+    XXH3_64bits_update(st, order, sizeof order);
+    XXH3_64bits_update(st, sw.data, sw.bytes());
   }
   const std::uint64_t h = XXH3_64bits_digest(st);
   XXH3_freeState(st);

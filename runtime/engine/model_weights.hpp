@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "runtime/engine/model_config.hpp"
+#include "runtime/engine/stored_weight.hpp"
 #include "runtime/engine/safetensors.hpp"
 #include "runtime/core/tensor.hpp"
 
@@ -23,9 +24,12 @@ tensor_map load_weights(const std::string& path, const model_config& c);
 void save_weights(const std::string& path, const tensor_map& w, const model_config& c);
 
 // XXH3-64 over names, shapes and bytes in name order, and each weight's stored type where
-// `stored_types` names one (loaded_model::stored_types; none: the digest of the values alone):
-// the weights' part of the fingerprint. Equal values stored in two types digest apart.
-std::uint64_t weights_digest(const tensor_map& w,
-                             const std::map<std::string, std::string>& stored_types = {});
+// `stored_types` names one (loaded_model::stored_types; none: the digest of the values alone),
+// then over the weights kept as stored (`stored`: name, shape, type, the file's bytes and the
+// value-head order), if any: the weights' part of the fingerprint. Equal values stored in two
+// types digest apart, and so do a file's weights kept as stored and the same weights converted to
+// float32 (--weight-storage f32), which the engine multiplies with other kernels.
+std::uint64_t weights_digest(const tensor_map& w, const std::map<std::string, std::string>& stored_types = {},
+                             const stored_weights& stored = {});
 
 }  // namespace anchorage

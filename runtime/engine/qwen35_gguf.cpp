@@ -1,5 +1,6 @@
 #include "runtime/engine/qwen35_gguf.hpp"
 
+#include <memory>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -320,7 +321,9 @@ void save_qwen35_gguf(const std::string& path, const model_config& c, const tens
 }
 
 loaded_model load_qwen35_gguf(const std::string& path) {
-  const gguf_reader r(path);
+  // Shared: the weights kept as stored point into its mapping and keep it alive.
+  const auto reader = std::make_shared<const gguf_reader>(path);
+  const gguf_reader& r = *reader;
   loaded_model m;
   m.source = path;
   m.config = read_config(r);
@@ -339,11 +342,21 @@ loaded_model load_qwen35_gguf(const std::string& path) {
   }
   for (const auto& s : specs) {
     const std::string gname = qwen35_gguf_name(s.name, m.config);
-    tensor t = qwen35_from_gguf(s.name, r.read(gname), m.config);
-    m.weights.emplace(s.name, std::move(t));
-    const std::uint32_t type = r.find_tensor(gname)->type;
-    if (type != static_cast<std::uint32_t>(ggml_type::f32))
-      m.stored_types.emplace(s.name, ggml_type_name(type));
+    const gguf_tensor_info& info = *r.find_tensor(gname);
+    if (info.type != static_cast<std::uint32_t>(ggml_type::f32))
+      m.stored_types.emplace(s.name, ggml_type_name(info.type));
+    // A matrix in another type than F32 stays as the file stores it; the rest is converted.
+    if (info.type != static_cast<std::uint32_t>(ggml_type::f32) && s.shape.size() == 2) {
+      stored_weight w;
+      w.shape = s.shape;
+      w.type = *kernels::weight_type_from_ggml(info.type);
+      w.data = r.bytes(info);
+      w.owner = reader;
+      w.order = qwen35_gguf_v_head_order(s.name, m.config);
+      m.stored.emplace(s.name, std::move(w));
+      continue;
+    }
+    m.weights.emplace(s.name, qwen35_from_gguf(s.name, r.read(gname), m.config));
   }
   m.tokenizer = qwen35_tokenizer_from_gguf(r);
   m.tokenizer_config = qwen35_tokenizer_config_from_gguf(r);

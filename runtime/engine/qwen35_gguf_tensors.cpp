@@ -75,16 +75,9 @@ tensor reorder_v_heads(const tensor& in, bool by_rows, std::int64_t first, const
 
 // Applies the V-head reorder to a linear_attn tensor (identity when hv == hk or for other tensors).
 tensor reorder_gdn(const std::string& n, tensor t, const model_config& c, bool to_tiled) {
-  if (c.gdn_hv == c.gdn_hk || n.find(".linear_attn.") == std::string::npos) return t;
-  const std::int64_t qk_rows = 2LL * c.gdn_hk * c.gdn_dk;
-  if (ends_with(n, "in_proj_qkv.weight") || ends_with(n, "conv1d.weight"))
-    return reorder_v_heads(t, true, qk_rows, c, c.gdn_dv, to_tiled);
-  if (ends_with(n, "in_proj_z.weight")) return reorder_v_heads(t, true, 0, c, c.gdn_dv, to_tiled);
-  if (ends_with(n, "in_proj_b.weight") || ends_with(n, "in_proj_a.weight") || ends_with(n, "A_log") ||
-      ends_with(n, "dt_bias"))
-    return reorder_v_heads(t, true, 0, c, 1, to_tiled);
-  if (ends_with(n, "out_proj.weight")) return reorder_v_heads(t, false, 0, c, c.gdn_dv, to_tiled);
-  return t;
+  const v_head_order o = qwen35_gguf_v_head_order(n, c);
+  if (o.along == v_head_order::axis::none) return t;
+  return reorder_v_heads(t, o.along == v_head_order::axis::rows, o.first, c, o.hd, to_tiled);
 }
 
 }  // namespace
@@ -124,6 +117,29 @@ tensor qwen35_to_gguf(const std::string& n, const tensor& hf, const model_config
     t.shape = {hf.shape.front(), hf.shape.back()};  // [C, 1, K] -> [C, K]
   }
   return t;
+}
+
+v_head_order qwen35_gguf_v_head_order(const std::string& n, const model_config& c) {
+  v_head_order o;
+  if (c.gdn_hv == c.gdn_hk || n.find(".linear_attn.") == std::string::npos) return o;
+  o.hk = c.gdn_hk;
+  o.r_per_k = c.gdn_hv / c.gdn_hk;
+  o.along = v_head_order::axis::rows;
+  if (ends_with(n, "in_proj_qkv.weight") || ends_with(n, "conv1d.weight")) {
+    o.first = 2LL * c.gdn_hk * c.gdn_dk;
+    o.hd = c.gdn_dv;
+  } else if (ends_with(n, "in_proj_z.weight")) {
+    o.hd = c.gdn_dv;
+  } else if (ends_with(n, "in_proj_b.weight") || ends_with(n, "in_proj_a.weight") || ends_with(n, "A_log") ||
+             ends_with(n, "dt_bias")) {
+    o.hd = 1;
+  } else if (ends_with(n, "out_proj.weight")) {
+    o.along = v_head_order::axis::columns;
+    o.hd = c.gdn_dv;
+  } else {
+    o.along = v_head_order::axis::none;
+  }
+  return o;
 }
 
 tensor qwen35_from_gguf(const std::string& n, const tensor& g, const model_config& c) {

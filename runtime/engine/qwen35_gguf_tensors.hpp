@@ -15,6 +15,7 @@
 
 #include "runtime/core/tensor.hpp"
 #include "runtime/engine/model_config.hpp"
+#include "runtime/engine/stored_weight.hpp"
 
 namespace anchorage {
 
@@ -28,5 +29,10 @@ tensor qwen35_to_gguf(const std::string& hf_name, const tensor& hf, const model_
 // renames, squeezes and reorders; `1 + w` and `-exp(A_log)` are undone in float arithmetic
 // (w = (1 + w) - 1 and A_log = log(-ssm_a)), so those come back within a few float ulps.
 tensor qwen35_from_gguf(const std::string& hf_name, const tensor& gguf, const model_config& c);
+
+// Where the GGUF keeps the tensor's value heads tiled (axis none for every tensor the reorder
+// leaves alone, and for every tensor when gdn_hv == gdn_hk): the one statement of the reorder that
+// qwen35_to_gguf, qwen35_from_gguf and a weight kept as stored (stored_weight.hpp) all follow.
+v_head_order qwen35_gguf_v_head_order(const std::string& hf_name, const model_config& c);
 
 }  // namespace anchorage

@@ -163,6 +163,11 @@ tensor safetensors_view::read(const safetensors_entry& e) const {
   return t;
 }
 
+const unsigned char* safetensors_view::bytes(const safetensors_entry& e) const {
+  file_.reuse(static_cast<std::size_t>(e.begin), static_cast<std::size_t>(e.end - e.begin));
+  return file_.data() + e.begin;
+}
+
 void safetensors_view::release(const safetensors_entry& e) const {
   file_.release(static_cast<std::size_t>(e.begin), static_cast<std::size_t>(e.end - e.begin));
 }

@@ -45,6 +45,9 @@ class safetensors_view {
   // The entry's values as float32 (F16 and BF16 exactly). Throws safetensors_error naming the
   // file, the tensor and the dtype for any other dtype.
   tensor read(const safetensors_entry& e) const;
+  // The entry's bytes as stored, inside the mapping (valid while this view lives); the pages are
+  // advised for reuse (they will be read again and again, not once front to back).
+  const unsigned char* bytes(const safetensors_entry& e) const;
   // Drops the entry's whole pages from the resident set (see mapped_file::release).
   void release(const safetensors_entry& e) const;
 

@@ -80,7 +80,8 @@ const std::vector<option>& options() {
          c.port = static_cast<int>(parse_long("port", v, 0, 65535));
        }},
       {"model", "PATH",
-       "a checkpoint: a Hugging Face directory or a GGUF file of Qwen3.5 (dense, F32/F16/BF16)",
+       "a checkpoint: a Hugging Face directory or a GGUF file of Qwen3.5 (dense; F32, F16, BF16, Q8_0, "
+       "Q4_0, Q4_K, Q5_K, Q6_K)",
        [](server_config& c, const std::string& v) { set_engine(c, "--model", v); }},
       {"preset", "NAME",
        "built-in model: tiny, tiny-mtp, small, small-mtp, qwen35-tiny, qwen35-tiny-mtp, qwen35-small (small)",
@@ -95,6 +96,10 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) { set_engine(c, "--ctx-size", v); }},
       {"device", "DEV", "cpu, cuda or auto (cpu)",
        [](server_config& c, const std::string& v) { set_engine(c, "--device", v); }},
+      {"weight-storage", "MODE",
+       "stored: a checkpoint's BF16, F16 and quantized matrices kept as the file stores them; f32: "
+       "converted to float32 at load (stored)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--weight-storage", v); }},
       {"served-model-name", "NAME", "model id clients name (anchorage)",
        [](server_config& c, const std::string& v) { c.served_model_name = v; }},
       {"admin-token", "TOKEN", "token for admin routes (or ANCHORAGE_ADMIN_TOKEN)",

@@ -17,6 +17,7 @@
 #include "runtime/engine/engine_weights.hpp"
 #include "runtime/engine/engine.hpp"
 #include "runtime/engine/gguf_file.hpp"
+#include "runtime/engine/model_load.hpp"
 #include "runtime/engine/model_weights.hpp"
 #include "runtime/engine/qwen35_gguf.hpp"
 #include "runtime/engine/qwen35_gguf_tensors.hpp"
@@ -77,18 +78,6 @@ tensor round_trip(const tensor& t, ggml_type type) {
 
 // qwen35-tiny widened so that every matrix's ne0 is a multiple of 256 (d_model, the MLP, the value
 // heads, the attention output): the K types apply without fallback.
-model_config wide_config(bool mtp) {
-  model_config c = preset_config(mtp ? "qwen35-tiny-mtp" : "qwen35-tiny");
-  c.preset = mtp ? "qwen35-wide-mtp" : "qwen35-wide";
-  c.d_model = 256;
-  c.mlp_hidden = 256;
-  c.gdn_dk = c.gdn_dv = 64;
-  c.head_dim = 64;
-  c.rope_dims = 16;
-  c.ctx_size = 4096;
-  c.validate();
-  return c;
-}
 
 const std::vector<gguf_dtype>& all_dtypes() {
   static const std::vector<gguf_dtype> d = {
@@ -116,7 +105,8 @@ std::string write_pair(const temp_dir& d, const std::string& file, ggml_type typ
 
 TEST_CASE("gguf quant: every export type loads back as dequantize_row(quantize_row(value))", "[gguf]") {
   temp_dir d("gguf-quant");
-  for (const model_config& c : {preset_config("qwen35-tiny"), wide_config(false), wide_config(true)}) {
+  for (const model_config& c : {preset_config("qwen35-tiny"), testing::qwen35_wide_config(false),
+                                testing::qwen35_wide_config(true)}) {
     const tensor_map w = random_weights(c, 11);
     const auto specs = qwen35_weight_specs(c);
     for (gguf_dtype dtype : all_dtypes()) {
@@ -126,7 +116,8 @@ TEST_CASE("gguf quant: every export type loads back as dequantize_row(quantize_r
       const gguf_reader r(path);
       CHECK(r.find("general.file_type")->i == llama_file_type(dtype));
       CHECK(r.find("general.quantization_version")->i == 2);
-      const loaded_model m = load_qwen35_gguf(path);
+      loaded_model m = load_qwen35_gguf(path);
+      convert_stored_to_f32(m);  // the values --weight-storage f32 loads (to_f32 of what is kept)
       REQUIRE(m.weights.size() == specs.size());
       int block_typed = 0;
       for (const auto& s : specs) {
@@ -155,7 +146,7 @@ TEST_CASE("gguf quant: every export type loads back as dequantize_row(quantize_r
 }
 
 TEST_CASE("gguf quant: the types each export option writes, fallbacks included", "[gguf]") {
-  const model_config wide = wide_config(false), tiny = preset_config("qwen35-tiny");
+  const model_config wide = testing::qwen35_wide_config(false), tiny = preset_config("qwen35-tiny");
   auto type_of = [](const model_config& c, const std::string& hf, gguf_dtype dtype) {
     std::vector<std::int64_t> shape;
     for (const auto& s : qwen35_weight_specs(c))
@@ -250,7 +241,7 @@ TEST_CASE("gguf quant: a quantized tensor cut short by a byte is refused, naming
                       "tensor 'b' at data offset 96"));
 
   // A whole Q4_K_M model cut in half does not load.
-  const model_config c = wide_config(false);
+  const model_config c = testing::qwen35_wide_config(false);
   save_qwen35_gguf(d.file("m.gguf"), c, random_weights(c, 2), nullptr, "", gguf_dtype::q4_k_m);
   const std::string model = slurp(d.file("m.gguf"));
   spit(d.file("m-cut.gguf"), model.substr(0, model.size() / 2));
@@ -316,12 +307,16 @@ TEST_CASE("gguf quant: a K-type tensor whose ne0 is not a multiple of 256 is ref
                       "not a multiple of its 256-value blocks"));
 }
 
-TEST_CASE("gguf quant: a model from a Q8_0 file computes the dequantized F32 weights' logits", "[gguf]") {
+TEST_CASE(
+    "gguf quant: a model from a Q8_0 file converted at load computes the dequantized F32 weights' logits",
+    "[gguf]") {
   temp_dir d("gguf-quant");
   const model_config c = testing::test_config("qwen35-tiny");
   const tensor_map w = random_weights(c, 5);
   save_qwen35_gguf(d.file("q8.gguf"), c, w, nullptr, "", gguf_dtype::q8_0);
   loaded_model m = load_qwen35_gguf(d.file("q8.gguf"));
+  REQUIRE(!m.stored.empty());
+  convert_stored_to_f32(m);  // --weight-storage f32 (kept as stored: test_stored_weights.cpp)
   m.config.ctx_size = c.ctx_size;
   // The F32 weights an engine gets when the conversion is done here instead of by the loader.
   tensor_map deq;
@@ -357,7 +352,8 @@ TEST_CASE("gguf quant: a model from a Q8_0 file computes the dequantized F32 wei
   const engine_weights as_f32(m.config, m.weights);
   CHECK(as_q8.digest() != as_f32.digest());
   CHECK(as_f32.digest() == weights_digest(m.weights));
-  const loaded_model again = load_qwen35_gguf(d.file("q8.gguf"));
+  loaded_model again = load_qwen35_gguf(d.file("q8.gguf"));
+  convert_stored_to_f32(again);
   CHECK(engine_weights(m.config, again.weights, kernels::backend::cpu, again.stored_types).digest() ==
         as_q8.digest());
   save_qwen35_gguf(d.file("q4.gguf"), c, w, nullptr, "", gguf_dtype::q4_0);

@@ -15,8 +15,10 @@
 #include "runtime/engine/model_weights.hpp"
 #include "runtime/engine/qwen35_gguf.hpp"
 #include "runtime/engine/qwen35_names.hpp"
+#include "tests/support/engine_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 
+using anchorage::testing::as_f32;
 using namespace anchorage;
 using anchorage::testing::temp_dir;
 
@@ -85,7 +87,7 @@ TEST_CASE("gguf qwen35: export then import gives back the config and the weights
       save_qwen35_gguf(path, c, w, nullptr, "{{ messages }}", dtype);
       const loaded_model m = load_qwen35_gguf(path);
       check_same_config(m.config, c);
-      check_weights(m.weights, w, dtype == gguf_dtype::f16);
+      check_weights(as_f32(m), w, dtype == gguf_dtype::f16);
       CHECK(m.chat_template == "{{ messages }}");
       CHECK(m.source == path);
     }

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "runtime/engine/engine.hpp"
+#include "runtime/engine/engine_weights.hpp"
 #include "runtime/engine/model_weights.hpp"
 #include "runtime/engine/qwen35_gguf.hpp"
 #include "tests/support/engine_fixture.hpp"
@@ -176,27 +177,44 @@ TEST_CASE("llamacpp: llama.cpp and Anchorage agree on qwen35-tiny", "[llamacpp]"
   CHECK(greedy == r.tokens);
 }
 
-TEST_CASE("llamacpp: llama.cpp and Anchorage agree on a Q8_0 qwen35-tiny file", "[llamacpp]") {
-  // Both read the same Q8_0 file. Anchorage converts the weights to F32 at load and multiplies in
-  // F32; llama.cpp's CPU path rounds each activation row to Q8_0 (8 bits per 32 values, fp16
-  // scale) before every quantized product (model-formats.md section 1.4), so the logits differ by
-  // more than the F32 files' float32 rounding (logit_tolerance, 2e-3). Measured here (node-llama-cpp
-  // 3.21.1, 150 prompt ids): max |logit difference| 0.0186 at the last prompt position, the logits
-  // spanning 2.74; the tolerance leaves a margin of about 2.7x.
+TEST_CASE("llamacpp: llama.cpp and Anchorage agree on a file of each stored type", "[llamacpp]") {
+  // Both read the same file, of qwen35-tiny made wide enough (d_model 256) that every matrix
+  // fills the K types' blocks. Anchorage multiplies the rows as stored with float32 activations
+  // and sums; llama.cpp's CPU path rounds each activation row before every product by a stored
+  // matrix (model-formats.md section 1.4): to Q8_0 for Q8_0/Q4_0 weights, to Q8_K for the K types,
+  // to F16 or BF16 for those weights. So the logits differ by more than the F32 files' float32
+  // rounding (logit_tolerance, 2e-3), by an amount that grows as the weights' own rounding does.
+  // The tolerances are about 2.5x what was measured here (node-llama-cpp 3.21.1, 150 prompt ids;
+  // the figures are in the closing note of issue 25 and docs/ENGINE.md).
   if (skip_without_llamacpp()) return;
+  struct variant {
+    gguf_dtype dtype;
+    const char* log_name;  // how llama.cpp's load log names the type
+    double tolerance;      // measured: f16 0.00093, bf16 0.0067, q8_0 0.028, q4_0 0.021, q4_K 0.048,
+                           // q5_K 0.033, q6_K 0.039, q4_K_M 0.055
+    bool same_greedy;      // all 16 greedy tokens the same (measured so; q4_K, q5_K, q4_K_M: 9, 13, 3)
+  };
+  const variant v = GENERATE(
+      variant{gguf_dtype::f16, "f16", 0.0025, true}, variant{gguf_dtype::bf16, "bf16", 0.017, true},
+      variant{gguf_dtype::q8_0, "q8_0", 0.07, true}, variant{gguf_dtype::q4_0, "q4_0", 0.05, true},
+      variant{gguf_dtype::q4_k, "q4_K", 0.12, false}, variant{gguf_dtype::q5_k, "q5_K", 0.08, false},
+      variant{gguf_dtype::q6_k, "q6_K", 0.1, true}, variant{gguf_dtype::q4_k_m, "q6_K", 0.14, false});
+  INFO("type " << to_string(v.dtype));
   constexpr int steps = 16;
-  constexpr double q8_tolerance = 0.05;
-  const model_config c = test_config("qwen35-tiny");
+  const model_config c = qwen35_wide_config(false);
   temp_dir d("llamacpp");
-  save_qwen35_gguf(d.file("q8.gguf"), c, test_weights(c), nullptr, "", gguf_dtype::q8_0);
-  loaded_model m = load_qwen35_gguf(d.file("q8.gguf"));
+  const std::string path = d.file(std::string(to_string(v.dtype)) + ".gguf");
+  save_qwen35_gguf(path, c, test_weights(c), nullptr, "", v.dtype);
+  loaded_model m = load_qwen35_gguf(path);
   m.config.ctx_size = c.ctx_size;
-  auto e = std::make_unique<engine>(m.config, m.weights);
+  REQUIRE(!m.stored.empty());  // the matrices multiplied as stored
+  auto e = std::make_unique<engine>(std::make_shared<const engine_weights>(
+      m.config, m.weights, m.stored, kernels::backend::cpu, m.stored_types));
   const std::vector<token_id> ids = test_tokens(prompt_length);
-  const llamacpp_result r = run_llamacpp(d.file("q8.gguf"), ids, steps, d.str());
+  const llamacpp_result r = run_llamacpp(path, ids, steps, d.str());
   INFO(r.error);
   REQUIRE(r.error.empty());
-  CHECK_FALSE(joined(r.log, "q8_0").empty());  // llama.cpp's load log counts the q8_0 tensors
+  CHECK_FALSE(joined(r.log, v.log_name).empty());  // llama.cpp's load log counts the type's tensors
 
   e->prefill(ids);
   const std::vector<float> logits = e->last_logits();
@@ -209,18 +227,30 @@ TEST_CASE("llamacpp: llama.cpp and Anchorage agree on a Q8_0 qwen35-tiny file", 
   }
   INFO("max |logit difference| at the last prompt position: " << worst);
   std::fprintf(stderr,
-               "llamacpp: Anchorage vs llama.cpp on qwen35-tiny Q8_0, %zu prompt ids: max |logit diff| %.3g "
+               "llamacpp: Anchorage vs llama.cpp on qwen35-wide %s, %zu prompt ids: max |logit diff| %.3g "
                "(logits span %.3g)\n",
-               ids.size(), worst, span);
-  CHECK(worst <= q8_tolerance);
+               to_string(v.dtype), ids.size(), worst, span);
+  CHECK(worst <= v.tolerance);
   CHECK(worst > 0.0);  // llama.cpp's activation rounding shows
 
-  std::vector<token_id> greedy;
+  // llama.cpp's greedy tokens, forced on Anchorage: at every step the token llama.cpp chose is
+  // Anchorage's top token or within the tolerance of it (random weights' logits are flat: two
+  // tokens within a few hundredths are common, and llama.cpp's rounding may pick either). Where
+  // the rounding is small enough, the greedy tokens are the same outright.
+  int same = 0;
+  bool diverged = false;
+  REQUIRE(r.tokens.size() == static_cast<std::size_t>(steps));
   for (int k = 0; k < steps; ++k) {
     const auto& l = e->last_logits();
-    const auto t = static_cast<token_id>(std::max_element(l.begin(), l.end()) - l.begin());
-    greedy.push_back(t);
-    if (k + 1 < steps) e->decode(t);
+    const auto best = static_cast<token_id>(std::max_element(l.begin(), l.end()) - l.begin());
+    const token_id theirs = r.tokens[static_cast<std::size_t>(k)];
+    INFO("step " << k << ": Anchorage's top " << best << ", llama.cpp's " << theirs);
+    CHECK(l[best] - l[static_cast<std::size_t>(theirs)] <= v.tolerance);
+    diverged = diverged || best != theirs;
+    same += diverged ? 0 : 1;
+    if (k + 1 < steps) e->decode(theirs);
   }
-  CHECK(greedy == r.tokens);
+  std::fprintf(stderr, "llamacpp: %s: the same greedy tokens for %d of %d steps\n", to_string(v.dtype), same,
+               steps);
+  if (v.same_greedy) CHECK(same == steps);
 }

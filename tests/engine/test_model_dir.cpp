@@ -15,6 +15,7 @@
 #include "runtime/engine/model_weights.hpp"
 #include "tests/engine/test_model_dir_checks.hpp"
 #include "tests/support/checkpoint_writer.hpp"
+#include "tests/support/engine_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace anchorage;
@@ -52,10 +53,10 @@ TEST_CASE("qwen35-tiny checkpoints rounded to BF16 load back bit for bit", "[mod
 
     const loaded_model m = load_model_dir(dir.str());
     check_config_read_back(m.config, c, 262144);
-    check_bit_equal(m.weights, rounded);
-    CHECK(m.weights.count("model.visual.patch_embed.proj.weight") == 0);
-    CHECK(m.weights.count("mtp.fc.weight") == (c.mtp ? 1u : 0u));
-    CHECK_NOTHROW(check_tensors(m.weights, weight_specs(m.config), "loaded"));
+    check_bit_equal(as_f32(m), rounded);
+    CHECK(as_f32(m).count("model.visual.patch_embed.proj.weight") == 0);
+    CHECK(as_f32(m).count("mtp.fc.weight") == (c.mtp ? 1u : 0u));
+    CHECK_NOTHROW(check_tensors(as_f32(m), weight_specs(m.config), "loaded"));
     CHECK(m.source == dir.str());
     CHECK(m.config.preset == dir.path.filename().string());
     CHECK(load_model_dir(dir.str() + "/").config.preset == dir.path.filename().string());
@@ -76,7 +77,7 @@ TEST_CASE("the flat text-only form and the single-file form load the same", "[mo
     write_checkpoint(dir.str(), c, rounded, o);
     const loaded_model m = load_model_dir(dir.str());
     check_config_read_back(m.config, c, o.max_position);
-    check_bit_equal(m.weights, rounded);
+    check_bit_equal(as_f32(m), rounded);
   }
   SECTION("one model.safetensors, no index") {
     checkpoint_options o;
@@ -86,7 +87,7 @@ TEST_CASE("the flat text-only form and the single-file form load the same", "[mo
     REQUIRE(!fs::exists(dir.file("model.safetensors.index.json")));
     const loaded_model m = load_model_dir(dir.str());
     check_config_read_back(m.config, c, o.max_position);
-    check_bit_equal(m.weights, rounded);
+    check_bit_equal(as_f32(m), rounded);
   }
 }
 
@@ -100,8 +101,8 @@ TEST_CASE("F16 and F32 shards load exactly", "[model_dir]") {
     temp_dir dir("model-dir");
     write_checkpoint(dir.str(), c, w, o);
     const loaded_model m = load_model_dir(dir.str());
-    check_bit_equal(m.weights, round_to(w, d));
-    if (d == safetensors_dtype::f32) check_bit_equal(m.weights, w);
+    check_bit_equal(as_f32(m), round_to(w, d));
+    if (d == safetensors_dtype::f32) check_bit_equal(as_f32(m), w);
   }
 }
 
@@ -119,7 +120,7 @@ TEST_CASE("tied embeddings: no lm_head needed, one present is not read", "[model
   }
   const loaded_model m = load_model_dir(dir.str());
   CHECK(m.config.tied_embeddings);
-  check_bit_equal(m.weights, rounded);
+  check_bit_equal(as_f32(m), rounded);
 }
 
 TEST_CASE("conv1d given as [C, K] is read as [C, 1, K]", "[model_dir]") {
@@ -130,7 +131,7 @@ TEST_CASE("conv1d given as [C, K] is read as [C, 1, K]", "[model_dir]") {
   conv.shape = {conv.shape[0], conv.shape[2]};
   temp_dir dir("model-dir");
   write_checkpoint(dir.str(), c, squeezed);
-  check_bit_equal(load_model_dir(dir.str()).weights, rounded);
+  check_bit_equal(as_f32(load_model_dir(dir.str())), rounded);
 }
 
 TEST_CASE("a config with MTP but weights without mtp.* loads without MTP and says so", "[model_dir]") {
@@ -142,7 +143,7 @@ TEST_CASE("a config with MTP but weights without mtp.* loads without MTP and say
   log_capture log;
   const loaded_model m = load_model_dir(dir.str());
   CHECK_FALSE(m.config.mtp);
-  check_bit_equal(m.weights, rounded);
+  check_bit_equal(as_f32(m), rounded);
   CHECK(log.contains("loading without MTP"));
 }
 
@@ -153,8 +154,8 @@ TEST_CASE("mtp.* tensors are not read when the config has no MTP", "[model_dir]"
   write_checkpoint(dir.str(), preset_config("qwen35-tiny"), rounded);
   const loaded_model m = load_model_dir(dir.str());
   CHECK_FALSE(m.config.mtp);
-  CHECK(m.weights.count("mtp.fc.weight") == 0);
-  CHECK(m.weights.size() == qwen35_weight_specs(preset_config("qwen35-tiny")).size());
+  CHECK(as_f32(m).count("mtp.fc.weight") == 0);
+  CHECK(as_f32(m).size() == qwen35_weight_specs(preset_config("qwen35-tiny")).size());
 }
 
 TEST_CASE("ctx_size is capped at max_position_embeddings and the grid fits it", "[model_dir]") {
@@ -204,7 +205,7 @@ TEST_CASE("load_model reads a directory as a checkpoint", "[model_dir]") {
   const tensor_map rounded = round_to(random_weights(c, 2), safetensors_dtype::bf16);
   temp_dir dir("model-dir");
   write_checkpoint(dir.str(), c, rounded);
-  check_bit_equal(load_model(dir.str()).weights, rounded);
+  check_bit_equal(as_f32(load_model(dir.str())), rounded);
 }
 
 TEST_CASE("A_log and dt_bias stored as F32 in a BF16 checkpoint keep their float values", "[model_dir]") {
@@ -218,7 +219,7 @@ TEST_CASE("A_log and dt_bias stored as F32 in a BF16 checkpoint keep their float
   tensor_map want = round_to(w, safetensors_dtype::bf16);
   for (auto& [name, t] : want)
     if (name.find("A_log") != std::string::npos || name.find("dt_bias") != std::string::npos) t = w.at(name);
-  check_bit_equal(m.weights, want);
-  CHECK(m.weights.at("model.layers.0.linear_attn.A_log").data !=
+  check_bit_equal(as_f32(m), want);
+  CHECK(as_f32(m).at("model.layers.0.linear_attn.A_log").data !=
         round_to(w, safetensors_dtype::bf16).at("model.layers.0.linear_attn.A_log").data);
 }

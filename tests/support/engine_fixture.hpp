@@ -8,6 +8,7 @@
 
 #include "runtime/engine/engine.hpp"
 #include "runtime/engine/model_config.hpp"
+#include "runtime/engine/model_load.hpp"
 #include "runtime/engine/model_weights.hpp"
 
 namespace anchorage::testing {
@@ -16,6 +17,28 @@ inline model_config test_config(const std::string& preset, int ctx = 4096) {
   model_config c = preset_config(preset);
   c.ctx_size = ctx;
   return c;
+}
+
+// qwen35-tiny made wide enough (d_model 256) that every matrix fills the K types' 256-value blocks,
+// so a Q4_K/Q5_K/Q6_K export is that type and not the fallback; preset "qwen35-wide[-mtp]".
+inline model_config qwen35_wide_config(bool mtp) {
+  model_config c = preset_config(mtp ? "qwen35-tiny-mtp" : "qwen35-tiny");
+  c.preset = mtp ? "qwen35-wide-mtp" : "qwen35-wide";
+  c.d_model = 256;
+  c.mlp_hidden = 256;
+  c.gdn_dk = c.gdn_dv = 64;
+  c.head_dim = 64;
+  c.rope_dims = 16;
+  c.ctx_size = 4096;
+  c.validate();
+  return c;
+}
+
+// Every weight of a loaded checkpoint as float32 (the matrices kept as stored converted, as
+// --weight-storage f32 loads them): for tests of the values a loader reads.
+inline tensor_map as_f32(loaded_model m) {
+  convert_stored_to_f32(m);
+  return std::move(m.weights);
 }
 
 // Weights are shared per (preset, seed) so tests do not regenerate them.

@@ -1,0 +1,161 @@
+#include "runtime/engine/engine_linear.hpp"
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "kernels/dequantize.hpp"
+#include "kernels/quant_matmul.hpp"
+
+namespace anchorage {
+namespace {
+
+// The machine's cores for the stored products: the caller takes the first range of rows and
+// each worker one more. One product at a time; a caller that finds the pool busy (another engine
+// on another thread) runs its product alone. Results do not depend on the split.
+class row_pool {
+ public:
+  static row_pool& get() {
+    static row_pool pool;
+    return pool;
+  }
+
+  void run(int n, double work, const std::function<void(int, int)>& fn) {
+    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+    const int parts = static_cast<int>(workers_.size()) + 1;
+    if (!busy.owns_lock() || parts == 1 || n < 2 * parts || work < 1 << 20) {
+      fn(0, n);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> g(m_);
+      job_ = &fn;
+      n_ = n;
+      parts_ = parts;
+      pending_ = parts - 1;
+      ++generation_;
+    }
+    go_.notify_all();
+    fn(0, bound(0 + 1));
+    std::unique_lock<std::mutex> l(m_);
+    done_.wait(l, [&] { return pending_ == 0; });
+    job_ = nullptr;
+  }
+
+  ~row_pool() {
+    {
+      std::lock_guard<std::mutex> g(m_);
+      stop_ = true;
+    }
+    go_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+
+ private:
+  row_pool() {
+    const unsigned cores = std::thread::hardware_concurrency();
+    for (unsigned i = 1; i < cores; ++i) workers_.emplace_back([this, i] { work(static_cast<int>(i)); });
+  }
+
+  int bound(int part) const { return static_cast<int>(static_cast<long>(n_) * part / parts_); }
+
+  void work(int index) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      std::unique_lock<std::mutex> l(m_);
+      go_.wait(l, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      const std::function<void(int, int)>* fn = job_;
+      const int begin = bound(index), end = bound(index + 1);
+      l.unlock();
+      (*fn)(begin, end);
+      l.lock();
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  std::mutex busy_;  // held by the one product running on the pool
+  std::mutex m_;
+  std::condition_variable go_, done_;
+  const std::function<void(int, int)>* job_ = nullptr;
+  int n_ = 0, parts_ = 1, pending_ = 0;
+  std::uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+// y[m x rows] = x W^T for one stored part, its weight rows split across the pool.
+void stored_product(const linear_weight::part& p, int m, int kd, const float* x, int ldx, float* y, int ldy) {
+  const auto row = static_cast<std::size_t>(kernels::row_bytes(p.type, kd).value_or(0));
+  row_pool::get().run(p.rows, static_cast<double>(m) * p.rows * kd, [&](int begin, int end) {
+    kernels::cpu::quant_matmul(p.type, m, end - begin, kd, x, ldx,
+                               p.data + row * static_cast<std::size_t>(begin), y + begin, ldy);
+  });
+}
+
+}  // namespace
+
+void linear(const kernels::ops& k, bool rows_kernel, int m, int n, int kd, const float* x, int ldx,
+            const linear_weight& w, float beta, float* y, int ldy, linear_scratch& s) {
+  if (w.f32 != nullptr) {
+    if (rows_kernel)
+      k.gemm_rows(m, n, kd, x, ldx, w.f32, kd, beta, y, ldy);
+    else
+      k.gemm(true, m, n, kd, 1.0f, x, ldx, w.f32, kd, beta, y, ldy);
+    return;
+  }
+  int off = 0;
+  for (const linear_weight::part& p : w.parts) {
+    const float* in = x;
+    int ld_in = ldx;
+    if (p.order.along == v_head_order::axis::columns) {
+      // The file's columns hold the value heads tiled: put the input's in the same order.
+      if (p.order.span() != kd) throw std::logic_error("linear: a column order must span the whole row");
+      s.in.resize(static_cast<std::size_t>(m) * kd);
+      permute_v_heads(p.order, false, x, ldx, s.in.data(), kd, m);
+      in = s.in.data();
+      ld_in = kd;
+    }
+    if (beta == 0.0f && p.order.along != v_head_order::axis::rows) {
+      stored_product(p, m, kd, in, ld_in, y + off, ldy);
+    } else {
+      if (beta != 0.0f && p.order.along == v_head_order::axis::rows)
+        throw std::logic_error("linear: a row order is not accumulated");
+      s.out.resize(static_cast<std::size_t>(m) * p.rows);
+      stored_product(p, m, kd, in, ld_in, s.out.data(), p.rows);
+      for (int i = 0; i < m; ++i) {
+        const float* src = s.out.data() + static_cast<long>(i) * p.rows;
+        float* dst = y + static_cast<long>(i) * ldy + off;
+        if (beta != 0.0f) {
+          for (int r = 0; r < p.rows; ++r) dst[r] += src[r];
+          continue;
+        }
+        // The file's rows hold the value heads tiled from `first`: put them back in grouped order.
+        const auto first = static_cast<int>(p.order.first), span = static_cast<int>(p.order.span());
+        for (int r = 0; r < first; ++r) dst[r] = src[r];
+        permute_v_heads(p.order, true, src + first, 0, dst + first, 0, 1);
+        for (int r = first + span; r < p.rows; ++r) dst[r] = src[r];
+      }
+    }
+    off += p.rows;
+  }
+  if (off != n) throw std::logic_error("linear: the stored parts do not make the rows asked for");
+}
+
+void embed_rows(const kernels::ops& k, const std::int32_t* ids, const linear_weight& w, float* out, int m,
+                int dim) {
+  if (w.f32 != nullptr) {
+    k.embed(ids, w.f32, out, m, dim);
+    return;
+  }
+  const linear_weight::part& p = w.parts.front();
+  const auto row = static_cast<std::size_t>(kernels::row_bytes(p.type, dim).value_or(0));
+  for (int i = 0; i < m; ++i)
+    kernels::dequantize_row(p.type, p.data + row * static_cast<std::size_t>(ids[i]),
+                            out + static_cast<long>(i) * dim, dim);
+}
+
+}  // namespace anchorage

@@ -1,0 +1,34 @@
+#pragma once
+// Private to the engine: the products by a weight matrix and the embedding lookup, over float32
+// weights (the ops table: BLAS gemm, or gemm_rows for a decode batch, bit for bit what the engine
+// always ran) or weights kept as stored (kernels::cpu::quant_matmul, cpu backend only).
+//
+// Weights kept as stored: every output row has the bits quant_matvec gives it, whatever the
+// other rows and however the weight rows are split, so a prefill chunk, a verify round, a decode
+// step and a decode batch agree bit for bit on each row they share, and the weight rows are split
+// across the machine's cores (a pool of threads, one product at a time; a second caller while it
+// is busy runs its product on its own thread). A GGUF's tiled value heads (stored_weight.hpp) are
+// permuted on the floats before or after the product.
+#include <cstdint>
+#include <vector>
+
+#include "kernels/ops.hpp"
+#include "runtime/engine/engine_weights.hpp"
+
+namespace anchorage {
+
+// Buffers a product needs for a permuted input or an accumulated output; one per engine.
+struct linear_scratch {
+  std::vector<float> in, out;
+};
+
+// y[m x n] = x[m x kd] W^T, plus y when beta is 1 (a residual); beta is 0 or 1. W is n x kd.
+// `rows_kernel`: a decode batch's float32 product (gemm_rows) rather than gemm.
+void linear(const kernels::ops& k, bool rows_kernel, int m, int n, int kd, const float* x, int ldx,
+            const linear_weight& w, float beta, float* y, int ldy, linear_scratch& s);
+
+// out[i] = row ids[i] of the table W (m rows of `dim` floats).
+void embed_rows(const kernels::ops& k, const std::int32_t* ids, const linear_weight& w, float* out, int m,
+                int dim);
+
+}  // namespace anchorage

@@ -1,0 +1,299 @@
+// Weights kept as stored (issue 25): a GGUF's or a safetensors checkpoint's F16, BF16 and
+// quantized matrices stay in the file's type and mapping (runtime/engine/stored_weight.hpp), the
+// engine multiplies by them with the stored kernels (runtime/engine/engine_linear.hpp), and every
+// exactness property the caches rely on holds on them: a resume from a grid line equals a cold
+// prefill bit for bit, a decode batch equals each slot's solo decode, a verify round equals decode.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/engine/engine.hpp"
+#include "runtime/engine/engine_batch.hpp"
+#include "runtime/engine/engine_options.hpp"
+#include "runtime/engine/gguf_file.hpp"
+#include "runtime/engine/engine_weights.hpp"
+#include "runtime/engine/model_load.hpp"
+#include "runtime/engine/model_weights.hpp"
+#include "runtime/engine/qwen35_gguf.hpp"
+#include "runtime/engine/qwen35_gguf_tensors.hpp"
+#include "runtime/engine/qwen35_names.hpp"
+#include "runtime/generation/generator.hpp"
+#include "tests/support/engine_fixture.hpp"
+#include "tests/support/exact_checks.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace anchorage;
+using namespace anchorage::testing;
+
+namespace {
+
+// A preset's random weights written as `dtype` and loaded back (kept as stored).
+loaded_model exported(const temp_dir& d, const model_config& c, gguf_dtype dtype) {
+  const std::string path = d.file(std::string("m-") + to_string(dtype) + ".gguf");
+  save_qwen35_gguf(path, c, test_weights(c), nullptr, "", dtype);
+  loaded_model m = load_model(path);
+  m.config.grid = c.grid;
+  m.config.ctx_size = c.ctx_size;
+  return m;
+}
+
+// A tiny preset, or qwen35-tiny made wide enough for the K types' blocks ("wide", "wide-mtp").
+model_config config_of(const std::string& name) {
+  if (name == "wide" || name == "wide-mtp") {
+    model_config c = qwen35_wide_config(name == "wide-mtp");
+    c.ctx_size = 1024;
+    return c;
+  }
+  return test_config(name, 1024);
+}
+
+std::shared_ptr<const engine_weights> weights_of(const loaded_model& m) {
+  return std::make_shared<const engine_weights>(m.config, m.weights, m.stored, kernels::backend::cpu,
+                                                m.stored_types);
+}
+
+loaded_model converted(loaded_model m) {
+  convert_stored_to_f32(m);
+  return m;
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  float d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
+  return d;
+}
+
+float max_abs(const std::vector<float>& a) {
+  float m = 0;
+  for (float v : a) m = std::max(m, std::fabs(v));
+  return m;
+}
+
+std::size_t resident_bytes() {
+  std::ifstream f("/proc/self/statm");
+  std::size_t pages = 0, resident = 0;
+  f >> pages >> resident;
+  return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+TEST_CASE("a quantized GGUF's matrices are kept in the file's type, and convert to what the F32 path loads",
+          "[gguf][stored]") {
+  temp_dir d;
+  const model_config c = test_config("qwen35-tiny-mtp");
+  const gguf_dtype dtype = GENERATE(gguf_dtype::f16, gguf_dtype::bf16, gguf_dtype::q8_0, gguf_dtype::q4_0);
+  INFO("type " << to_string(dtype));
+  const loaded_model m = exported(d, c, dtype);
+  const loaded_model f = converted(m);
+  REQUIRE(f.stored.empty());
+  std::size_t kept = 0;
+  for (const tensor_spec& s : qwen35_weight_specs(m.config)) {
+    INFO(s.name);
+    const bool matrix = s.shape.size() == 2;
+    const std::vector<std::int64_t> gguf_shape = qwen35_to_gguf(s.name, test_weights(c).at(s.name), c).shape;
+    const bool f32_in_file = qwen35_gguf_tensor_type(s.name, gguf_shape, c, dtype) == ggml_type::f32;
+    if (matrix && !f32_in_file) {
+      REQUIRE(m.stored.count(s.name) == 1);
+      CHECK(m.weights.count(s.name) == 0);
+      ++kept;
+      // to_f32 (the value heads put back in grouped order) is the F32 path's tensor, bit for bit.
+      const tensor t = to_f32(m.stored.at(s.name));
+      CHECK(t.shape == f.weights.at(s.name).shape);
+      CHECK(std::memcmp(t.data.data(), f.weights.at(s.name).data.data(), t.data.size() * sizeof(float)) == 0);
+    } else {
+      CHECK(m.stored.count(s.name) == 0);
+      CHECK(m.weights.count(s.name) == 1);
+    }
+  }
+  CHECK(kept >= 20);
+  // In place: the stored bytes are the file's, not a copy (they lie inside its mapping's range
+  // of addresses, one after another in file order).
+  const stored_weight& q = m.stored.at("model.layers.0.linear_attn.in_proj_qkv.weight");
+  CHECK(q.order.along == v_head_order::axis::rows);  // hv = 2 hk: the GGUF's tiled value heads
+  CHECK(m.stored.at("model.layers.0.linear_attn.out_proj.weight").order.along == v_head_order::axis::columns);
+  CHECK(m.stored.at("model.layers.0.mlp.up_proj.weight").order.along == v_head_order::axis::none);
+}
+
+TEST_CASE("an engine on stored weights computes the converted engine's logits within rounding",
+          "[gguf][stored][engine]") {
+  // Both engines multiply the same values; only the order of the float sums differs (the stored
+  // kernels' fixed order against BLAS's), so the logits agree to rounding. A value head read in
+  // the file's tiled order, a part of gate_up put in the other's place or a row of the wrong
+  // type would move them by the logits' own size.
+  temp_dir d;
+  struct variant {
+    const char* preset;
+    gguf_dtype dtype;
+  };
+  const variant v =
+      GENERATE(variant{"qwen35-tiny-mtp", gguf_dtype::bf16}, variant{"qwen35-tiny-mtp", gguf_dtype::q8_0},
+               variant{"qwen35-tiny", gguf_dtype::q4_0}, variant{"wide-mtp", gguf_dtype::q4_k_m},
+               variant{"wide", gguf_dtype::q5_k}, variant{"wide", gguf_dtype::q6_k});
+  INFO(v.preset << " " << to_string(v.dtype));
+  const model_config c = config_of(v.preset);
+  const loaded_model m = exported(d, c, v.dtype);
+  REQUIRE(!m.stored.empty());
+  engine stored(weights_of(m));
+  const loaded_model f = converted(m);
+  engine floats(f.config, f.weights);
+  const auto ids = test_tokens(45);
+  stored.prefill(ids);
+  floats.prefill(ids);
+  const float scale = std::max(1.0f, max_abs(floats.last_logits()));
+  CHECK(max_abs_diff(stored.last_logits(), floats.last_logits()) < 2e-4f * scale);
+  for (int k = 0; k < 3; ++k) {
+    stored.decode(ids[static_cast<std::size_t>(k)]);
+    floats.decode(ids[static_cast<std::size_t>(k)]);
+    CHECK(max_abs_diff(stored.last_logits(), floats.last_logits()) < 2e-4f * scale);
+  }
+  if (c.mtp) CHECK(max_abs_diff(stored.last_draft_logits(), floats.last_draft_logits()) < 2e-4f * scale);
+  // And the weights are held as stored: no float copy of a matrix.
+  CHECK(stored.weights()->stored_bytes() > 0);
+  CHECK(stored.weights()->bytes() < floats.weights()->bytes() / 20);
+}
+
+TEST_CASE("on stored weights a resume from a grid line equals a cold prefill bit for bit",
+          "[exact][stored][engine]") {
+  temp_dir d;
+  const std::string preset = GENERATE(as<std::string>{}, "qwen35-tiny-mtp", "wide-mtp");
+  INFO(preset);
+  const model_config c = config_of(preset);
+  const loaded_model m = exported(d, c, preset == "wide-mtp" ? gguf_dtype::q4_k_m : gguf_dtype::q8_0);
+  const auto w = weights_of(m);
+  const std::size_t n = 3 * c.grid + 9, line = 2 * c.grid;
+  const auto prompt = test_tokens(n);
+  engine cold(w);
+  cold.prefill(prompt);
+  engine first(w);
+  first.prefill(slice(prompt, 0, line));
+  const snapshot at_line = take_snapshot(first.cache_state());
+  engine resumed(w);
+  restore_snapshot(resumed.cache_state(), at_line);
+  resumed.prefill(slice(prompt, line, n));
+  CHECK(same_bytes(resumed.last_logits(), cold.last_logits()));
+  if (c.mtp) CHECK(same_bytes(resumed.last_draft_logits(), cold.last_draft_logits()));
+  require_same_state(take_snapshot(resumed.cache_state()), take_snapshot(cold.cache_state()), cold.layout());
+  generation_request r;
+  r.max_tokens = 8;
+  CHECK(generator(cold, r).run() == generator(resumed, r).run());
+  require_same_state(take_snapshot(resumed.cache_state()), take_snapshot(cold.cache_state()), cold.layout());
+}
+
+TEST_CASE("on stored weights a decode batch and a verify round are each slot's solo decode bit for bit",
+          "[exact][stored][batch][engine]") {
+  temp_dir d;
+  const model_config c = config_of("qwen35-tiny-mtp");
+  const loaded_model m = exported(d, c, gguf_dtype::q4_0);
+  const auto w = weights_of(m);
+  std::vector<std::unique_ptr<engine>> solo, batched;
+  for (int s = 0; s < 3; ++s) {
+    const auto p = test_tokens(20 + 7 * static_cast<std::size_t>(s), 11 + static_cast<std::uint64_t>(s));
+    solo.push_back(std::make_unique<engine>(w));
+    batched.push_back(std::make_unique<engine>(w));
+    solo.back()->prefill(p);
+    batched.back()->prefill(p);
+  }
+  const std::vector<token_id> next = {5, 9, 13};
+  std::vector<engine*> slots;
+  for (auto& e : batched) slots.push_back(e.get());
+  decode_batch(slots, next);
+  for (std::size_t s = 0; s < 3; ++s) {
+    solo[s]->decode(next[s]);
+    CHECK(same_bytes(batched[s]->last_logits(), solo[s]->last_logits()));
+    require_same_state(take_snapshot(batched[s]->cache_state()), take_snapshot(solo[s]->cache_state()),
+                       solo[s]->layout());
+  }
+  // A verify round of three rows on slot 0 against three decodes on its twin.
+  const std::vector<token_id> round = {7, 3, 21};
+  batched[0]->forward(round);
+  for (std::size_t i = 0; i < round.size(); ++i) {
+    solo[0]->decode(round[i]);
+    CHECK(same_bytes(batched[0]->row_logits(i), solo[0]->last_logits()));
+  }
+}
+
+TEST_CASE("weights kept as stored, converted to F32 or stored in another type digest apart",
+          "[stored][gguf]") {
+  temp_dir d;
+  const model_config c = test_config("qwen35-tiny");
+  const loaded_model q8 = exported(d, c, gguf_dtype::q8_0);
+  const auto stored = weights_of(q8);
+  const loaded_model f = converted(q8);
+  const auto as_f32 = weights_of(f);
+  CHECK(stored->digest() != as_f32->digest());
+  CHECK(weights_of(exported(d, c, gguf_dtype::q8_0))->digest() == stored->digest());
+  CHECK(weights_of(exported(d, c, gguf_dtype::q4_0))->digest() != stored->digest());
+  // The fingerprint the caches key on follows the digest.
+  CHECK(engine(stored).layout().fingerprint != engine(as_f32).layout().fingerprint);
+}
+
+TEST_CASE("--weight-storage f32 converts at load, and another value is refused", "[stored][gguf]") {
+  temp_dir d;
+  const model_config c = test_config("qwen35-tiny");
+  const std::string path = d.file("m.gguf");
+  save_qwen35_gguf(path, c, test_weights(c), nullptr, "", gguf_dtype::bf16);
+  engine_options o;
+  REQUIRE(o.parse("--model", path));
+  CHECK(!o.load().stored.empty());
+  REQUIRE(o.parse("--weight-storage", "f32"));
+  const loaded_model m = o.load();
+  CHECK(m.stored.empty());
+  CHECK(m.stored_types.at("model.layers.0.mlp.up_proj.weight") == "BF16");
+  CHECK_THROWS_WITH(o.parse("--weight-storage", "q4"), Catch::Contains("--weight-storage is stored or f32"));
+}
+
+TEST_CASE("a stored model's resident memory is its file, not a float copy", "[stored][memory]") {
+  // qwen35-small in Q8_0 (about a quarter of its F32 size): after loading it and running a
+  // prefill, which reads every matrix, the process holds the file's pages once (mapped) plus the
+  // engine's own buffers (state, activations, the few float tensors): within 10% of that sum. The
+  // same file converted to F32 costs four times the matrices.
+  temp_dir d;
+  model_config c = test_config("qwen35-small", 512);
+  c.grid = 64;
+  const std::string path = d.file("small-q8.gguf");
+  save_qwen35_gguf(path, c, test_weights(c), nullptr, "", gguf_dtype::q8_0);
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  const auto file = static_cast<std::size_t>(st.st_size);
+
+  const std::size_t before = resident_bytes();
+  std::size_t engine_own = 0, stored_growth = 0;
+  {
+    loaded_model m = load_model(path);
+    m.config.grid = c.grid;
+    m.config.ctx_size = c.ctx_size;
+    engine e(weights_of(m));
+    e.prefill(test_tokens(100));
+    stored_growth = resident_bytes() - before;
+    // What the engine holds of its own: float tensors, state sections, K/V rows for the context
+    // and activation buffers for a chunk (a generous bound: every buffer it allocated).
+    const state_layout& l = e.layout();
+    const std::size_t state = l.section_bytes() + l.row_bytes() * static_cast<std::size_t>(c.ctx_size);
+    engine_own = e.weights()->bytes() + 2 * state + (8u << 20);
+    std::fprintf(
+        stderr,
+        "stored memory: qwen35-small Q8_0 file %zu B, resident growth %zu B, engine's own bound %zu B\n",
+        file, stored_growth, engine_own);
+    CHECK(stored_growth <= static_cast<std::size_t>(1.1 * static_cast<double>(file + engine_own)));
+    CHECK(stored_growth >= file / 2);  // the mapping's pages are there: this measured something
+    CHECK(e.weights()->stored_bytes() > file * 9 / 10);
+  }
+  loaded_model m = load_model(path);
+  convert_stored_to_f32(m);
+  m.config.grid = c.grid;
+  m.config.ctx_size = c.ctx_size;
+  const auto w = weights_of(m);
+  CHECK(w->bytes() > 3 * file);
+}
