@@ -106,6 +106,11 @@ log_handle& log_handle::operator=(log_handle&& o) noexcept {
 }
 
 expected<log_handle> log_handle::open(const std::string& path, const std::vector<unsigned char>& initial) {
+  // A kill -9 inside a replace (the first creation, a forget's rewrite) leaves path.tmp beside
+  // the whole old or new log: an orphan, nothing reads it. Removed (the name itself, never what
+  // a link points to) so that no dead write outlives the restart.
+  const std::string tmp = path + tmp_suffix;
+  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) return os_failure("unlink", tmp, errno);
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno != ENOENT) return os_failure("lstat", path, errno);

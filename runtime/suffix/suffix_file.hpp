@@ -34,9 +34,10 @@ class log_handle {
   log_handle& operator=(const log_handle&) = delete;
 
   // Opens `path` for reading and appending; when it does not exist, first creates it holding
-  // exactly `initial` (written to a 0600 tmp, fsynced, renamed, directory fsynced). Fails when
-  // it is a symbolic link, not a regular file or owned by another user; a wider mode is
-  // tightened to 0600.
+  // exactly `initial` (written to a 0600 tmp, fsynced, renamed, directory fsynced). An orphan
+  // `path.tmp` (a replace cut by a kill) is removed first. Fails when it is a symbolic link, not
+  // a regular file or owned by another user, or when the orphan cannot be removed; a wider mode
+  // is tightened to 0600.
   static expected<log_handle> open(const std::string& path, const std::vector<unsigned char>& initial);
 
   bool is_open() const { return fd_ >= 0; }

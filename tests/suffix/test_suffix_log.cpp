@@ -108,6 +108,30 @@ TEST_CASE("a torn tail is cut at open and the earlier records stay", "[suffix]")
   CHECK(store.ids().size() == 90 + 20);
 }
 
+// Regression (the crash loop, issue 29): a kill -9 inside a forget's rewrite left the log's .tmp
+// beside it, and no open removed it.
+TEST_CASE("an orphan tmp of a rewrite cut by a kill is removed at open, the log kept", "[suffix]") {
+  temp_dir dir("suffix");
+  std::mt19937 rng(2);
+  const auto o = suffix_options(dir.file("suffix"));
+  const auto a = random_ids(rng, 40, 1000);
+  std::string path;
+  {
+    suffix_store store(o);
+    store.add(a);
+    path = store.path();
+  }
+  const auto whole = read_bytes(path);
+  // What the kill left: half of the new log written to the tmp, never renamed.
+  write_bytes(path + ".tmp", std::vector<unsigned char>(whole.begin(), whole.begin() + 50));
+  suffix_store store(o);
+  REQUIRE(store.is_open());
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  CHECK(read_bytes(path) == whole);
+  CHECK(store.ids() == a);
+  CHECK(store.stats().torn_tails_cut == 0);
+}
+
 TEST_CASE("the store's directory is 0700 and its log 0600, wider modes tightened", "[suffix]") {
   temp_dir dir("suffix");
   const std::string root = dir.file("cache/suffix");  // the parent does not exist yet either
