@@ -7,6 +7,7 @@
 // All fields are little-endian; f16 is IEEE binary16, bf16 the top half of a binary32.
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 namespace anchorage::kernels {
@@ -47,11 +48,13 @@ constexpr const char* weight_type_name(weight_type t) { return info(t).name; }
 constexpr int block_elements(weight_type t) { return info(t).block_elements; }
 constexpr int block_bytes(weight_type t) { return info(t).block_bytes; }
 
-// The bytes of a row of n values; nullopt for a negative n or one that is not a multiple of the
-// type's block (a tensor whose ne0 does not fill its blocks cannot be stored in that type).
+// The bytes of a row of n values; nullopt for a negative n, a byte count past 2^63, or an n that
+// is not a multiple of the type's block (a tensor whose ne0 does not fill its blocks cannot be stored in that
+// type).
 constexpr std::optional<std::int64_t> row_bytes(weight_type t, std::int64_t n) {
   const weight_type_info i = info(t);
   if (n < 0 || n % i.block_elements != 0) return std::nullopt;
+  if (n / i.block_elements > std::numeric_limits<std::int64_t>::max() / i.block_bytes) return std::nullopt;
   return n / i.block_elements * i.block_bytes;
 }
 

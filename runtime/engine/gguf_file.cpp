@@ -305,8 +305,17 @@ gguf_reader::gguf_reader(const std::string& path) : path_(path) {
     std::vector<std::tuple<std::uint64_t, std::uint64_t, std::size_t>> extents;
     for (std::size_t k = 0; k < infos_.size(); ++k) {
       const auto& info = infos_[k];
-      for (std::int64_t d : info.ne)
+      // Every dimension's product (zero dimensions aside, as a product may take them in any
+      // order) within 2^61 values, so that no size or element count of a tensor wraps, whatever its
+      // type (at most 4 bytes a value).
+      std::uint64_t values = 1;
+      for (std::int64_t d : info.ne) {
         if (d < 0) throw model_load_error(path + ": tensor '" + info.name + "' has a negative dimension");
+        if (d != 0 && (__builtin_mul_overflow(values, static_cast<std::uint64_t>(d), &values) ||
+                       values > (std::uint64_t{1} << 61)))
+          throw model_load_error(path + ": tensor '" + info.name + "' of type " + describe(info) +
+                                 " has more than 2^61 values");
+      }
       if (info.offset % alignment_ != 0)
         throw model_load_error(path + ": tensor '" + info.name + "' is not aligned to " +
                                std::to_string(alignment_));

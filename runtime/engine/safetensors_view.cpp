@@ -98,7 +98,9 @@ safetensors_view safetensors_view::open(const std::string& path) {
       }
       continue;
     }
-    auto bad = [&](const std::string& what) { fail("tensor '" + name + "': " + what); };
+    // Named for the lambda: a structured binding cannot be captured before C++20 (clang refuses).
+    const std::string& tensor_name = name;
+    auto bad = [&](const std::string& what) { fail("tensor '" + tensor_name + "': " + what); };
     if (!entry.is_object()) bad("entry is not a JSON object");
     for (const char* key : {"dtype", "shape", "data_offsets"})
       if (!entry.contains(key)) bad(std::string("missing '") + key + "'");

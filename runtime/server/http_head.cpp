@@ -7,6 +7,13 @@ namespace {
 
 constexpr std::size_t max_line = 8192;  // a chunk-size or trailer line
 
+// A line longer than max_line is malformed however the body arrives: refused once its CRLF is
+// seen, and before that once more than max_line + 1 bytes of it (its text and a CR that may
+// begin the CRLF) are here without one.
+bool line_cut(std::string_view body, std::size_t line_start) {
+  return body.size() - line_start > max_line + 1;
+}
+
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
@@ -121,8 +128,8 @@ chunked_scanner::state chunked_scanner::scan(std::string_view body) {
     switch (stage_) {
       case stage::size_line: {
         const auto eol = body.find("\r\n", pos_);
-        if (eol == std::string_view::npos)
-          return body.size() - pos_ > max_line ? state::malformed : state::more;
+        if (eol == std::string_view::npos) return line_cut(body, pos_) ? state::malformed : state::more;
+        if (eol - pos_ > max_line) return state::malformed;
         std::string_view digits = body.substr(pos_, eol - pos_);
         if (const auto semi = digits.find(';'); semi != std::string_view::npos)
           digits = digits.substr(0, semi);
@@ -165,8 +172,8 @@ chunked_scanner::state chunked_scanner::scan(std::string_view body) {
         break;
       case stage::trailer: {  // trailer lines until an empty one
         const auto eol = body.find("\r\n", pos_);
-        if (eol == std::string_view::npos)
-          return body.size() - pos_ > max_line ? state::malformed : state::more;
+        if (eol == std::string_view::npos) return line_cut(body, pos_) ? state::malformed : state::more;
+        if (eol - pos_ > max_line) return state::malformed;
         const bool last = eol == pos_;
         pos_ = eol + 2;
         if (last) return state::done;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/weight_type.hpp"
 #include "runtime/engine/gguf_file.hpp"
 #include "runtime/engine/half_float.hpp"
 #include "runtime/engine/loaded_model.hpp"
@@ -204,4 +205,21 @@ TEST_CASE("gguf: the writer refuses duplicates and mis-shaped tensors, writing n
                   std::invalid_argument);  // ne0 2 fills no block
   CHECK_FALSE(std::filesystem::exists(p));
   CHECK_FALSE(std::filesystem::exists(p + ".tmp"));
+}
+
+TEST_CASE("gguf: sizes that would wrap 64 bits are refused at open (fuzz finds)", "[gguf]") {
+  // fuzz/regressions/gguf: an F32 tensor whose ne0 (7.8e18) made row_bytes overflow, and one of ne
+  // [0, 7.2e16, 2.2e17] whose dimensions' product overflows before the zero is met (tensor::numel
+  // in read()). Each is refused when the file is opened, naming the tensor, and nothing is read.
+  for (const char* name : {"row_bytes_overflow", "dims_product_overflow"}) {
+    INFO(name);
+    const std::string path = std::string(ANCHORAGE_SOURCE_DIR) + "/fuzz/regressions/gguf/" + name;
+    CHECK_THROWS_WITH(gguf_reader(path), Catch::Contains("has more than 2^61 values"));
+  }
+  // row_bytes itself: a byte count past 2^63 is no size.
+  CHECK_FALSE(kernels::row_bytes(kernels::weight_type::f32, std::int64_t{1} << 62).has_value());
+  CHECK(kernels::row_bytes(kernels::weight_type::f32, std::int64_t{1} << 60) == std::int64_t{1} << 62);
+  CHECK_FALSE(kernels::row_bytes(kernels::weight_type::f16, std::int64_t{1} << 62).has_value());
+  CHECK(kernels::row_bytes(kernels::weight_type::q4_k, std::int64_t{1} << 62) ==
+        (std::int64_t{1} << 54) * 144);
 }

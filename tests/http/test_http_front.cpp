@@ -2,6 +2,9 @@
 // each limit over real loopback sockets with a handler that answers without any actor.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <iterator>
+
 #include <nlohmann/json.hpp>
 
 #include "runtime/server/http_front.hpp"
@@ -77,6 +80,47 @@ TEST_CASE("chunked_scanner: the end of a chunked body, fed in pieces", "[http][f
   CHECK(bad.scan("zz\r\n") == chunked_scanner::state::malformed);
   chunked_scanner no_crlf(kib);
   CHECK(no_crlf.scan("2\r\nabXY") == chunked_scanner::state::malformed);
+}
+
+// The scanner's state: the same whether `body` arrives whole or as its first `cut` bytes first.
+chunked_scanner::state scan_whole(std::string_view body) { return chunked_scanner(64 * kib).scan(body); }
+chunked_scanner::state scan_in_two(std::string_view body, std::size_t cut) {
+  chunked_scanner s(64 * kib);
+  const chunked_scanner::state first = s.scan(body.substr(0, cut));
+  return first == chunked_scanner::state::more ? s.scan(body) : first;
+}
+
+TEST_CASE("chunked_scanner: a line over 8 KiB is malformed however it arrives (fuzz find)", "[http][front]") {
+  // fuzz/regressions/http_head/long_chunk_extension: two bytes of the cut (8500, little-endian),
+  // then a chunk-size line of 9,002 bytes (a 9,000-byte extension). Before the fix it was accepted
+  // in one read and refused when its first 8,500 bytes came first.
+  std::ifstream in(ANCHORAGE_SOURCE_DIR "/fuzz/regressions/http_head/long_chunk_extension", std::ios::binary);
+  const std::string input{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  REQUIRE(input.size() > 9000);
+  const auto byte = [&](std::size_t i) {
+    return static_cast<std::size_t>(static_cast<unsigned char>(input[i]));
+  };
+  const std::size_t cut = byte(0) | byte(1) << 8;
+  const std::string_view body = std::string_view(input).substr(2);
+  CHECK(scan_whole(body) == chunked_scanner::state::malformed);
+  CHECK(scan_in_two(body, cut) == chunked_scanner::state::malformed);
+  for (const char* line_end : {"\r\nX\r\n0\r\n\r\n", "\r\n"}) {
+    // 8,192 bytes of line, the most a line holds, pass either way; one more is malformed; a
+    // trailer line likewise.
+    const std::string most = "1;" + std::string(8190, 'a') + line_end;
+    const std::string over = "1;" + std::string(8191, 'a') + line_end;
+    const std::string trailer = "0\r\nT: " + std::string(8189, 'b') + "\r\n\r\n";
+    for (std::size_t at : {std::size_t(100), std::size_t(8192), std::size_t(8193), std::size_t(8194)}) {
+      INFO("cut at " << at);
+      CHECK(scan_in_two(most, at) == scan_whole(most));
+      CHECK(scan_in_two(over, at) == chunked_scanner::state::malformed);
+      CHECK(scan_in_two(trailer, at) == scan_whole(trailer));
+    }
+    CHECK(scan_whole(over) == chunked_scanner::state::malformed);
+  }
+  CHECK(scan_whole("1;" + std::string(8190, 'a') + "\r\nX\r\n0\r\n\r\n") == chunked_scanner::state::done);
+  CHECK(scan_whole("0\r\nT: " + std::string(8189, 'b') + "\r\n\r\n") == chunked_scanner::state::done);
+  CHECK(scan_whole("0\r\nT: " + std::string(8190, 'b') + "\r\n\r\n") == chunked_scanner::state::malformed);
 }
 
 // A front on a free port whose handler answers "ok" with the request's size.
