@@ -239,7 +239,7 @@ TEST_CASE("weights kept as stored, converted to F32 or stored in another type di
   CHECK(engine(stored).layout().fingerprint != engine(as_f32).layout().fingerprint);
 }
 
-TEST_CASE("--weight-storage f32 converts at load, and another value is refused", "[stored][gguf]") {
+TEST_CASE("the flag --weight-storage f32 converts at load, and another value is refused", "[stored][gguf]") {
   temp_dir d;
   const model_config c = test_config("qwen35-tiny");
   const std::string path = d.file("m.gguf");
