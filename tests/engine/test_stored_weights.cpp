@@ -259,6 +259,12 @@ TEST_CASE("a stored model's resident memory is its file, not a float copy", "[st
   // prefill, which reads every matrix, the process holds the file's pages once (mapped) plus the
   // engine's own buffers (state, activations, the few float tensors): within 10% of that sum. The
   // same file converted to F32 costs four times the matrices.
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer's shadow memory and quarantine of freed blocks are resident too: the
+  // resident set says nothing of the weights there. The figure is checked in the plain build.
+  SUCCEED("resident memory is not measured under AddressSanitizer");
+  return;
+#endif
   temp_dir d;
   model_config c = test_config("qwen35-small", 512);
   c.grid = 64;
