@@ -82,7 +82,7 @@ safetensors_view safetensors_view::open(const std::string& path) {
   json header;
   try {
     header = json::parse(base + 8, base + 8 + header_len);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a parse error, or a number past double (out_of_range)
     fail(std::string("header is not valid JSON: ") + e.what());
   }
   if (!header.is_object()) fail("header is not a JSON object");
