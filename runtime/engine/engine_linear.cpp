@@ -6,6 +6,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include <sys/types.h>
+#include <unistd.h>
+
 #include "kernels/dequantize.hpp"
 #include "kernels/quant_matmul.hpp"
 
@@ -15,17 +18,25 @@ namespace {
 // The machine's cores for the stored products: the caller takes the first range of rows and
 // each worker one more. One product at a time; a caller that finds the pool busy (another engine
 // on another thread) runs its product alone. Results do not depend on the split.
+//
+// A child of fork() has none of the workers (and the pool's locks as they were at the fork): it
+// runs every product alone and never touches them. The pool is never destroyed, so neither a
+// child's exit nor the parent's joins a thread.
 class row_pool {
  public:
   static row_pool& get() {
-    static row_pool pool;
-    return pool;
+    static row_pool* pool = new row_pool;
+    return *pool;
   }
 
   void run(int n, double work, const std::function<void(int, int)>& fn) {
-    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
     const int parts = static_cast<int>(workers_.size()) + 1;
-    if (!busy.owns_lock() || parts == 1 || n < 2 * parts || work < 1 << 20) {
+    if (parts == 1 || n < 2 * parts || work < 1 << 20 || ::getpid() != owner_) {
+      fn(0, n);
+      return;
+    }
+    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+    if (!busy.owns_lock()) {
       fn(0, n);
       return;
     }
@@ -44,15 +55,6 @@ class row_pool {
     job_ = nullptr;
   }
 
-  ~row_pool() {
-    {
-      std::lock_guard<std::mutex> g(m_);
-      stop_ = true;
-    }
-    go_.notify_all();
-    for (std::thread& t : workers_) t.join();
-  }
-
  private:
   row_pool() {
     const unsigned cores = std::thread::hardware_concurrency();
@@ -65,8 +67,7 @@ class row_pool {
     std::uint64_t seen = 0;
     for (;;) {
       std::unique_lock<std::mutex> l(m_);
-      go_.wait(l, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
+      go_.wait(l, [&] { return generation_ != seen; });
       seen = generation_;
       const std::function<void(int, int)>* fn = job_;
       const int begin = bound(index), end = bound(index + 1);
@@ -83,7 +84,7 @@ class row_pool {
   const std::function<void(int, int)>* job_ = nullptr;
   int n_ = 0, parts_ = 1, pending_ = 0;
   std::uint64_t generation_ = 0;
-  bool stop_ = false;
+  const pid_t owner_ = ::getpid();  // the process whose threads the workers are
   std::vector<std::thread> workers_;
 };
 

@@ -7,7 +7,8 @@
 // other rows and however the weight rows are split, so a prefill chunk, a verify round, a decode
 // step and a decode batch agree bit for bit on each row they share, and the weight rows are split
 // across the machine's cores (a pool of threads, one product at a time; a second caller while it
-// is busy runs its product on its own thread). A GGUF's tiled value heads (stored_weight.hpp) are
+// is busy runs its product on its own thread; so does a child of fork(), which has none of the
+// pool's threads). A GGUF's tiled value heads (stored_weight.hpp) are
 // permuted on the floats before or after the product.
 #include <cstdint>
 #include <vector>

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -329,4 +330,25 @@ TEST_CASE("failed saves throw and leave no tmp file", "[safetensors]") {
     CHECK_FALSE(fs::exists(path));
     CHECK_FALSE(fs::exists(path + ".tmp"));
   }
+}
+
+TEST_CASE("a header number past a double's range is refused as invalid JSON, not thrown through",
+          "[safetensors]") {
+  // The fuzz phase's find (fuzz/regressions/safetensors/number_overflow): nlohmann's parser
+  // throws out_of_range for a number like 2444444444E0000000000000000000000599770, which
+  // safetensors_view::open must report as a safetensors_error naming the file.
+  temp_dir dir;
+  const std::string path = dir.file("overflow.safetensors");
+  write_bytes(path, make_file(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 2E999999]}})",
+                              std::string(4, '\0')));
+  const std::string message = load_error(path);
+  CHECK_THAT(message, Catch::Matchers::Contains(path));
+  CHECK_THAT(message, Catch::Matchers::Contains("header is not valid JSON"));
+
+  std::ifstream in(std::string(ANCHORAGE_SOURCE_DIR) + "/fuzz/regressions/safetensors/number_overflow",
+                   std::ios::binary);
+  REQUIRE(in);
+  const std::string found((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  write_bytes(path, found);
+  CHECK_THAT(load_error(path), Catch::Matchers::Contains("header is not valid JSON"));
 }

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,7 +19,9 @@
 #include <vector>
 
 #include "runtime/engine/engine.hpp"
+#include "kernels/quantize.hpp"
 #include "runtime/engine/engine_batch.hpp"
+#include "runtime/engine/engine_linear.hpp"
 #include "runtime/engine/engine_options.hpp"
 #include "runtime/engine/gguf_file.hpp"
 #include "runtime/engine/engine_weights.hpp"
@@ -302,4 +305,44 @@ TEST_CASE("a stored model's resident memory is its file, not a float copy", "[st
   m.config.ctx_size = c.ctx_size;
   const auto w = weights_of(m);
   CHECK(w->bytes() > 3 * file);
+}
+
+TEST_CASE("a child of fork runs stored products alone, with the parent's bits", "[stored][fork]") {
+  // The stored products split their rows over a pool of threads started by the first product
+  // big enough for it; a child of fork() has none of those threads. A product in the child must
+  // still finish (the pool would wait for workers that are not there) with the same bits.
+  const int m = 8, n = 256, kd = 512;
+  std::vector<float> w(static_cast<std::size_t>(n) * kd), x(static_cast<std::size_t>(m) * kd);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.37f * static_cast<float>(i));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.11f * static_cast<float>(i));
+  const auto row = static_cast<std::size_t>(kernels::row_bytes(kernels::weight_type::q8_0, kd).value());
+  std::vector<unsigned char> q(row * n);
+  for (int r = 0; r < n; ++r)
+    kernels::quantize_row(kernels::weight_type::q8_0, w.data() + static_cast<std::size_t>(r) * kd,
+                          q.data() + row * r, kd);
+  linear_weight lw;
+  lw.parts.push_back({kernels::weight_type::q8_0, q.data(), n, v_head_order{}});
+  const kernels::ops& k = kernels::ops_for(kernels::backend::cpu);
+  linear_scratch scratch;
+  std::vector<float> parent(static_cast<std::size_t>(m) * n);
+  linear(k, false, m, n, kd, x.data(), kd, lw, 0.0f, parent.data(), n, scratch);  // starts the pool
+
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(20);  // a product waiting for the parent's threads ends the child here
+    std::vector<float> got(parent.size());
+    linear_scratch s;
+    linear(k, false, m, n, kd, x.data(), kd, lw, 0.0f, got.data(), n, s);
+    ::_exit(std::memcmp(got.data(), parent.data(), got.size() * sizeof(float)) == 0 ? 0 : 3);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  INFO("child status " << status);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  // And the parent's pool still serves it.
+  std::vector<float> again(parent.size());
+  linear(k, false, m, n, kd, x.data(), kd, lw, 0.0f, again.data(), n, scratch);
+  CHECK(std::memcmp(again.data(), parent.data(), again.size() * sizeof(float)) == 0);
 }
