@@ -1,8 +1,6 @@
 // POST /v1/messages and /v1/messages/count_tokens: parse_anthropic_request
 // (runtime/api/anthropic_request.hpp) on any body. Never throws; a mistake is a 400 naming what
 // is wrong; an accepted request is a chat with messages, the system text only first.
-#include <exception>
-
 #include "fuzz/fuzz_support.hpp"
 #include "runtime/api/anthropic_request.hpp"
 
@@ -11,18 +9,10 @@ using namespace anchorage;
 namespace {
 
 void parse_as(std::string_view body, anthropic_route route) {
-  std::variant<completion_request, api_error> parsed;
-  try {
-    parsed = parse_anthropic_request(body, route);
-  } catch (const std::exception& e) {
-    fuzz::unexpected_exception(e.what());
-  }
-  if (const auto* err = std::get_if<api_error>(&parsed)) {
-    fuzz::check(err->status == 400, "a refused request is a 400");
-    fuzz::check(!err->message.empty(), "a refusal says what is wrong");
-    return;
-  }
-  const auto& r = std::get<completion_request>(parsed);
+  const std::optional<completion_request> accepted = fuzz::accepted_or_400<completion_request, api_error>(
+      [&] { return parse_anthropic_request(body, route); });
+  if (!accepted) return;
+  const completion_request& r = *accepted;
   fuzz::check(r.kind == request_kind::chat, "a Messages request is a chat");
   fuzz::check(r.tools.is_array(), "tools is an array");
   for (std::size_t i = 1; i < r.messages.size(); ++i)

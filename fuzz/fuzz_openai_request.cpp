@@ -2,8 +2,6 @@
 // any body. Never throws; a mistake is a 400 naming what is wrong; an accepted request keeps the
 // documented shape (a chat's messages non-empty, prompt ids inside the vocabulary, at most four
 // non-empty stop strings).
-#include <exception>
-
 #include "fuzz/fuzz_support.hpp"
 #include "runtime/api/openai_request.hpp"
 
@@ -12,18 +10,10 @@ using namespace anchorage;
 namespace {
 
 void parse_as(std::string_view body, request_kind kind) {
-  std::variant<completion_request, api_error> parsed;
-  try {
-    parsed = parse_request(body, kind);
-  } catch (const std::exception& e) {
-    fuzz::unexpected_exception(e.what());
-  }
-  if (const auto* err = std::get_if<api_error>(&parsed)) {
-    fuzz::check(err->status == 400, "a refused request is a 400");
-    fuzz::check(!err->message.empty(), "a refusal says what is wrong");
-    return;
-  }
-  const auto& r = std::get<completion_request>(parsed);
+  const std::optional<completion_request> accepted =
+      fuzz::accepted_or_400<completion_request, api_error>([&] { return parse_request(body, kind); });
+  if (!accepted) return;
+  const completion_request& r = *accepted;
   fuzz::check(r.kind == kind, "the request keeps its route's kind");
   fuzz::check(r.stop.size() <= 4, "at most four stop strings");
   for (const auto& s : r.stop) fuzz::check(!s.empty(), "stop strings are non-empty");

@@ -29,18 +29,10 @@ void assemble(responses_request r, const std::vector<chat_message>& prior) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::variant<responses_request, api_error> parsed;
-  try {
-    parsed = parse_responses_request(fuzz::as_text(data, size));
-  } catch (const std::exception& e) {
-    fuzz::unexpected_exception(e.what());
-  }
-  if (const auto* err = std::get_if<api_error>(&parsed)) {
-    fuzz::check(err->status == 400, "a refused request is a 400");
-    fuzz::check(!err->message.empty(), "a refusal says what is wrong");
-    return 0;
-  }
-  const auto& r = std::get<responses_request>(parsed);
+  const std::optional<responses_request> accepted = fuzz::accepted_or_400<responses_request, api_error>(
+      [&] { return parse_responses_request(fuzz::as_text(data, size)); });
+  if (!accepted) return 0;
+  const responses_request& r = *accepted;
   fuzz::check(r.chat.messages.empty(), "messages wait for assemble_conversation");
   assemble(r, {});
   chat_message system_turn;

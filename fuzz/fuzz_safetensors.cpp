@@ -57,9 +57,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 }
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  if (const char* dir = std::getenv("ANCHORAGE_FUZZ_SEEDS")) {
-    write_seeds(dir);
-    std::exit(0);
-  }
+  fuzz::write_seeds_when_asked(write_seeds);
   return 0;
 }

@@ -1,6 +1,7 @@
 // `--model PATH` end to end: a checkpoint written by the tests (a GGUF file llama.cpp also loads,
 // and a Hugging Face directory of the same weights) served over HTTP, the two answering alike;
-// a checkpoint that cannot be loaded stops the server at start with a message naming it.
+// a checkpoint that cannot be loaded stops the server at start with a message naming it; on a
+// quantized GGUF kept as stored, every tier's restore answers as a server without a cache.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -8,6 +9,7 @@
 #include "actors/server.hpp"
 #include "runtime/engine/model_weights.hpp"
 #include "runtime/engine/qwen35_gguf.hpp"
+#include "tests/support/chat_turns.hpp"
 #include "tests/support/checkpoint_writer.hpp"
 #include "tests/support/http_fixture.hpp"
 #include "tests/support/http_helpers.hpp"
@@ -63,4 +65,79 @@ TEST_CASE("http: a --model that cannot be loaded stops the server at start, nami
   }
   cfg = parse_server_args({"--model", d.file("nothing-here"), "--port", "0"});
   CHECK_THROWS_AS(server(cfg), model_load_error);
+}
+
+namespace {
+
+json tier_conversation(const std::string& who) {
+  return json::array({{{"role", "system"}, {"content", filler(who + " " + system_prompt, 900)}},
+                      {{"role", "user"}, {"content", "List the files in src."}}});
+}
+
+void echo(json& messages, const turn_reply& t, const std::string& next) {
+  messages.push_back({{"role", "assistant"}, {"content", t.message.value("content", "")}});
+  messages.push_back({{"role", "user"}, {"content", next}});
+}
+
+}  // namespace
+
+TEST_CASE("http: on a Q8_0 GGUF kept as stored, every tier's restore answers as a server without a cache",
+          "[http][model][stored]") {
+  // Weights kept as stored change the arithmetic, not the caches' contract: a turn restored from
+  // the end anchor, the state store, the session spill after a restart through the drain and the
+  // disk tier after a restart each gives the tokens a --no-cache server on the same file gives.
+  temp_dir d("anchorage-http-stored");
+  const model_config c = preset_config("qwen35-tiny");
+  const std::string path = d.file("tiny-q8.gguf");
+  save_qwen35_gguf(path, c, random_weights(c, 5), nullptr, "", gguf_dtype::q8_0);
+  const std::vector<std::string> model = {"--model", path, "--prefix-chunk", "64"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), model.begin(), model.end());
+    return extra;
+  };
+  http_server ref(with({"--no-cache"}));
+  auto check_cold_answer = [&](const turn_reply& t, const json& body, const char* source) {
+    INFO("restored from " << source << ": " << t.x_cache.dump());
+    CHECK(t.x_cache["source"] == source);
+    CHECK(t.x_cache["resumed_at"].get<long>() > 0);
+    const turn_reply r = post_turn(ref, body);
+    CHECK(r.x_cache["source"] == "cold");
+    CHECK(t.message == r.message);
+    CHECK(t.usage["completion_tokens"] == r.usage["completion_tokens"]);
+  };
+
+  json a = tier_conversation("A");
+  json b = tier_conversation("B");
+  {
+    // The end anchor, then the state store: B replaces A on the one slot (no park), A's next
+    // turn comes back from the snapshot the store took of it.
+    http_server s(
+        with({"--cache-dir", d.file("cache"), "--disk-min-tokens", "256", "--resident-park-gb", "0"}));
+    const turn_reply a1 = post_turn(s, greedy_turn(a, 10));
+    CHECK(a1.x_cache["source"] == "cold");
+    echo(a, a1, "Now read main.cpp.");
+    check_cold_answer(post_turn(s, greedy_turn(a, 10)), greedy_turn(a, 10), "end");
+    const turn_reply b1 = post_turn(s, greedy_turn(b, 10));
+    echo(b, b1, "Run the tests.");
+    const turn_reply a3 = post_turn(s, greedy_turn(a, 10));
+    check_cold_answer(a3, greedy_turn(a, 10), "store");
+    echo(a, a3, "And the tests?");
+    REQUIRE(s.quiesce());
+    REQUIRE(s.srv().drain(std::chrono::seconds(30)));
+  }
+  {
+    // After a restart through the drain: A's conversation from the spill.
+    http_server s(with({"--cache-dir", d.file("cache"), "--disk-min-tokens", "256"}));
+    REQUIRE(s.quiesce());
+    check_cold_answer(post_turn(s, greedy_turn(a, 10)), greedy_turn(a, 10), "spill");
+  }
+  {
+    // Without the spill: a new session with B's head comes back from the disk tier.
+    http_server s(
+        with({"--cache-dir", d.file("cache"), "--disk-min-tokens", "256", "--session-spill", "off"}));
+    REQUIRE(s.quiesce());
+    json c2 = tier_conversation("B");
+    c2[1]["content"] = "Read the README.";
+    check_cold_answer(post_turn(s, greedy_turn(c2, 10)), greedy_turn(c2, 10), "disk");
+  }
 }
