@@ -18,6 +18,7 @@
 #include "runtime/engine/model_weights.hpp"
 #include "runtime/io/private_dir.hpp"
 #include "runtime/io/uring_env.hpp"
+#include "runtime/server/memory_trim.hpp"
 #include "runtime/tiers/spill_keeper.hpp"
 #include "runtime/text/template_choice.hpp"
 #include "runtime/text/tokenizer.hpp"
@@ -208,6 +209,8 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   });
   edge_ = std::make_unique<http_edge>(*system_, conductor_, cfg_);
   edge_->set_prompt_renderer(opts.limits, tok);
+  trimmer_ = std::make_unique<memory_trimmer>(
+      std::chrono::milliseconds(static_cast<long>(cfg_.memory_trim_s * 1000.0)));
 }
 
 server::~server() { stop(); }

@@ -13,10 +13,12 @@
 namespace anchorage {
 
 class http_edge;
+class memory_trimmer;
 
 // The whole server in one process: an actor system, the conductor and its board (owning the
-// engine built from cfg.engine), the disk tier's actor (with --cache-dir), and the HTTP edge. Used by the
-// `anchorage` binary and by the end-to-end tests.
+// engine built from cfg.engine), the disk tier's actor (with --cache-dir), the HTTP edge, and the
+// thread that hands the allocator's free pages back (--memory-trim-s). Used by the `anchorage`
+// binary and by the end-to-end tests.
 class server {
  public:
   explicit server(const server_config& cfg);
@@ -50,6 +52,7 @@ class server {
   spill_writer_actor spill_writer_;  // with --cache-dir and --session-spill on
   spill_reader_actor spill_reader_;  // with it
   std::unique_ptr<http_edge> edge_;
+  std::unique_ptr<memory_trimmer> trimmer_;  // --memory-trim-s
 };
 
 }  // namespace anchorage

@@ -298,6 +298,10 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) {
          c.http.keepalive_max = static_cast<int>(parse_long("http-keepalive-max", v, 1, 1L << 20));
        }},
+      {"memory-trim-s", "S",
+       "seconds between handing the memory the allocator holds free back to the system, so the resident "
+       "set follows what the caches hold (10; 0: never)",
+       [](server_config& c, const std::string& v) { c.memory_trim_s = parse_seconds("memory-trim-s", v); }},
   };
   return all;
 }

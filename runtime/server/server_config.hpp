@@ -65,6 +65,9 @@ struct server_config {
   cache_options cache;    // --resident-gb, --end-anchor, --end-align, --cache-budget-gb, --store-entry-gb,
                           // --response-cache-mb
   int max_queue = 16;     // requests waiting beyond the running one; past it: 429
+  // --memory-trim-s: seconds between handing the allocator's free pages back to the system
+  // (runtime/server/memory_trim.hpp; 0: never).
+  double memory_trim_s = 10;
   long max_body_bytes = 32L << 20;
   int decode_block = 4;        // tokens per decode message on the board
   long reasoning_budget = -1;  // --reasoning-budget: reasoning tokens before the server closes

@@ -33,6 +33,7 @@
 #include "runtime/generation/generator.hpp"
 #include "tests/support/engine_fixture.hpp"
 #include "tests/support/exact_checks.hpp"
+#include "tests/support/process_probe.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace anchorage;
@@ -81,13 +82,6 @@ float max_abs(const std::vector<float>& a) {
   float m = 0;
   for (float v : a) m = std::max(m, std::fabs(v));
   return m;
-}
-
-std::size_t resident_bytes() {
-  std::ifstream f("/proc/self/statm");
-  std::size_t pages = 0, resident = 0;
-  f >> pages >> resident;
-  return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 }
 
 }  // namespace

@@ -10,16 +10,16 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string>
 
+#include "tests/support/process_probe.hpp"
 #include "tests/support/temp_dir.hpp"
 
+using anchorage::testing::command_run;
+using anchorage::testing::run_command;
 using anchorage::testing::temp_dir;
 using json = nlohmann::json;
 
@@ -51,13 +51,10 @@ crash_loop_run run_crash_loop(const std::string& kind, int iterations, int seed,
                               " --iterations " + std::to_string(iterations) + " --seed " +
                               std::to_string(seed) + " --corrupt-every " + std::to_string(corrupt_every) +
                               " " + extra + " --out '" + out + "' 2> '" + out + "/crash-loop.log'";
+  const command_run ran = run_command(command);
   crash_loop_run run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) run.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.exit_code = ran.exit_code;
+  run.output = ran.output;
   std::size_t start = 0;
   while (start < run.output.size()) {
     std::size_t end = run.output.find('\n', start);

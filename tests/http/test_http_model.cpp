@@ -74,11 +74,6 @@ json tier_conversation(const std::string& who) {
                       {{"role", "user"}, {"content", "List the files in src."}}});
 }
 
-void echo(json& messages, const turn_reply& t, const std::string& next) {
-  messages.push_back({{"role", "assistant"}, {"content", t.message.value("content", "")}});
-  messages.push_back({{"role", "user"}, {"content", next}});
-}
-
 }  // namespace
 
 TEST_CASE("http: on a Q8_0 GGUF kept as stored, every tier's restore answers as a server without a cache",
@@ -115,13 +110,13 @@ TEST_CASE("http: on a Q8_0 GGUF kept as stored, every tier's restore answers as 
         with({"--cache-dir", d.file("cache"), "--disk-min-tokens", "256", "--resident-park-gb", "0"}));
     const turn_reply a1 = post_turn(s, greedy_turn(a, 10));
     CHECK(a1.x_cache["source"] == "cold");
-    echo(a, a1, "Now read main.cpp.");
+    echo_turn(a, a1, "Now read main.cpp.");
     check_cold_answer(post_turn(s, greedy_turn(a, 10)), greedy_turn(a, 10), "end");
     const turn_reply b1 = post_turn(s, greedy_turn(b, 10));
-    echo(b, b1, "Run the tests.");
+    echo_turn(b, b1, "Run the tests.");
     const turn_reply a3 = post_turn(s, greedy_turn(a, 10));
     check_cold_answer(a3, greedy_turn(a, 10), "store");
-    echo(a, a3, "And the tests?");
+    echo_turn(a, a3, "And the tests?");
     REQUIRE(s.quiesce());
     REQUIRE(s.srv().drain(std::chrono::seconds(30)));
   }

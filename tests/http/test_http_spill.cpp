@@ -35,11 +35,6 @@ json tiers_of(const http_server& s) {
   return j["tiers"];
 }
 
-void answer(json& messages, const turn_reply& t, const std::string& next) {
-  messages.push_back({{"role", "assistant"}, {"content", t.message.value("content", "")}});
-  messages.push_back({{"role", "user"}, {"content", next}});
-}
-
 }  // namespace
 
 TEST_CASE("http: a restart through the drain resumes the next turn from the spill with the same tokens",
@@ -51,10 +46,10 @@ TEST_CASE("http: a restart through the drain resumes the next turn from the spil
   {
     http_server a(flags);
     const turn_reply t1 = post_turn(a, greedy_turn(messages, 12));
-    answer(messages, t1, "Now read main.cpp.");
+    echo_turn(messages, t1, "Now read main.cpp.");
     const turn_reply t2 = post_turn(a, greedy_turn(messages, 12));
     CHECK(t2.x_cache["source"] == "end");
-    answer(messages, t2, "And the tests?");
+    echo_turn(messages, t2, "And the tests?");
     end_rows = a.get("/v1/cache/stats").body_json()["tiers"]["resident"]["end_anchor"].get<long>();
     CHECK(a.srv().drain(std::chrono::seconds(30)));
     // Right when the drain returns, before the process would exit: the spill is on disk.
@@ -75,9 +70,9 @@ TEST_CASE("http: a restart through the drain resumes the next turn from the spil
   http_server ref({"--cache-dir", other.str(), "--disk-min-tokens", "1000000"});
   json again = conversation("A");
   const turn_reply r1 = post_turn(ref, greedy_turn(again, 12));
-  answer(again, r1, "Now read main.cpp.");
+  echo_turn(again, r1, "Now read main.cpp.");
   const turn_reply r2 = post_turn(ref, greedy_turn(again, 12));
-  answer(again, r2, "And the tests?");
+  echo_turn(again, r2, "And the tests?");
   REQUIRE(again == messages);
   const turn_reply r3 = post_turn(ref, greedy_turn(again, 12));
   CHECK(r3.x_cache["source"] == "end");
@@ -99,7 +94,7 @@ TEST_CASE(
   http_server s(flags);
   json a = conversation("A");
   const turn_reply a1 = post_turn(s, greedy_turn(a, 10));
-  answer(a, a1, "Now read main.cpp.");
+  echo_turn(a, a1, "Now read main.cpp.");
   // Session B replaces A's rows; the park holds nothing, so A is spilled first.
   const turn_reply b1 = post_turn(s, greedy_turn(conversation("B"), 10));
   CHECK(b1.x_cache["source"] == "cold");
@@ -112,7 +107,7 @@ TEST_CASE(
   http_server ref({"--disk-min-tokens", "1000000"});
   json alone = conversation("A");
   const turn_reply r1 = post_turn(ref, greedy_turn(alone, 10));
-  answer(alone, r1, "Now read main.cpp.");
+  echo_turn(alone, r1, "Now read main.cpp.");
   REQUIRE(alone == a);
   const turn_reply r2 = post_turn(ref, greedy_turn(alone, 10));
   CHECK(r2.x_cache["source"] == "end");
@@ -177,7 +172,7 @@ void evicted_and_asked_at_once(int parallel, int rounds) {
     const std::string a_name = "A" + std::to_string(i);
     json a = conversation(a_name);
     const turn_reply a1 = post_turn(s, greedy_turn(a, 6));
-    answer(a, a1, "Now read main.cpp.");
+    echo_turn(a, a1, "Now read main.cpp.");
     // Every other slot taken by other sessions, the last of which evicts A.
     for (int k = 0; k < parallel; ++k)
       post_turn(s, greedy_turn(conversation("B" + std::to_string(i) + "_" + std::to_string(k)), 6));
@@ -187,7 +182,7 @@ void evicted_and_asked_at_once(int parallel, int rounds) {
     // A server that ran only A.
     json alone = conversation(a_name);
     const turn_reply r1 = post_turn(ref, greedy_turn(alone, 6));
-    answer(alone, r1, "Now read main.cpp.");
+    echo_turn(alone, r1, "Now read main.cpp.");
     REQUIRE(alone == a);
     const turn_reply r2 = post_turn(ref, greedy_turn(alone, 6));
     CHECK(a2.message == r2.message);

@@ -59,6 +59,13 @@ inline turn_reply post_turn(const http_server& s, const json& body, const httpli
   return read_turn(send_turn(s, body, headers));
 }
 
+// The client's next turn: the answer echoed back as the assistant's message, then `next` from the
+// user.
+inline void echo_turn(json& messages, const turn_reply& t, const std::string& next) {
+  messages.push_back({{"role", "assistant"}, {"content", t.message.value("content", "")}});
+  messages.push_back({{"role", "user"}, {"content", next}});
+}
+
 inline const char* system_prompt =
     "You are a coding agent. Read the files you are asked about, run the tools you need and keep "
     "your answers short.";
