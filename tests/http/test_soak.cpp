@@ -110,11 +110,12 @@ TEST_CASE("soak: a short mixed load with a restart and clears answers every requ
   REQUIRE(have_python3());
   REQUIRE(std::filesystem::exists(ANCHORAGE_SERVER_BINARY));
   temp_dir dir("anchorage-soak");
-  // Two lives of about 20 s, each with a 6 s warm-up; a memory bound a leak under load would
-  // still cross (the server's resident set is about 240 MiB on the tiny preset).
+  // Two lives of about 20 s, each with a 6 s warm-up, the server trimming every 2 s (each quiet
+  // point waits for a trim); a memory bound a leak under load would still cross (the server's
+  // resident set is about 240-500 MiB on the tiny preset).
   const soak_run run = run_soak(dir.str(),
                                 "--minutes 0.75 --restart-every-s 22 --clear-every-s 10 --warmup-s 6 "
-                                "--sample-s 0.5 --clients 6 --rss-growth-mb 120");
+                                "--sample-s 0.5 --clients 6 --rss-growth-mb 120 --memory-trim-s 2");
   check_soak(run, 1);
 }
 
