@@ -74,7 +74,7 @@ TEST_CASE("a trim gives back the free pages another thread's arena holds", "[tri
 #endif
 }
 
-TEST_CASE("--memory-trim-s takes seconds, 0 turns it off", "[config][trim]") {
+TEST_CASE("the flag --memory-trim-s takes seconds, 0 turns it off", "[config][trim]") {
   CHECK(parse_server_args({}).memory_trim_s == 10);
   CHECK(parse_server_args({"--memory-trim-s", "0"}).memory_trim_s == 0);
   CHECK(parse_server_args({"--memory-trim-s", "2.5"}).memory_trim_s == 2.5);
