@@ -20,7 +20,8 @@ std::string arithmetic_config(const model_config& c) {
          (c.layout == model_layout::reference ? std::string()
                                               : std::string(";layout=") + to_string(c.layout) +
                                                     ";rope_dims=" + std::to_string(c.rotary_dims()) +
-                                                    ";tied=" + std::to_string(c.tied_embeddings));
+                                                    ";tied=" + std::to_string(c.tied_embeddings)) +
+         (c.is_moe() ? ";experts=" + std::to_string(c.n_experts) + "/" + std::to_string(c.experts_used) : "");
 }
 
 }  // namespace

@@ -280,6 +280,10 @@ void engine_batch::mlp_block(const std::string& p, float* xs) {
   const int d = c.d_model, h = c.mlp_hidden, m = n_;
   impl& L = *lead_;
   k().rmsnorm(xs, d, weight(p + "mlp_norm"), L.xn.data(), d, m, d, c.norm_eps);
+  if (c.is_moe()) {
+    moe_block(k(), true, *L.weights, p + "moe.", m, L.xn.data(), xs, L.moe, L.scratch);
+    return;
+  }
   dense(2 * h, d, L.xn.data(), d, p + "mlp.gate_up", 0.0f, L.proj.data(), 2 * h);
   k().swiglu(L.proj.data(), L.mix.data(), m, h);
   dense(d, h, L.mix.data(), h, p + "mlp.down", 1.0f, xs, d);

@@ -106,6 +106,10 @@ void engine::impl::attention_block(const std::string& p, float* xs, float* k_row
 void engine::impl::mlp_block(const std::string& p, float* xs, int m) {
   const int d = cfg.d_model, h = cfg.mlp_hidden;
   k.rmsnorm(xs, d, weight(p + "mlp_norm"), xn.data(), d, m, d, cfg.norm_eps);
+  if (cfg.is_moe()) {
+    moe_block(k, false, *weights, p + "moe.", m, xn.data(), xs, moe, scratch);
+    return;
+  }
   product(m, 2 * h, d, xn.data(), d, p + "mlp.gate_up", 0.0f, proj.data(), 2 * h);
   k.swiglu(proj.data(), mix.data(), m, h);
   product(m, d, h, mix.data(), h, p + "mlp.down", 1.0f, xs, d);

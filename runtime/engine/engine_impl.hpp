@@ -9,6 +9,7 @@
 #include "runtime/engine/device_buffer.hpp"
 #include "runtime/engine/engine.hpp"
 #include "runtime/engine/engine_linear.hpp"
+#include "runtime/engine/engine_moe.hpp"
 
 namespace anchorage {
 
@@ -78,6 +79,7 @@ struct engine::impl {
 
   std::vector<float> logits, draft_logits;
   linear_scratch scratch;  // the products by weights kept as stored
+  moe_scratch moe;         // the mixture-of-experts blocks' buffers
   // The last forward_batch's rows of this engine, and what keep_rows() needs to cut them back
   // (engine_batch.cpp, engine_verify.cpp): with more than one row (`saved`), the recurrent state,
   // convolution tails and mtp.h_last before the round and each row's inputs to the convolution

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "kernels/dequantize.hpp"
 #include "runtime/engine/model_weights.hpp"
 
 namespace anchorage {
@@ -20,23 +21,33 @@ fill_fn one_plus(const tensor& t) {
   };
 }
 
-fill_fn stacked(const tensor& a, const tensor& b) {
-  return [&a, &b](float* dst) {
-    std::memcpy(dst, a.data.data(), a.data.size() * sizeof(float));
-    std::memcpy(dst + a.data.size(), b.data.data(), b.data.size() * sizeof(float));
-  };
+std::int64_t rows_in(const tensor& t) {
+  return t.shape.empty() ? 1 : static_cast<std::int64_t>(t.data.size()) / t.shape.back();
 }
 
-// A stored weight's values converted, for a stack that mixes it with float32 weights.
-fill_fn converted(const stored_weight& sw) {
-  return [&sw](float* dst) {
+// Rows [first, first + count) of a stored weight's values, as float32.
+void convert_rows(const stored_weight& sw, std::int64_t first, std::int64_t count, float* dst) {
+  const std::int64_t cols = sw.cols();
+  if (sw.order.along != v_head_order::axis::none) {  // value heads to put back: the whole tensor
     const tensor t = to_f32(sw);
-    std::memcpy(dst, t.data.data(), t.data.size() * sizeof(float));
-  };
+    std::memcpy(dst, t.data.data() + first * cols, static_cast<std::size_t>(count * cols) * sizeof(float));
+    return;
+  }
+  const auto row = static_cast<std::size_t>(kernels::row_bytes(sw.type, cols).value_or(0));
+  for (std::int64_t r = 0; r < count; ++r)
+    kernels::dequantize_row(sw.type, sw.data + static_cast<std::size_t>(first + r) * row, dst + r * cols,
+                            static_cast<int>(cols));
 }
 
 class qwen35_list {
  public:
+  // Rows [first, first + count) of the model's tensor `name`; count -1: from first to the end.
+  struct rows_of {
+    std::string name;
+    std::int64_t first = 0;
+    std::int64_t count = -1;
+  };
+
   qwen35_list(const tensor_map& w, const stored_weights& stored, std::vector<engine_tensor>& out)
       : w_(w), stored_(stored), out_(out) {}
 
@@ -45,16 +56,55 @@ class qwen35_list {
     const auto it = stored_.find(name);
     return it == stored_.end() ? nullptr : &it->second;
   }
-  void copy(const std::string& to, const std::string& from) {
-    if (const stored_weight* sw = kept(from))
-      out_.push_back({to, 0, "", nullptr, {sw}});
-    else
-      add(to, hf(from).data.size(), copy_of(hf(from)));
-  }
+  void copy(const std::string& to, const std::string& from) { stack(to, {{from}}); }
   void norm(const std::string& to, const std::string& from) {
     add(to, hf(from).data.size(), one_plus(hf(from)));
   }
   void add(const std::string& to, std::size_t n, fill_fn f) { out_.push_back({to, n, "", std::move(f), {}}); }
+
+  // `to` is the rows of `parts`, one after another: the stored rows themselves when every part is
+  // kept as stored, float32 otherwise (a kept part converted).
+  void stack(const std::string& to, std::vector<rows_of> parts) {
+    std::vector<stored_rows> slices;
+    std::size_t numel = 0;
+    for (rows_of& r : parts) {
+      const stored_weight* sw = kept(r.name);
+      const std::int64_t rows = sw ? sw->rows() : rows_in(hf(r.name));
+      if (r.count < 0) r.count = rows - r.first;
+      if (sw) slices.push_back({sw, r.first, r.count});
+      numel += static_cast<std::size_t>(r.count * (sw ? sw->cols() : hf(r.name).shape.back()));
+    }
+    if (slices.size() == parts.size()) {
+      out_.push_back({to, 0, "", nullptr, std::move(slices)});
+      return;
+    }
+    std::vector<fill_fn> fills;
+    std::vector<std::size_t> at;
+    std::size_t off = 0;
+    for (const rows_of& r : parts) {
+      const std::int64_t first = r.first, count = r.count;
+      if (const stored_weight* sw = kept(r.name)) {
+        fills.push_back([sw, first, count](float* dst) { convert_rows(*sw, first, count, dst); });
+        off += static_cast<std::size_t>(count * sw->cols());
+      } else {
+        const tensor& t = hf(r.name);
+        const auto cols = static_cast<std::size_t>(t.shape.back());
+        fills.push_back([&t, first, count, cols](float* dst) {
+          std::memcpy(dst, t.data.data() + static_cast<std::size_t>(first) * cols,
+                      static_cast<std::size_t>(count) * cols * sizeof(float));
+        });
+        off += static_cast<std::size_t>(count) * cols;
+      }
+      at.push_back(off);
+    }
+    add(to, numel, [fills, at](float* dst) {
+      std::size_t from = 0;
+      for (std::size_t i = 0; i < fills.size(); ++i) {
+        fills[i](dst + from);
+        from = at[i];
+      }
+    });
+  }
 
   void attention(const std::string& to, const std::string& from) {
     norm(to + "attn_norm", from + "input_layernorm.weight");
@@ -66,32 +116,33 @@ class qwen35_list {
     norm(to + "attn.k_norm", from + "self_attn.k_norm.weight");
   }
 
-  void mlp(const std::string& to, const std::string& from) {
+  void mlp(const std::string& to, const std::string& from, const model_config& c) {
     norm(to + "mlp_norm", from + "post_attention_layernorm.weight");
-    const std::string gate_name = from + "mlp.gate_proj.weight", up_name = from + "mlp.up_proj.weight";
-    const stored_weight* gate_kept = kept(gate_name);
-    const stored_weight* up_kept = kept(up_name);
-    if (gate_kept && up_kept) {
-      out_.push_back({to + "mlp.gate_up", 0, "", nullptr, {gate_kept, up_kept}});
-    } else if (!gate_kept && !up_kept) {
-      const tensor& gate = hf(gate_name);
-      const tensor& up = hf(up_name);
-      add(to + "mlp.gate_up", gate.data.size() + up.data.size(), stacked(gate, up));
-    } else {  // one of each: both as float32
-      const auto numel = [&](const std::string& n, const stored_weight* sw) {
-        return sw ? static_cast<std::size_t>(sw->rows() * sw->cols()) : hf(n).data.size();
-      };
-      const auto fill = [&](const std::string& n, const stored_weight* sw) {
-        return sw ? converted(*sw) : copy_of(hf(n));
-      };
-      const std::size_t n_gate = numel(gate_name, gate_kept);
-      fill_fn g = fill(gate_name, gate_kept), u = fill(up_name, up_kept);
-      add(to + "mlp.gate_up", n_gate + numel(up_name, up_kept), [g, u, n_gate](float* dst) {
-        g(dst);
-        u(dst + n_gate);
-      });
+    if (c.is_moe()) {
+      moe(to + "moe.", from + "mlp.", c);
+      return;
     }
+    stack(to + "mlp.gate_up", {{from + "mlp.gate_proj.weight"}, {from + "mlp.up_proj.weight"}});
     copy(to + "mlp.down", from + "mlp.down_proj.weight");
+  }
+
+  // Expert e's gate and up are rows [e 2I, (e + 1) 2I) of the fused tensor, or rows [e I, (e + 1) I)
+  // of each of the two; its down rows [e H, (e + 1) H).
+  void moe(const std::string& to, const std::string& from, const model_config& c) {
+    const std::int64_t i = c.expert_hidden, h = c.d_model;
+    copy(to + "router", from + "gate.weight");
+    for (int e = 0; e < c.n_experts; ++e) {
+      const std::string x = to + "expert." + std::to_string(e) + ".";
+      if (c.experts_fused)
+        stack(x + "gate_up", {{from + "experts.gate_up_proj", 2 * i * e, 2 * i}});
+      else
+        stack(x + "gate_up", {{from + "experts.gate_proj", i * e, i}, {from + "experts.up_proj", i * e, i}});
+      stack(x + "down", {{from + "experts.down_proj", h * e, h}});
+    }
+    stack(to + "shared.gate_up",
+          {{from + "shared_expert.gate_proj.weight"}, {from + "shared_expert.up_proj.weight"}});
+    copy(to + "shared.down", from + "shared_expert.down_proj.weight");
+    copy(to + "shared_gate", from + "shared_expert_gate.weight");
   }
 
   void gdn(const std::string& to, const std::string& from) {
@@ -125,7 +176,7 @@ void qwen35_tensors(const model_config& c, const tensor_map& w, const stored_wei
       l.gdn(to, from);
     else
       l.attention(to, from);
-    l.mlp(to, from);
+    l.mlp(to, from, c);
   }
   l.norm("final_norm", "model.norm.weight");
   if (c.tied_embeddings)
@@ -137,7 +188,7 @@ void qwen35_tensors(const model_config& c, const tensor_map& w, const stored_wei
     l.norm("mtp.norm_e", "mtp.pre_fc_norm_embedding.weight");
     l.copy("mtp.in", "mtp.fc.weight");
     l.attention("mtp.", "mtp.layers.0.");
-    l.mlp("mtp.", "mtp.layers.0.");
+    l.mlp("mtp.", "mtp.layers.0.", c);
     l.norm("mtp.final_norm", "mtp.norm.weight");
   }
 }
@@ -153,7 +204,7 @@ std::vector<engine_tensor> engine_tensors(const model_config& c, const tensor_ma
   }
   for (const auto& s : weight_specs(c)) {
     if (const auto it = stored.find(s.name); it != stored.end()) {
-      out.push_back({s.name, 0, "", nullptr, {&it->second}});
+      out.push_back({s.name, 0, "", nullptr, {{&it->second, 0, it->second.rows()}}});
       continue;
     }
     const tensor& t = w.at(s.name);

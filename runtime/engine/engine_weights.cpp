@@ -51,6 +51,9 @@ engine_weights::engine_weights(const model_config& c, const tensor_map& w, const
   cfg_.validate();
   if (b == kernels::backend::cuda && !kernels::cuda_available())
     throw std::invalid_argument("the cuda backend was asked for but no CUDA device is present");
+  if (b == kernels::backend::cuda && cfg_.is_moe())
+    throw std::invalid_argument(
+        "the cuda backend does not run mixture-of-experts models yet: serve this model with --device cpu");
   // The CUDA ops read float32 weights: convert there.
   const bool convert = b == kernels::backend::cuda && !stored.empty();
   const tensor_map converted = convert ? with_converted(w, stored) : tensor_map{};
@@ -68,9 +71,15 @@ engine_weights::engine_weights(const model_config& c, const tensor_map& w, const
     if (!t.alias_of.empty()) continue;
     if (!t.stored.empty()) {
       linear_weight& lw = linear_[t.name];
-      for (const stored_weight* sw : t.stored) {
-        lw.parts.push_back({sw->type, sw->data, static_cast<int>(sw->rows()), sw->order});
-        stored_bytes_ += sw->bytes();
+      for (const stored_rows& r : t.stored) {
+        const stored_weight& sw = *r.weight;
+        if (r.first < 0 || r.count < 0 || r.first + r.count > sw.rows() ||
+            (r.count != sw.rows() && sw.order.along != v_head_order::axis::none))
+          throw std::logic_error("engine weights: a bad slice of '" + t.name + "'");
+        const auto row = static_cast<std::size_t>(kernels::row_bytes(sw.type, sw.cols()).value_or(0));
+        lw.parts.push_back({sw.type, sw.data + row * static_cast<std::size_t>(r.first),
+                            static_cast<int>(r.count), sw.order});
+        stored_bytes_ += row * static_cast<std::size_t>(r.count);
       }
       continue;
     }

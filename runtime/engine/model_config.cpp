@@ -33,6 +33,14 @@ void model_config::validate() const {
   if (grid <= 0 || grid % gdn_chunk != 0)
     fail("the grid (--prefix-chunk) is " + std::to_string(grid) + ", it must be a positive multiple of " +
          std::to_string(gdn_chunk));
+  if (n_experts < 0) fail("n_experts must not be negative");
+  if (n_experts > 0) {
+    if (layout != model_layout::qwen35) fail("mixture-of-experts layers need the qwen35 layout");
+    if (experts_used < 1 || experts_used > n_experts)
+      fail("experts_used is " + std::to_string(experts_used) + ", it must be between 1 and n_experts (" +
+           std::to_string(n_experts) + ")");
+    if (expert_hidden <= 0 || shared_hidden <= 0) fail("expert_hidden and shared_hidden must be positive");
+  }
   if (ctx_size < grid)
     fail("--ctx-size " + std::to_string(ctx_size) + " is below one grid chunk (" + std::to_string(grid) +
          ")");
@@ -74,6 +82,28 @@ model_config preset_config(const std::string& name) {
     c.validate();
     return c;
   }
+  if (name == "qwen35moe-tiny" || name == "qwen35moe-tiny-mtp") {
+    c = preset_config(name == "qwen35moe-tiny" ? "qwen35-tiny" : "qwen35-tiny-mtp");
+    c.preset = name;
+    c.n_experts = 8;
+    c.experts_used = 2;
+    c.expert_hidden = 32;
+    c.shared_hidden = 48;
+    c.mlp_hidden = c.expert_hidden;
+    c.validate();
+    return c;
+  }
+  if (name == "qwen35moe-small") {
+    c = preset_config("qwen35-small");
+    c.preset = name;
+    c.n_experts = 16;
+    c.experts_used = 4;
+    c.expert_hidden = 256;
+    c.shared_hidden = 512;
+    c.mlp_hidden = c.expert_hidden;
+    c.validate();
+    return c;
+  }
   if (name == "qwen35-small") {
     c.layout = model_layout::qwen35;
     c.vocab = 151936;
@@ -103,7 +133,10 @@ model_config preset_config(const std::string& name) {
 }
 
 std::vector<std::string> preset_names() {
-  return {"tiny", "tiny-mtp", "small", "small-mtp", "qwen35-tiny", "qwen35-tiny-mtp", "qwen35-small"};
+  return {"tiny",           "tiny-mtp",       "small",
+          "small-mtp",      "qwen35-tiny",    "qwen35-tiny-mtp",
+          "qwen35-small",   "qwen35moe-tiny", "qwen35moe-tiny-mtp",
+          "qwen35moe-small"};
 }
 
 }  // namespace anchorage

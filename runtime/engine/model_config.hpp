@@ -45,6 +45,19 @@ struct model_config {
   model_layout layout = model_layout::reference;
   int rope_dims = 0;             // rotary dimensions at the start of each head; 0 means head_dim
   bool tied_embeddings = false;  // qwen35: the output projection is the token embedding
+  // Mixture of experts (the qwen35 layout only; Qwen3.5 MoE, llama.cpp's qwen35moe): with
+  // n_experts > 0 every layer's MLP (the draft layer's too) is a router over n_experts routed
+  // experts, of which experts_used run for each row (softmax over all, top-k, the k weights
+  // renormalised to sum to 1), each a SwiGLU MLP of width expert_hidden, plus a shared SwiGLU
+  // expert of width shared_hidden scaled by sigmoid(shared_expert_gate . x). mlp_hidden is unused.
+  int n_experts = 0;
+  int experts_used = 0;
+  int expert_hidden = 0;
+  int shared_hidden = 0;
+  // How the routed experts' gate and up projections are stored: one [E, 2I, H] tensor (Hugging
+  // Face's mlp.experts.gate_up_proj, gate rows first) or two [E, I, H] (a GGUF's ffn_gate_exps and
+  // ffn_up_exps, named mlp.experts.gate_proj and mlp.experts.up_proj here). The same arithmetic.
+  bool experts_fused = true;
   // serving shape
   int grid = 32;           // --prefix-chunk
   int ctx_size = 32768;    // --ctx-size
@@ -56,6 +69,7 @@ struct model_config {
   int conv_channels() const { return 2 * gdn_hk * gdn_dk + gdn_hv * gdn_dv; }
   int kv_row() const { return n_kv * head_dim; }  // floats of one layer's K (or V) row
   int rotary_dims() const { return rope_dims == 0 ? head_dim : rope_dims; }
+  bool is_moe() const { return n_experts > 0; }
 
   // Throws std::invalid_argument naming the first inconsistent field (e.g. a grid that is
   // not a multiple of gdn_chunk, a pattern with letters other than G and A).
@@ -65,7 +79,9 @@ struct model_config {
 // "tiny", "tiny-mtp" (tests), "small" (about 40M parameters), "small-mtp": the reference layout.
 // "qwen35-tiny", "qwen35-tiny-mtp" (tests; gdn_hv > gdn_hk, the byte tokenizer's vocabulary) and
 // "qwen35-small" (about 40M parameters with Qwen3's 151,936-id vocabulary, tied embeddings): the
-// Qwen3.5 layout.
+// Qwen3.5 layout. "qwen35moe-tiny", "qwen35moe-tiny-mtp" (tests: 8 experts, 2 used) and
+// "qwen35moe-small" (qwen35-small's trunk with 16 experts of 256, 4 used, and a shared expert of
+// 512): the Qwen3.5 MoE layout.
 // Throws std::invalid_argument for an unknown name, listing the known ones.
 model_config preset_config(const std::string& name);
 std::vector<std::string> preset_names();

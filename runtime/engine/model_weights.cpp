@@ -110,7 +110,8 @@ tensor_map random_weights(const model_config& c, std::uint64_t seed) {
       // uniform in [-s, s) with s = 1/sqrt(fan_in); the embedding uses fan_in 1
       const bool embedding = n == "embed" || n == "model.embed_tokens.weight";
       const float fan_in = embedding ? 1.0f : static_cast<float>(spec.shape.back());
-      const float s = 1.0f / std::sqrt(fan_in);
+      // A router's logits spread wider (4x), so that the chosen experts stand clear of the rest.
+      const float s = (ends_with(n, "mlp.gate.weight") ? 4.0f : 1.0f) / std::sqrt(fan_in);
       for (auto& v : t.data) v = (2.0f * rng.uniform() - 1.0f) * s;
     }
     out.emplace(spec.name, std::move(t));

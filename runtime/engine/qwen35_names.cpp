@@ -21,9 +21,31 @@ void add_attention(std::vector<tensor_spec>& s, const std::string& p, const mode
   s.push_back({p + "self_attn.k_norm.weight", dims({c.head_dim})});
 }
 
+// Qwen3_5MoeSparseMoeBlock: the router, the routed experts stacked [E, ...], the shared expert
+// and its gate (model_config.hpp says which form the experts' gate and up take).
+void add_moe(std::vector<tensor_spec>& s, const std::string& p, const model_config& c) {
+  const int e = c.n_experts, h = c.d_model, i = c.expert_hidden;
+  s.push_back({p + "mlp.gate.weight", dims({e, h})});
+  if (c.experts_fused) {
+    s.push_back({p + "mlp.experts.gate_up_proj", dims({e, 2 * i, h})});
+  } else {
+    s.push_back({p + "mlp.experts.gate_proj", dims({e, i, h})});
+    s.push_back({p + "mlp.experts.up_proj", dims({e, i, h})});
+  }
+  s.push_back({p + "mlp.experts.down_proj", dims({e, h, i})});
+  s.push_back({p + "mlp.shared_expert.gate_proj.weight", dims({c.shared_hidden, h})});
+  s.push_back({p + "mlp.shared_expert.up_proj.weight", dims({c.shared_hidden, h})});
+  s.push_back({p + "mlp.shared_expert.down_proj.weight", dims({h, c.shared_hidden})});
+  s.push_back({p + "mlp.shared_expert_gate.weight", dims({1, h})});
+}
+
 void add_norms_and_mlp(std::vector<tensor_spec>& s, const std::string& p, const model_config& c) {
   s.push_back({p + "input_layernorm.weight", dims({c.d_model})});
   s.push_back({p + "post_attention_layernorm.weight", dims({c.d_model})});
+  if (c.is_moe()) {
+    add_moe(s, p, c);
+    return;
+  }
   s.push_back({p + "mlp.gate_proj.weight", dims({c.mlp_hidden, c.d_model})});
   s.push_back({p + "mlp.up_proj.weight", dims({c.mlp_hidden, c.d_model})});
   s.push_back({p + "mlp.down_proj.weight", dims({c.d_model, c.mlp_hidden})});

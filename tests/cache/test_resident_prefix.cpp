@@ -23,7 +23,7 @@ void require_equals_cold(const model_config& c, engine& e, const std::vector<tok
 
 TEST_CASE("grid anchors resume every turn of a growing conversation bit for bit", "[resident][exact]") {
   const std::string preset =
-      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp", "qwen35moe-tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
   const std::size_t g = static_cast<std::size_t>(c.grid);
@@ -89,7 +89,7 @@ TEST_CASE("a prompt equal to the resident one still forwards its last token", "[
 
 TEST_CASE("the end anchor resumes the next turn where the answer ended", "[resident][end]") {
   const std::string preset =
-      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp", "qwen35moe-tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
   const std::size_t g = static_cast<std::size_t>(c.grid);
@@ -129,7 +129,7 @@ TEST_CASE("the end anchor resumes the next turn where the answer ended", "[resid
 TEST_CASE("an end anchor restored into a fresh engine equals the engine that kept its rows",
           "[resident][end]") {
   const std::string preset =
-      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp", "qwen35moe-tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
   cache_tiers tiers(small_cache(true));
@@ -181,7 +181,7 @@ TEST_CASE("a client that changed the answer resumes at the last exact line", "[r
 
 TEST_CASE("the state store answers when the resident prefix cannot, exactly", "[resident][store][exact]") {
   const std::string preset =
-      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp", "qwen35moe-tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
   const std::size_t g = static_cast<std::size_t>(c.grid);

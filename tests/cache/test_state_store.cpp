@@ -13,7 +13,7 @@ using namespace anchorage::testing;
 
 TEST_CASE("a prompt resumed from a stored snapshot equals a cold prefill", "[store][exact]") {
   const std::string preset =
-      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp", "qwen35moe-tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
   const std::size_t g = static_cast<std::size_t>(c.grid), line = 2 * g;

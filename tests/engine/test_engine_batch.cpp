@@ -80,7 +80,7 @@ float max_abs(const std::vector<float>& a) {
 
 TEST_CASE("engines on one engine_weights share it and compute what an engine of its own does",
           "[batch][engine]") {
-  const std::string preset = GENERATE(as<std::string>{}, "tiny-mtp", "qwen35-tiny-mtp");
+  const std::string preset = GENERATE(as<std::string>{}, "tiny-mtp", "qwen35-tiny-mtp", "qwen35moe-tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
   const auto w = shared_weights(c);
@@ -103,7 +103,7 @@ TEST_CASE("engines on one engine_weights share it and compute what an engine of 
 
 TEST_CASE("a batch of one is decode() bit for bit", "[batch][engine][exact]") {
   const std::string preset =
-      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp", "qwen35moe-tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
   const auto w = shared_weights(c);
@@ -122,7 +122,7 @@ TEST_CASE("a batch of one is decode() bit for bit", "[batch][engine][exact]") {
 
 TEST_CASE("a batched step over four slots is each slot's solo decode bit for bit", "[batch][engine][exact]") {
   const std::string preset =
-      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp", "qwen35moe-tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
   const auto w = shared_weights(c);
@@ -184,7 +184,7 @@ TEST_CASE("a batched step over four slots is each slot's solo decode bit for bit
 
 TEST_CASE("64 batched greedy steps over four slots give each slot's solo greedy tokens", "[batch][engine]") {
   const std::string preset =
-      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp");
+      GENERATE(as<std::string>{}, "tiny", "tiny-mtp", "qwen35-tiny", "qwen35-tiny-mtp", "qwen35moe-tiny-mtp");
   INFO("preset " << preset);
   const model_config c = test_config(preset);
   const auto w = shared_weights(c);
