@@ -2,7 +2,7 @@
 // context length, printed as one JSON object. Usage:
 //   anchorage-bench-engine [--preset small] [--prefill 1024,8192,32768] [--decode-at 32768]
 //                          [--decode-tokens 32] [--followup 0] [--device cpu|cuda]
-//                          [--model FILE.gguf|DIR [--weight-storage stored|f32]]
+//                          [--model FILE.gguf|DIR [--weight-storage stored|f32]] [--threads N]
 // --model: a checkpoint instead of the preset's random weights (its matrices kept as stored
 // unless --weight-storage f32); the resident memory after loading and at the end is reported.
 // --followup N: after the decode, a follow-up turn of N new tokens on the same sequence, timed
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/ops.hpp"
+#include "runtime/engine/compute_threads.hpp"
 #include "runtime/core/log.hpp"
 #include "runtime/engine/blas_setup.hpp"
 #include "runtime/engine/engine.hpp"
@@ -63,7 +64,7 @@ int main(int argc, char** argv) {
       followup = std::stoi(v);
     else if (a == "--device")
       device = v;
-    else if (a == "--model" || a == "--weight-storage")
+    else if (a == "--model" || a == "--weight-storage" || a == "--threads")
       model.parse(a, v);
     else {
       log_error() << "unknown argument " << a;
@@ -71,10 +72,11 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    int longest = decode_at + decode_tokens;
+    int longest = decode_at + decode_tokens + followup + 1;
     for (int n : lengths) longest = std::max(longest, n);
     const auto where = device == "cuda" ? kernels::backend::cuda : kernels::backend::cpu;
     const std::size_t rss_start = resident_bytes();
+    if (model.threads) set_compute_threads(*model.threads);
     loaded_model m;
     if (model.model_path) {
       model.ctx_size = longest;
@@ -95,6 +97,7 @@ int main(int argc, char** argv) {
     out["weights_f32_bytes"] = e.weights()->bytes();
     out["resident_bytes_loaded"] = resident_bytes() - rss_start;
     out["device"] = device;
+    out["threads"] = compute_threads();
     out["grid"] = c.grid;
     out["arithmetic"] = kernels::arithmetic_flags(where);
     std::size_t params = 0;

@@ -1,5 +1,9 @@
 #include "runtime/engine/engine_linear.hpp"
 
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -11,9 +15,12 @@
 
 #include "kernels/dequantize.hpp"
 #include "kernels/quant_matmul.hpp"
+#include "runtime/engine/compute_threads.hpp"
 
 namespace anchorage {
 namespace {
+
+std::atomic<int> threads_wanted{0};  // 0: every core
 
 // The machine's cores for the stored products: the caller takes the first range of rows and
 // each worker one more. One product at a time; a caller that finds the pool busy (another engine
@@ -29,8 +36,11 @@ class row_pool {
     return *pool;
   }
 
+  int cores() const { return static_cast<int>(workers_.size()) + 1; }
+
   void run(int n, double work, const std::function<void(int, int)>& fn) {
-    const int parts = static_cast<int>(workers_.size()) + 1;
+    const int wanted = threads_wanted.load(std::memory_order_relaxed);
+    const int parts = wanted > 0 ? std::min(wanted, cores()) : cores();
     if (parts == 1 || n < 2 * parts || work < 1 << 20 || ::getpid() != owner_) {
       fn(0, n);
       return;
@@ -69,6 +79,7 @@ class row_pool {
       std::unique_lock<std::mutex> l(m_);
       go_.wait(l, [&] { return generation_ != seen; });
       seen = generation_;
+      if (index >= parts_) continue;  // fewer parts than workers (--threads): not this one's
       const std::function<void(int, int)>* fn = job_;
       const int begin = bound(index), end = bound(index + 1);
       l.unlock();
@@ -98,6 +109,17 @@ void stored_product(const linear_weight::part& p, int m, int kd, const float* x,
 }
 
 }  // namespace
+
+void set_compute_threads(int n) {
+  if (n < 1) n = 1;
+  threads_wanted.store(n, std::memory_order_relaxed);
+  openblas_set_num_threads(std::min(n, row_pool::get().cores()));
+}
+
+int compute_threads() {
+  const int wanted = threads_wanted.load(std::memory_order_relaxed);
+  return wanted > 0 ? std::min(wanted, row_pool::get().cores()) : row_pool::get().cores();
+}
 
 void linear(const kernels::ops& k, bool rows_kernel, int m, int n, int kd, const float* x, int ldx,
             const linear_weight& w, float beta, float* y, int ldy, linear_scratch& s) {

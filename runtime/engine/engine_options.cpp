@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "runtime/engine/compute_threads.hpp"
 #include "runtime/engine/model_load.hpp"
 #include "runtime/engine/model_weights.hpp"
 
@@ -44,6 +45,8 @@ bool engine_options::parse(const std::string& flag, const std::string& v) {
     if (v != "stored" && v != "f32")
       throw std::invalid_argument("--weight-storage is stored or f32, got '" + v + "'");
     weight_storage = v;
+  } else if (flag == "--threads") {
+    threads = static_cast<int>(parse_int(flag, v, 1));
   } else {
     return false;
   }
@@ -59,6 +62,7 @@ model_config engine_options::config() const {
 }
 
 loaded_model engine_options::load() const {
+  if (threads) set_compute_threads(*threads);
   if (!model_path) {
     loaded_model m;
     m.config = config();

@@ -10,7 +10,7 @@ namespace anchorage {
 
 // What a binary needs to build the engine, from the seed's flags:
 //   --model PATH --preset NAME --weights FILE --weights-seed N --prefix-chunk N --ctx-size N
-//   --device cpu|cuda|auto
+//   --device cpu|cuda|auto --weight-storage stored|f32 --threads N
 struct engine_options {
   // A checkpoint (a Hugging Face directory or a GGUF file, runtime/engine/model_load); the
   // preset and its weights otherwise.
@@ -25,6 +25,8 @@ struct engine_options {
   // stores them (mapped, multiplied in their type); "f32" converts every weight to float32 at load
   // (more memory, the BLAS products).
   std::string weight_storage = "stored";
+  // --threads: the cores the products use (runtime/engine/compute_threads.hpp); all when unset.
+  std::optional<int> threads;
 
   // Consumes `flag value` if it is one of the above; throws std::invalid_argument for a bad value.
   bool parse(const std::string& flag, const std::string& value);
@@ -32,7 +34,7 @@ struct engine_options {
   model_config config() const;
   // The model to serve: the checkpoint read from model_path (model_load_error when it cannot be),
   // or the preset with its weights file or random weights; --prefix-chunk and --ctx-size
-  // applied, the config validated.
+  // applied, the config validated; --threads applied to the process (set_compute_threads).
   loaded_model load() const;
   kernels::backend backend() const;  // auto: cuda when available
 };

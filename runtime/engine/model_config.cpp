@@ -88,7 +88,7 @@ model_config preset_config(const std::string& name) {
     c.n_experts = 8;
     c.experts_used = 2;
     c.expert_hidden = 32;
-    c.shared_hidden = 48;
+    c.shared_hidden = 64;
     c.mlp_hidden = c.expert_hidden;
     c.validate();
     return c;

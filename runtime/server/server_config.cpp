@@ -100,6 +100,8 @@ const std::vector<option>& options() {
        "stored: a checkpoint's BF16, F16 and quantized matrices kept as the file stores them; f32: "
        "converted to float32 at load (stored)",
        [](server_config& c, const std::string& v) { set_engine(c, "--weight-storage", v); }},
+      {"threads", "N", "cores the engine's products use (every core)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--threads", v); }},
       {"served-model-name", "NAME", "model id clients name (anchorage)",
        [](server_config& c, const std::string& v) { c.served_model_name = v; }},
       {"admin-token", "TOKEN", "token for admin routes (or ANCHORAGE_ADMIN_TOKEN)",

@@ -65,8 +65,11 @@ async function openModel(args, log) {
     logLevel: LlamaLogLevel.info,
     logger: (level, message) => log.push(`${level}: ${message.trimEnd()}`),
   });
+  // The resident set once the libraries are loaded, before the model: what the model costs is
+  // measured from here.
+  const rssLibraries = process.memoryUsage().rss;
   const model = await llama.loadModel({ modelPath: args.model, gpuLayers: 0 });
-  return { llama, model };
+  return { llama, model, rssLibraries };
 }
 
 async function makeContext(model, args, tokens) {
@@ -118,7 +121,8 @@ async function run(args, log) {
 }
 
 async function bench(args, log) {
-  const { model } = await openModel(args, log);
+  const { model, rssLibraries } = await openModel(args, log);
+  const rssLoaded = process.memoryUsage().rss - rssLibraries;
   const prompt = (n) => Array.from({ length: n }, (_, i) => (i * 7919 + 13) % 256);
   const prefill = [];
   for (const n of args.prefill) {
@@ -156,6 +160,7 @@ async function bench(args, log) {
     model: args.model,
     threads: args.threads,
     kv_type: args.kvType,
+    resident_bytes_loaded: rssLoaded,
     prefill,
     decode: { context: at, tokens: args.decode, seconds: s, tokens_per_s: args.decode / s },
     followup,
