@@ -1,4 +1,5 @@
-// A qwen35-layout model as llama.cpp's qwen35 GGUF; prints JSON.
+// A qwen35-layout model as llama.cpp's qwen35 GGUF (qwen35moe for a preset with experts, e.g.
+// qwen35moe-tiny; the experts' gate and up written apart, as llama.cpp's converter does); prints JSON.
 //   anchorage-export-gguf --preset NAME (--seed N | --weights FILE.safetensors) --out FILE.gguf
 //                         [--type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|q4_k_m|q5_k_m]
 //                         [--tokenizer tokenizer.json] [--chat-template FILE]
@@ -7,8 +8,8 @@
 // --type (default f32; --dtype is the same flag) picks what the weight matrices are stored as:
 // the float types as llama.cpp's converter writes them, the block types as `llama-quantize --pure`
 // does, q4_k_m/q5_k_m as llama-quantize's Q4_K_M/Q5_K_M mix; norms, 1-D tensors and ssm_conv1d stay
-// F32 (gguf_dtype in runtime/engine/qwen35_gguf.hpp has the rules and the fallbacks). The report
-// counts the tensors written in each type.
+// F32, and so does a MoE model's router (gguf_dtype in runtime/engine/qwen35_gguf.hpp has the rules
+// and the fallbacks). The report names the architecture and counts the tensors written in each type.
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -79,8 +80,8 @@ int main(int argc, char** argv) {
                              {"type", dtype_name},
                              {"file_type", llama_file_type(dtype)},
                              {"tensor_types", types},
-                             {"architecture", "qwen35"},
-                             {"tensors", w.size()},
+                             {"architecture", qwen35_gguf_architecture(c)},
+                             {"tensors", written.tensors().size()},
                              {"vocab", c.vocab},
                              {"tokenizer", tokenizer_path.empty() ? "bytes" : tokenizer_path}};
     if (weights.empty())

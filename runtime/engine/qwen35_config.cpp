@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "runtime/core/log.hpp"
 #include "runtime/engine/loaded_model.hpp"
@@ -48,34 +49,62 @@ struct key_reader {
   }
 };
 
-bool is_qwen35_type(const std::string& t) { return t == "qwen3_5" || t == "qwen3_5_text"; }
+bool is_dense_type(const std::string& t) { return t == "qwen3_5" || t == "qwen3_5_text"; }
+bool is_moe_type(const std::string& t) { return t == "qwen3_5_moe" || t == "qwen3_5_moe_text"; }
 
-bool has_qwen35_architecture(const json& j) {
-  if (!j.contains("architectures") || !j["architectures"].is_array()) return false;
-  for (const json& a : j["architectures"])
-    if (a == "Qwen3_5ForConditionalGeneration" || a == "Qwen3_5ForCausalLM") return true;
-  return false;
+// Which Qwen3.5 model a config names, and what names it ("model_type 'qwen3_5_moe'").
+struct model_kind {
+  bool moe = false;
+  std::string named_by;
+};
+
+// The Qwen3.5 architectures (dense or mixture-of-experts) that `top` lists.
+std::vector<model_kind> qwen35_architectures(const json& top) {
+  std::vector<model_kind> out;
+  if (!top.contains("architectures") || !top["architectures"].is_array()) return out;
+  for (const json& a : top["architectures"]) {
+    if (!a.is_string()) continue;
+    const std::string s = a.get<std::string>();
+    if (s == "Qwen3_5ForConditionalGeneration" || s == "Qwen3_5ForCausalLM")
+      out.push_back({false, "architecture '" + s + "'"});
+    if (s == "Qwen3_5MoeForConditionalGeneration" || s == "Qwen3_5MoeForCausalLM")
+      out.push_back({true, "architecture '" + s + "'"});
+  }
+  return out;
 }
 
-// Refuses anything but a Qwen3.5 dense model by model_type (top level and text_config).
-void check_model_type(const json& top, const json* text, const std::string& source) {
+std::string kind_string(const model_kind& k) {
+  return k.moe ? "a mixture-of-experts model" : "a dense model";
+}
+
+// Refuses anything but a Qwen3.5 model, dense or mixture-of-experts, by model_type (top level and
+// text_config) and architectures; those given must all name the same kind.
+model_kind check_model_type(const json& top, const json* text, const std::string& source) {
+  std::vector<model_kind> named;
   for (const json* o : {&top, text}) {
     if (o == nullptr || !o->contains("model_type")) continue;
     const json& v = (*o)["model_type"];
     const std::string where = o == &top ? "model_type" : "text_config.model_type";
     if (!v.is_string()) throw model_load_error(source + ": '" + where + "' must be a string");
     const std::string t = v.get<std::string>();
-    if (t.rfind("qwen3_5_moe", 0) == 0)
+    if (!is_dense_type(t) && !is_moe_type(t))
       throw model_load_error(source + ": " + where + " '" + t +
-                             "' is a mixture-of-experts model, which the engine does not run");
-    if (!is_qwen35_type(t))
-      throw model_load_error(source + ": " + where + " '" + t +
-                             "' is not supported (expected qwen3_5 or qwen3_5_text)");
+                             "' is not supported (expected qwen3_5, qwen3_5_text, qwen3_5_moe or "
+                             "qwen3_5_moe_text)");
+    named.push_back({is_moe_type(t), where + " '" + t + "'"});
   }
-  if (!top.contains("model_type") && !has_qwen35_architecture(top))
-    throw model_load_error(source +
-                           ": no 'model_type' and no Qwen3.5 'architectures' "
-                           "(Qwen3_5ForConditionalGeneration or Qwen3_5ForCausalLM)");
+  const std::vector<model_kind> architectures = qwen35_architectures(top);
+  if (!top.contains("model_type") && architectures.empty())
+    throw model_load_error(
+        source +
+        ": no 'model_type' and no Qwen3.5 'architectures' (Qwen3_5ForConditionalGeneration, "
+        "Qwen3_5ForCausalLM, Qwen3_5MoeForConditionalGeneration or Qwen3_5MoeForCausalLM)");
+  named.insert(named.end(), architectures.begin(), architectures.end());
+  for (const model_kind& k : named)
+    if (k.moe != named.front().moe)
+      throw model_load_error(source + ": " + named.front().named_by + " is " + kind_string(named.front()) +
+                             " but " + k.named_by + " is " + kind_string(k));
+  return named.front();
 }
 
 std::string pattern_of(const key_reader& r, int n_layers) {
@@ -103,11 +132,8 @@ std::string pattern_of(const key_reader& r, int n_layers) {
   return pattern;
 }
 
-// The engine runs a gated, bias-free, dense attention with plain (or text-only mrope) rotary.
+// The engine runs a gated, bias-free attention with plain (or text-only mrope) rotary.
 void refuse_unsupported(const key_reader& r, const json& rope) {
-  for (const char* key : {"num_experts", "num_local_experts", "n_routed_experts"})
-    if (r.has(key) && !(r.obj[key].is_number_integer() && r.obj[key].get<std::int64_t>() == 0))
-      r.fail(key, "= " + r.obj[key].dump() + ": mixture-of-experts models are not supported");
   if (!r.boolean(r.obj, "attn_output_gate", true))
     r.fail("attn_output_gate", "is false: the engine runs Qwen3.5's gated attention only");
   if (r.boolean(r.obj, "attention_bias", false))
@@ -121,6 +147,45 @@ void refuse_unsupported(const key_reader& r, const json& rope) {
   }
 }
 
+// A dense model's config counts no experts (under any of the names MoE configs use).
+void refuse_experts(const key_reader& r, const model_kind& kind) {
+  for (const char* key : {"num_experts", "num_local_experts", "n_routed_experts"})
+    if (r.has(key) && !(r.obj[key].is_number_integer() && r.obj[key].get<std::int64_t>() == 0))
+      r.fail(key, "= " + r.obj[key].dump() + " is inconsistent with " + kind.named_by +
+                      ", a dense model (the mixture-of-experts model_type is qwen3_5_moe)");
+}
+
+// The experts of a mixture-of-experts config. Every layer of Qwen3.5 MoE is one: the
+// Qwen2/Qwen3-MoE keys that make some layers dense are refused unless they keep them all sparse.
+void read_experts(const key_reader& r, model_config& c) {
+  c.n_experts = r.integer("num_experts");
+  if (c.n_experts < 1) r.fail("num_experts", "must be at least 1");
+  c.experts_used = r.integer("num_experts_per_tok");
+  if (c.experts_used < 1) r.fail("num_experts_per_tok", "must be at least 1");
+  if (c.experts_used > c.n_experts)
+    r.fail("num_experts_per_tok", "= " + std::to_string(c.experts_used) + " is more than '" + r.prefix +
+                                      "num_experts' = " + std::to_string(c.n_experts));
+  c.expert_hidden = r.integer("moe_intermediate_size");
+  if (c.expert_hidden < 1) r.fail("moe_intermediate_size", "must be at least 1");
+  c.shared_hidden = r.integer("shared_expert_intermediate_size");
+  if (c.shared_hidden < 1) r.fail("shared_expert_intermediate_size", "must be at least 1");
+  c.mlp_hidden = c.expert_hidden;
+  c.experts_fused = true;  // the loader stacks experts stored one by one into the fused form
+  const std::string every = ": every layer of Qwen3.5 MoE is a mixture of experts";
+  if (r.has("decoder_sparse_step") && r.integer("decoder_sparse_step") != 1)
+    r.fail("decoder_sparse_step",
+           "= " + r.obj["decoder_sparse_step"].dump() + " makes some layers dense" + every);
+  if (r.has("mlp_only_layers")) {
+    const json& dense = r.obj["mlp_only_layers"];
+    if (!dense.is_array()) r.fail("mlp_only_layers", "must be a list");
+    if (!dense.empty()) r.fail("mlp_only_layers", "= " + dense.dump() + " makes those layers dense" + every);
+  }
+  if (!r.boolean(r.obj, "norm_topk_prob", true))
+    r.fail("norm_topk_prob",
+           "is false: the engine always renormalises the chosen experts' weights, as "
+           "Qwen3.5 MoE does");
+}
+
 }  // namespace
 
 model_config qwen35_config_from_json(const json& j, const std::string& source) {
@@ -129,7 +194,7 @@ model_config qwen35_config_from_json(const json& j, const std::string& source) {
   if (nested && !j["text_config"].is_object())
     throw model_load_error(source + ": 'text_config' must be an object");
   const json& text = nested ? j["text_config"] : j;
-  check_model_type(j, nested ? &text : nullptr, source);
+  const model_kind kind = check_model_type(j, nested ? &text : nullptr, source);
   const key_reader r{text, source, nested ? "text_config." : ""};
 
   json rope = json::object();  // rope_parameters, or the older rope_scaling, or nothing
@@ -140,6 +205,7 @@ model_config qwen35_config_from_json(const json& j, const std::string& source) {
     break;
   }
   refuse_unsupported(r, rope);
+  if (!kind.moe) refuse_experts(r, kind);
 
   model_config c;
   c.preset.clear();
@@ -148,7 +214,10 @@ model_config qwen35_config_from_json(const json& j, const std::string& source) {
   c.d_model = r.integer("hidden_size");
   c.n_layers = r.integer("num_hidden_layers");
   c.pattern = pattern_of(r, c.n_layers);
-  c.mlp_hidden = r.integer("intermediate_size");
+  if (kind.moe)
+    read_experts(r, c);
+  else
+    c.mlp_hidden = r.integer("intermediate_size");
   c.norm_eps = static_cast<float>(r.number(text, "rms_norm_eps", 1e-6));
   c.gdn_hk = r.integer("linear_num_key_heads");
   c.gdn_hv = r.integer("linear_num_value_heads");

@@ -15,9 +15,11 @@ inline constexpr int qwen35_default_ctx = 32768;     // --ctx-size, capped at ma
 
 // Reads `j`, the official multimodal form (architectures Qwen3_5ForConditionalGeneration,
 // model_type qwen3_5, the text model's keys nested under "text_config") or the flat text-only
-// form (Qwen3_5ForCausalLM, qwen3_5_text). `source` (the file) starts every error message.
+// form (Qwen3_5ForCausalLM, qwen3_5_text), of the dense model or of the mixture-of-experts one
+// (Qwen3_5MoeForConditionalGeneration / Qwen3_5MoeForCausalLM, qwen3_5_moe / qwen3_5_moe_text).
+// `source` (the file) starts every error message.
 //
-//   hidden_size -> d_model, num_hidden_layers -> n_layers, intermediate_size -> mlp_hidden,
+//   hidden_size -> d_model, num_hidden_layers -> n_layers, intermediate_size -> mlp_hidden (dense),
 //   vocab_size -> vocab, rms_norm_eps -> norm_eps (default 1e-6),
 //   layer_types (or full_attention_interval, default 4) -> pattern ('G' linear_attention,
 //   'A' full_attention), num_attention_heads / num_key_value_heads / head_dim -> n_q / n_kv /
@@ -28,11 +30,18 @@ inline constexpr int qwen35_default_ctx = 32768;     // --ctx-size, capped at ma
 //   level, else text_config, default false), mtp_num_hidden_layers >= 1 -> mtp (one draft layer,
 //   mtp.layers.0) (the loader turns it off when the weights lack mtp.*), max_position_embeddings caps
 //   ctx_size.
+//   Mixture of experts (every layer, the draft layer too): num_experts / num_experts_per_tok /
+//   moe_intermediate_size / shared_expert_intermediate_size (all required) -> n_experts /
+//   experts_used / expert_hidden (also mlp_hidden) / shared_hidden, experts_fused true (the form
+//   the loader gives the weights in).
 //
 // Throws model_load_error naming the file and the key for a missing or mistyped key, another
-// model_type, and what the engine cannot run: mixture-of-experts keys (num_experts), an
-// ungated attention (attn_output_gate false), attention biases, rope scaling other than the
-// default (mrope is fine: text-only positions make it plain rope), a config validate() refuses.
+// model_type, model_type and architectures that disagree on dense against mixture-of-experts, and
+// what the engine cannot run: experts in a dense config (num_experts > 0), num_experts_per_tok
+// above num_experts, a decoder_sparse_step other than 1 or a non-empty mlp_only_layers (dense
+// layers in a mixture-of-experts model), norm_topk_prob false, an ungated attention
+// (attn_output_gate false), attention biases, rope scaling other than the default (mrope is fine:
+// text-only positions make it plain rope), a config validate() refuses.
 model_config qwen35_config_from_json(const nlohmann::json& j, const std::string& source);
 
 }  // namespace anchorage

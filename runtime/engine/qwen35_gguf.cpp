@@ -16,9 +16,8 @@ namespace {
 
 using kv_list = std::vector<std::pair<std::string, gguf_value>>;
 
-constexpr const char* arch = "qwen35";
-
-std::string key(const std::string& k) { return std::string(arch) + "." + k; }
+constexpr const char* dense_arch = "qwen35";
+constexpr const char* moe_arch = "qwen35moe";
 
 // The full_attention_interval that gives c's pattern under llama.cpp's rule, or 0 when none does.
 int attention_interval(const model_config& c) {
@@ -31,17 +30,26 @@ int attention_interval(const model_config& c) {
 }
 
 void add_config(kv_list& kv, const model_config& c) {
+  const std::string arch = qwen35_gguf_architecture(c);
+  auto key = [&](const std::string& k) { return arch + "." + k; };
   auto u32 = [&](const std::string& k, int v) {
     kv.emplace_back(key(k), gguf_value::u32(static_cast<std::uint32_t>(v)));
   };
   kv.emplace_back("general.architecture", gguf_value::str(arch));
-  kv.emplace_back("general.name", gguf_value::str(c.preset.empty() ? "anchorage-qwen35" : c.preset));
+  kv.emplace_back("general.name", gguf_value::str(c.preset.empty() ? "anchorage-" + arch : c.preset));
   kv.emplace_back("general.alignment", gguf_value::u32(32));
   u32("block_count", c.n_layers + (c.mtp ? 1 : 0));
   if (c.mtp) u32("nextn_predict_layers", 1);
   u32("context_length", c.ctx_size);
   u32("embedding_length", c.d_model);
-  u32("feed_forward_length", c.mlp_hidden);
+  if (c.is_moe()) {
+    u32("expert_count", c.n_experts);
+    u32("expert_used_count", c.experts_used);
+    u32("expert_feed_forward_length", c.expert_hidden);
+    u32("expert_shared_feed_forward_length", c.shared_hidden);
+  } else {
+    u32("feed_forward_length", c.mlp_hidden);
+  }
   u32("attention.head_count", c.n_q);
   u32("attention.head_count_kv", c.n_kv);
   u32("attention.key_length", c.head_dim);
@@ -65,9 +73,13 @@ void add_config(kv_list& kv, const model_config& c) {
   }
 }
 
-// Typed reads of required and optional metadata; errors name the file and the key.
+// Typed reads of required and optional metadata under the file's architecture prefix; errors
+// name the file and the key.
 struct meta {
   const gguf_reader& r;
+  std::string arch;
+  std::string key(const std::string& k) const { return arch + "." + k; }
+  bool has(const std::string& k) const { return r.find(k) != nullptr; }
   [[noreturn]] void fail(const std::string& k, const std::string& why) const {
     throw model_load_error(r.path() + ": metadata '" + k + "' " + why);
   }
@@ -82,7 +94,7 @@ struct meta {
     if (v.i < 0 || v.i > (1LL << 31) - 1) fail(k, "is out of range: " + std::to_string(v.i));
     return static_cast<int>(v.i);
   }
-  int integer_or(const std::string& k, int fallback) const { return r.find(k) ? integer(k) : fallback; }
+  int integer_or(const std::string& k, int fallback) const { return has(k) ? integer(k) : fallback; }
   float real(const std::string& k) const {
     const gguf_value& v = need(k);
     if (!v.is_float()) fail(k, std::string("has type ") + to_string(v.type) + ", expected a float");
@@ -90,11 +102,33 @@ struct meta {
   }
 };
 
+// The qwen35moe keys. Without the expert lengths, llama.cpp's loader (qwen35moe.cpp
+// load_arch_tensors) takes feed_forward_length / expert_used_count for the routed experts and
+// feed_forward_length for the shared one; so does this.
+void read_experts(const meta& m, model_config& c) {
+  const std::string count = m.key("expert_count"), used = m.key("expert_used_count");
+  c.n_experts = m.integer(count);
+  if (c.n_experts == 0) m.fail(count, "is 0: a qwen35moe file needs at least one expert");
+  c.experts_used = m.integer(used);
+  if (c.experts_used == 0 || c.experts_used > c.n_experts)
+    m.fail(used, "is " + std::to_string(c.experts_used) + ", it must be between 1 and expert_count (" +
+                     std::to_string(c.n_experts) + ")");
+  const std::string ff = m.key("feed_forward_length"), expert_ff = m.key("expert_feed_forward_length"),
+                    shared_ff = m.key("expert_shared_feed_forward_length");
+  c.expert_hidden = m.has(expert_ff) || !m.has(ff) ? m.integer(expert_ff) : m.integer(ff) / c.experts_used;
+  c.shared_hidden = m.has(shared_ff) || !m.has(ff) ? m.integer(shared_ff) : m.integer(ff);
+  c.mlp_hidden = m.integer_or(ff, c.expert_hidden);  // unused by a MoE model; the presets' convention
+  // The fused form when block 0 has it (llama.cpp's create_tensor_gate_up_exps tries it first).
+  c.experts_fused = m.r.find_tensor("blk.0.ffn_gate_up_exps.weight") != nullptr;
+}
+
 model_config read_config(const gguf_reader& r) {
-  const meta m{r};
-  const gguf_value& a = m.need("general.architecture");
-  if (a.type != gguf_type::string || a.s != arch)
-    throw model_load_error(r.path() + ": general.architecture is '" + a.s + "', expected 'qwen35'");
+  const gguf_value& a = meta{r, ""}.need("general.architecture");
+  if (a.type != gguf_type::string || (a.s != dense_arch && a.s != moe_arch))
+    throw model_load_error(r.path() + ": general.architecture is '" + a.s + "', expected '" + dense_arch +
+                           "' or '" + moe_arch + "'");
+  const meta m{r, a.s};
+  auto key = [&](const std::string& k) { return m.key(k); };
   model_config c;
   c.layout = model_layout::qwen35;
   c.preset = r.find("general.name") ? r.find("general.name")->s : "gguf";
@@ -107,7 +141,10 @@ model_config read_config(const gguf_reader& r) {
   if (c.n_layers <= 0) m.fail(key("block_count"), "leaves no layers");
   c.ctx_size = m.integer_or(key("context_length"), c.ctx_size);
   c.d_model = m.integer(key("embedding_length"));
-  c.mlp_hidden = m.integer(key("feed_forward_length"));
+  if (a.s == moe_arch)
+    read_experts(m, c);
+  else
+    c.mlp_hidden = m.integer(key("feed_forward_length"));
   c.n_q = m.integer(key("attention.head_count"));
   c.n_kv = m.integer(key("attention.head_count_kv"));
   c.head_dim = m.integer(key("attention.key_length"));
@@ -146,18 +183,60 @@ model_config read_config(const gguf_reader& r) {
   return c;
 }
 
-// The PyTorch-order shape llama.cpp stores a tensor with: conv1d is squeezed, the rest unchanged.
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The PyTorch-order shape llama.cpp stores a tensor with: conv1d and shared_expert_gate are
+// squeezed, the rest unchanged.
 std::vector<std::int64_t> gguf_shape(const tensor_spec& s) {
   if (s.name.find("linear_attn.conv1d") != std::string::npos) return {s.shape.front(), s.shape.back()};
+  if (ends_with(s.name, "mlp.shared_expert_gate.weight")) return {s.shape.back()};
   return s.shape;
 }
 
-bool stays_f32(const std::string& hf_name, const std::vector<std::int64_t>& shape) {
-  return shape.size() <= 1 || hf_name.find("conv1d") != std::string::npos;
+// Whether two PyTorch-order shapes agree once their leading 1s are dropped, as llama.cpp's loader
+// compares them (a 2-D ne [H, 1] passes for a 1-D {H}).
+bool same_shape(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
+  auto trimmed = [](const std::vector<std::int64_t>& s) {
+    auto it = s.begin();
+    while (it != s.end() && *it == 1) ++it;
+    return std::vector<std::int64_t>(it, s.end());
+  };
+  return trimmed(a) == trimmed(b);
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+// The 1-D tensors, ssm_conv1d and the router (ffn_gate_inp) stay F32 under every type, as
+// llama.cpp's converter writes them and llama-quantize leaves them.
+bool stays_f32(const std::string& hf_name, const std::vector<std::int64_t>& shape) {
+  return shape.size() <= 1 || hf_name.find("conv1d") != std::string::npos ||
+         ends_with(hf_name, "mlp.gate.weight");
+}
+
+// The experts' gate and up of a fused config (mlp.experts.gate_up_proj [E, 2I, H]) as the two
+// tensors llama.cpp's converter writes, under the split config's names; empty for another config.
+tensor_map split_experts(const model_config& c, const tensor_map& w) {
+  tensor_map out;
+  if (!c.is_moe() || !c.experts_fused) return out;
+  const std::string fused = "mlp.experts.gate_up_proj";
+  const auto rows = static_cast<std::size_t>(c.expert_hidden) * static_cast<std::size_t>(c.d_model);
+  for (const auto& s : qwen35_weight_specs(c)) {
+    if (!ends_with(s.name, fused)) continue;
+    const std::string prefix = s.name.substr(0, s.name.size() - fused.size()) + "mlp.experts.";
+    const tensor& t = w.at(s.name);
+    tensor gate{{c.n_experts, c.expert_hidden, c.d_model}, {}}, up = gate;
+    gate.data.reserve(rows * static_cast<std::size_t>(c.n_experts));
+    up.data.reserve(gate.data.capacity());
+    for (std::size_t e = 0; e < static_cast<std::size_t>(c.n_experts); ++e) {
+      const auto first = t.data.begin() + static_cast<std::ptrdiff_t>(2 * rows * e);
+      gate.data.insert(gate.data.end(), first, first + static_cast<std::ptrdiff_t>(rows));
+      up.data.insert(up.data.end(), first + static_cast<std::ptrdiff_t>(rows),
+                     first + static_cast<std::ptrdiff_t>(2 * rows));
+    }
+    out.emplace(prefix + "gate_proj", std::move(gate));
+    out.emplace(prefix + "up_proj", std::move(up));
+  }
+  return out;
 }
 
 // llama-quant.cpp's use_more_bits: the first and last eighth of the layers and every third one between.
@@ -169,17 +248,24 @@ int block_of(const std::string& gguf_name) {
   return std::stoi(gguf_name.substr(4, gguf_name.find('.', 4) - 4));
 }
 
-// The Q4_K_M / Q5_K_M choice for a quantizable tensor (model-formats.md section 1.5).
+// The Q4_K_M / Q5_K_M choice for a quantizable tensor (model-formats.md section 1.5; the
+// ffn_down rule covers ffn_down_exps and ffn_down_shexp, their block read from the name).
 ggml_type k_mix_type(const std::string& gname, const model_config& c, ggml_type base) {
   if (gname == "output.weight" || (gname == "token_embd.weight" && c.tied_embeddings)) return ggml_type::q6_k;
   const int blocks = c.n_layers + (c.mtp ? 1 : 0);  // n_layer_all; also n_attention_wv (one per block)
   const bool attn_v_like = ends_with(gname, ".attn_v.weight") || ends_with(gname, ".attn_qkv.weight");
   const bool ffn_down = gname.find(".ffn_down") != std::string::npos;
+  // llama-quant.cpp's rules for exactly 8 experts (written for Mixtral; no released Qwen3.5 has 8).
+  if (c.n_experts == 8 && (attn_v_like || ends_with(gname, ".attn_k.weight"))) return ggml_type::q8_0;
+  if (c.n_experts == 8 && ends_with(gname, ".attn_output.weight") && base == ggml_type::q4_k)
+    return ggml_type::q5_k;
   if ((attn_v_like || ffn_down) && use_more_bits(block_of(gname), blocks)) return ggml_type::q6_k;
   return base;
 }
 
 }  // namespace
+
+const char* qwen35_gguf_architecture(const model_config& c) { return c.is_moe() ? moe_arch : dense_arch; }
 
 const char* to_string(gguf_dtype d) {
   switch (d) {
@@ -296,9 +382,8 @@ void save_qwen35_gguf(const std::string& path, const model_config& c, const tens
   if (c.gdn_dk != c.gdn_dv)
     throw std::invalid_argument("qwen35 gguf: llama.cpp needs gdn_dk == gdn_dv (ssm.state_size is both)");
   c.validate();
-  const auto specs = qwen35_weight_specs(c);
   try {
-    check_tensors(weights, specs, "qwen35 gguf export");
+    check_tensors(weights, qwen35_weight_specs(c), "qwen35 gguf export");
   } catch (const safetensors_error& e) {
     throw std::invalid_argument(e.what());
   }
@@ -310,13 +395,21 @@ void save_qwen35_gguf(const std::string& path, const model_config& c, const tens
   kv.emplace_back("general.file_type", gguf_value::u32(llama_file_type(dtype)));
   kv.emplace_back("general.quantization_version", gguf_value::u32(2));
 
+  // Fused experts are written as llama.cpp's converter writes them: gate and up apart.
+  model_config written = c;
+  written.experts_fused = false;
+  const tensor_map split = split_experts(c, weights);
+  const auto specs = qwen35_weight_specs(written);
   std::vector<tensor> converted;
   converted.reserve(specs.size());
   std::vector<gguf_tensor_out> out;
-  for (const auto& s : specs) converted.push_back(qwen35_to_gguf(s.name, weights.at(s.name), c));
+  for (const auto& s : specs) {
+    const auto it = split.find(s.name);
+    converted.push_back(qwen35_to_gguf(s.name, it != split.end() ? it->second : weights.at(s.name), written));
+  }
   for (std::size_t i = 0; i < specs.size(); ++i)
-    out.push_back({qwen35_gguf_name(specs[i].name, c), &converted[i],
-                   qwen35_gguf_tensor_type(specs[i].name, converted[i].shape, c, dtype)});
+    out.push_back({qwen35_gguf_name(specs[i].name, written), &converted[i],
+                   qwen35_gguf_tensor_type(specs[i].name, converted[i].shape, written, dtype)});
   save_gguf(path, kv, out);
 }
 
@@ -335,7 +428,7 @@ loaded_model load_qwen35_gguf(const std::string& path) {
     const gguf_tensor_info* info = r.find_tensor(gname);
     if (info == nullptr) throw model_load_error(path + ": missing tensor '" + gname + "' (" + s.name + ")");
     const std::vector<std::int64_t> expected = gguf_shape(s);
-    if (info->shape() != expected)
+    if (!same_shape(info->shape(), expected))
       throw model_load_error(path + ": tensor '" + gname + "' has shape " + shape_string(info->shape()) +
                              " (PyTorch order), expected " + shape_string(expected));
     r.check_readable(*info);
@@ -345,8 +438,10 @@ loaded_model load_qwen35_gguf(const std::string& path) {
     const gguf_tensor_info& info = *r.find_tensor(gname);
     if (info.type != static_cast<std::uint32_t>(ggml_type::f32))
       m.stored_types.emplace(s.name, ggml_type_name(info.type));
-    // A matrix in another type than F32 stays as the file stores it; the rest is converted.
-    if (info.type != static_cast<std::uint32_t>(ggml_type::f32) && s.shape.size() == 2) {
+    // A matrix (a stack of the experts' matrices included; conv1d's [C, 1, K] filter is not one) in
+    // another type than F32 stays as the file stores it; the rest is converted.
+    const bool matrix = s.shape.size() >= 2 && s.name.find("linear_attn.conv1d") == std::string::npos;
+    if (info.type != static_cast<std::uint32_t>(ggml_type::f32) && matrix) {
       stored_weight w;
       w.shape = s.shape;
       w.type = *kernels::weight_type_from_ggml(info.type);
@@ -356,7 +451,9 @@ loaded_model load_qwen35_gguf(const std::string& path) {
       m.stored.emplace(s.name, std::move(w));
       continue;
     }
-    m.weights.emplace(s.name, qwen35_from_gguf(s.name, r.read(gname), m.config));
+    tensor t = r.read(gname);
+    t.shape = gguf_shape(s);  // the same values; a shape that differed by leading 1s made canonical
+    m.weights.emplace(s.name, qwen35_from_gguf(s.name, t, m.config));
   }
   m.tokenizer = qwen35_tokenizer_from_gguf(r);
   m.tokenizer_config = qwen35_tokenizer_config_from_gguf(r);

@@ -40,6 +40,15 @@ const std::map<std::string, std::string>& layer_names() {
       {"self_attn.o_proj.weight", "attn_output.weight"},
       {"self_attn.q_norm.weight", "attn_q_norm.weight"},
       {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+      {"mlp.gate.weight", "ffn_gate_inp.weight"},
+      {"mlp.experts.gate_up_proj", "ffn_gate_up_exps.weight"},
+      {"mlp.experts.gate_proj", "ffn_gate_exps.weight"},
+      {"mlp.experts.up_proj", "ffn_up_exps.weight"},
+      {"mlp.experts.down_proj", "ffn_down_exps.weight"},
+      {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
+      {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
+      {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
+      {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
   };
   return m;
 }
@@ -115,6 +124,8 @@ tensor qwen35_to_gguf(const std::string& n, const tensor& hf, const model_config
     for (float& v : t.data) v = -std::exp(v);
   } else if (ends_with(n, "linear_attn.conv1d.weight")) {
     t.shape = {hf.shape.front(), hf.shape.back()};  // [C, 1, K] -> [C, K]
+  } else if (ends_with(n, "mlp.shared_expert_gate.weight")) {
+    t.shape = {hf.shape.back()};  // [1, H] -> [H]
   }
   return t;
 }
@@ -150,6 +161,8 @@ tensor qwen35_from_gguf(const std::string& n, const tensor& g, const model_confi
     for (float& v : t.data) v = std::log(-v);
   } else if (ends_with(n, "linear_attn.conv1d.weight") && t.shape.size() == 2) {
     t.shape = {g.shape[0], 1, g.shape[1]};
+  } else if (ends_with(n, "mlp.shared_expert_gate.weight")) {
+    t.shape = {1, g.shape.back()};
   }
   return reorder_gdn(n, std::move(t), c, false);
 }

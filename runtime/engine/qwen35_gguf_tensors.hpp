@@ -7,6 +7,13 @@
 //   - every norm weight except linear_attn.norm.weight is stored as 1 + w;
 //   - A_log is stored as ssm_a = -exp(A_log); dt_bias as ssm_dt.bias;
 //   - conv1d [C, 1, K] is squeezed to [C, K];
+//   - a mixture-of-experts MLP (qwen35moe: conversion/qwen.py Qwen3_5MoeTextModel; src/models/
+//     qwen35moe.cpp) keeps its values and its PyTorch-order shapes: mlp.gate -> ffn_gate_inp [E, H],
+//     mlp.experts.gate_proj / up_proj -> ffn_gate_exps / ffn_up_exps [E, I, H], the fused
+//     mlp.experts.gate_up_proj -> ffn_gate_up_exps [E, 2I, H] (gate rows first, as llama.cpp's
+//     build_moe_ffn reads it), mlp.experts.down_proj -> ffn_down_exps [E, H, I],
+//     mlp.shared_expert.{gate,up,down}_proj -> ffn_{gate,up,down}_shexp, and
+//     mlp.shared_expert_gate [1, H] squeezed to ffn_gate_inp_shexp [H] (the converter squeezes it);
 //   - when gdn_hv != gdn_hk the value heads go from grouped order (value head k*R + r reads key
 //     head k, R = hv/hk) to tiled order (position r*Hk + k) in the V rows of in_proj_qkv and the
 //     V channels of conv1d, the rows of in_proj_z/b/a, A_log, dt_bias and the columns of out_proj,
@@ -25,7 +32,8 @@ std::string qwen35_gguf_name(const std::string& hf_name, const model_config& c);
 // The tensor as llama.cpp stores it (its PyTorch-order shape, the reverse of the GGUF ne).
 tensor qwen35_to_gguf(const std::string& hf_name, const tensor& hf, const model_config& c);
 
-// The inverse: the GGUF tensor back under the Hugging Face convention and shape. Exact for
+// The inverse: the GGUF tensor back under the Hugging Face convention and shape (a conv1d of
+// [C, K] and a shared_expert_gate of [H] get their unit dimension back). Exact for
 // renames, squeezes and reorders; `1 + w` and `-exp(A_log)` are undone in float arithmetic
 // (w = (1 + w) - 1 and A_log = log(-ssm_a)), so those come back within a few float ulps.
 tensor qwen35_from_gguf(const std::string& hf_name, const tensor& gguf, const model_config& c);

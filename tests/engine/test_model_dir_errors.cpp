@@ -9,6 +9,7 @@
 #include "runtime/engine/model_dir.hpp"
 #include "runtime/engine/model_load.hpp"
 #include "runtime/engine/model_weights.hpp"
+#include "tests/engine/test_model_dir_checks.hpp"
 #include "tests/support/checkpoint_writer.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -67,14 +68,63 @@ TEST_CASE("an unknown model_type is refused naming it and the file", "[model_dir
   CHECK_THAT(m, Contains("'llama'") && Contains(f.dir.file("config.json")));
 }
 
-TEST_CASE("mixture-of-experts configs are refused", "[model_dir]") {
-  checkpoint_fixture f;
-  f.write();
+namespace {
+
+// A good qwen35moe-tiny checkpoint (BF16 shards, the MoE config.json).
+struct moe_checkpoint_fixture : checkpoint_fixture {
+  moe_checkpoint_fixture() {
+    config = preset_config("qwen35moe-tiny");
+    weights = random_weights(config, 21);
+    write();
+    set_config(qwen35moe_config_json(config));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("mixture-of-experts configs are read", "[model_dir][moe]") {
+  moe_checkpoint_fixture f;
+  SECTION("qwen3_5_moe, the experts' keys under text_config") {}
+  SECTION("the flat qwen3_5_moe_text form") {
+    checkpoint_options o;
+    o.multimodal = false;
+    f.write(f.weights, o);
+    f.set_config(qwen35moe_config_json(f.config, o));
+  }
+  const loaded_model m = load_model_dir(f.dir.str());
+  CHECK(m.config.n_experts == f.config.n_experts);
+  CHECK(m.config.experts_used == f.config.experts_used);
+  CHECK(m.config.expert_hidden == f.config.expert_hidden);
+  CHECK(m.config.shared_hidden == f.config.shared_hidden);
+}
+
+TEST_CASE("inconsistent mixture-of-experts configs are refused", "[model_dir][moe]") {
+  moe_checkpoint_fixture f;
   json j = f.config_json();
-  SECTION("num_experts") { j["text_config"]["num_experts"] = 8; }
-  SECTION("the qwen3_5_moe model_type") { j["model_type"] = "qwen3_5_moe"; }
+  std::string want;
+  SECTION("num_experts in a dense config") {
+    j["model_type"] = "qwen3_5";
+    j["text_config"]["model_type"] = "qwen3_5_text";
+    j["architectures"] = {"Qwen3_5ForConditionalGeneration"};
+    want = "'text_config.num_experts' = " + std::to_string(f.config.n_experts) +
+           " is inconsistent with model_type 'qwen3_5', a dense model";
+  }
+  SECTION("a MoE model_type over a dense text_config") {
+    j["text_config"]["model_type"] = "qwen3_5_text";
+    want =
+        "model_type 'qwen3_5_moe' is a mixture-of-experts model but text_config.model_type 'qwen3_5_text' "
+        "is a dense model";
+  }
+  SECTION("a MoE model_type with a dense architecture") {
+    j["architectures"] = {"Qwen3_5ForConditionalGeneration"};
+    want = "architecture 'Qwen3_5ForConditionalGeneration' is a dense model";
+  }
+  SECTION("a missing expert key") {
+    j["text_config"].erase("shared_expert_intermediate_size");
+    want = "'text_config.shared_expert_intermediate_size' is missing";
+  }
   f.set_config(j);
-  CHECK_THAT(f.load_error(), Contains("mixture-of-experts") && Contains("config.json"));
+  CHECK_THAT(f.load_error(), Contains(want) && Contains(f.dir.file("config.json")));
 }
 
 TEST_CASE("an ungated attention is refused", "[model_dir]") {

@@ -190,3 +190,89 @@ TEST_CASE("mtp_num_hidden_layers of 1 or more turns the draft layer on", "[model
     CHECK(qwen35_config_from_json(j, "x").mtp == (layers >= 1));
   }
 }
+
+TEST_CASE("Qwen3.5 MoE configs read the experts' keys, nested and flat", "[model_dir][moe]") {
+  for (const std::string preset : {"qwen35moe-tiny", "qwen35moe-tiny-mtp", "qwen35moe-small"}) {
+    INFO(preset);
+    const model_config c = preset_config(preset);
+    check_config_read_back(qwen35_config_from_json(qwen35moe_config_json(c), "nested"), c, 262144);
+    check_config_read_back(qwen35_config_from_json(qwen35moe_config_json(c, flat()), "flat"), c, 262144);
+  }
+}
+
+TEST_CASE("the values of Qwen3.5-35B-A3B's config.json", "[model_dir][moe]") {
+  // model-formats.md 2.1 and 2.2: 40 layers, 256 experts of which 8 run, expert and shared widths 512.
+  const json text = {{"model_type", "qwen3_5_moe_text"},
+                     {"hidden_size", 2048},
+                     {"num_hidden_layers", 40},
+                     {"num_attention_heads", 16},
+                     {"num_key_value_heads", 2},
+                     {"head_dim", 256},
+                     {"linear_num_key_heads", 16},
+                     {"linear_num_value_heads", 32},
+                     {"linear_key_head_dim", 128},
+                     {"linear_value_head_dim", 128},
+                     {"num_experts", 256},
+                     {"num_experts_per_tok", 8},
+                     {"moe_intermediate_size", 512},
+                     {"shared_expert_intermediate_size", 512},
+                     {"router_aux_loss_coef", 0.001},
+                     {"vocab_size", 248320},
+                     {"mtp_num_hidden_layers", 1},
+                     {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 10000000}}}};
+  const json j = {{"architectures", {"Qwen3_5MoeForConditionalGeneration"}},
+                  {"model_type", "qwen3_5_moe"},
+                  {"text_config", text}};
+  const model_config c = qwen35_config_from_json(j, "35B-A3B");
+  CHECK(c.is_moe());
+  CHECK(c.n_experts == 256);
+  CHECK(c.experts_used == 8);
+  CHECK(c.expert_hidden == 512);
+  CHECK(c.mlp_hidden == 512);
+  CHECK(c.shared_hidden == 512);
+  CHECK(c.experts_fused);
+  CHECK(c.pattern == "GGGAGGGAGGGAGGGAGGGAGGGAGGGAGGGAGGGAGGGA");
+  CHECK(c.gdn_hv == 32);
+  CHECK(c.rope_dims == 64);
+  CHECK(c.mtp);
+}
+
+TEST_CASE("an architecture alone identifies a MoE model, keys that make layers dense do not",
+          "[model_dir][moe]") {
+  const model_config moe = preset_config("qwen35moe-tiny");
+  json j = qwen35moe_config_json(moe, flat());
+  j.erase("model_type");
+  CHECK(qwen35_config_from_json(j, "x").n_experts == moe.n_experts);
+  SECTION("the values that keep every layer sparse") {
+    j["decoder_sparse_step"] = 1;
+    j["mlp_only_layers"] = json::array();
+    j["norm_topk_prob"] = true;
+    CHECK(qwen35_config_from_json(j, "x").n_experts == moe.n_experts);
+  }
+  SECTION("decoder_sparse_step 2") {
+    j["decoder_sparse_step"] = 2;
+    CHECK_THAT(config_error(j),
+               Contains("dir/config.json: 'decoder_sparse_step' = 2 makes some layers dense"));
+  }
+  SECTION("mlp_only_layers") {
+    j["mlp_only_layers"] = {3};
+    CHECK_THAT(config_error(j), Contains("'mlp_only_layers' = [3] makes those layers dense"));
+  }
+  SECTION("norm_topk_prob false") {
+    j["norm_topk_prob"] = false;
+    CHECK_THAT(config_error(j), Contains("'norm_topk_prob' is false"));
+  }
+  SECTION("num_experts_per_tok above num_experts") {
+    j["num_experts"] = 8;
+    j["num_experts_per_tok"] = 12;
+    CHECK_THAT(config_error(j), Contains("'num_experts_per_tok' = 12 is more than 'num_experts' = 8"));
+  }
+  SECTION("no experts") {
+    j["num_experts"] = 0;
+    CHECK_THAT(config_error(j), Contains("'num_experts' must be at least 1"));
+  }
+  SECTION("a missing key") {
+    j.erase("moe_intermediate_size");
+    CHECK_THAT(config_error(j), Contains("dir/config.json: 'moe_intermediate_size' is missing"));
+  }
+}

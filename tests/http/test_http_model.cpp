@@ -81,8 +81,11 @@ TEST_CASE("http: on a Q8_0 GGUF kept as stored, every tier's restore answers as 
   // Weights kept as stored change the arithmetic, not the caches' contract: a turn restored from
   // the end anchor, the state store, the session spill after a restart through the drain and the
   // disk tier after a restart each gives the tokens a --no-cache server on the same file gives.
+  // The dense layout and the MoE one (qwen35moe).
+  const std::string preset = GENERATE(as<std::string>{}, "qwen35-tiny", "qwen35moe-tiny");
+  INFO(preset);
   temp_dir d("anchorage-http-stored");
-  const model_config c = preset_config("qwen35-tiny");
+  const model_config c = preset_config(preset);
   const std::string path = d.file("tiny-q8.gguf");
   save_qwen35_gguf(path, c, random_weights(c, 5), nullptr, "", gguf_dtype::q8_0);
   const std::vector<std::string> model = {"--model", path, "--prefix-chunk", "64"};

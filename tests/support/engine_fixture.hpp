@@ -34,6 +34,21 @@ inline model_config qwen35_wide_config(bool mtp) {
   return c;
 }
 
+// qwen35moe-tiny made as wide (d_model, expert_hidden and shared_hidden 256) for the same reason;
+// preset "qwen35moe-wide[-mtp]".
+inline model_config qwen35moe_wide_config(bool mtp) {
+  model_config c = qwen35_wide_config(mtp);
+  const model_config moe = preset_config("qwen35moe-tiny");
+  c.preset = mtp ? "qwen35moe-wide-mtp" : "qwen35moe-wide";
+  c.n_experts = moe.n_experts;
+  c.experts_used = moe.experts_used;
+  c.expert_hidden = 256;
+  c.shared_hidden = 256;
+  c.mlp_hidden = c.expert_hidden;
+  c.validate();
+  return c;
+}
+
 // Every weight of a loaded checkpoint as float32 (the matrices kept as stored converted, as
 // --weight-storage f32 loads them): for tests of the values a loader reads.
 inline tensor_map as_f32(loaded_model m) {
