@@ -188,6 +188,14 @@ void read_experts(const key_reader& r, model_config& c) {
 
 }  // namespace
 
+void apply_qwen35_serving_defaults(model_config& c, int max_positions) {
+  c.gdn_chunk = qwen35_default_gdn_chunk;
+  c.ctx_size = qwen35_default_ctx;
+  if (max_positions > 0) c.ctx_size = std::min(c.ctx_size, max_positions);
+  c.grid = qwen35_default_grid;
+  while (c.grid > c.ctx_size && c.grid > c.gdn_chunk) c.grid /= 2;  // stays a multiple of the chunk
+}
+
 model_config qwen35_config_from_json(const json& j, const std::string& source) {
   if (!j.is_object()) throw model_load_error(source + ": not a JSON object");
   const bool nested = j.contains("text_config");
@@ -248,12 +256,7 @@ model_config qwen35_config_from_json(const json& j, const std::string& source) {
                << "; the engine runs one draft layer, mtp.layers.0";
   c.mtp = mtp_layers >= 1;
 
-  c.gdn_chunk = qwen35_default_gdn_chunk;
-  c.ctx_size = qwen35_default_ctx;
-  const int max_position = r.integer("max_position_embeddings", 0);
-  if (max_position > 0) c.ctx_size = std::min(c.ctx_size, max_position);
-  c.grid = qwen35_default_grid;
-  while (c.grid > c.ctx_size && c.grid > c.gdn_chunk) c.grid /= 2;  // stays a multiple of 64
+  apply_qwen35_serving_defaults(c, r.integer("max_position_embeddings", 0));
   try {
     c.validate();
   } catch (const std::invalid_argument& e) {

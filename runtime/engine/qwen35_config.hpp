@@ -13,6 +13,12 @@ inline constexpr int qwen35_default_gdn_chunk = 64;  // the chunk of the chunked
 inline constexpr int qwen35_default_grid = 1024;     // --prefix-chunk
 inline constexpr int qwen35_default_ctx = 32768;     // --ctx-size, capped at max_position_embeddings
 
+// What a checkpoint is served with unless flags say otherwise, whatever its file format: the
+// chunked delta rule's chunk qwen35_default_gdn_chunk, --ctx-size qwen35_default_ctx capped at the
+// model's trained context (`max_positions`, 0 for none), --prefix-chunk qwen35_default_grid halved
+// until it fits the context (a multiple of the chunk still).
+void apply_qwen35_serving_defaults(model_config& c, int max_positions);
+
 // Reads `j`, the official multimodal form (architectures Qwen3_5ForConditionalGeneration,
 // model_type qwen3_5, the text model's keys nested under "text_config") or the flat text-only
 // form (Qwen3_5ForCausalLM, qwen3_5_text), of the dense model or of the mixture-of-experts one

@@ -1,5 +1,7 @@
 #include "runtime/engine/qwen35_gguf.hpp"
 
+#include "runtime/engine/qwen35_config.hpp"
+
 #include <memory>
 #include <stdexcept>
 #include <utility>
@@ -139,7 +141,7 @@ model_config read_config(const gguf_reader& r) {
   c.mtp = nextn == 1;
   c.n_layers = blocks - nextn;
   if (c.n_layers <= 0) m.fail(key("block_count"), "leaves no layers");
-  c.ctx_size = m.integer_or(key("context_length"), c.ctx_size);
+  apply_qwen35_serving_defaults(c, m.integer_or(key("context_length"), 0));
   c.d_model = m.integer(key("embedding_length"));
   if (a.s == moe_arch)
     read_experts(m, c);

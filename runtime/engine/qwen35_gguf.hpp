@@ -81,7 +81,8 @@ void save_qwen35_gguf(const std::string& path, const model_config& c, const tens
                       gguf_dtype dtype);
 
 // Reads a qwen35 or qwen35moe GGUF (`--model FILE.gguf`): the config from the metadata (layout
-// qwen35; grid, gdn_chunk and seed at their defaults; ctx_size from context_length), the weights
+// qwen35; gdn_chunk, ctx_size and grid as a Hugging Face checkpoint gets them,
+// apply_qwen35_serving_defaults with context_length as the trained context), the weights
 // under the Hugging Face names and conventions (qwen35_from_gguf), the tokenizer as a
 // tokenizer.json document and a tokenizer_config.json-shaped one (qwen35_gguf_vocab.hpp), the chat
 // template. In a qwen35moe file the experts' gate and up are ffn_gate_up_exps when block 0 has it

@@ -14,22 +14,15 @@
 #include "runtime/engine/gguf_file.hpp"
 #include "runtime/engine/half_float.hpp"
 #include "runtime/engine/loaded_model.hpp"
+#include "tests/support/gguf_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace anchorage;
+using anchorage::testing::slurp;
+using anchorage::testing::spit;
 using anchorage::testing::temp_dir;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-void spit(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 std::uint64_t le(const std::string& b, std::size_t at, std::size_t n) {
   std::uint64_t v = 0;

@@ -28,36 +28,19 @@
 #include "runtime/engine/qwen35_gguf_tensors.hpp"
 #include "runtime/engine/qwen35_names.hpp"
 #include "tests/support/engine_fixture.hpp"
+#include "tests/support/gguf_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace anchorage;
 using anchorage::testing::as_f32;
+using anchorage::testing::info_field;
+using anchorage::testing::slurp;
+using anchorage::testing::spit;
 using anchorage::testing::temp_dir;
 
 namespace {
 
 using kv_list = std::vector<std::pair<std::string, gguf_value>>;
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-void spit(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-// The byte position of ne[dim] in the tensor info of `name` (after its length-prefixed name).
-std::size_t ne_field(const std::string& bytes, const std::string& name, int dim) {
-  std::string key(8, '\0');
-  for (int i = 0; i < 8; ++i)
-    key[static_cast<std::size_t>(i)] = static_cast<char>((name.size() >> (8 * i)) & 0xff);
-  key += name;
-  const std::size_t at = bytes.find(key);
-  REQUIRE(at != std::string::npos);
-  return at + key.size() + 4 + 8 * static_cast<std::size_t>(dim);
-}
 
 // An F32 file written again with its metadata edited and its tensors replaced or dropped: `edit`
 // changes the metadata, `tensors` maps each (name, value) to what is written (none: dropped).
@@ -561,7 +544,7 @@ TEST_CASE("gguf moe: a Q8_0 ffn_down_exps cut short or running into the next ten
                                         "but 8704 bytes remain after its offset)"));
   // ne2 8 -> 9: one expert more than its bytes, which would read the next tensor's.
   std::string over = bytes;
-  over[ne_field(over, name, 2)] = 9;
+  over[info_field(over, name, 3)] = 9;  // ne[2]
   spit(d.file("over.gguf"), over);
   CHECK_THROWS_WITH(load_qwen35_gguf(d.file("over.gguf")),
                     Catch::Contains("tensor '" + name + "' of type Q8_0, ne [32, 64, 9]") &&

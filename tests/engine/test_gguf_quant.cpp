@@ -23,43 +23,17 @@
 #include "runtime/engine/qwen35_gguf_tensors.hpp"
 #include "runtime/engine/qwen35_names.hpp"
 #include "tests/support/engine_fixture.hpp"
+#include "tests/support/gguf_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace anchorage;
+using anchorage::testing::info_field;
+using anchorage::testing::put_u32;
+using anchorage::testing::slurp;
+using anchorage::testing::spit;
 using anchorage::testing::temp_dir;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-void spit(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-// The byte position of field `field` (0: n_dims, 1..n: ne[i-1], n+1: type) in the tensor info of
-// `name`, found after its length-prefixed name in the header.
-std::size_t info_field(const std::string& bytes, const std::string& name, int field) {
-  std::string key(8, '\0');
-  for (int i = 0; i < 8; ++i)
-    key[static_cast<std::size_t>(i)] = static_cast<char>((name.size() >> (8 * i)) & 0xff);
-  key += name;
-  const std::size_t at = bytes.find(key);
-  REQUIRE(at != std::string::npos);
-  const std::size_t dims_at = at + key.size();
-  const auto n_dims = static_cast<int>(static_cast<unsigned char>(bytes[dims_at]));
-  if (field == 0) return dims_at;
-  if (field <= n_dims) return dims_at + 4 + 8 * static_cast<std::size_t>(field - 1);
-  return dims_at + 4 + 8 * static_cast<std::size_t>(n_dims);
-}
-
-void put_u32(std::string& bytes, std::size_t at, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i)
-    bytes[at + static_cast<std::size_t>(i)] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
 
 // values stored as `type` and read back: dequantize_row(quantize_row(row)) row by row along the
 // last PyTorch dimension.

@@ -43,6 +43,43 @@ std::string joined(const std::vector<std::string>& lines, const std::string& nee
   return out;
 }
 
+// How Anchorage's engine `e` agrees with llama.cpp's run `r` on the same file and ids: the last
+// prompt position's logits (each side shifted so its maximum is 0), then llama.cpp's greedy tokens
+// forced on Anchorage for `steps` steps, each checked to be Anchorage's top token or within
+// `tolerance` of it (random weights' logits are flat: two tokens within a few hundredths are
+// common, and llama.cpp's rounding may pick either).
+struct agreement {
+  double worst = 0.0;  // max |logit difference|
+  double span = 0.0;   // Anchorage's largest logit minus its smallest
+  int same = 0;        // steps before the first greedy token that differs
+};
+
+agreement agree_with_llamacpp(engine& e, const std::vector<token_id>& ids, const llamacpp_result& r,
+                              int steps, double tolerance) {
+  agreement a;
+  e.prefill(ids);
+  const std::vector<float> logits = e.last_logits();
+  REQUIRE(logits.size() == r.logits_minus_max.size());
+  const float top = *std::max_element(logits.begin(), logits.end());
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    a.worst = std::max(a.worst, std::fabs((static_cast<double>(logits[i]) - top) - r.logits_minus_max[i]));
+    a.span = std::max(a.span, static_cast<double>(top - logits[i]));
+  }
+  bool diverged = false;
+  REQUIRE(r.tokens.size() == static_cast<std::size_t>(steps));
+  for (int k = 0; k < steps; ++k) {
+    const auto& l = e.last_logits();
+    const auto best = static_cast<token_id>(std::max_element(l.begin(), l.end()) - l.begin());
+    const token_id theirs = r.tokens[static_cast<std::size_t>(k)];
+    INFO("step " << k << ": Anchorage's top " << best << ", llama.cpp's " << theirs);
+    CHECK(l[best] - l[static_cast<std::size_t>(theirs)] <= tolerance);
+    diverged = diverged || best != theirs;
+    a.same += diverged ? 0 : 1;
+    if (k + 1 < steps) e.decode(theirs);
+  }
+  return a;
+}
+
 }  // namespace
 
 TEST_CASE("llamacpp: llama.cpp loads an exported qwen35-tiny as qwen35 and runs it", "[llamacpp]") {
@@ -217,43 +254,16 @@ TEST_CASE("llamacpp: llama.cpp and Anchorage agree on a file of each stored type
   REQUIRE(r.error.empty());
   CHECK_FALSE(joined(r.log, v.log_name).empty());  // llama.cpp's load log counts the type's tensors
 
-  e->prefill(ids);
-  const std::vector<float> logits = e->last_logits();
-  REQUIRE(logits.size() == r.logits_minus_max.size());
-  const float top = *std::max_element(logits.begin(), logits.end());
-  double worst = 0.0, span = 0.0;
-  for (std::size_t i = 0; i < logits.size(); ++i) {
-    worst = std::max(worst, std::fabs((static_cast<double>(logits[i]) - top) - r.logits_minus_max[i]));
-    span = std::max(span, static_cast<double>(top - logits[i]));
-  }
-  INFO("max |logit difference| at the last prompt position: " << worst);
+  // Where the rounding is small enough, the greedy tokens are the same outright.
+  const agreement a = agree_with_llamacpp(*e, ids, r, steps, v.tolerance);
+  INFO("max |logit difference| at the last prompt position: " << a.worst);
   std::fprintf(stderr,
                "llamacpp: Anchorage vs llama.cpp on qwen35-wide %s, %zu prompt ids: max |logit diff| %.3g "
-               "(logits span %.3g)\n",
-               to_string(v.dtype), ids.size(), worst, span);
-  CHECK(worst <= v.tolerance);
-  CHECK(worst > 0.0);  // llama.cpp's activation rounding shows
-
-  // llama.cpp's greedy tokens, forced on Anchorage: at every step the token llama.cpp chose is
-  // Anchorage's top token or within the tolerance of it (random weights' logits are flat: two
-  // tokens within a few hundredths are common, and llama.cpp's rounding may pick either). Where
-  // the rounding is small enough, the greedy tokens are the same outright.
-  int same = 0;
-  bool diverged = false;
-  REQUIRE(r.tokens.size() == static_cast<std::size_t>(steps));
-  for (int k = 0; k < steps; ++k) {
-    const auto& l = e->last_logits();
-    const auto best = static_cast<token_id>(std::max_element(l.begin(), l.end()) - l.begin());
-    const token_id theirs = r.tokens[static_cast<std::size_t>(k)];
-    INFO("step " << k << ": Anchorage's top " << best << ", llama.cpp's " << theirs);
-    CHECK(l[best] - l[static_cast<std::size_t>(theirs)] <= v.tolerance);
-    diverged = diverged || best != theirs;
-    same += diverged ? 0 : 1;
-    if (k + 1 < steps) e->decode(theirs);
-  }
-  std::fprintf(stderr, "llamacpp: %s: the same greedy tokens for %d of %d steps\n", to_string(v.dtype), same,
-               steps);
-  if (v.same_greedy) CHECK(same == steps);
+               "(logits span %.3g), the same greedy tokens for %d of %d steps\n",
+               to_string(v.dtype), ids.size(), a.worst, a.span, a.same, steps);
+  CHECK(a.worst <= v.tolerance);
+  CHECK(a.worst > 0.0);  // llama.cpp's activation rounding shows
+  if (v.same_greedy) CHECK(a.same == steps);
 }
 
 TEST_CASE("llamacpp: llama.cpp and Anchorage agree on a qwen35moe file of each stored type",
@@ -300,39 +310,13 @@ TEST_CASE("llamacpp: llama.cpp and Anchorage agree on a qwen35moe file of each s
   CHECK_FALSE(joined(r.log, "expert_used_count").empty());
   CHECK_FALSE(joined(r.log, v.log_name).empty());  // llama.cpp's load log counts the type's tensors
 
-  e->prefill(ids);
-  const std::vector<float> logits = e->last_logits();
-  REQUIRE(logits.size() == r.logits_minus_max.size());
-  const float top = *std::max_element(logits.begin(), logits.end());
-  double worst = 0.0, span = 0.0;
-  for (std::size_t i = 0; i < logits.size(); ++i) {
-    worst = std::max(worst, std::fabs((static_cast<double>(logits[i]) - top) - r.logits_minus_max[i]));
-    span = std::max(span, static_cast<double>(top - logits[i]));
-  }
-  INFO("max |logit difference| at the last prompt position: " << worst);
-  std::fprintf(
-      stderr,
-      "llamacpp: Anchorage vs llama.cpp on qwen35moe-wide-mtp %s, %zu prompt ids: max |logit diff| %.3g "
-      "(logits span %.3g)\n",
-      to_string(v.dtype), ids.size(), worst, span);
-  CHECK(worst <= v.tolerance);
-  CHECK(span > 0.5);  // a real spread of logits
-
-  // llama.cpp's greedy tokens forced on Anchorage: each within the tolerance of Anchorage's top.
-  int same = 0;
-  bool diverged = false;
-  REQUIRE(r.tokens.size() == static_cast<std::size_t>(steps));
-  for (int k = 0; k < steps; ++k) {
-    const auto& l = e->last_logits();
-    const auto best = static_cast<token_id>(std::max_element(l.begin(), l.end()) - l.begin());
-    const token_id theirs = r.tokens[static_cast<std::size_t>(k)];
-    INFO("step " << k << ": Anchorage's top " << best << ", llama.cpp's " << theirs);
-    CHECK(l[best] - l[static_cast<std::size_t>(theirs)] <= v.tolerance);
-    diverged = diverged || best != theirs;
-    same += diverged ? 0 : 1;
-    if (k + 1 < steps) e->decode(theirs);
-  }
-  std::fprintf(stderr, "llamacpp: qwen35moe %s: the same greedy tokens for %d of %d steps\n",
-               to_string(v.dtype), same, steps);
-  if (v.same_greedy) CHECK(same == steps);
+  const agreement a = agree_with_llamacpp(*e, ids, r, steps, v.tolerance);
+  INFO("max |logit difference| at the last prompt position: " << a.worst);
+  std::fprintf(stderr,
+               "llamacpp: Anchorage vs llama.cpp on qwen35moe-wide-mtp %s, %zu prompt ids: max |logit diff| "
+               "%.3g (logits span %.3g), the same greedy tokens for %d of %d steps\n",
+               to_string(v.dtype), ids.size(), a.worst, a.span, a.same, steps);
+  CHECK(a.worst <= v.tolerance);
+  CHECK(a.span > 0.5);  // a real spread of logits
+  if (v.same_greedy) CHECK(a.same == steps);
 }

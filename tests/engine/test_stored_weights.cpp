@@ -46,6 +46,7 @@ loaded_model exported(const temp_dir& d, const model_config& c, gguf_dtype dtype
   const std::string path = d.file(std::string("m-") + to_string(dtype) + ".gguf");
   save_qwen35_gguf(path, c, test_weights(c), nullptr, "", dtype);
   loaded_model m = load_model(path);
+  m.config.gdn_chunk = c.gdn_chunk;  // the preset's arithmetic, not a checkpoint's defaults
   m.config.grid = c.grid;
   m.config.ctx_size = c.ctx_size;
   return m;
@@ -275,6 +276,7 @@ TEST_CASE("a stored model's resident memory is its file, not a float copy", "[st
   std::size_t engine_own = 0, stored_growth = 0;
   {
     loaded_model m = load_model(path);
+    m.config.gdn_chunk = c.gdn_chunk;  // the preset's arithmetic, not a checkpoint's defaults
     m.config.grid = c.grid;
     m.config.ctx_size = c.ctx_size;
     engine e(weights_of(m));
@@ -295,6 +297,7 @@ TEST_CASE("a stored model's resident memory is its file, not a float copy", "[st
   }
   loaded_model m = load_model(path);
   convert_stored_to_f32(m);
+  m.config.gdn_chunk = c.gdn_chunk;  // the preset's arithmetic, not a checkpoint's defaults
   m.config.grid = c.grid;
   m.config.ctx_size = c.ctx_size;
   const auto w = weights_of(m);
