@@ -15,7 +15,7 @@ namespace anchorage {
 
 // Bumped whenever a change to the engine's arithmetic could change a single bit of its state:
 // it is part of the fingerprint, so cached state of an older engine is never restored.
-inline constexpr const char* engine_code_version = "anchorage-engine/2";
+inline constexpr const char* engine_code_version = "anchorage-engine/3";
 
 // The hybrid engine: one sequence, its state in the engine's own buffers. It runs the reference
 // layout and the qwen35 layout (model_config::layout); for qwen35 it converts the Hugging Face

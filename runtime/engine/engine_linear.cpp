@@ -108,6 +108,28 @@ void stored_product(const linear_weight::part& p, int m, int kd, const float* x,
   });
 }
 
+// The prefill form for a chunk of at least panel_min_rows rows: `panel_rows` weight rows at a
+// time are dequantized to float32 (kernels::dequantize_row, each weight once per chunk) and
+// multiplied by the ops table's gemm (BLAS, on its own threads), as a float32 weight would be.
+// A chunk's bits depend only on its rows and the weights, as BLAS's do, so a prefill resumed at a
+// grid line runs exactly the chunks a cold one runs; they are not the bits quant_matvec gives a
+// row, which is why decode batches and verify rounds keep the row kernels.
+constexpr int panel_rows = 128;
+constexpr int panel_min_rows = 32;
+
+void panel_product(const kernels::ops& k, const linear_weight::part& p, int m, int kd, const float* x,
+                   int ldx, float* y, int ldy, std::vector<float>& panel) {
+  const auto row = static_cast<std::size_t>(kernels::row_bytes(p.type, kd).value_or(0));
+  panel.resize(static_cast<std::size_t>(panel_rows) * static_cast<std::size_t>(kd));
+  for (int r0 = 0; r0 < p.rows; r0 += panel_rows) {
+    const int n = std::min(panel_rows, p.rows - r0);
+    for (int r = 0; r < n; ++r)
+      kernels::dequantize_row(p.type, p.data + row * static_cast<std::size_t>(r0 + r),
+                              panel.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(kd), kd);
+    k.gemm(true, m, n, kd, 1.0f, x, ldx, panel.data(), kd, 0.0f, y + r0, ldy);
+  }
+}
+
 }  // namespace
 
 void set_compute_threads(int n) {
@@ -131,7 +153,14 @@ void linear(const kernels::ops& k, bool rows_kernel, int m, int n, int kd, const
     return;
   }
   int off = 0;
+  const bool panels = !rows_kernel && m >= panel_min_rows;
   for (const linear_weight::part& p : w.parts) {
+    const auto product = [&](const float* a, int lda, float* c, int ldc) {
+      if (panels)
+        panel_product(k, p, m, kd, a, lda, c, ldc, s.panel);
+      else
+        stored_product(p, m, kd, a, lda, c, ldc);
+    };
     const float* in = x;
     int ld_in = ldx;
     if (p.order.along == v_head_order::axis::columns) {
@@ -143,12 +172,12 @@ void linear(const kernels::ops& k, bool rows_kernel, int m, int n, int kd, const
       ld_in = kd;
     }
     if (beta == 0.0f && p.order.along != v_head_order::axis::rows) {
-      stored_product(p, m, kd, in, ld_in, y + off, ldy);
+      product(in, ld_in, y + off, ldy);
     } else {
       if (beta != 0.0f && p.order.along == v_head_order::axis::rows)
         throw std::logic_error("linear: a row order is not accumulated");
       s.out.resize(static_cast<std::size_t>(m) * p.rows);
-      stored_product(p, m, kd, in, ld_in, s.out.data(), p.rows);
+      product(in, ld_in, s.out.data(), p.rows);
       for (int i = 0; i < m; ++i) {
         const float* src = s.out.data() + static_cast<long>(i) * p.rows;
         float* dst = y + static_cast<long>(i) * ldy + off;

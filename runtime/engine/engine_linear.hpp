@@ -3,12 +3,15 @@
 // weights (the ops table: BLAS gemm, or gemm_rows for a decode batch, bit for bit what the engine
 // always ran) or weights kept as stored (kernels::cpu::quant_matmul, cpu backend only).
 //
-// Weights kept as stored: every output row has the bits quant_matvec gives it, whatever the
-// other rows and however the weight rows are split, so a prefill chunk, a verify round, a decode
-// step and a decode batch agree bit for bit on each row they share, and the weight rows are split
-// across the machine's cores (a pool of threads, one product at a time; a second caller while it
-// is busy runs its product on its own thread; so does a child of fork(), which has none of the
-// pool's threads). A GGUF's tiled value heads (stored_weight.hpp) are
+// Weights kept as stored, the row form (`rows_kernel`, or fewer than 32 rows): every output row
+// has the bits quant_matvec gives it, whatever the other rows and however the weight rows are
+// split, so a verify round, a decode step and a decode batch agree bit for bit on each row they
+// share, and the weight rows are split across the machine's cores (a pool of threads, one product at a time;
+// a second caller while it is busy runs its product on its own thread; so does a child of fork(), which has
+// none of the pool's threads). The prefill form (32 rows or more, not `rows_kernel`): the weight rows are
+// dequantized 128 at a time to float32 and multiplied by the ops table's gemm, so a chunk costs
+// about what float32 weights cost and its bits depend only on its rows, as BLAS's do (a resumed
+// prefill runs a cold one's chunks). A GGUF's tiled value heads (stored_weight.hpp) are
 // permuted on the floats before or after the product.
 #include <cstdint>
 #include <vector>
@@ -21,6 +24,7 @@ namespace anchorage {
 // Buffers a product needs for a permuted input or an accumulated output; one per engine.
 struct linear_scratch {
   std::vector<float> in, out;
+  std::vector<float> panel;  // the prefill form's dequantized weight rows
 };
 
 // y[m x n] = x[m x kd] W^T, plus y when beta is 1 (a residual); beta is 0 or 1. W is n x kd.
