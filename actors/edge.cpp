@@ -21,10 +21,10 @@
 #include "runtime/api/response_store.hpp"
 #include "runtime/api/sse_encoder.hpp"
 #include "runtime/io/clock.hpp"
-#include "runtime/server/http_front.hpp"
+#include "runtime/http/http_front.hpp"
 #include "runtime/server/trace.hpp"
-#include "runtime/text/prompt_render.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/template/prompt_render.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace anchorage {
 namespace {

@@ -25,7 +25,7 @@ class response_store;
 struct render_limits;
 enum class anthropic_route;
 
-// The HTTP edge: an event loop (runtime/server/http_front) holds the connections and reads each
+// The HTTP edge: an event loop (runtime/http/http_front) holds the connections and reads each
 // request whole under the --http-* limits; a worker then answers it with cpp-httplib's routes,
 // which parse and validate and talk to the conductor through a short-lived blocking actor per
 // request (a caf::scoped_actor in the worker thread). A streaming client that goes away cancels

@@ -14,7 +14,7 @@
 #include "runtime/api/responses_sse_encoder.hpp"
 #include "runtime/io/clock.hpp"
 #include "runtime/server/trace.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace anchorage {
 namespace {

@@ -1,10 +1,10 @@
 #pragma once
-// cpp-httplib behind the edge's event loop (runtime/server/http_front.hpp): the loop reads a
+// cpp-httplib behind the edge's event loop (runtime/http/http_front.hpp): the loop reads a
 // request whole under its limits, then a worker hands its bytes to httplib's request processing
 // (routing, parsing, the chunked writer of streams) through a Stream over the http_wire.
 #include <httplib.h>
 
-#include "runtime/server/http_front.hpp"
+#include "runtime/http/http_front.hpp"
 
 namespace anchorage {
 

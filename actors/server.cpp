@@ -13,15 +13,15 @@
 #include "actors/spill_reader.hpp"
 #include "actors/spill_writer.hpp"
 #include "actors/suffix_writer.hpp"
-#include "runtime/text/tokenizer_digest.hpp"
+#include "runtime/text/tokenizer/tokenizer_digest.hpp"
 #include "runtime/core/log.hpp"
-#include "runtime/engine/model_weights.hpp"
+#include "runtime/model/model_weights.hpp"
 #include "runtime/io/private_dir.hpp"
 #include "runtime/io/uring_env.hpp"
 #include "runtime/server/memory_trim.hpp"
 #include "runtime/tiers/spill_keeper.hpp"
-#include "runtime/text/template_choice.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/template/template_choice.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace anchorage {
 

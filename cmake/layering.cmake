@@ -3,10 +3,11 @@
 #   anchorage_library(<name> [USES <layer>...] [LINKS <target>...])
 #
 # builds the folder's .cpp files into anchorage_<name> (an interface library when there are
-# none), links the libraries of the layers it USES, and adds a build step that fails when one of
-# the folder's files includes a project header from a folder it did not declare. A layer is
-# named by its folder relative to the project root with "runtime/" dropped: core, io, engine,
-# ..., plus kernels, protocol and actors.
+# none; a nested layer's "/" becomes "_": text/tokenizer builds anchorage_text_tokenizer), links
+# the libraries of the layers it USES, and adds a build step that fails when one of the folder's
+# files includes a project header from a folder it did not declare. A layer is
+# named by its folder relative to the project root with "runtime/" dropped: core, io, model,
+# engine, text/tokenizer, ..., plus kernels, protocol and actors.
 
 function(anchorage_layer_folder out layer)
   if(layer STREQUAL "kernels" OR layer STREQUAL "protocol" OR layer STREQUAL "actors")
@@ -20,13 +21,15 @@ function(anchorage_library name)
   cmake_parse_arguments(A "" "" "USES;LINKS" ${ARGN})
   file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   file(GLOB headers CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.hpp)
-  set(target anchorage_${name})
+  string(REPLACE "/" "_" target_name "${name}")
+  set(target anchorage_${target_name})
   set(deps)
   set(allowed)
   file(RELATIVE_PATH own ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
   list(APPEND allowed ${own})
   foreach(layer IN LISTS A_USES)
-    list(APPEND deps anchorage_${layer})
+    string(REPLACE "/" "_" layer_target "${layer}")
+    list(APPEND deps anchorage_${layer_target})
     anchorage_layer_folder(folder ${layer})
     list(APPEND allowed ${folder})
   endforeach()

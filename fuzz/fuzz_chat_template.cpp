@@ -8,11 +8,11 @@
 
 #include "fuzz/fuzz_support.hpp"
 #include "runtime/api/openai_request.hpp"
-#include "runtime/text/chat_renderer.hpp"
-#include "runtime/text/jinja_json.hpp"
-#include "runtime/text/qwen35_template.hpp"
-#include "runtime/text/qwen3_template.hpp"
-#include "runtime/text/template_kind.hpp"
+#include "runtime/text/template/chat_renderer.hpp"
+#include "runtime/text/template/jinja_json.hpp"
+#include "runtime/text/template/qwen35_template.hpp"
+#include "runtime/text/template/qwen3_template.hpp"
+#include "runtime/text/template/template_kind.hpp"
 
 using namespace anchorage;
 using json = nlohmann::ordered_json;

@@ -1,4 +1,4 @@
-// Compaction transcripts (runtime/text/compaction_transcript.hpp, compaction_request.hpp): a chat
+// Compaction transcripts (runtime/compaction/compaction_transcript.hpp, compaction_request.hpp): a chat
 // request's messages, or any text as the user message of opencode's flattened shape, through
 // detect_compaction and the guard against the rendered conversation, and every user text through
 // the transcript readers. Nothing throws; blocks lie inside their text, in order, each opening a
@@ -7,9 +7,9 @@
 
 #include "fuzz/fuzz_support.hpp"
 #include "runtime/api/openai_request.hpp"
-#include "runtime/text/chat_template.hpp"
-#include "runtime/text/compaction_request.hpp"
-#include "runtime/text/compaction_transcript.hpp"
+#include "runtime/text/template/chat_template.hpp"
+#include "runtime/compaction/compaction_request.hpp"
+#include "runtime/compaction/compaction_transcript.hpp"
 
 using namespace anchorage;
 namespace ct = anchorage::compaction_transcript;

@@ -1,4 +1,4 @@
-// The GGUF reader (runtime/engine/gguf_file.hpp) on any file: the header, the metadata and the
+// The GGUF reader (runtime/model/gguf_file.hpp) on any file: the header, the metadata and the
 // tensor infos parsed, every tensor checked and read. It throws only model_load_error; every
 // tensor it opens lies inside the file; a tensor it reads has its shape's count of values.
 //
@@ -6,8 +6,8 @@
 #include <exception>
 
 #include "fuzz/fuzz_support.hpp"
-#include "runtime/engine/gguf_file.hpp"
-#include "runtime/engine/loaded_model.hpp"
+#include "runtime/model/gguf_file.hpp"
+#include "runtime/model/loaded_model.hpp"
 
 using namespace anchorage;
 

@@ -1,11 +1,11 @@
-// The HTTP/1.1 framing every route's bytes pass first (runtime/server/http_head.hpp): read_head on
+// The HTTP/1.1 framing every route's bytes pass first (runtime/http/http_head.hpp): read_head on
 // any bytes, and the chunked body's scanner fed whole or in two pieces. The head's size lies
 // inside the bytes and under the limit; a failure is one of the documented statuses; the scanner
 // reaches the same state and end however the body arrives.
 #include <exception>
 
 #include "fuzz/fuzz_support.hpp"
-#include "runtime/server/http_head.hpp"
+#include "runtime/http/http_head.hpp"
 
 using namespace anchorage;
 

@@ -9,8 +9,8 @@
 #include <exception>
 
 #include "fuzz/fuzz_support.hpp"
-#include "runtime/text/output_parser.hpp"
-#include "runtime/text/qwen35_tool_parser.hpp"
+#include "runtime/text/output/output_parser.hpp"
+#include "runtime/text/output/qwen35_tool_parser.hpp"
 
 using namespace anchorage;
 using json = nlohmann::ordered_json;

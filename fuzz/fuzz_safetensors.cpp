@@ -1,4 +1,4 @@
-// The safetensors readers (runtime/engine/safetensors.hpp, safetensors_view.hpp) on any file:
+// The safetensors readers (runtime/model/safetensors.hpp, safetensors_view.hpp) on any file:
 // safetensors_view::open and every entry read, and load_safetensors. They throw only
 // safetensors_error; every entry lies inside the file; a tensor read has its shape's values.
 //
@@ -6,8 +6,8 @@
 #include <exception>
 
 #include "fuzz/fuzz_support.hpp"
-#include "runtime/engine/safetensors.hpp"
-#include "runtime/engine/safetensors_view.hpp"
+#include "runtime/model/safetensors.hpp"
+#include "runtime/model/safetensors_view.hpp"
 
 using namespace anchorage;
 

@@ -1,4 +1,4 @@
-// The tokenizer (runtime/text/tokenizer.hpp) on any bytes, with the byte tokenizer and a BPE one
+// The tokenizer (runtime/text/tokenizer/tokenizer.hpp) on any bytes, with the byte tokenizer and a BPE one
 // (tests/support/bpe_fixtures/tiny_qwen35.json: Qwen3.5's pre-tokenizer, NFC, its added tokens).
 // Round trips where the contract promises them: the byte tokenizer's decode(encode(s)) == s for
 // every s; encode_bytes for every s; the BPE's encode, with or without special tokens, whenever
@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "fuzz/fuzz_support.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 using namespace anchorage;
 

@@ -1,4 +1,4 @@
-// A tokenizer.json read from disk (runtime/text/bpe_tokenizer.hpp, tokenizer.hpp): any bytes
+// A tokenizer.json read from disk (runtime/text/tokenizer/bpe_tokenizer.hpp, tokenizer.hpp): any bytes
 // that parse as JSON go to tokenizer::from_json, which throws only tokenizer_file_error; a file
 // it accepts encodes and decodes a few strings (encode_bytes round-trips) without failing.
 #include <exception>
@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_support.hpp"
-#include "runtime/text/bpe_tokenizer.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/tokenizer/bpe_tokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 using namespace anchorage;
 

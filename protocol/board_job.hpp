@@ -20,7 +20,7 @@
 
 namespace anchorage {
 
-class tokenizer;  // runtime/text/tokenizer.hpp; only carried here
+class tokenizer;  // runtime/text/tokenizer/tokenizer.hpp; only carried here
 
 // What the board and conductor tell the edge about one request, in order:
 // accepted, progress*, delta*, then finished | failed (or failed alone when refused).

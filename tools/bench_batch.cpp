@@ -25,7 +25,7 @@
 #include "runtime/engine/blas_setup.hpp"
 #include "runtime/engine/engine.hpp"
 #include "runtime/engine/engine_batch.hpp"
-#include "runtime/engine/model_weights.hpp"
+#include "runtime/model/model_weights.hpp"
 #include "tools/bench_common.hpp"
 #include "tools/bench_state.hpp"
 

@@ -25,7 +25,7 @@
 #include "runtime/engine/engine.hpp"
 #include "runtime/engine/engine_options.hpp"
 #include "runtime/engine/engine_weights.hpp"
-#include "runtime/engine/model_weights.hpp"
+#include "runtime/model/model_weights.hpp"
 #include "tools/bench_common.hpp"
 
 using namespace anchorage;

@@ -31,9 +31,9 @@
 #include "runtime/core/log.hpp"
 #include "actors/server.hpp"
 #include "runtime/engine/blas_setup.hpp"
-#include "runtime/text/chat_template.hpp"
+#include "runtime/text/template/chat_template.hpp"
 #include "runtime/server/server_config.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 using namespace anchorage;
 using json = nlohmann::json;

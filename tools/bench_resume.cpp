@@ -19,11 +19,11 @@
 #include "runtime/core/log.hpp"
 #include "runtime/engine/blas_setup.hpp"
 #include "runtime/tiers/cache_tiers.hpp"
-#include "runtime/text/end_record_builder.hpp"
+#include "runtime/text/output/end_record_builder.hpp"
 #include "runtime/engine/engine.hpp"
 #include "runtime/engine/engine_options.hpp"
 #include "runtime/generation/generator.hpp"
-#include "runtime/engine/model_weights.hpp"
+#include "runtime/model/model_weights.hpp"
 #include "runtime/generation/sampler.hpp"
 #include "tools/bench_common.hpp"
 

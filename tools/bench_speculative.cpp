@@ -24,7 +24,7 @@
 #include "runtime/core/log.hpp"
 #include "runtime/engine/blas_setup.hpp"
 #include "runtime/engine/engine.hpp"
-#include "runtime/engine/model_weights.hpp"
+#include "runtime/model/model_weights.hpp"
 #include "runtime/generation/generation_session.hpp"
 #include "tools/bench_common.hpp"
 #include "tools/bench_state.hpp"

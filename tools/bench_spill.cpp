@@ -35,7 +35,7 @@
 #include "runtime/engine/blas_setup.hpp"
 #include "runtime/engine/engine.hpp"
 #include "runtime/engine/engine_options.hpp"
-#include "runtime/engine/model_weights.hpp"
+#include "runtime/model/model_weights.hpp"
 #include "runtime/io/clock.hpp"
 #include "runtime/io/uring_env.hpp"
 #include "runtime/board/slot_board.hpp"

@@ -8,7 +8,7 @@
 // --type (default f32; --dtype is the same flag) picks what the weight matrices are stored as:
 // the float types as llama.cpp's converter writes them, the block types as `llama-quantize --pure`
 // does, q4_k_m/q5_k_m as llama-quantize's Q4_K_M/Q5_K_M mix; norms, 1-D tensors and ssm_conv1d stay
-// F32, and so does a MoE model's router (gguf_dtype in runtime/engine/qwen35_gguf.hpp has the rules
+// F32, and so does a MoE model's router (gguf_dtype in runtime/model/qwen35_gguf.hpp has the rules
 // and the fallbacks). The report names the architecture and counts the tensors written in each type.
 #include <nlohmann/json.hpp>
 
@@ -17,10 +17,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "runtime/engine/gguf_file.hpp"
-#include "runtime/engine/model_config.hpp"
-#include "runtime/engine/model_weights.hpp"
-#include "runtime/engine/qwen35_gguf.hpp"
+#include "runtime/model/gguf_file.hpp"
+#include "runtime/model/model_config.hpp"
+#include "runtime/model/model_weights.hpp"
+#include "runtime/model/qwen35_gguf.hpp"
 
 using namespace anchorage;
 

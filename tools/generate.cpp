@@ -10,12 +10,12 @@
 
 #include "runtime/core/log.hpp"
 #include "runtime/engine/blas_setup.hpp"
-#include "runtime/text/chat_template.hpp"
+#include "runtime/text/template/chat_template.hpp"
 #include "runtime/engine/engine.hpp"
 #include "runtime/engine/engine_options.hpp"
 #include "runtime/generation/generator.hpp"
-#include "runtime/engine/model_weights.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/model/model_weights.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 using namespace anchorage;
 

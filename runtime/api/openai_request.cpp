@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/api/request_fields.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace anchorage {
 

@@ -4,7 +4,7 @@
 #include <variant>
 
 #include "protocol/openai_types.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace anchorage {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "runtime/text/compaction_plan.hpp"
+#include "runtime/compaction/compaction_plan.hpp"
 #include "runtime/tiers/spill_keeper.hpp"
 
 namespace anchorage {

@@ -1,7 +1,7 @@
 // The generation run's steps and end: the tiers' anchors and the disk's staging after each
 // prefill chunk, checkpoints while it decodes, and what the slot's stores keep at the end.
 #include "runtime/board/generation_run.hpp"
-#include "runtime/text/end_record_builder.hpp"
+#include "runtime/text/output/end_record_builder.hpp"
 
 namespace anchorage {
 

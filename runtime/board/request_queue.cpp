@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "runtime/text/compaction_plan.hpp"
-#include "runtime/text/opencode_compaction.hpp"
+#include "runtime/compaction/compaction_plan.hpp"
+#include "runtime/compaction/opencode_compaction.hpp"
 
 namespace anchorage {
 

@@ -14,8 +14,8 @@
 #include "protocol/spill_messages.hpp"
 #include "runtime/server/ledger.hpp"
 #include "runtime/server/metrics.hpp"
-#include "runtime/text/prompt_render.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/template/prompt_render.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace anchorage {
 

@@ -4,7 +4,7 @@
 #include "runtime/core/token_prefix.hpp"
 #include "runtime/engine/engine_batch.hpp"
 #include "runtime/io/clock.hpp"
-#include "runtime/text/compaction_plan.hpp"
+#include "runtime/compaction/compaction_plan.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "runtime/core/token_prefix.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace anchorage {
 

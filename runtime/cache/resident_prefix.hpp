@@ -7,7 +7,7 @@
 
 #include "runtime/cache/anchor_set.hpp"
 #include "runtime/cache/resume_offer.hpp"
-#include "runtime/text/end_alignment.hpp"
+#include "runtime/text/output/end_alignment.hpp"
 #include "runtime/cache/memory_budget.hpp"
 #include "runtime/engine/row_copy.hpp"
 #include "runtime/engine/state_copy.hpp"

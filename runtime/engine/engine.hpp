@@ -6,7 +6,7 @@
 
 #include "kernels/device.hpp"
 #include "runtime/engine/engine_weights.hpp"
-#include "runtime/engine/model_config.hpp"
+#include "runtime/model/model_config.hpp"
 #include "runtime/engine/state_adapter.hpp"
 #include "runtime/core/tensor.hpp"
 #include "runtime/core/token.hpp"

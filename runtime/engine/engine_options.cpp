@@ -3,8 +3,8 @@
 #include <stdexcept>
 
 #include "runtime/engine/compute_threads.hpp"
-#include "runtime/engine/model_load.hpp"
-#include "runtime/engine/model_weights.hpp"
+#include "runtime/model/model_load.hpp"
+#include "runtime/model/model_weights.hpp"
 
 namespace anchorage {
 namespace {

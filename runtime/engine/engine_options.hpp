@@ -3,8 +3,8 @@
 #include <string>
 
 #include "kernels/device.hpp"
-#include "runtime/engine/loaded_model.hpp"
-#include "runtime/engine/model_config.hpp"
+#include "runtime/model/loaded_model.hpp"
+#include "runtime/model/model_config.hpp"
 
 namespace anchorage {
 
@@ -12,7 +12,7 @@ namespace anchorage {
 //   --model PATH --preset NAME --weights FILE --weights-seed N --prefix-chunk N --ctx-size N
 //   --device cpu|cuda|auto --weight-storage stored|f32 --threads N
 struct engine_options {
-  // A checkpoint (a Hugging Face directory or a GGUF file, runtime/engine/model_load); the
+  // A checkpoint (a Hugging Face directory or a GGUF file, runtime/model/model_load); the
   // preset and its weights otherwise.
   std::optional<std::string> model_path;
   std::string preset = "small";

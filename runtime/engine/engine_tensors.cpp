@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "kernels/dequantize.hpp"
-#include "runtime/engine/model_weights.hpp"
+#include "runtime/model/model_weights.hpp"
 
 namespace anchorage {
 namespace {

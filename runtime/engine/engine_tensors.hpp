@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "runtime/core/tensor.hpp"
-#include "runtime/engine/model_config.hpp"
-#include "runtime/engine/stored_weight.hpp"
+#include "runtime/model/model_config.hpp"
+#include "runtime/model/stored_weight.hpp"
 
 namespace anchorage {
 

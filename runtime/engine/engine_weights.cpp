@@ -3,8 +3,8 @@
 #include <stdexcept>
 
 #include "runtime/engine/engine_tensors.hpp"
-#include "runtime/engine/model_weights.hpp"
-#include "runtime/engine/safetensors.hpp"
+#include "runtime/model/model_weights.hpp"
+#include "runtime/model/safetensors.hpp"
 
 namespace anchorage {
 namespace {

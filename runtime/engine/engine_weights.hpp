@@ -8,8 +8,8 @@
 #include "kernels/device.hpp"
 #include "runtime/core/tensor.hpp"
 #include "runtime/engine/device_buffer.hpp"
-#include "runtime/engine/model_config.hpp"
-#include "runtime/engine/stored_weight.hpp"
+#include "runtime/model/model_config.hpp"
+#include "runtime/model/stored_weight.hpp"
 
 namespace anchorage {
 

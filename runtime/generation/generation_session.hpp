@@ -13,8 +13,8 @@
 #include "runtime/engine/engine.hpp"
 #include "runtime/generation/generator.hpp"
 #include "runtime/speculative/drafter.hpp"
-#include "runtime/text/output_parser.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/output/output_parser.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace anchorage {
 

@@ -251,7 +251,7 @@ const std::vector<option>& options() {
        "its "
        "ids; default: the byte tokenizer)",
        [](server_config& c, const std::string& v) { c.tokenizer_path = v; }},
-      // The chat template (runtime/text/template_choice.hpp).
+      // The chat template (runtime/text/template/template_choice.hpp).
       {"chat-template", "NAME|PATH",
        "auto (the checkpoint's template, else one beside --tokenizer, else builtin), builtin, qwen3.5, "
        "qwen3, or a .jinja file; a template none of these recognise refuses the start (auto)",
@@ -264,7 +264,7 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) { c.ledger_path = v; }},
       {"trace", "FILE", "record the client requests received, as JSON lines, to FILE",
        [](server_config& c, const std::string& v) { c.trace_path = v; }},
-      // The edge's connection limits (runtime/server/http_limits.hpp, docs/EDGE.md).
+      // The edge's connection limits (runtime/http/http_limits.hpp, docs/EDGE.md).
       {"http-threads", "N",
        "HTTP workers for POST requests (64; at least --parallel + --max-queue + 4 are started, so the "
        "queue's 429 comes before the edge runs out of workers)",

@@ -7,7 +7,7 @@
 #include "runtime/speculative/speculative_options.hpp"
 #include "runtime/cache/cache_options.hpp"
 #include "runtime/engine/engine_options.hpp"
-#include "runtime/server/http_limits.hpp"
+#include "runtime/http/http_limits.hpp"
 
 namespace anchorage {
 
@@ -74,7 +74,7 @@ struct server_config {
                                // the block with a hidden phrase; -1 unlimited
   std::string ledger_path;     // --ledger FILE: one JSON line per request
   std::string trace_path;      // --trace FILE: record client requests as JSON lines
-  http_limits http;            // the edge's connection limits: --http-* (runtime/server/http_limits.hpp)
+  http_limits http;            // the edge's connection limits: --http-* (runtime/http/http_limits.hpp)
   bool help = false;
 
   model_config model() const { return model_override ? *model_override : engine.config(); }

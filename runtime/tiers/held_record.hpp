@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "protocol/miss_stats.hpp"
-#include "runtime/text/end_alignment.hpp"
+#include "runtime/text/output/end_alignment.hpp"
 
 namespace anchorage {
 

@@ -8,7 +8,7 @@
 #include "runtime/core/token_prefix.hpp"
 #include "runtime/disk/rate_average.hpp"
 #include "runtime/io/clock.hpp"
-#include "runtime/text/end_alignment.hpp"
+#include "runtime/text/output/end_alignment.hpp"
 
 namespace anchorage {
 namespace {

@@ -23,7 +23,7 @@
 #include "runtime/cache/resume_offer.hpp"
 #include "runtime/io/file_env.hpp"
 #include "runtime/spill/spill_store.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace anchorage {
 

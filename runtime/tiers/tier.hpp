@@ -15,7 +15,7 @@
 #include "protocol/spill_messages.hpp"
 #include "runtime/cache/resume_offer.hpp"
 #include "runtime/engine/state_adapter.hpp"
-#include "runtime/text/end_record_builder.hpp"
+#include "runtime/text/output/end_record_builder.hpp"
 
 namespace anchorage {
 

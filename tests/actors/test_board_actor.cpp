@@ -4,7 +4,7 @@
 
 #include "actors/board.hpp"
 #include "actors/conductor.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tests/support/actor_fixture.hpp"
 #include "tests/support/engine_fixture.hpp"
 

@@ -12,7 +12,7 @@
 
 #include "actors/board.hpp"
 #include "actors/conductor.hpp"
-#include "runtime/text/opencode_compaction.hpp"
+#include "runtime/compaction/opencode_compaction.hpp"
 #include "tests/support/actor_fixture.hpp"
 #include "tests/support/disk_driver.hpp"
 #include "tests/support/disk_fixture.hpp"

@@ -11,9 +11,9 @@
 
 #include "runtime/api/anthropic_request.hpp"
 #include "runtime/api/openai_request.hpp"
-#include "runtime/text/chat_renderer.hpp"
-#include "runtime/text/prompt_render.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/template/chat_renderer.hpp"
+#include "runtime/text/template/prompt_render.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 using namespace anchorage;
 using json = nlohmann::ordered_json;

@@ -5,10 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/text/chat_template.hpp"
+#include "runtime/text/template/chat_template.hpp"
 #include "runtime/api/openai_request.hpp"
-#include "runtime/text/prompt_render.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/template/prompt_render.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tests/support/tokenizer_files.hpp"
 
 using namespace anchorage;

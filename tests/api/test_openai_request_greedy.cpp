@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/api/openai_request.hpp"
-#include "runtime/text/prompt_render.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/template/prompt_render.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 using namespace anchorage;
 using nlohmann::json;

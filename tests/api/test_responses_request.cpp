@@ -12,8 +12,8 @@
 #include "runtime/api/openai_request.hpp"
 #include "runtime/api/responses_request.hpp"
 #include "runtime/api/responses_response.hpp"
-#include "runtime/text/chat_renderer.hpp"
-#include "runtime/text/prompt_render.hpp"
+#include "runtime/text/template/chat_renderer.hpp"
+#include "runtime/text/template/prompt_render.hpp"
 
 using namespace anchorage;
 using json = nlohmann::ordered_json;

@@ -6,8 +6,8 @@
 
 #include "runtime/engine/compute_threads.hpp"
 #include "runtime/engine/engine_options.hpp"
-#include "runtime/engine/model_load.hpp"
-#include "runtime/engine/qwen35_gguf.hpp"
+#include "runtime/model/model_load.hpp"
+#include "runtime/model/qwen35_gguf.hpp"
 #include "tests/support/engine_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "runtime/engine/engine.hpp"
-#include "runtime/engine/model_weights.hpp"
+#include "runtime/model/model_weights.hpp"
 #include "tests/support/engine_fixture.hpp"
 
 using namespace anchorage;

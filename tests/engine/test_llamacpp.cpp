@@ -13,8 +13,8 @@
 
 #include "runtime/engine/engine.hpp"
 #include "runtime/engine/engine_weights.hpp"
-#include "runtime/engine/model_weights.hpp"
-#include "runtime/engine/qwen35_gguf.hpp"
+#include "runtime/model/model_weights.hpp"
+#include "runtime/model/qwen35_gguf.hpp"
 #include "tests/support/engine_fixture.hpp"
 #include "tests/support/llamacpp.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -1,5 +1,5 @@
 // Weights kept as stored (issue 25): a GGUF's or a safetensors checkpoint's F16, BF16 and
-// quantized matrices stay in the file's type and mapping (runtime/engine/stored_weight.hpp), the
+// quantized matrices stay in the file's type and mapping (runtime/model/stored_weight.hpp), the
 // engine multiplies by them with the stored kernels (runtime/engine/engine_linear.hpp), and every
 // exactness property the caches rely on holds on them: a resume from a grid line equals a cold
 // prefill bit for bit, a decode batch equals each slot's solo decode, a verify round equals decode.
@@ -23,13 +23,13 @@
 #include "runtime/engine/engine_batch.hpp"
 #include "runtime/engine/engine_linear.hpp"
 #include "runtime/engine/engine_options.hpp"
-#include "runtime/engine/gguf_file.hpp"
+#include "runtime/model/gguf_file.hpp"
 #include "runtime/engine/engine_weights.hpp"
-#include "runtime/engine/model_load.hpp"
-#include "runtime/engine/model_weights.hpp"
-#include "runtime/engine/qwen35_gguf.hpp"
-#include "runtime/engine/qwen35_gguf_tensors.hpp"
-#include "runtime/engine/qwen35_names.hpp"
+#include "runtime/model/model_load.hpp"
+#include "runtime/model/model_weights.hpp"
+#include "runtime/model/qwen35_gguf.hpp"
+#include "runtime/model/qwen35_gguf_tensors.hpp"
+#include "runtime/model/qwen35_names.hpp"
 #include "runtime/generation/generator.hpp"
 #include "tests/support/engine_fixture.hpp"
 #include "tests/support/exact_checks.hpp"

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "runtime/generation/generation_session.hpp"
-#include "runtime/text/output_parser.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/output/output_parser.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tests/support/engine_fixture.hpp"
 #include "tests/support/exact_checks.hpp"
 #include "tests/support/session_fixture.hpp"

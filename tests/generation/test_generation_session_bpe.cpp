@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "runtime/generation/generation_session.hpp"
-#include "runtime/text/end_alignment.hpp"
-#include "runtime/text/end_record_builder.hpp"
-#include "runtime/text/tokenizer.hpp"
-#include "runtime/text/utf8_stream.hpp"
+#include "runtime/text/output/end_alignment.hpp"
+#include "runtime/text/output/end_record_builder.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
+#include "runtime/text/tokenizer/utf8_stream.hpp"
 #include "tests/support/engine_fixture.hpp"
 #include "tests/support/tokenizer_files.hpp"
 

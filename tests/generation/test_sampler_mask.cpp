@@ -9,7 +9,7 @@
 
 #include "runtime/generation/generation_session.hpp"
 #include "runtime/generation/sampler.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tests/support/engine_fixture.hpp"
 #include "tests/support/tokenizer_files.hpp"
 

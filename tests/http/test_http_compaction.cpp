@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "runtime/text/opencode_compaction.hpp"
+#include "runtime/compaction/opencode_compaction.hpp"
 #include "tests/support/chat_turns.hpp"
 
 using namespace anchorage;
@@ -139,7 +139,7 @@ json worker_finished(const http_server& s, long runs) {
 }
 
 // opencode 1.18.33's compaction request for `messages`, its agent and instructions as it sends
-// them (runtime/text/opencode_compaction.hpp holds the captured text): no temperature.
+// them (runtime/compaction/opencode_compaction.hpp holds the captured text): no temperature.
 json opencode_compaction(const json& messages) {
   std::string t = "Here is the conversation so far:\n\n<conversation>\n";
   for (const json& m : messages) {

@@ -146,7 +146,7 @@ TEST_CASE("http: a POST without Content-Length", "[http]") {
   }
 }
 
-// runtime/text/prompt_render.hpp: a prompt that leaves no room is a 400 "with code
+// runtime/text/template/prompt_render.hpp: a prompt that leaves no room is a 400 "with code
 // context_length_exceeded" (OpenAI's code, which clients such as opencode look for to compact
 // their history). When this test was written api_error had no code and every error said
 // "code": null; api_error::code has since been added.

@@ -1,4 +1,4 @@
-// The edge's event loop on its own (runtime/server/http_front, http_head): request framing, and
+// The edge's event loop on its own (runtime/http/http_front, http_head): request framing, and
 // each limit over real loopback sockets with a handler that answers without any actor.
 #include <catch2/catch.hpp>
 
@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/server/http_front.hpp"
-#include "runtime/server/http_head.hpp"
+#include "runtime/http/http_front.hpp"
+#include "runtime/http/http_head.hpp"
 #include "runtime/server/server_config.hpp"
 #include "tools/load_client.hpp"
 

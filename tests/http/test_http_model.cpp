@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "actors/server.hpp"
-#include "runtime/engine/model_weights.hpp"
-#include "runtime/engine/qwen35_gguf.hpp"
+#include "runtime/model/model_weights.hpp"
+#include "runtime/model/qwen35_gguf.hpp"
 #include "tests/support/chat_turns.hpp"
 #include "tests/support/checkpoint_writer.hpp"
 #include "tests/support/http_fixture.hpp"

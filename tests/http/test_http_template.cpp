@@ -6,8 +6,8 @@
 #include <fstream>
 #include <string>
 
-#include "runtime/text/chat_template.hpp"
-#include "runtime/text/qwen3_template.hpp"
+#include "runtime/text/template/chat_template.hpp"
+#include "runtime/text/template/qwen3_template.hpp"
 #include "tests/support/http_helpers.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/tokenizer_files.hpp"

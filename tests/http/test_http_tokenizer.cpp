@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/text/bpe_tokenizer.hpp"
-#include "runtime/text/chat_template.hpp"
-#include "runtime/text/utf8_stream.hpp"
+#include "runtime/text/tokenizer/bpe_tokenizer.hpp"
+#include "runtime/text/template/chat_template.hpp"
+#include "runtime/text/tokenizer/utf8_stream.hpp"
 #include "tests/support/chat_turns.hpp"
 #include "tests/support/tokenizer_files.hpp"
 

@@ -18,7 +18,7 @@
 #include "kernels/quant_matvec.hpp"
 #include "kernels/quantize.hpp"
 #include "kernels/weight_type.hpp"
-#include "runtime/engine/half_float.hpp"
+#include "runtime/model/half_float.hpp"
 #include "tests/support/quant_tolerance.hpp"
 
 #if defined(__x86_64__)
@@ -323,7 +323,7 @@ TEST_CASE("quantize then dequantize stays within each type's bound", "[quant]") 
 namespace {
 
 // llama.cpp's quantize_row_q8_0_ref and quantize_row_q4_0_ref as the format notes state them,
-// with the fp16 rounding of runtime/engine/half_float.
+// with the fp16 rounding of runtime/model/half_float.
 std::vector<std::uint8_t> q8_0_reference(const std::vector<float>& x) {
   std::vector<std::uint8_t> out;
   for (std::size_t b = 0; b < x.size() / 32; ++b) {
@@ -432,7 +432,7 @@ TEST_CASE("quant_matvec is a dot product with the dequantized rows", "[quant]") 
 }
 
 TEST_CASE("f16 and bf16 convert bit patterns exactly", "[quant]") {
-  // Decoding: every half agrees with runtime/engine/half_float's (a separate implementation), bit
+  // Decoding: every half agrees with runtime/model/half_float's (a separate implementation), bit
   // for bit, NaNs included; and through dequantize_row.
   for (std::uint32_t h = 0; h < 0x10000; ++h) {
     const auto x = static_cast<std::uint16_t>(h);

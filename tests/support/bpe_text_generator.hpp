@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/text/utf8_stream.hpp"
+#include "runtime/text/tokenizer/utf8_stream.hpp"
 
 namespace anchorage::testing {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "runtime/tiers/cache_tiers.hpp"
-#include "runtime/text/end_record_builder.hpp"
+#include "runtime/text/output/end_record_builder.hpp"
 #include "runtime/generation/generator.hpp"
 #include "tests/support/engine_fixture.hpp"
 #include "tests/support/exact_checks.hpp"

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "runtime/engine/half_float.hpp"
+#include "runtime/model/half_float.hpp"
 
 namespace anchorage::testing {
 namespace {

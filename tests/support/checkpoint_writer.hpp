@@ -4,14 +4,14 @@
 // with a model.safetensors.index.json (or one model.safetensors), optional tokenizer files.
 //
 // The config is written from the model_config field by field here, independently of
-// runtime/engine/qwen35_config.cpp, so that a test compares two separate codings of the format.
+// runtime/model/qwen35_config.cpp, so that a test compares two separate codings of the format.
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "runtime/core/tensor.hpp"
-#include "runtime/engine/model_config.hpp"
-#include "runtime/engine/safetensors.hpp"
+#include "runtime/model/model_config.hpp"
+#include "runtime/model/safetensors.hpp"
 
 namespace anchorage::testing {
 

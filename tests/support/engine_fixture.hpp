@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "runtime/engine/engine.hpp"
-#include "runtime/engine/model_config.hpp"
-#include "runtime/engine/model_load.hpp"
-#include "runtime/engine/model_weights.hpp"
+#include "runtime/model/model_config.hpp"
+#include "runtime/model/model_load.hpp"
+#include "runtime/model/model_weights.hpp"
 
 namespace anchorage::testing {
 

@@ -13,12 +13,12 @@
 #include <mutex>
 
 #include "tests/support/http_fixture.hpp"
-#include "runtime/text/chat_template.hpp"
+#include "runtime/text/template/chat_template.hpp"
 #include "runtime/engine/engine.hpp"
 #include "runtime/generation/generator.hpp"
-#include "runtime/engine/model_weights.hpp"
-#include "runtime/text/output_parser.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/model/model_weights.hpp"
+#include "runtime/text/output/output_parser.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 using namespace std::chrono_literals;
 

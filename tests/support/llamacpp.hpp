@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "runtime/core/token.hpp"
-#include "runtime/engine/model_config.hpp"
+#include "runtime/model/model_config.hpp"
 
 namespace anchorage::testing {
 

@@ -3,14 +3,14 @@
 // (tests/support/clients/opencode-1.18.33/compaction.json is one it sent): its compaction
 // agent's system text, and the history flattened into one user message, each user text written
 // as a JSON string ("[User]: \"...\""), each answer as "[Assistant reasoning]:" and
-// "[Assistant]:" lines. Also the other shapes opencode has sent (runtime/text/compaction_request.hpp).
+// "[Assistant]:" lines. Also the other shapes opencode has sent (runtime/compaction/compaction_request.hpp).
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "protocol/chat_message.hpp"
-#include "runtime/text/opencode_compaction.hpp"
+#include "runtime/compaction/opencode_compaction.hpp"
 
 namespace anchorage::testing {
 

@@ -9,7 +9,7 @@
 
 #include "runtime/core/tensor.hpp"
 #include "runtime/core/token.hpp"
-#include "runtime/engine/model_config.hpp"
+#include "runtime/model/model_config.hpp"
 
 namespace anchorage::testing {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "runtime/generation/generation_session.hpp"
-#include "runtime/text/output_parser.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/output/output_parser.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tests/support/engine_fixture.hpp"
 
 namespace anchorage::testing {

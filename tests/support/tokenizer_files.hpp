@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace anchorage::testing {
 
