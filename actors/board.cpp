@@ -3,7 +3,6 @@
 #include <caf/all.hpp>
 
 #include "actors/board_outbox.hpp"
-#include "actors/suffix_writer.hpp"
 
 namespace anchorage {
 
@@ -18,16 +17,16 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
   ro.spill = opts.spill;
   init.spill_writer = opts.spill_writer;
   init.spill_reader = opts.spill_reader;
-  if (opts.suffix) {
+  if (opts.suffix_writer) {
     init.suffix_view = std::make_shared<suffix_lookup>();
     ro.lookup = init.suffix_view;
     init.suffix_stats = suffix_tier_stats{};
-    init.suffix_stats->path = opts.suffix->dir;
-    // Its own thread: the open, the batched rebuilds and a forget's rewrite can take seconds.
-    // Not linked: at the board's exit it is told to stop after the adds already sent, so a
-    // planned stop writes them all (the actor system's shutdown waits for it).
-    init.suffix_writer = self->spawn<caf::detached>(anchorage::suffix_writer, *opts.suffix,
-                                                    caf::actor_cast<suffix_receiver>(self));
+    init.suffix_stats->path = opts.suffix_path;
+    // The board is its writer's one client: it subscribes now (the writer sends what the store
+    // holds) and, at its exit, tells it to stop after the adds already sent, so a planned stop
+    // writes them all (the actor system's shutdown waits for it).
+    init.suffix_writer = opts.suffix_writer;
+    self->send(init.suffix_writer, suffix_subscribe_atom::value, caf::actor_cast<suffix_receiver>(self));
     self->attach_functor(
         [w = init.suffix_writer](const caf::error&) { caf::anon_send(w, suffix_stop_atom::value); });
   } else if (!opts.suffix_off.empty()) {

@@ -33,10 +33,12 @@ struct board_options {
   std::shared_ptr<spill_keeper> spill;
   spill_writer_actor spill_writer;
   spill_reader_actor spill_reader;
-  // The persistent suffix store (--suffix-store, docs/SUFFIX_STORE.md): the board spawns its
-  // writer (detached) with these options and installs what the writer sends in the view the
-  // slots' drafters read. None: off, and `suffix_off` says why (the stats show it).
-  std::optional<suffix_store_options> suffix;
+  // The persistent suffix store (--suffix-store, docs/SUFFIX_STORE.md): its writer (the
+  // server's), to which the board subscribes at its start, installing what it sends in the view
+  // the slots' drafters read, and the store's folder. None: off, and `suffix_off` says why (the
+  // stats show it).
+  suffix_writer_actor suffix_writer;
+  std::string suffix_path;
   std::string suffix_off;
 };
 

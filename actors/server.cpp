@@ -189,7 +189,9 @@ server::server(const server_config& cfg) : cfg_(cfg) {
     }
     opts.spill = true;
   }
-  // The suffix store: its writer is the board's (spawned by it, detached); off with a log line.
+  // The suffix store: its writer on a thread of its own (the open, the batched rebuilds and a
+  // forget's rewrite can take seconds), opening the store while the rest starts; the board
+  // subscribes to it and stops it at its exit. Off with a log line.
   std::string suffix_off;
   const std::string suffix_dir = suffix_store_dir(cfg_, suffix_off);
   if (!suffix_dir.empty()) {
@@ -197,7 +199,9 @@ server::server(const server_config& cfg) : cfg_(cfg) {
     so.dir = suffix_dir;
     so.tokenizer_digest = tokenizer_digest(tok);
     so.cap_bytes = cfg_.suffix.cap_bytes;
-    bo.suffix = so;
+    suffix_writer_ = system_->spawn<caf::detached>(anchorage::suffix_writer, so, suffix_receiver{});
+    bo.suffix_writer = suffix_writer_;
+    bo.suffix_path = suffix_dir;
   } else {
     log_info() << "suffix store: " << suffix_off;
     bo.suffix_off = suffix_off;

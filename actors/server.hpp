@@ -51,6 +51,9 @@ class server {
   disk_actor disk_;                  // with --cache-dir
   spill_writer_actor spill_writer_;  // with --cache-dir and --session-spill on
   spill_reader_actor spill_reader_;  // with it
+  // --suffix-store: stopped by the board, its one client, at the board's exit (after its last
+  // add), not here.
+  suffix_writer_actor suffix_writer_;
   std::unique_ptr<http_edge> edge_;
   std::unique_ptr<memory_trimmer> trimmer_;  // --memory-trim-s
 };

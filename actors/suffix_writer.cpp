@@ -40,11 +40,20 @@ suffix_writer_actor::behavior_type suffix_writer(
   } else {
     log_info() << "suffix store: refused, " << store.why().error() << "; drafting without it";
   }
-  suffix_update first;
-  first.snapshot = st.feed->snapshot();
-  first.stats = suffix_writer_stats(store);
-  self->send(st.board, suffix_update_atom::value, std::move(first));
+  // What the store holds, to the subscriber: at once when it was given, else when it subscribes.
+  auto tell_all = [self] {
+    auto& s = self->state;
+    suffix_update u;
+    u.snapshot = s.feed->snapshot();
+    u.stats = suffix_writer_stats(s.feed->store());
+    self->send(s.board, suffix_update_atom::value, std::move(u));
+  };
+  if (st.board) tell_all();
   return {
+      [self, tell_all](suffix_subscribe_atom, suffix_receiver to) {
+        self->state.board = std::move(to);
+        tell_all();
+      },
       [self](suffix_add_atom, const suffix_ids_ptr& ids) {
         auto& s = self->state;
         if (!ids) return;
@@ -53,7 +62,7 @@ suffix_writer_actor::behavior_type suffix_writer(
         u.snapshot = std::move(out.snapshot);
         u.delta = std::move(out.delta);
         u.stats = suffix_writer_stats(s.feed->store());
-        self->send(s.board, suffix_update_atom::value, std::move(u));
+        if (s.board) self->send(s.board, suffix_update_atom::value, std::move(u));
       },
       // After every add sent before it (one sender, so in order): nothing queued is lost.
       [self](suffix_stop_atom) { self->quit(); },

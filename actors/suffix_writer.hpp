@@ -13,9 +13,11 @@ namespace anchorage {
 // store (opened when it starts, one log line: path, ids, bytes, torn bytes cut, or refused and
 // why) and appends each finished request's ids on its own thread, where the batched suffix-array
 // rebuilds and a forget's atomic rewrite run too; the board never waits for it. After the open
-// and after each add it sends the board what the board's view needs (a new snapshot or a
-// delta) and its counters. Spawned detached by the board (a rebuild can take seconds); it quits
-// on stop, which the board sends at its exit after its last add.
+// and after each add it tells its subscriber (the board) what the board's view needs (a new
+// snapshot or a delta) and its counters: at once when `board` is given at spawn (tests), else
+// when the board subscribes at its start. Spawned detached by the server beside the other
+// writers (a rebuild can take seconds); it quits on stop, which the board sends at its exit
+// after its last add.
 struct suffix_writer_state {
   std::unique_ptr<suffix_feed> feed;
   suffix_receiver board;

@@ -29,15 +29,13 @@ using board_actor = caf::typed_actor<
     caf::replies_to<idle_atom, idle_request>::with<idle_reply>,
     caf::reacts_to<suffix_update_atom, suffix_update>, caf::replies_to<quiesce_atom>::with<cache_stats>>;
 
-// What the suffix store's writer tells the board: its snapshots, deltas and counters.
-using suffix_receiver = caf::typed_actor<caf::reacts_to<suffix_update_atom, suffix_update>>;
-
 // The suffix store's writer (actors/suffix_writer): owns the store; appends each finished
-// request's ids on its own thread and tells the board what its view needs; stop (sent by the
-// board at its exit, after its last add) makes it quit once what came before is written;
-// quiesce is answered once every add sent before it is written and its update sent.
+// request's ids on its own thread and tells its subscriber (the board) what its view needs; stop
+// (sent by the board at its exit, after its last add) makes it quit once what came before is
+// written; quiesce is answered once every add sent before it is written and its update sent.
 using suffix_writer_actor =
-    caf::typed_actor<caf::reacts_to<suffix_add_atom, suffix_ids_ptr>,
+    caf::typed_actor<caf::reacts_to<suffix_subscribe_atom, suffix_receiver>,
+                     caf::reacts_to<suffix_add_atom, suffix_ids_ptr>,
                      caf::replies_to<clear_atom>::with<suffix_update>, caf::reacts_to<suffix_stop_atom>,
                      caf::replies_to<quiesce_atom>::with<bool>>;
 

@@ -1,6 +1,10 @@
 #pragma once
 // The persistent suffix store's messages (docs/SUFFIX_STORE.md, "In the server"):
 //
+//   board  -> writer (suffix_subscribe_atom, suffix_receiver) the board's start: the writer (the
+//                                                           server's, spawned before the board)
+//                                                           sends it the store's snapshot and
+//                                                           counters at once, and its updates after
 //   board  -> writer (suffix_add_atom, suffix_ids_ptr)       a finished request's ids (prompt, output)
 //   board  -> writer (clear_atom) -> suffix_update          empty the store; the reply carries the
 //                                                           empty snapshot and the counters
@@ -16,7 +20,9 @@
 #include <vector>
 
 #include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/replies_to.hpp>
 #include <caf/type_id.hpp>
+#include <caf/typed_actor.hpp>
 
 #include "protocol/compaction_messages.hpp"
 #include "protocol/suffix_stats.hpp"
@@ -46,4 +52,17 @@ CAF_ADD_TYPE_ID(anchorage_suffix, (anchorage::suffix_update))
 CAF_ADD_ATOM(anchorage_suffix, anchorage, suffix_add_atom, "suffixadd")
 CAF_ADD_ATOM(anchorage_suffix, anchorage, suffix_update_atom, "suffixupd")
 CAF_ADD_ATOM(anchorage_suffix, anchorage, suffix_stop_atom, "suffixstop")
+CAF_ADD_ATOM(anchorage_suffix, anchorage, suffix_subscribe_atom, "suffixsub")
 CAF_END_TYPE_ID_BLOCK(anchorage_suffix)
+
+namespace anchorage {
+
+// What the suffix store's writer tells its subscriber (the board): its snapshots, deltas and
+// counters.
+using suffix_receiver = caf::typed_actor<caf::reacts_to<suffix_update_atom, suffix_update>>;
+
+}  // namespace anchorage
+
+CAF_BEGIN_TYPE_ID_BLOCK(anchorage_suffix_handles, caf::id_block::anchorage_suffix::end)
+CAF_ADD_TYPE_ID(anchorage_suffix_handles, (anchorage::suffix_receiver))
+CAF_END_TYPE_ID_BLOCK(anchorage_suffix_handles)

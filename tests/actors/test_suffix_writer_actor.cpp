@@ -100,3 +100,35 @@ TEST_CASE("the suffix writer's snapshots and deltas let the view propose an earl
   install(**cleared);
   CHECK(source.propose(later.data(), later.size(), 3).empty());
 }
+
+TEST_CASE("a suffix writer spawned before its board tells it what the store holds when it subscribes",
+          "[actors][suffix]") {
+  temp_dir dir("anchorage-suffix-writer-sub");
+  caf_fixture f;
+  auto seen = std::make_shared<updates>();
+  // As the server does: the writer first, with no board, and an add it writes meanwhile.
+  auto writer = f.spawn(suffix_writer, suffix_options(dir.str(), 0x5eedf00dULL, /*rebuild_min_ids=*/16),
+                        suffix_receiver{});
+  caf::anon_send(writer, suffix_add_atom::value, ids({5, 6, 7, 8, 9}));
+  f.sched->run();
+  auto board = f.spawn(board_stand_in, seen);
+  f.sched->run();
+  CHECK(seen->got.empty());  // nobody subscribed: nothing sent
+
+  caf::anon_send(writer, suffix_subscribe_atom::value, caf::actor_cast<suffix_receiver>(board));
+  f.sched->run();
+  REQUIRE(seen->got.size() == 1);  // the store as it is: a snapshot holding the add
+  REQUIRE(seen->got[0].snapshot);
+  CHECK(seen->got[0].stats.enabled);
+  CHECK(seen->got[0].stats.ids == 5);
+  suffix_lookup lookup;
+  lookup.view().install(seen->got[0].snapshot);
+  const std::vector<token_id> recent = {1, 6, 7};
+  lookup_source& source = lookup;
+  CHECK(source.propose(recent.data(), recent.size(), 2) == std::vector<token_id>{8, 9});
+
+  caf::anon_send(writer, suffix_add_atom::value, ids({40, 41, 42}));
+  f.sched->run();
+  REQUIRE(seen->got.size() == 2);  // later adds go to the subscriber
+  CHECK(seen->got[1].stats.ids == 8);
+}
