@@ -94,28 +94,34 @@ board_options board_options_of(const server_config& cfg, const model_config& mc)
   return bo;
 }
 
-// The disk tier (--cache-dir with a budget, the cache on); none otherwise.
+// The disk tier (--cache-dir with a budget, the cache on): the config's options, in their folder;
+// none otherwise.
 std::optional<disk_tier_options> disk_options_of(const server_config& cfg) {
-  if (cfg.cache_dir.empty() || cfg.disk.budget_bytes == 0 || cfg.no_cache) return std::nullopt;
-  disk_tier_options d;
+  if (cfg.cache_dir.empty() || cfg.disk.store.eviction.budget_bytes == 0 || cfg.no_cache) return std::nullopt;
+  disk_tier_options d = cfg.disk;
   d.store.dir = cfg.cache_dir + "/disk";
-  d.store.eviction.budget_bytes = cfg.disk.budget_bytes;
-  d.store.eviction.lifetime_s = cfg.disk.lifetime_s;
-  d.store.eviction.min_free_bytes = cfg.disk.min_free_bytes;
-  d.admission.min_tokens = cfg.disk.min_tokens;
-  d.stage_bytes = cfg.disk.stage_bytes;
-  d.checkpoint_tokens = cfg.disk.checkpoint_tokens;
   return d;
 }
 
-// The session spill (--session-spill on with --cache-dir, the cache on); none otherwise.
+// The session spill (--session-spill on with --cache-dir, the cache on): the config's options,
+// in their folder; none otherwise.
 std::optional<spill_options> spill_options_of(const server_config& cfg) {
-  if (cfg.cache_dir.empty() || !cfg.spill.enabled || cfg.spill.budget_bytes == 0 || cfg.no_cache)
+  if (cfg.cache_dir.empty() || !cfg.spill.enabled || cfg.spill.store.budget_bytes == 0 || cfg.no_cache)
     return std::nullopt;
-  spill_options so;
+  spill_options so = cfg.spill.store;
   so.dir = cfg.cache_dir + "/disk";
-  so.budget_bytes = cfg.spill.budget_bytes;
-  so.min_tokens = cfg.spill.min_tokens;
+  return so;
+}
+
+// The suffix store (--suffix-store, the cache on): the config's options, in their folder and for
+// this tokenizer; none otherwise, and `why` says why.
+std::optional<suffix_store_options> suffix_options_of(const server_config& cfg, const tokenizer& tok,
+                                                      std::string& why) {
+  const std::string dir = suffix_store_dir(cfg, why);
+  if (dir.empty()) return std::nullopt;
+  suffix_store_options so = cfg.suffix.store;
+  so.dir = dir;
+  so.tokenizer_digest = tokenizer_digest(tok);
   return so;
 }
 
@@ -193,15 +199,11 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   // forget's rewrite can take seconds), opening the store while the rest starts; the board
   // subscribes to it and stops it at its exit. Off with a log line.
   std::string suffix_off;
-  const std::string suffix_dir = suffix_store_dir(cfg_, suffix_off);
-  if (!suffix_dir.empty()) {
-    suffix_store_options so;
-    so.dir = suffix_dir;
-    so.tokenizer_digest = tokenizer_digest(tok);
-    so.cap_bytes = cfg_.suffix.cap_bytes;
-    suffix_writer_ = system_->spawn<caf::detached>(anchorage::suffix_writer, so, suffix_receiver{});
+  if (auto so = suffix_options_of(cfg_, tok, suffix_off)) {
+    bo.suffix_path = so->dir;
+    suffix_writer_ =
+        system_->spawn<caf::detached>(anchorage::suffix_writer, std::move(*so), suffix_receiver{});
     bo.suffix_writer = suffix_writer_;
-    bo.suffix_path = suffix_dir;
   } else {
     log_info() << "suffix store: " << suffix_off;
     bo.suffix_off = suffix_off;

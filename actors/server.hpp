@@ -19,6 +19,20 @@ class memory_trimmer;
 // engine built from cfg.engine), the disk tier's actor (with --cache-dir), the HTTP edge, and the
 // thread that hands the allocator's free pages back (--memory-trim-s). Used by the `anchorage`
 // binary and by the end-to-end tests.
+//
+// The topology, spawned here in this order, each subsystem given its options struct whole from
+// the config (server_config's disk, spill.store, suffix.store, cache), and one stop rule: an
+// actor is stopped by whoever is its one client, after the last message that client sent it.
+//
+//   actor          when                       spawned by          stopped by
+//   disk           --cache-dir, a budget      the server          the server (its writer linked)
+//   spill writer   --session-spill            the server          the server
+//   spill reader   --session-spill, thread    the server          the server
+//   suffix writer  --suffix-store             the server          the board, at its exit
+//   conductor      always                     the server          the server
+//   board          always                     the conductor       linked to the conductor
+//   compaction     --compaction-idle-s        the conductor       linked to the conductor
+//   admin          always                     the edge            the edge, at its stop
 class server {
  public:
   explicit server(const server_config& cfg);

@@ -109,16 +109,21 @@ const std::vector<option>& options() {
       {"cache-dir", "DIR", "directory of the NVMe cache tiers; the disk tier is on when given (off)",
        [](server_config& c, const std::string& v) { c.cache_dir = v; }},
       {"disk-cache-gb", "GB", "budget of the disk tier's files under --cache-dir (50; 0: off)",
-       [](server_config& c, const std::string& v) { c.disk.budget_bytes = parse_gib("disk-cache-gb", v); }},
+       [](server_config& c, const std::string& v) {
+         c.disk.store.eviction.budget_bytes = parse_gib("disk-cache-gb", v);
+       }},
       {"disk-lifetime-days", "N", "days an unused disk entry is kept (7)",
        [](server_config& c, const std::string& v) {
-         c.disk.lifetime_s = parse_long("disk-lifetime-days", v, 1, 36500) * 24 * 3600;
+         c.disk.store.eviction.lifetime_s = parse_long("disk-lifetime-days", v, 1, 36500) * 24 * 3600;
        }},
       {"disk-free-gb", "GB", "free space the disk tier always leaves to the file system (4)",
-       [](server_config& c, const std::string& v) { c.disk.min_free_bytes = parse_gib("disk-free-gb", v); }},
+       [](server_config& c, const std::string& v) {
+         c.disk.store.eviction.min_free_bytes = parse_gib("disk-free-gb", v);
+       }},
       {"disk-min-tokens", "N", "shortest prompt the disk tier writes (4096)",
        [](server_config& c, const std::string& v) {
-         c.disk.min_tokens = static_cast<std::size_t>(parse_long("disk-min-tokens", v, 1, 1L << 30));
+         c.disk.admission.min_tokens =
+             static_cast<std::size_t>(parse_long("disk-min-tokens", v, 1, 1L << 30));
        }},
       {"generation-checkpoint-tokens", "N",
        "write a decoding generation's whole state to the disk tier every N output tokens, so an identical "
@@ -135,12 +140,12 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) { c.spill.enabled = parse_bool("session-spill", v); }},
       {"session-spill-gb", "GB", "budget of the session spill's files under --cache-dir (40)",
        [](server_config& c, const std::string& v) {
-         c.spill.budget_bytes = parse_gib("session-spill-gb", v);
+         c.spill.store.budget_bytes = parse_gib("session-spill-gb", v);
        }},
       {"spill-min-tokens", "N",
        "shortest conversation an eviction spills when the park cannot hold it (16384)",
        [](server_config& c, const std::string& v) {
-         c.spill.min_tokens = static_cast<std::size_t>(parse_long("spill-min-tokens", v, 1, 1L << 30));
+         c.spill.store.min_tokens = static_cast<std::size_t>(parse_long("spill-min-tokens", v, 1, 1L << 30));
        }},
       {"spill-reader", "thread|board",
        "where a request's spilled conversation is read and verified: on the spill reader's own thread while "
@@ -156,7 +161,7 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) { c.suffix.enabled = parse_bool("suffix-store", v); }},
       {"suffix-store-mb", "MB", "the suffix store's log at most; past it the oldest half is forgotten (192)",
        [](server_config& c, const std::string& v) {
-         c.suffix.cap_bytes = parse_positive_mib("suffix-store-mb", v);
+         c.suffix.store.cap_bytes = parse_positive_mib("suffix-store-mb", v);
        }},
       {"compaction", "on|off",
        "serve a compaction request (opencode's) as the continuation of the conversation its session "

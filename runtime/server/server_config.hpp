@@ -6,6 +6,9 @@
 
 #include "runtime/speculative/speculative_options.hpp"
 #include "runtime/cache/cache_options.hpp"
+#include "runtime/disk/disk_tier_options.hpp"
+#include "runtime/suffix/suffix_store.hpp"
+#include "runtime/tiers/spill_options.hpp"
 #include "runtime/engine/engine_options.hpp"
 #include "runtime/http/http_limits.hpp"
 
@@ -28,28 +31,28 @@ struct server_config {
   std::string served_model_name = "anchorage";
   std::string admin_token;  // --admin-token, or ANCHORAGE_ADMIN_TOKEN
   std::string cache_dir;    // --cache-dir: the NVMe tiers' directory; empty: no disk tier
-  struct disk_knobs {
-    std::uint64_t budget_bytes = 50ULL << 30;   // --disk-cache-gb 50 (0: off)
-    std::int64_t lifetime_s = 7 * 24 * 3600;    // --disk-lifetime-days 7
-    std::uint64_t min_free_bytes = 4ULL << 30;  // --disk-free-gb 4
-    std::size_t min_tokens = 4096;              // --disk-min-tokens
-    std::uint64_t stage_bytes = 1ULL << 30;     // --disk-stage-gb 1
-    std::size_t checkpoint_tokens = 0;          // --generation-checkpoint-tokens (0: off)
-  } disk;
+  // The disk tier's options, held whole as the tier takes them (runtime/disk/disk_tier_options.hpp):
+  // --disk-cache-gb 50 (0: off), --disk-lifetime-days 7, --disk-free-gb 4 in store.eviction;
+  // --disk-min-tokens in admission; --disk-stage-gb 1; --generation-checkpoint-tokens (0: off).
+  // The folder (store.dir) is <--cache-dir>/disk, set when the tier starts.
+  disk_tier_options disk;
   // The session spill (docs/SPILL.md): whole conversations to --cache-dir at a planned stop and
   // before an eviction.
   struct spill_knobs {
-    bool enabled = true;                       // --session-spill on|off (on whenever --cache-dir is set)
-    std::uint64_t budget_bytes = 40ULL << 30;  // --session-spill-gb 40
-    std::size_t min_tokens = 16384;            // --spill-min-tokens
-    bool reader_thread = true;                 // --spill-reader thread|board
+    bool enabled = true;        // --session-spill on|off (on whenever --cache-dir is set)
+    bool reader_thread = true;  // --spill-reader thread|board
+    // Held whole as the keeper takes them: --session-spill-gb 40, --spill-min-tokens 16384; the
+    // folder (store.dir) is --cache-dir, set when the spill starts.
+    spill_options store;
   } spill;
   // The persistent suffix store (docs/SUFFIX_STORE.md): the ids of every finished request in an
   // append-only log the lookup drafter asks, in <--cache-dir>/suffix or a user directory
   // (suffix_store_dir below).
   struct suffix_knobs {
-    bool enabled = true;                     // --suffix-store on|off
-    std::uint64_t cap_bytes = 192ULL << 20;  // --suffix-store-mb 192
+    bool enabled = true;  // --suffix-store on|off
+    // Held whole as the store takes them: --suffix-store-mb 192 (cap_bytes); the folder and the
+    // tokenizer's digest are set when the store starts (suffix_store_dir below).
+    suffix_store_options store;
   } suffix;
   bool compaction =
       true;  // --compaction on|off: a compaction request as the held conversation's continuation

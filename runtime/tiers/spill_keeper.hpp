@@ -23,17 +23,10 @@
 #include "runtime/cache/resume_offer.hpp"
 #include "runtime/io/file_env.hpp"
 #include "runtime/spill/spill_store.hpp"
+#include "runtime/tiers/spill_options.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace anchorage {
-
-struct spill_options {
-  std::string dir;                                          // the cache directory (--cache-dir)
-  std::uint64_t budget_bytes = 40ULL * 1000 * 1000 * 1000;  // --session-spill-gb 40
-  std::size_t min_tokens = 16384;          // --spill-min-tokens: an eviction spills at least this many
-  std::uint64_t stage_bytes = 8ULL << 30;  // host bytes staged and not yet written, at most
-  double read_bytes_per_s = 1e9;           // the read rate assumed until one is measured
-};
 
 // One spill on its way to the writer and back. Only its holder at the time touches it.
 struct spill_job {

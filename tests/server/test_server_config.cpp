@@ -201,11 +201,11 @@ TEST_CASE("the suffix store's flags, its size refused at 0 and below, and where 
           "[config][suffix]") {
   const auto d = parse_server_args({});
   CHECK(d.suffix.enabled);
-  CHECK(d.suffix.cap_bytes == 192ULL << 20);
+  CHECK(d.suffix.store.cap_bytes == 192ULL << 20);
   const auto c = parse_server_args({"--suffix-store", "off", "--suffix-store-mb", "64"});
   CHECK_FALSE(c.suffix.enabled);
-  CHECK(c.suffix.cap_bytes == 64ULL << 20);
-  CHECK(parse_server_args({"--suffix-store-mb=0.5"}).suffix.cap_bytes == 512ULL << 10);
+  CHECK(c.suffix.store.cap_bytes == 64ULL << 20);
+  CHECK(parse_server_args({"--suffix-store-mb=0.5"}).suffix.store.cap_bytes == 512ULL << 10);
   for (const char* bad : {"0", "-1", "x"})
     CHECK_THROWS_WITH(parse_server_args({"--suffix-store-mb", bad}),
                       Catch::Contains("--suffix-store-mb wants a size in MiB above 0"));
