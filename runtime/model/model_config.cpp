@@ -104,6 +104,36 @@ model_config preset_config(const std::string& name) {
     c.validate();
     return c;
   }
+  // Qwen3.5-0.8B's text model as its config.json states it (docs/QWEN35.md; shared reference
+  // qwen35.md): 24 layers of width 1024 in the 3:1 pattern, the tied 248,320-row embedding,
+  // random weights. A model whose layers dominate (about 500M of its 750M parameters), for
+  // measuring the engine where the products do, as a downloaded checkpoint of that size would.
+  if (name == "qwen35-0.8b-shape") {
+    c.layout = model_layout::qwen35;
+    c.vocab = 248320;
+    c.tied_embeddings = true;
+    c.d_model = 1024;
+    c.n_layers = 24;
+    c.pattern.clear();
+    for (int i = 0; i < 6; ++i) c.pattern += "GGGA";
+    c.mlp_hidden = 3584;
+    c.gdn_hk = 16;
+    c.gdn_hv = 16;
+    c.gdn_dk = 128;
+    c.gdn_dv = 128;
+    c.gdn_chunk = 64;
+    c.conv_kernel = 4;
+    c.n_q = 8;
+    c.n_kv = 2;
+    c.head_dim = 256;
+    c.rope_dims = 64;  // partial_rotary_factor 0.25
+    c.rope_base = 10000000.0f;
+    c.norm_eps = 1e-6f;
+    c.grid = 1024;
+    c.ctx_size = 32768;
+    c.validate();
+    return c;
+  }
   if (name == "qwen35-small") {
     c.layout = model_layout::qwen35;
     c.vocab = 151936;
@@ -133,10 +163,9 @@ model_config preset_config(const std::string& name) {
 }
 
 std::vector<std::string> preset_names() {
-  return {"tiny",           "tiny-mtp",       "small",
-          "small-mtp",      "qwen35-tiny",    "qwen35-tiny-mtp",
-          "qwen35-small",   "qwen35moe-tiny", "qwen35moe-tiny-mtp",
-          "qwen35moe-small"};
+  return {"tiny",           "tiny-mtp",           "small",          "small-mtp",
+          "qwen35-tiny",    "qwen35-tiny-mtp",    "qwen35-small",   "qwen35-0.8b-shape",
+          "qwen35moe-tiny", "qwen35moe-tiny-mtp", "qwen35moe-small"};
 }
 
 }  // namespace anchorage

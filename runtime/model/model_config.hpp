@@ -79,10 +79,11 @@ struct model_config {
 // "tiny", "tiny-mtp" (tests), "small" (about 40M parameters), "small-mtp": the reference layout.
 // "qwen35-tiny", "qwen35-tiny-mtp" (tests; gdn_hv > gdn_hk, the byte tokenizer's vocabulary) and
 // "qwen35-small" (about 40M parameters with Qwen3's 151,936-id vocabulary, tied embeddings): the
-// Qwen3.5 layout. "qwen35moe-tiny", "qwen35moe-tiny-mtp" (tests: 8 experts, 2 used) and
-// "qwen35moe-small" (qwen35-small's trunk with 16 experts of 256, 4 used, and a shared expert of
-// 512): the Qwen3.5 MoE layout.
-// Throws std::invalid_argument for an unknown name, listing the known ones.
+// Qwen3.5 layout; "qwen35-0.8b-shape" (Qwen3.5-0.8B's text model as its config.json states it,
+// random weights: about 750M parameters, 500M of them in the layers). "qwen35moe-tiny", "qwen35moe-tiny-mtp"
+// (tests: 8 experts, 2 used) and "qwen35moe-small" (qwen35-small's trunk with 16 experts of 256, 4 used, and
+// a shared expert of 512): the Qwen3.5 MoE layout. Throws std::invalid_argument for an unknown name, listing
+// the known ones.
 model_config preset_config(const std::string& name);
 std::vector<std::string> preset_names();
 

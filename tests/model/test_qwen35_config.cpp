@@ -95,6 +95,17 @@ TEST_CASE("the values of Qwen3.5-0.8B's config.json", "[model_dir]") {
   CHECK(c.ctx_size == qwen35_default_ctx);
   CHECK(c.grid == 1024);
   CHECK(c.gdn_chunk == 64);
+
+  // The preset of that shape (random weights, for measuring the engine at a real model's size) is
+  // this model without its draft layer, served as a checkpoint would be.
+  model_config preset = preset_config("qwen35-0.8b-shape");
+  CHECK_FALSE(preset.mtp);
+  preset.mtp = true;
+  check_same_shape(c, preset);
+  CHECK(preset.rope_dims == c.rope_dims);
+  CHECK(preset.ctx_size == c.ctx_size);
+  CHECK(preset.grid == c.grid);
+  CHECK(preset.gdn_chunk == c.gdn_chunk);
 }
 
 TEST_CASE("defaults: full_attention_interval 4, partial_rotary_factor 0.25, no MTP, untied", "[model_dir]") {
