@@ -42,7 +42,7 @@ struct server_config {
     bool enabled = true;        // --session-spill on|off (on whenever --cache-dir is set)
     bool reader_thread = true;  // --spill-reader thread|board
     // Held whole as the keeper takes them: --session-spill-gb 40, --spill-min-tokens 16384; the
-    // folder (store.dir) is --cache-dir, set when the spill starts.
+    // folder (store.dir) is <--cache-dir>/disk, set when the spill starts.
     spill_options store;
   } spill;
   // The persistent suffix store (docs/SUFFIX_STORE.md): the ids of every finished request in an
