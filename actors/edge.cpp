@@ -18,6 +18,7 @@
 #include "runtime/api/anthropic_sse_encoder.hpp"
 #include "runtime/api/openai_request.hpp"
 #include "runtime/api/openai_response.hpp"
+#include "runtime/dashboard/dashboard_page.hpp"
 #include "runtime/api/response_store.hpp"
 #include "runtime/api/sse_encoder.hpp"
 #include "runtime/io/clock.hpp"
@@ -237,6 +238,8 @@ void http_edge::routes() {
   s.Post("/v1/responses", [this](const httplib::Request& q, httplib::Response& r) { responses(q, r); });
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& r) { models(r); });
   s.Get("/health", [this](const httplib::Request&, httplib::Response& r) { health(r); });
+  s.Get("/", [](const httplib::Request&, httplib::Response& r) { dashboard(r); });
+  s.Get("/dashboard", [](const httplib::Request&, httplib::Response& r) { dashboard(r); });
   s.Get("/metrics", [this](const httplib::Request& q, httplib::Response& r) { metrics(q, r); });
   s.Get("/v1/cache/stats", [this](const httplib::Request& q, httplib::Response& r) { cache_stats(q, r); });
   s.Post("/v1/cache/clear", [this](const httplib::Request& q, httplib::Response& r) { cache_clear(q, r); });
@@ -273,9 +276,9 @@ void http_edge::generate(request_kind kind, const httplib::Request& http, httpli
   const std::int64_t created = unix_seconds();
   if (!req->stream) return answer_whole(*ex, trace_.get(), kind, id, created, model, http, res);
 
-  auto st = std::make_shared<stream_state<sse_encoder>>(
-      stream_state<sse_encoder>{ex, sse_encoder(kind, id, created, model, req->include_usage), trace_.get(),
-                                kind, http.path, http.body, nullptr});
+  auto st = std::make_shared<stream_state<sse_encoder>>(stream_state<sse_encoder>{
+      ex, sse_encoder(kind, id, created, model, req->include_usage, req->return_progress), trace_.get(), kind,
+      http.path, http.body, nullptr});
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream", [st](std::size_t, httplib::DataSink& sink) { return stream_step(*st, sink); });
@@ -351,6 +354,15 @@ void http_edge::models(httplib::Response& res) const {
 void http_edge::health(httplib::Response& res) const {
   if (draining_) return send_json(res, 503, {{"status", "draining"}});
   send_json(res, 200, {{"status", "ok"}});
+}
+
+// GET / and GET /dashboard: the operator's page (runtime/dashboard), built into the binary. It
+// reads the public stats and metrics routes; nothing in it is a secret.
+void http_edge::dashboard(httplib::Response& res) {
+  const std::string_view page = dashboard_page();
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
 }
 
 // GET /metrics: Prometheus text.

@@ -56,6 +56,7 @@ class http_edge {
   void responses(const httplib::Request& http, httplib::Response& res);
   void models(httplib::Response& res) const;
   void health(httplib::Response& res) const;
+  static void dashboard(httplib::Response& res);
   void metrics(const httplib::Request& http, httplib::Response& res);
   void cache_stats(const httplib::Request& http, httplib::Response& res);
   void cache_clear(const httplib::Request& http, httplib::Response& res);

@@ -29,8 +29,10 @@ struct stream_event {
   kind what = kind::delta;
   std::string id;
   std::vector<output_delta> deltas;  // delta
-  long done_tokens = 0;              // progress: prompt tokens forwarded so far
+  long done_tokens = 0;  // progress: prompt tokens in the state so far (the restored ones included)
   long prompt_tokens = 0;
+  long cached_tokens = 0;  // progress: the tokens restored instead of forwarded (the resume point)
+  double elapsed_ms = 0;   // progress: since the request's run began on its slot
   run_finish finish_reason = run_finish::stop;  // finished
   std::string stop_sequence;  // finished: the stop string that ended the content ("": none did)
   assistant_output output;    // finished: everything the deltas carried

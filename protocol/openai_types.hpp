@@ -66,6 +66,9 @@ struct completion_request {
   nlohmann::ordered_json response_format;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage, as sent (meaningful if stream)
+  // return_progress (llama.cpp's name): a streamed request's prefill reported in data chunks
+  // ("prompt_progress"), not only as SSE comments.
+  bool return_progress = false;
   std::optional<std::string> prompt_cache_key;
   std::string user;
   // The client's session id from the X-Session-Id (or x-session-affinity) header: opencode sends

@@ -33,7 +33,35 @@ inline __attribute__((always_inline)) void dot_rows(const float* a, long lda, co
   }
 }
 
+// dot_rows<1> for C rows of B at once against one row of A: out[c] = a . B row c, each output
+// its own 16 running sums over k, added in lane order, then its tail: the same operations in the
+// same order as dot_rows<1> on that row alone (so the same bits), with C independent sums in
+// flight instead of one (a decode's single row is otherwise bound by one sum's latency).
+template <int C>
+inline __attribute__((always_inline)) void dot_cols(const float* a, const float* b, long ldb, int k,
+                                                    float* out) {
+  v16 acc[C];
+  for (int q = 0; q < C; ++q) acc[q] = v16{};
+  int i = 0;
+  for (; i + lanes <= k; i += lanes) {
+    v16 x;
+    __builtin_memcpy(&x, a + i, sizeof x);
+    for (int q = 0; q < C; ++q) {
+      v16 w;
+      __builtin_memcpy(&w, b + q * ldb + i, sizeof w);
+      acc[q] += x * w;
+    }
+  }
+  for (int q = 0; q < C; ++q) {
+    float s = 0.0f;
+    for (int l = 0; l < lanes; ++l) s += acc[q][l];
+    for (int t = i; t < k; ++t) s += a[t] * b[q * ldb + t];
+    out[q] = s;
+  }
+}
+
 inline void store(float* c, float v, float beta) { *c = beta == 0.0f ? v : beta * *c + v; }
+constexpr int cols_at_once = 4;
 
 }  // namespace
 
@@ -42,6 +70,19 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void gemm_rows(int 
                                                                             const float* b, int ldb,
                                                                             float beta, float* c, int ldc) {
   float out[rows_at_once];
+  if (m == 1) {  // one row (a decode): several weight rows at once, each output as dot_rows<1> makes it
+    float o[cols_at_once];
+    int j = 0;
+    for (; j + cols_at_once <= n; j += cols_at_once) {
+      dot_cols<cols_at_once>(a, b + static_cast<long>(j) * ldb, ldb, k, o);
+      for (int q = 0; q < cols_at_once; ++q) store(c + j + q, o[q], beta);
+    }
+    for (; j < n; ++j) {
+      dot_rows<1>(a, lda, b + static_cast<long>(j) * ldb, k, out);
+      store(c + j, out[0], beta);
+    }
+    return;
+  }
   for (int j = 0; j < n; ++j) {
     const float* bj = b + static_cast<long>(j) * ldb;
     int r0 = 0;

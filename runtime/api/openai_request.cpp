@@ -149,6 +149,7 @@ failure read_common(const json& body, int vocab, completion_request& r) {
       return e;
     }
   }
+  if (auto e = opt_bool(body, "return_progress", "return_progress", r.return_progress)) return e;
   if (auto e = opt_string(body, "prompt_cache_key", "prompt_cache_key", r.prompt_cache_key)) {
     return e;
   }

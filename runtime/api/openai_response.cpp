@@ -169,6 +169,17 @@ json completion_chunk_usage(const std::string& id, std::int64_t created, const s
   return usage_chunk("text_completion", id, created, model, usage, x_cache);
 }
 
+json progress_chunk(const char* object, const std::string& id, std::int64_t created, const std::string& model,
+                    const stream_event& progress) {
+  json chunk = envelope(object, id, created, model);
+  chunk["choices"] = json::array();
+  chunk["prompt_progress"] = {{"total", progress.prompt_tokens},
+                              {"cache", progress.cached_tokens},
+                              {"processed", progress.done_tokens},
+                              {"time_ms", static_cast<long>(progress.elapsed_ms)}};
+  return chunk;
+}
+
 std::string sse_data(const nlohmann::json& value) { return "data: " + json_text(value) + "\n\n"; }
 
 std::string sse_done() { return "data: [DONE]\n\n"; }

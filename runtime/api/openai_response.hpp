@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/board_job.hpp"
 #include "protocol/openai_types.hpp"
 
 namespace anchorage {
@@ -57,6 +58,14 @@ nlohmann::json chat_chunk_finish(const std::string& id, std::int64_t created, co
 // "choices":[] with "usage" and "x_cache": the last chunk when include_usage was asked for.
 nlohmann::json chat_chunk_usage(const std::string& id, std::int64_t created, const std::string& model,
                                 const usage_info& usage, const x_cache_info& x_cache);
+
+// A streamed prefill's progress when the request asked for it (return_progress, llama.cpp's
+// shape): "choices":[] with "prompt_progress":{"total","cache","processed","time_ms"}: the
+// prompt's tokens, those restored from a cache, those in the state so far (the restored ones
+// included), the milliseconds since the run began. `object` is "chat.completion.chunk" or
+// "text_completion".
+nlohmann::json progress_chunk(const char* object, const std::string& id, std::int64_t created,
+                              const std::string& model, const stream_event& progress);
 
 // Completion streaming: {"id","object":"text_completion","created","model",
 //  "choices":[{"index":0,"text","logprobs":null,"finish_reason"}]}.

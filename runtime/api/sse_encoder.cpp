@@ -7,12 +7,13 @@
 namespace anchorage {
 
 sse_encoder::sse_encoder(request_kind kind, std::string id, std::int64_t created, std::string model,
-                         bool include_usage)
+                         bool include_usage, bool return_progress)
     : kind_(kind),
       id_(std::move(id)),
       created_(created),
       model_(std::move(model)),
-      include_usage_(include_usage) {}
+      include_usage_(include_usage),
+      return_progress_(return_progress) {}
 
 std::vector<std::string> sse_encoder::open() {
   std::vector<std::string> out;
@@ -29,8 +30,13 @@ std::vector<std::string> sse_encoder::feed(const stream_event& ev) {
     case stream_event::kind::accepted:
       break;
     case stream_event::kind::progress:
-      out.push_back(": prefill " + std::to_string(ev.done_tokens) + "/" + std::to_string(ev.prompt_tokens) +
-                    "\n\n");
+      if (return_progress_)
+        out.push_back(
+            sse_data(progress_chunk(kind_ == request_kind::chat ? "chat.completion.chunk" : "text_completion",
+                                    id_, created_, model_, ev)));
+      else
+        out.push_back(": prefill " + std::to_string(ev.done_tokens) + "/" + std::to_string(ev.prompt_tokens) +
+                      "\n\n");
       break;
     case stream_event::kind::delta:
       add_deltas(ev.deltas, out);

@@ -12,7 +12,8 @@
 //   completions  open(): nothing; each delta: a text chunk (whatever the delta's kind);
 //                finished: the finish chunk, the usage chunk when include_usage, [DONE].
 //   progress     the SSE comment ": prefill DONE/TOTAL" (clients ignore it; writing it finds a
-//                client that went away during a long prefill).
+//                client that went away during a long prefill); with return_progress a data
+//                chunk with "prompt_progress" instead (progress_chunk), after the role chunk.
 //   accepted     nothing.
 //   failed       the error body ({"error":{...}}) as a data chunk, then [DONE].
 //
@@ -30,7 +31,8 @@ namespace anchorage {
 
 class sse_encoder {
  public:
-  sse_encoder(request_kind kind, std::string id, std::int64_t created, std::string model, bool include_usage);
+  sse_encoder(request_kind kind, std::string id, std::int64_t created, std::string model, bool include_usage,
+              bool return_progress = false);
 
   // The chunks that open the stream (chat: the role chunk; completions: none). A second call,
   // or one after feed(), answers nothing.
@@ -57,6 +59,7 @@ class sse_encoder {
   std::int64_t created_;
   std::string model_;
   bool include_usage_;
+  bool return_progress_;
   phase phase_ = phase::unopened;
   assistant_output streamed_;
 };

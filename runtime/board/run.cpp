@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "runtime/core/log.hpp"
 #include "runtime/io/clock.hpp"
 
 namespace anchorage {
@@ -104,6 +105,22 @@ board_events run::step_rows() {
   return after_step(session_->step_rows(), false);
 }
 
+// A prefill of more than progress_log_tokens tokens to forward: a log line each time another
+// tenth of them is done, so that an operator sees a long prefill move (the slots in the stats
+// say the same, asked for).
+void run::log_progress(const stream_event& ev) {
+  const long todo = ev.prompt_tokens - ev.cached_tokens;
+  if (todo <= progress_log_tokens) return;
+  const long tenth = std::min(10L, (ev.done_tokens - ev.cached_tokens) * 10 / todo);
+  if (tenth <= logged_tenths_) return;
+  logged_tenths_ = tenth;
+  const double s = ev.elapsed_ms / 1e3;
+  log_info() << "prefill " << job_.id << " on slot " << slot_.opts.slot << ": " << tenth * 10 << "% ("
+             << ev.done_tokens << " of " << ev.prompt_tokens << " tokens, from " << ev.cached_tokens << ", "
+             << static_cast<long>(s > 0 ? static_cast<double>(ev.done_tokens - ev.cached_tokens) / s : 0)
+             << " tokens/s)";
+}
+
 // What a step leaves: the kind's part after a prefill chunk, progress, the first token's time,
 // the kind's part after decoded tokens (a checkpoint), the deltas, the end.
 board_events run::after_step(generation_session::step_result r, bool was_prefilling) {
@@ -116,6 +133,9 @@ board_events run::after_step(generation_session::step_result r, bool was_prefill
     ev.id = job_.id;
     ev.prompt_tokens = session_->prompt_tokens();
     ev.done_tokens = static_cast<long>(slot_.eng->length());
+    ev.cached_tokens = job_.cache.resumed_at;
+    ev.elapsed_ms = static_cast<double>(steady_ns() - start_ns_) / 1e6;
+    log_progress(ev);
     out.events.push_back(std::move(ev));
   }
   if (r.tokens > 0 && first_token_ns_ == 0) first_token_ns_ = steady_ns();

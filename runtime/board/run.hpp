@@ -73,6 +73,9 @@ class run {
   // The compaction worker's run: stopped by any request, and its own answer at the end.
   virtual bool idle() const { return false; }
 
+  // A prefill forwarding more than this many tokens is logged every tenth (log_progress).
+  static constexpr long progress_log_tokens = 8192;
+
  protected:
   // What a step leaves after the common part (progress, deltas, the end): a generation's tiers
   // anchor after a prefill chunk, a checkpoint after decoded tokens.
@@ -87,6 +90,7 @@ class run {
   // A session over `g` on the slot's engine; a cancel that came early ends it at its first step.
   void begin_session(generation_job g);
   board_events running_events();
+  void log_progress(const stream_event& ev);
 
   slot_state& slot_;
   board_job job_;  // the served prompt once restored; its cache info once decided
@@ -95,6 +99,7 @@ class run {
   bool cancel_pending_ = false;  // a cancel came before the session began
   std::int64_t start_ns_ = 0;
   std::int64_t first_token_ns_ = 0;
+  long logged_tenths_ = 0;                    // log_progress: the tenths of this prefill logged so far
   cache_source source_ = cache_source::cold;  // as reported in the ledger
 };
 

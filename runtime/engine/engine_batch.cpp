@@ -267,8 +267,7 @@ void engine_batch::attention_block(const std::string& p, float* xs, int la, bool
     std::memcpy(k0 + off, kb, sizeof(float) * static_cast<std::size_t>(row));
     std::memcpy(v0 + off, bv + static_cast<long>(r) * row, sizeof(float) * static_cast<std::size_t>(row));
     const kernels::attention_shape sh{1, pos, nq, nkv, hd, nq * hd, stride, nq * hd, scale};
-    L.attn_scratch.grow_to(static_cast<std::size_t>(kernels::attention_scratch(sh)));
-    k().attention(q, k0, v0, L.attn_o.data() + static_cast<long>(r) * nq * hd, sh, L.attn_scratch.data());
+    attention_by_heads(k(), q, k0, v0, L.attn_o.data() + static_cast<long>(r) * nq * hd, sh, L.attn_scratch);
   }
   if (c.layout == model_layout::qwen35)
     k().sigmoid_gate(L.attn_o.data(), hd, L.proj.data() + hd, 2 * hd, m * nq, hd);

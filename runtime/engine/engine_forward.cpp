@@ -93,10 +93,9 @@ void engine::impl::attention_block(const std::string& p, float* xs, float* k_row
 
   const kernels::attention_shape sh{
       m, pos0, nq, nkv, hd, nq * hd, kv_stride, nq * hd, 1.0f / std::sqrt(static_cast<float>(hd))};
-  attn_scratch.grow_to(static_cast<std::size_t>(kernels::attention_scratch(sh)));
   // K and V of the layer start at row 0: step back from this chunk's rows.
   const long back = static_cast<long>(pos0) * kv_stride;
-  k.attention(attn_q.data(), k_rows - back, v_rows - back, attn_o.data(), sh, attn_scratch.data());
+  attention_by_heads(k, attn_q.data(), k_rows - back, v_rows - back, attn_o.data(), sh, attn_scratch);
   if (cfg.layout == model_layout::qwen35)
     k.sigmoid_gate(attn_o.data(), hd, proj.data() + hd, 2 * hd, m * nq,
                    hd);  // gate head (t, h) after its query

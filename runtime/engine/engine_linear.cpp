@@ -41,7 +41,7 @@ class row_pool {
   void run(int n, double work, const std::function<void(int, int)>& fn) {
     const int wanted = threads_wanted.load(std::memory_order_relaxed);
     const int parts = wanted > 0 ? std::min(wanted, cores()) : cores();
-    if (parts == 1 || n < 2 * parts || work < 1 << 20 || ::getpid() != owner_) {
+    if (parts == 1 || n < parts || work < 1 << 20 || ::getpid() != owner_) {
       fn(0, n);
       return;
     }
@@ -67,6 +67,7 @@ class row_pool {
 
  private:
   row_pool() {
+    openblas_set_num_threads(1);  // the pool shares the products out; BLAS never splits one itself
     const unsigned cores = std::thread::hardware_concurrency();
     for (unsigned i = 1; i < cores; ++i) workers_.emplace_back([this, i] { work(static_cast<int>(i)); });
   }
@@ -108,26 +109,61 @@ void stored_product(const linear_weight::part& p, int m, int kd, const float* x,
   });
 }
 
+// The row form of a float32 weight (a decode, a decode batch, a verify round): its weight rows
+// split across the pool as the stored products' are. gemm_rows computes each output from its own
+// weight row and input row alone, so every output has the bits one call over all rows gives it.
+void f32_rows_product(const kernels::ops& k, int m, int n, int kd, const float* x, int ldx, const float* w,
+                      float beta, float* y, int ldy) {
+  row_pool::get().run(n, static_cast<double>(m) * n * kd, [&](int begin, int end) {
+    k.gemm_rows(m, end - begin, kd, x, ldx,
+                w + static_cast<std::size_t>(begin) * static_cast<std::size_t>(kd), kd, beta, y + begin, ldy);
+  });
+}
+
 // The prefill form for a chunk of at least panel_min_rows rows: `panel_rows` weight rows at a
 // time are dequantized to float32 (kernels::dequantize_row, each weight once per chunk) and
-// multiplied by the ops table's gemm (BLAS, on its own threads), as a float32 weight would be.
-// A chunk's bits depend only on its rows and the weights, as BLAS's do, so a prefill resumed at a
+// multiplied by the ops table's gemm, as a float32 weight would be, the panels shared out across
+// the pool. A chunk's bits depend only on its rows and the weights, so a prefill resumed at a
 // grid line runs exactly the chunks a cold one runs; they are not the bits quant_matvec gives a
 // row, which is why decode batches and verify rounds keep the row kernels.
 constexpr int panel_rows = 128;
 constexpr int panel_min_rows = 32;
 
 void panel_product(const kernels::ops& k, const linear_weight::part& p, int m, int kd, const float* x,
-                   int ldx, float* y, int ldy, std::vector<float>& panel) {
+                   int ldx, float* y, int ldy) {
   const auto row = static_cast<std::size_t>(kernels::row_bytes(p.type, kd).value_or(0));
-  panel.resize(static_cast<std::size_t>(panel_rows) * static_cast<std::size_t>(kd));
-  for (int r0 = 0; r0 < p.rows; r0 += panel_rows) {
-    const int n = std::min(panel_rows, p.rows - r0);
-    for (int r = 0; r < n; ++r)
-      kernels::dequantize_row(p.type, p.data + row * static_cast<std::size_t>(r0 + r),
-                              panel.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(kd), kd);
-    k.gemm(true, m, n, kd, 1.0f, x, ldx, panel.data(), kd, 0.0f, y + r0, ldy);
-  }
+  const int panels = (p.rows + panel_rows - 1) / panel_rows;
+  row_pool::get().run(panels, static_cast<double>(m) * p.rows * kd, [&](int begin, int end) {
+    thread_local std::vector<float> panel;  // each thread's own dequantized rows
+    panel.resize(static_cast<std::size_t>(panel_rows) * static_cast<std::size_t>(kd));
+    for (int q = begin; q < end; ++q) {
+      const int r0 = q * panel_rows, n = std::min(panel_rows, p.rows - r0);
+      for (int r = 0; r < n; ++r)
+        kernels::dequantize_row(p.type, p.data + row * static_cast<std::size_t>(r0 + r),
+                                panel.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(kd),
+                                kd);
+      k.gemm(true, m, n, kd, 1.0f, x, ldx, panel.data(), kd, 0.0f, y + r0, ldy);
+    }
+  });
+}
+
+// The prefill form of a float32 weight (two rows or more, not the row form): BLAS's gemm on
+// panels of f32_panel_rows weight rows, shared out across the pool. BLAS itself runs on one
+// thread (row_pool): OpenBLAS's products change bits with its thread count and with where it
+// splits a product on some cores (its Haswell kernels, on a CPU without AVX-512), so the engine
+// splits them where the thread count does not move the seams: the same bits on any --threads.
+constexpr int f32_panel_rows = 256;
+
+void f32_panel_product(const kernels::ops& k, int m, int n, int kd, const float* x, int ldx, const float* w,
+                       float beta, float* y, int ldy) {
+  const int panels = (n + f32_panel_rows - 1) / f32_panel_rows;
+  row_pool::get().run(panels, static_cast<double>(m) * n * kd, [&](int begin, int end) {
+    for (int q = begin; q < end; ++q) {
+      const int r0 = q * f32_panel_rows, rows = std::min(f32_panel_rows, n - r0);
+      k.gemm(true, m, rows, kd, 1.0f, x, ldx, w + static_cast<std::size_t>(r0) * static_cast<std::size_t>(kd),
+             kd, beta, y + r0, ldy);
+    }
+  });
 }
 
 }  // namespace
@@ -135,7 +171,7 @@ void panel_product(const kernels::ops& k, const linear_weight::part& p, int m, i
 void set_compute_threads(int n) {
   if (n < 1) n = 1;
   threads_wanted.store(n, std::memory_order_relaxed);
-  openblas_set_num_threads(std::min(n, row_pool::get().cores()));
+  (void)row_pool::get();  // its start keeps BLAS on one thread
 }
 
 int compute_threads() {
@@ -146,7 +182,12 @@ int compute_threads() {
 void linear(const kernels::ops& k, bool rows_kernel, int m, int n, int kd, const float* x, int ldx,
             const linear_weight& w, float beta, float* y, int ldy, linear_scratch& s) {
   if (w.f32 != nullptr) {
-    if (rows_kernel)
+    const bool cpu = k.where == kernels::backend::cpu;
+    if (cpu && (rows_kernel || m == 1))
+      f32_rows_product(k, m, n, kd, x, ldx, w.f32, beta, y, ldy);
+    else if (cpu)
+      f32_panel_product(k, m, n, kd, x, ldx, w.f32, beta, y, ldy);
+    else if (rows_kernel)
       k.gemm_rows(m, n, kd, x, ldx, w.f32, kd, beta, y, ldy);
     else
       k.gemm(true, m, n, kd, 1.0f, x, ldx, w.f32, kd, beta, y, ldy);
@@ -157,7 +198,7 @@ void linear(const kernels::ops& k, bool rows_kernel, int m, int n, int kd, const
   for (const linear_weight::part& p : w.parts) {
     const auto product = [&](const float* a, int lda, float* c, int ldc) {
       if (panels)
-        panel_product(k, p, m, kd, a, lda, c, ldc, s.panel);
+        panel_product(k, p, m, kd, a, lda, c, ldc);
       else
         stored_product(p, m, kd, a, lda, c, ldc);
     };
@@ -195,6 +236,29 @@ void linear(const kernels::ops& k, bool rows_kernel, int m, int n, int kd, const
     off += p.rows;
   }
   if (off != n) throw std::logic_error("linear: the stored parts do not make the rows asked for");
+}
+
+void attention_by_heads(const kernels::ops& k, const float* q, const float* keys, const float* values,
+                        float* o, const kernels::attention_shape& sh, device_buffer& scratch) {
+  if (k.where != kernels::backend::cpu || sh.n_kv < 2) {
+    scratch.grow_to(static_cast<std::size_t>(kernels::attention_scratch(sh)));
+    k.attention(q, keys, values, o, sh, scratch.data());
+    return;
+  }
+  const int group = sh.n_q / sh.n_kv, hd = sh.head_dim;
+  kernels::attention_shape one = sh;
+  one.n_q = group;
+  one.n_kv = 1;
+  const auto per = static_cast<std::size_t>(kernels::attention_scratch(one));
+  scratch.grow_to(per * static_cast<std::size_t>(sh.n_kv));
+  float* base = scratch.data();
+  const double keys_read = static_cast<double>(sh.pos0) + sh.m;
+  row_pool::get().run(sh.n_kv, keys_read * sh.m * sh.n_q * hd, [&](int h0, int h1) {
+    for (int h = h0; h < h1; ++h)
+      k.attention(q + static_cast<long>(h) * group * hd, keys + static_cast<long>(h) * hd,
+                  values + static_cast<long>(h) * hd, o + static_cast<long>(h) * group * hd, one,
+                  base + per * static_cast<std::size_t>(h));
+  });
 }
 
 void embed_rows(const kernels::ops& k, const std::int32_t* ids, const linear_weight& w, float* out, int m,

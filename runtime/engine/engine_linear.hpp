@@ -2,6 +2,11 @@
 // Private to the engine: the products by a weight matrix and the embedding lookup, over float32
 // weights (the ops table: BLAS gemm, or gemm_rows for a decode batch, bit for bit what the engine
 // always ran) or weights kept as stored (kernels::cpu::quant_matmul, cpu backend only).
+// On the cpu backend every product is shared out across one pool of threads, the machine's cores
+// (--threads), and BLAS runs on one thread: a float32 weight's row form (one row, a decode batch)
+// by weight rows, each output's bits from its own weight row and input row alone; its prefill form
+// by panels of 256 weight rows, each one gemm, so the seams do not move with the thread count
+// (OpenBLAS's own threads give other bits on some cores). The bits are the same on any --threads.
 //
 // Weights kept as stored, the row form (`rows_kernel`, or fewer than 32 rows): every output row
 // has the bits quant_matvec gives it, whatever the other rows and however the weight rows are
@@ -16,7 +21,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/attention.hpp"
 #include "kernels/ops.hpp"
+#include "runtime/engine/device_buffer.hpp"
 #include "runtime/engine/engine_weights.hpp"
 
 namespace anchorage {
@@ -24,13 +31,20 @@ namespace anchorage {
 // Buffers a product needs for a permuted input or an accumulated output; one per engine.
 struct linear_scratch {
   std::vector<float> in, out;
-  std::vector<float> panel;  // the prefill form's dequantized weight rows
 };
 
 // y[m x n] = x[m x kd] W^T, plus y when beta is 1 (a residual); beta is 0 or 1. W is n x kd.
 // `rows_kernel`: a decode batch's float32 product (gemm_rows) rather than gemm.
 void linear(const kernels::ops& k, bool rows_kernel, int m, int n, int kd, const float* x, int ldx,
             const linear_weight& w, float beta, float* y, int ldy, linear_scratch& s);
+
+// One layer's attention (kernels::attention) of `sh`'s rows: on the cpu backend its kv heads are
+// shared out across the pool, a call per head, each with its own part of `scratch` (grown to one
+// head's scratch per head). A head's stacked queries, tiles and sums are the same whichever
+// thread runs it and whatever the other heads are, so the bits are those of one call over every
+// head, on any --threads. On cuda: one call.
+void attention_by_heads(const kernels::ops& k, const float* q, const float* keys, const float* values,
+                        float* o, const kernels::attention_shape& sh, device_buffer& scratch);
 
 // out[i] = row ids[i] of the table W (m rows of `dim` floats).
 void embed_rows(const kernels::ops& k, const std::int32_t* ids, const linear_weight& w, float* out, int m,

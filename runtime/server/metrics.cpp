@@ -10,10 +10,11 @@ void metrics::on_finished(const ledger_entry& e) {
   prefilled_ += e.prefilled;
   cached_ += e.prompt_tokens - e.prefilled;
   output_tokens_ += e.output_tokens;
-  ttft_sum_s_ += e.ttft_ms / 1000.0;
-  total_sum_s_ += e.total_ms / 1000.0;
-  queue_sum_s_ += e.queue_ms / 1000.0;
-  ++finished_;
+  ttft_.observe(e.ttft_ms / 1000.0);
+  ttft_by_source_.emplace(e.source, histogram(histogram::latency_bounds()))
+      .first->second.observe(e.ttft_ms / 1000.0);
+  total_.observe(e.total_ms / 1000.0);
+  queue_.observe(e.queue_ms / 1000.0);
 }
 
 void metrics::on_rejected(int status) { ++rejected_[status]; }
@@ -41,16 +42,17 @@ std::string metrics::text(long queue_depth, long running) const {
   counter("anchorage_cached_tokens_total", "Prompt tokens restored from a cache tier.",
           static_cast<double>(cached_));
   counter("anchorage_completion_tokens_total", "Tokens generated.", static_cast<double>(output_tokens_));
-  o << "# HELP anchorage_ttft_seconds Time to first token.\n# TYPE anchorage_ttft_seconds summary\n"
-    << "anchorage_ttft_seconds_sum " << ttft_sum_s_ << "\nanchorage_ttft_seconds_count " << finished_ << "\n";
-  o << "# HELP anchorage_request_seconds Time from arrival to the last token.\n# TYPE "
-       "anchorage_request_seconds summary\n"
-    << "anchorage_request_seconds_sum " << total_sum_s_ << "\nanchorage_request_seconds_count " << finished_
-    << "\n";
-  o << "# HELP anchorage_queue_wait_seconds Time from arrival to a slot taking the request.\n# TYPE "
-       "anchorage_queue_wait_seconds summary\n"
-    << "anchorage_queue_wait_seconds_sum " << queue_sum_s_ << "\nanchorage_queue_wait_seconds_count "
-    << finished_ << "\n";
+  auto latency = [&](const char* name, const char* help, const histogram& h) {
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " histogram\n";
+    h.write(o, name);
+  };
+  latency("anchorage_ttft_seconds", "Time to first token.", ttft_);
+  latency("anchorage_request_seconds", "Time from arrival to the last token.", total_);
+  latency("anchorage_queue_wait_seconds", "Time from arrival to a slot taking the request.", queue_);
+  o << "# HELP anchorage_source_ttft_seconds Time to first token, by what served the prompt.\n"
+    << "# TYPE anchorage_source_ttft_seconds histogram\n";
+  for (const auto& [source, h] : ttft_by_source_)
+    h.write(o, "anchorage_source_ttft_seconds", std::string("source=\"") + to_string(source) + "\"");
   struct series_line {
     tier_series series;
     const char* name;

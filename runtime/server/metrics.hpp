@@ -8,10 +8,12 @@
 
 #include "protocol/cache_stats.hpp"
 #include "protocol/ledger_entry.hpp"
+#include "runtime/server/histogram.hpp"
 
 namespace anchorage {
 
-// Server counters in Prometheus' text format (version 0.0.4). One owner (the conductor).
+// Server counters in Prometheus' text format (version 0.0.4); the latencies as histograms
+// (runtime/server/histogram.hpp). One owner (the conductor).
 class metrics {
  public:
   void on_finished(const ledger_entry& e);
@@ -27,8 +29,10 @@ class metrics {
   std::map<std::tuple<request_kind, cache_source, run_finish>, long> requests_;
   std::map<int, long> rejected_;
   long prompt_tokens_ = 0, prefilled_ = 0, cached_ = 0, output_tokens_ = 0;
-  double ttft_sum_s_ = 0, total_sum_s_ = 0, queue_sum_s_ = 0;
-  long finished_ = 0;
+  // Latencies in seconds, every finished request; time to first token also by cache source.
+  histogram ttft_{histogram::latency_bounds()}, total_{histogram::latency_bounds()},
+      queue_{histogram::latency_bounds()};
+  std::map<cache_source, histogram> ttft_by_source_;
   std::optional<cache_stats> tiers_;
 };
 

@@ -98,6 +98,7 @@ TEST_CASE("sampling and framing fields are validated", "[openai]") {
   check_rejects(with(chat_base(), "stream_options", 1), k, "stream_options", "an object");
   check_rejects(with(chat_base(), "stream_options", {{"include_usage", 1}}), k,
                 "stream_options.include_usage", "a boolean");
+  check_rejects(with(chat_base(), "return_progress", "yes"), k, "return_progress", "a boolean");
   check_rejects(with(chat_base(), "prompt_cache_key", 7), k, "prompt_cache_key", "a string");
   check_rejects(with(chat_base(), "user", json::object()), k, "user", "a string");
   check_rejects(with(chat_base(), "chat_template_kwargs", {{"enable_thinking", "no"}}), k,
@@ -163,7 +164,7 @@ TEST_CASE("full completion request with text", "[openai]") {
       accept(std::string(R"({"model":"anchorage-small","prompt":"Once upon a time","max_tokens":64,
         "temperature":0.7,"top_p":0.9,"seed":42,"stop":["\n\n","THE END"],"stream":true,
         "stream_options":{"include_usage":true},"prompt_cache_key":"story","user":"u1",
-        "echo":false,"logprobs":null})"),
+        "echo":false,"logprobs":null,"return_progress":true})"),
              request_kind::completion);
   CHECK(r.kind == request_kind::completion);
   CHECK(r.model == "anchorage-small");
@@ -177,6 +178,7 @@ TEST_CASE("full completion request with text", "[openai]") {
   CHECK(r.stop == std::vector<std::string>{"\n\n", "THE END"});
   CHECK(r.stream);
   CHECK(r.include_usage);
+  CHECK(r.return_progress);
   CHECK(r.prompt_cache_key == std::string("story"));
   CHECK(r.user == "u1");
   CHECK(r.messages.empty());
@@ -195,6 +197,7 @@ TEST_CASE("full completion request with token ids", "[openai]") {
   CHECK(!r.seed);
   CHECK(!r.stream);
   CHECK(!r.include_usage);
+  CHECK(!r.return_progress);
   CHECK(!r.prompt_cache_key);
 }
 

@@ -182,3 +182,33 @@ TEST_CASE("sse: invalid UTF-8 in a delta goes out as U+FFFD, never throws", "[ap
   CHECK(sse.feed(deltas({text_delta(output_delta::kind::content, "a\xff")})) ==
         chunks{text_chunk("a\xef\xbf\xbd")});
 }
+
+TEST_CASE("sse: return_progress sends each prefill step as a prompt_progress data chunk",
+          "[api][sse][progress]") {
+  stream_event p = progress(2048, 5000);
+  p.cached_tokens = 1024;
+  p.elapsed_ms = 731.9;
+  const std::string body =
+      R"("choices":[],"created":1700000000,"id":"chatcmpl-1","model":"m","object":"chat.completion.chunk","prompt_progress":{"cache":1024,"processed":2048,"time_ms":731,"total":5000}})";
+  SECTION("chat: after the role chunk") {
+    sse_encoder e(request_kind::chat, "chatcmpl-1", 1700000000, "m", false, true);
+    const chunks c = e.feed(p);
+    REQUIRE(c.size() == 2);
+    CHECK(c[0] == chat_chunk(R"({"content":"","role":"assistant"})"));
+    CHECK(c[1] == "data: {" + body + "\n\n");
+  }
+  SECTION("completions: the text_completion object") {
+    sse_encoder e(request_kind::completion, "cmpl-1", 1700000000, "m", false, true);
+    const chunks c = e.feed(p);
+    REQUIRE(c.size() == 1);
+    CHECK(
+        c[0].find(
+            R"("object":"text_completion","prompt_progress":{"cache":1024,"processed":2048,"time_ms":731,"total":5000}})") !=
+        std::string::npos);
+    CHECK(c[0].find(R"("choices":[])") != std::string::npos);
+  }
+  SECTION("not asked for: the SSE comment only") {
+    sse_encoder e(request_kind::completion, "cmpl-1", 1700000000, "m", false);
+    CHECK(e.feed(p) == chunks{": prefill 2048/5000\n\n"});
+  }
+}

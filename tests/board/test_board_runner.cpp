@@ -11,6 +11,7 @@
 #include "tests/support/disk_driver.hpp"
 #include "tests/support/engine_fixture.hpp"
 #include "tests/support/fault_env.hpp"
+#include "tests/support/log_capture.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace anchorage;
@@ -57,6 +58,65 @@ TEST_CASE("a started job steps to one finished event with its ledger entry", "[t
   CHECK(again.done->source != cache_source::cold);
   CHECK(again.done->prefilled < l.prefilled);
   CHECK(again.text == res.text);
+}
+
+TEST_CASE("a long prefill's progress events carry the resume point and the time, and it logs every tenth",
+          "[tiers][runner][progress]") {
+  const model_config c = test_config("tiny", 16384);
+  board_runner r(make_engine(c), small_runner_options());
+  // 9,216 tokens: more than the 8,192 above which a prefill is logged, a whole number of grid lines.
+  const std::size_t n = 9216;
+  REQUIRE(n % static_cast<std::size_t>(c.grid) == 0);
+  const auto prompt = test_tokens(n, 611);
+  REQUIRE(static_cast<long>(prompt.size()) > run::progress_log_tokens);
+  log_capture log;
+  struct info_level {
+    log_level was = current_log_level();
+    info_level() { set_log_level(log_level::info); }
+    ~info_level() { set_log_level(was); }
+  } level;
+  const run_result cold = run_to_end(r, r.start(job_of(prompt, 2)));
+  REQUIRE(cold.done);
+  std::vector<const stream_event*> progress;
+  for (const auto& ev : cold.events)
+    if (ev.what == stream_event::kind::progress) progress.push_back(&ev);
+  REQUIRE(progress.size() == n / static_cast<std::size_t>(c.grid));  // one per prefill chunk
+  for (std::size_t i = 0; i < progress.size(); ++i) {
+    CHECK(progress[i]->cached_tokens == 0);
+    CHECK(progress[i]->prompt_tokens == static_cast<long>(n));
+    CHECK(progress[i]->done_tokens == static_cast<long>(i + 1) * c.grid);
+    CHECK(progress[i]->elapsed_ms >= 0);
+    if (i > 0) CHECK(progress[i]->elapsed_ms >= progress[i - 1]->elapsed_ms);
+  }
+  std::vector<std::string> lines;
+  for (const auto& l : log.lines)
+    if (l.find("prefill r1 on slot 0: ") != std::string::npos) lines.push_back(l);
+  // One line as each tenth is passed, in order, the last at the whole prompt.
+  REQUIRE(lines.size() == 10);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    INFO(lines[i]);
+    CHECK(lines[i].find(": " + std::to_string(10 * (i + 1)) + "% (") != std::string::npos);
+  }
+  CHECK(lines.back().find(": 100% (9216 of 9216 tokens, from 0, ") != std::string::npos);
+
+  // The same prompt and a little more resumes from the resident prefix: its progress says from
+  // where, and a prefill that short is not logged.
+  auto longer = prompt;
+  longer.insert(longer.end(), {5, 6, 7});
+  const std::size_t before = log.lines.size();
+  const run_result warm = run_to_end(r, r.start(job_of(longer, 2, "r2")));
+  REQUIRE(warm.done);
+  REQUIRE(warm.done->resumed_at > 0);
+  bool saw = false;
+  for (const auto& ev : warm.events)
+    if (ev.what == stream_event::kind::progress) {
+      saw = true;
+      CHECK(ev.cached_tokens == warm.done->resumed_at);
+      CHECK(ev.done_tokens > ev.cached_tokens);
+    }
+  CHECK(saw);
+  for (std::size_t i = before; i < log.lines.size(); ++i)
+    CHECK(log.lines[i].find("prefill r2") == std::string::npos);
 }
 
 TEST_CASE("a cancel inside the prefill ends the request at its next step", "[tiers][runner]") {

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "runtime/engine/compute_threads.hpp"
+#include "runtime/engine/engine_batch.hpp"
 #include "runtime/engine/engine_options.hpp"
 #include "runtime/model/model_load.hpp"
 #include "runtime/model/qwen35_gguf.hpp"
@@ -49,5 +50,35 @@ TEST_CASE("a model's weights kept as stored give the same logits on one thread a
     logits.push_back(e.last_logits());
   }
   CHECK(logits[0] == logits[1]);
+  set_compute_threads(before);
+}
+
+TEST_CASE("float32 weights give the same decode and batch logits on one thread and on every core",
+          "[engine][threads]") {
+  const int before = compute_threads();
+  // An MLP wide enough that its products pass the pool's threshold (a million multiply-adds), so
+  // two threads do split a decode's rows.
+  model_config c = qwen35_wide_config(false);
+  c.n_layers = 4;
+  c.pattern = "GGGA";
+  c.mlp_hidden = 4096;
+  c.validate();
+  const auto w = std::make_shared<const engine_weights>(c, random_weights(c, 7), kernels::backend::cpu);
+  const std::vector<token_id> ids = test_tokens(80);
+  std::vector<std::vector<float>> logits, batch;
+  for (int t : {1, 2}) {
+    set_compute_threads(t);
+    engine e(w), f(w);
+    e.prefill(ids);
+    f.prefill(ids);
+    e.decode(5);
+    logits.push_back(e.last_logits());
+    decode_batch({&e, &f}, {7, 9});
+    batch.push_back(e.last_logits());
+    batch.push_back(f.last_logits());
+  }
+  CHECK(logits[0] == logits[1]);
+  CHECK(batch[0] == batch[2]);
+  CHECK(batch[1] == batch[3]);
   set_compute_threads(before);
 }

@@ -134,6 +134,38 @@ TEST_CASE("http: /v1/chat/completions, non-streaming and streaming", "[http]") {
       if (e.what == sse_event::kind::comment) CHECK(e.text.rfind(": prefill ", 0) == 0);
   }
 
+  SECTION("streaming with return_progress: prompt_progress data chunks instead of the comments") {
+    json sreq =
+        user_chat("A question long enough to need more than one prefill chunk: " + std::string(300, 'x'), 4);
+    sreq["stream"] = true;
+    sreq["return_progress"] = true;
+    sreq["stream_options"] = {{"include_usage", true}};
+    const sse_stream st = s.stream("/v1/chat/completions", sreq);
+    REQUIRE(st.status == 200);
+    CHECK(st.comments() == 0);
+    std::vector<json> progress;
+    json usage;
+    for (const auto& e : st.events) {
+      if (e.what != sse_event::kind::data) continue;
+      if (e.data.contains("prompt_progress")) {
+        CHECK(e.data["object"] == "chat.completion.chunk");
+        CHECK(e.data["choices"].empty());
+        progress.push_back(e.data["prompt_progress"]);
+      }
+      if (e.data.contains("usage") && e.data["usage"].is_object()) usage = e.data["usage"];
+    }
+    REQUIRE(progress.size() >= 2);  // the prompt spans more than one grid chunk
+    REQUIRE(usage.is_object());
+    const long total = usage["prompt_tokens"].get<long>();
+    for (std::size_t i = 0; i < progress.size(); ++i) {
+      CHECK(progress[i]["total"].get<long>() == total);
+      CHECK(progress[i]["cache"].get<long>() == usage["prompt_tokens_details"]["cached_tokens"].get<long>());
+      if (i > 0) CHECK(progress[i]["processed"].get<long>() > progress[i - 1]["processed"].get<long>());
+      if (i > 0) CHECK(progress[i]["time_ms"].get<long>() >= progress[i - 1]["time_ms"].get<long>());
+    }
+    CHECK(progress.back()["processed"].get<long>() == total);
+  }
+
   SECTION("streaming without include_usage ends with the finish chunk") {
     json sreq = req;
     sreq["stream"] = true;
