@@ -75,6 +75,13 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
       // A planned stop (the conductor asks once nothing runs), and a clear by name.
       [=](spill_atom) -> caf::result<spill_stop_reply> { return spill_for_stop(self); },
       [=](clear_atom, cache_tier tier) -> caf::result<clear_reply> { return clear_tier(self, tier); },
+      // An operator's live limits: what they no longer allow is evicted before the reply, and the
+      // conductor hears the stats they left first.
+      [=](settings_atom, const cache_settings& s) {
+        self->state.slots->set_limits(s);
+        send_tiers(self);
+        return true;
+      },
       [=](quiesce_atom) -> caf::result<cache_stats> {
         auto rp = self->make_response_promise<cache_stats>();
         self->state.quiesces.push_back(rp);

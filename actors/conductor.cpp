@@ -1,6 +1,7 @@
 #include "actors/conductor.hpp"
 
 #include "actors/conductor_waits.hpp"
+#include "protocol/error_code.hpp"
 
 #include <caf/all.hpp>
 
@@ -64,6 +65,27 @@ conductor_actor::behavior_type conductor(conductor_ptr self, conductor_options o
         // worker waits for a quiet spell again.
         if (self->state.worker) self->send(self->state.worker, activity_atom::value);
         return self->delegate(self->state.board, clear_atom::value, tier);
+      },
+      // The live limits: the disk's to the disk actor, then the rest to the board; answered once
+      // both applied them (each sent its stats first).
+      [=](settings_atom, const cache_settings& s) -> caf::result<bool> {
+        auto& st = self->state;
+        if (!st.disk || !s.any_disk()) return self->delegate(st.board, settings_atom::value, s);
+        auto rp = self->make_response_promise<bool>();
+        self->request(st.disk, caf::infinite, settings_atom::value, s)
+            .then(
+                [self, rp, s](disk_stats&) mutable {
+                  self->request(self->state.board, caf::infinite, settings_atom::value, s)
+                      .then([rp](bool ok) mutable { rp.deliver(ok); },
+                            [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+                },
+                [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+        return rp;
+      },
+      // The disk's anchors for the operator: the disk actor's to list (none: no disk tier).
+      [=](disk_entries_atom, std::size_t limit) -> caf::result<disk_entry_list> {
+        if (!self->state.disk) return caf::make_error(error_code::unknown_tier);
+        return self->delegate(self->state.disk, disk_entries_atom::value, limit);
       },
       // Idle work, only while nothing runs or waits (the board refuses too when a slot is busy).
       [=](idle_atom, idle_request& rq) -> caf::result<idle_reply> {

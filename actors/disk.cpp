@@ -155,6 +155,13 @@ disk_actor::behavior_type disk(disk_ptr self, disk_actor_options opts) {
         publish(self);
       },
       [self](clear_atom) -> disk_clear_reply { return published(self, self->state.service->clear()); },
+      [self](disk_entries_atom, std::size_t limit) { return self->state.service->list_entries(limit); },
+      [self](settings_atom, const cache_settings& s) -> disk_stats {
+        const std::size_t evicted = self->state.service->set_limits(s);
+        if (evicted > 0) log_info() << "the disk tier's new limits evicted " << evicted << " files";
+        publish(self);
+        return self->state.service->stats();
+      },
       [self](drain_atom) -> caf::result<disk_stats> {
         auto& st = self->state;
         if (st.out.empty()) return st.service->stats();

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 
 #include "actors/admin.hpp"
 #include "actors/edge_exchange.hpp"
@@ -22,6 +23,7 @@
 #include "runtime/api/response_store.hpp"
 #include "runtime/api/sse_encoder.hpp"
 #include "runtime/io/clock.hpp"
+#include "runtime/io/uring_env.hpp"
 #include "runtime/http/http_front.hpp"
 #include "runtime/server/trace.hpp"
 #include "runtime/text/template/prompt_render.hpp"
@@ -112,7 +114,11 @@ void ask_admin(caf::actor_system& sys, const admin_actor& admin, httplib::Respon
                [&](caf::error& err) {
                  if (err.category() == caf::atom("anchorage")) {
                    const error_code_text t = describe(static_cast<error_code>(err.code()));
-                   return send_error(res, {t.status, t.type, t.message, t.param});
+                   // A context string says what exactly was wrong (a setting's name and range).
+                   const caf::message& ctx = err.context();
+                   const bool said = ctx.size() == 1 && ctx.match_element<std::string>(0);
+                   return send_error(
+                       res, {t.status, t.type, said ? ctx.get_as<std::string>(0) : t.message, t.param});
                  }
                  send_error(res, {503, "server_error", "the server did not answer: " + sys.render(err), ""});
                });
@@ -175,7 +181,11 @@ http_edge::http_edge(caf::actor_system& sys, conductor_actor conductor, const se
       server_(std::make_unique<edge_http_server>()),
       stored_responses_(std::make_shared<response_store>()) {
   started_s_ = unix_seconds();
-  admin_ = sys_.spawn(admin, cfg_.admin_token, conductor_);
+  // The settings file is written through an env of the admin's own (a small ring, no O_DIRECT).
+  std::shared_ptr<file_env> settings_env;
+  if (!cfg_.cache_dir.empty())
+    settings_env = std::make_shared<uring_env>(uring_env_options{2, 1u << 16, false});
+  admin_ = sys_.spawn(admin, cfg_.admin_token, conductor_, live_settings(cfg_), std::move(settings_env));
   if (!cfg_.trace_path.empty()) {
     const model_config mc = cfg_.model();
     trace_ = std::make_unique<trace_writer>(cfg_.trace_path,
@@ -243,6 +253,12 @@ void http_edge::routes() {
   s.Get("/metrics", [this](const httplib::Request& q, httplib::Response& r) { metrics(q, r); });
   s.Get("/v1/cache/stats", [this](const httplib::Request& q, httplib::Response& r) { cache_stats(q, r); });
   s.Post("/v1/cache/clear", [this](const httplib::Request& q, httplib::Response& r) { cache_clear(q, r); });
+  s.Get("/v1/cache/disk/entries",
+        [this](const httplib::Request& q, httplib::Response& r) { disk_entries(q, r); });
+  s.Get("/v1/cache/settings",
+        [this](const httplib::Request& q, httplib::Response& r) { cache_settings_get(q, r); });
+  s.Post("/v1/cache/settings",
+         [this](const httplib::Request& q, httplib::Response& r) { cache_settings_set(q, r); });
   s.set_error_handler(unreadable_request);
   s.set_exception_handler(internal_error);
 }
@@ -377,15 +393,56 @@ void http_edge::cache_stats(const httplib::Request& http, httplib::Response& res
   ask_admin(sys_, admin_, res, "application/json", stats_atom::value);
 }
 
+namespace {
+
+// The admin token a request carries: X-Admin-Token, else Authorization: Bearer; empty when none.
+std::string admin_token_of(const httplib::Request& http) {
+  std::string given = http.get_header_value("X-Admin-Token");
+  const std::string auth = http.get_header_value("Authorization");
+  if (given.empty() && auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
+  return given;
+}
+
+}  // namespace
+
 // POST /v1/cache/clear?tier=NAME (all by default), with the admin token in X-Admin-Token or
 // Authorization: Bearer.
 void http_edge::cache_clear(const httplib::Request& http, httplib::Response& res) {
   if (secret_in_url(http, res)) return;
-  std::string given = http.get_header_value("X-Admin-Token");
-  const std::string auth = http.get_header_value("Authorization");
-  if (given.empty() && auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
   const std::string tier = http.has_param("tier") ? http.get_param_value("tier") : "all";
-  ask_admin(sys_, admin_, res, "application/json", clear_atom::value, given, tier);
+  ask_admin(sys_, admin_, res, "application/json", clear_atom::value, admin_token_of(http), tier);
+}
+
+// GET /v1/cache/disk/entries?limit=N (50 by default, at most 1000): the disk tier's anchors, most
+// valuable first, as hashes and numbers (never prompt text); 400 without a disk tier.
+void http_edge::disk_entries(const httplib::Request& http, httplib::Response& res) {
+  if (secret_in_url(http, res)) return;
+  std::size_t limit = 50;
+  if (http.has_param("limit")) {
+    const std::string v = http.get_param_value("limit");
+    char* end = nullptr;
+    const long n = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || n < 1 || n > 1000)
+      return send_error(
+          res, {400, "invalid_request_error", "limit must be a whole number from 1 to 1000", "limit"});
+    limit = static_cast<std::size_t>(n);
+  }
+  ask_admin(sys_, admin_, res, "application/json", disk_entries_atom::value, limit);
+}
+
+// GET /v1/cache/settings: the live settings, their flags, which a flag pins, which this server
+// has (runtime/server/live_settings.hpp). Public, as the stats are.
+void http_edge::cache_settings_get(const httplib::Request& http, httplib::Response& res) {
+  if (secret_in_url(http, res)) return;
+  ask_admin(sys_, admin_, res, "application/json", settings_atom::value);
+}
+
+// POST /v1/cache/settings with a JSON object of settings and the admin token: applied at once
+// (a lower limit evicts before the answer), kept in <--cache-dir>/settings.json; the answer is
+// GET's with "persisted" (and a "warning" when the file could not be written).
+void http_edge::cache_settings_set(const httplib::Request& http, httplib::Response& res) {
+  if (secret_in_url(http, res)) return;
+  ask_admin(sys_, admin_, res, "application/json", settings_atom::value, admin_token_of(http), http.body);
 }
 
 }  // namespace anchorage

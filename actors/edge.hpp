@@ -60,6 +60,9 @@ class http_edge {
   void metrics(const httplib::Request& http, httplib::Response& res);
   void cache_stats(const httplib::Request& http, httplib::Response& res);
   void cache_clear(const httplib::Request& http, httplib::Response& res);
+  void cache_settings_get(const httplib::Request& http, httplib::Response& res);
+  void disk_entries(const httplib::Request& http, httplib::Response& res);
+  void cache_settings_set(const httplib::Request& http, httplib::Response& res);
 
   caf::actor_system& sys_;
   conductor_actor conductor_;

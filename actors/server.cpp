@@ -18,6 +18,7 @@
 #include "runtime/model/model_weights.hpp"
 #include "runtime/io/private_dir.hpp"
 #include "runtime/io/uring_env.hpp"
+#include "runtime/server/live_settings.hpp"
 #include "runtime/server/memory_trim.hpp"
 #include "runtime/tiers/spill_keeper.hpp"
 #include "runtime/text/template/template_choice.hpp"
@@ -143,6 +144,9 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   if (!cfg_.cache_dir.empty()) {
     if (const file_result r = check_private_root(cfg_.cache_dir); !r)
       throw std::invalid_argument("--cache-dir: " + r.message);
+    // The settings an operator changed live, kept across restarts; a flag given now wins.
+    uring_env env(uring_env_options{2, 1u << 16, false});
+    for (const std::string& line : apply_saved_settings(cfg_, env)) log_info() << line;
   }
   loaded_model model = cfg_.engine.load();
   if (cfg_.model_override) {  // tests: a config no preset has, random weights

@@ -16,7 +16,8 @@ namespace anchorage {
 // answered once done, so a board's quiesce can wait for it; a drain is answered once no write is
 // out. A subscriber (the conductor) is told the stats at once and again after every message that
 // may change them, before that message's reply: whatever follows a reply causally sees the stats
-// it left.
+// it left. Settings (the budget, lifetime and free-space floor given) are applied at once, what
+// they no longer allow evicted, and answered with the stats they left.
 using disk_actor = caf::typed_actor<
     caf::replies_to<disk_offer_atom, disk_offer_request>::with<disk_offer_reply>,
     caf::replies_to<disk_read_atom, disk_read_request>::with<disk_read_reply>,
@@ -25,6 +26,8 @@ using disk_actor = caf::typed_actor<
     caf::replies_to<generation_started_atom, std::uint64_t>::with<bool>,
     caf::replies_to<generation_finished_atom, std::uint64_t>::with<bool>,
     caf::replies_to<stats_atom>::with<disk_stats>, caf::reacts_to<stats_atom, disk_stats_receiver>,
-    caf::replies_to<clear_atom>::with<disk_clear_reply>, caf::replies_to<drain_atom>::with<disk_stats>>;
+    caf::replies_to<clear_atom>::with<disk_clear_reply>, caf::replies_to<drain_atom>::with<disk_stats>,
+    caf::replies_to<settings_atom, cache_settings>::with<disk_stats>,
+    caf::replies_to<disk_entries_atom, std::size_t>::with<disk_entry_list>>;
 
 }  // namespace anchorage

@@ -4,7 +4,11 @@
 // board_job.hpp and cache_stats.hpp can include it; disk_messages.hpp registers the types.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "protocol/probe.hpp"
 
@@ -24,6 +28,10 @@ struct disk_offer {
 struct disk_stats {
   std::size_t entries = 0, chunks = 0, checkpoints = 0;
   std::uint64_t bytes = 0, limit_bytes = 0;
+  // The other limits (--disk-lifetime-days, --disk-free-gb, or their live settings) and the file
+  // system's free bytes when the stats were taken (0: unreadable).
+  std::int64_t lifetime_s = 0;
+  std::uint64_t min_free_bytes = 0, fs_free_bytes = 0;
   std::size_t longest_prefix = 0;
   long hits = 0, misses = 0, declined = 0, restore_failures = 0, write_failures = 0, refusals = 0,
        evictions = 0, superseded = 0, files_written = 0;
@@ -44,7 +52,9 @@ struct disk_stats {
         probe::sum("entries", &s::entries, t::entries), probe::sum("chunks", &s::chunks),
         probe::sum("checkpoints", &s::checkpoints), probe::sum("bytes", &s::bytes, t::bytes),
         probe::keep("limit_bytes", &s::limit_bytes, t::limit_bytes),
-        probe::keep("longest_prefix", &s::longest_prefix), probe::sum("hits", &s::hits, t::hits),
+        probe::keep("lifetime_s", &s::lifetime_s), probe::keep("min_free_bytes", &s::min_free_bytes),
+        probe::keep("fs_free_bytes", &s::fs_free_bytes), probe::keep("longest_prefix", &s::longest_prefix),
+        probe::sum("hits", &s::hits, t::hits),
         probe::sum("restore_failures", &s::restore_failures, t::restore_failures),
         probe::sum("write_failures", &s::write_failures, t::write_failures),
         probe::sum("refusals", &s::refusals), probe::sum("evictions", &s::evictions, t::evictions),
@@ -57,6 +67,34 @@ struct disk_stats {
         probe::keep("read_bytes_per_s", &s::read_bytes_per_s));
   }
 };
+
+// One anchor of the disk tier as the operator's view lists it (GET /v1/cache/disk/entries):
+// hashes and numbers, never a token or prompt text.
+struct disk_entry_view {
+  std::uint64_t key = 0;    // the prefix hash at its line (the name of the chunk it ends on)
+  std::size_t tokens = 0;   // the prefix it restores
+  std::uint64_t bytes = 0;  // what a restore reads: its chunks and the anchor
+  std::uint64_t hits = 0;   // restores of it
+  double value = 0;         // the eviction rule's value now: the lowest goes first
+  std::int64_t age_s = 0;   // seconds since its last write or restore
+};
+
+// The anchors, most valuable first, at most the number asked for; `total` counts them all.
+struct disk_entry_list {
+  std::size_t total = 0;
+  std::vector<disk_entry_view> entries;
+};
+
+// GET /v1/cache/disk/entries' body: keys as 16 hex digits, as the files are named.
+inline void to_json(nlohmann::json& j, const disk_entry_view& e) {
+  char key[17];
+  std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(e.key));
+  j = {{"key", key},     {"tokens", e.tokens}, {"bytes", e.bytes},
+       {"hits", e.hits}, {"value", e.value},   {"age_s", e.age_s}};
+}
+inline void to_json(nlohmann::json& j, const disk_entry_list& l) {
+  j = {{"total", l.total}, {"entries", l.entries}};
+}
 
 // What the board's staging (runtime/disk/disk_staging) holds and has done.
 struct disk_staging_stats {

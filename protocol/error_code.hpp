@@ -13,6 +13,8 @@ enum class error_code : std::uint8_t {
   admin_disabled,  // no admin token configured
   unauthorized,    // wrong or missing admin token
   unknown_tier,    // a tier name no cache has
+  bad_setting,     // a live setting unknown, not a number, out of range, or of a tier this server lacks
+  setting_pinned,  // a live setting a flag given at start fixes
 };
 
 // What a client is told for a code: the HTTP status and OpenAI's error fields (the fields of
@@ -37,6 +39,11 @@ inline error_code_text describe(error_code c) {
       // the names cache_tier_from_string() accepts (protocol/cache_source.hpp)
       return {400, "invalid_request_error",
               "unknown tier (all, resident, store, disk, spill, response, suffix)", "tier"};
+    case error_code::bad_setting:
+      return {400, "invalid_request_error",
+              "a setting is unknown or out of range (GET /v1/cache/settings lists them)", ""};
+    case error_code::setting_pinned:
+      return {409, "invalid_request_error", "a flag given at start fixes this setting", ""};
     case error_code::none:
       break;
   }

@@ -25,6 +25,7 @@ using done_receiver =
 using board_actor = caf::typed_actor<
     caf::reacts_to<run_atom, board_job>, caf::reacts_to<step_atom>, caf::reacts_to<cancel_atom, std::string>,
     caf::replies_to<clear_atom, cache_tier>::with<clear_reply>,
+    caf::replies_to<settings_atom, cache_settings>::with<bool>,
     caf::replies_to<spill_atom>::with<spill_stop_reply>,
     caf::replies_to<idle_atom, idle_request>::with<idle_reply>,
     caf::reacts_to<suffix_update_atom, suffix_update>, caf::replies_to<quiesce_atom>::with<cache_stats>>;
@@ -65,7 +66,9 @@ using conductor_actor = caf::typed_actor<
     caf::reacts_to<done_atom, ledger_entry>, caf::reacts_to<tiers_atom, cache_stats>,
     caf::reacts_to<stats_atom, disk_stats>, caf::replies_to<stats_atom>::with<std::string>,
     caf::replies_to<metrics_atom>::with<std::string>,
-    caf::replies_to<clear_atom, cache_tier>::with<clear_reply>, caf::replies_to<drain_atom>::with<bool>,
+    caf::replies_to<clear_atom, cache_tier>::with<clear_reply>,
+    caf::replies_to<settings_atom, cache_settings>::with<bool>, caf::replies_to<drain_atom>::with<bool>,
+    caf::replies_to<disk_entries_atom, std::size_t>::with<disk_entry_list>,
     caf::replies_to<idle_atom, idle_request>::with<idle_reply>, caf::replies_to<quiesce_atom>::with<bool>,
     caf::replies_to<started_atom, std::size_t>::with<bool>,
     caf::replies_to<idle_runs_atom, long>::with<bool>>;
@@ -76,9 +79,14 @@ using compaction_worker_actor =
     caf::typed_actor<caf::reacts_to<activity_atom>, caf::reacts_to<compaction_template_atom, board_job>,
                      caf::reacts_to<tick_atom, std::uint64_t>>;
 
-// The admin: operator messages, token and tier checked (errors are error_code).
-using admin_actor = caf::typed_actor<caf::replies_to<clear_atom, std::string, std::string>::with<std::string>,
-                                     caf::replies_to<stats_atom>::with<std::string>,
-                                     caf::replies_to<metrics_atom>::with<std::string>>;
+// The admin: operator messages, token and tier checked (errors are error_code); the live
+// settings (GET, and POST with the token and a JSON body).
+using admin_actor =
+    caf::typed_actor<caf::replies_to<clear_atom, std::string, std::string>::with<std::string>,
+                     caf::replies_to<settings_atom>::with<std::string>,
+                     caf::replies_to<settings_atom, std::string, std::string>::with<std::string>,
+                     caf::replies_to<disk_entries_atom, std::size_t>::with<std::string>,
+                     caf::replies_to<stats_atom>::with<std::string>,
+                     caf::replies_to<metrics_atom>::with<std::string>>;
 
 }  // namespace anchorage

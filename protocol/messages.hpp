@@ -15,6 +15,14 @@
 //   admin     -> conductor  (clear_atom, cache_tier) -> clear_reply or error
 //   edge      -> admin      (clear_atom, token, tier) -> std::string (the route's JSON) or error
 //   edge      -> conductor  (drain_atom) -> bool (idle)
+//   edge      -> admin      (settings_atom) -> std::string (the settings' JSON)
+//   edge      -> admin      (settings_atom, token, body) -> std::string (the settings' JSON) or error
+//   admin     -> conductor  (settings_atom, cache_settings) -> bool, once every owner applied them
+//   conductor -> disk       (settings_atom, cache_settings) -> disk_stats (evicted to the new cap)
+//   conductor -> board      (settings_atom, cache_settings) -> bool (evicted to the new caps)
+//   edge      -> admin      (disk_entries_atom, limit) -> std::string (the disk's anchors' JSON)
+//   admin     -> conductor  (disk_entries_atom, limit) -> disk_entry_list, or unknown_tier
+//   conductor -> disk       (disk_entries_atom, limit) -> disk_entry_list
 //   board     -> disk writer (disk_write_atom, disk_job_ptr) -> disk_job_ptr (results filled)
 //
 // The structs carry shared pointers, actor handles and JSON, and travel inside one process
@@ -27,6 +35,7 @@
 #include <caf/type_id.hpp>
 
 #include "protocol/board_job.hpp"
+#include "protocol/cache_settings.hpp"
 #include "protocol/cache_source.hpp"
 #include "protocol/cache_stats.hpp"
 #include "protocol/clear_reply.hpp"
@@ -58,6 +67,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_job_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::cache_tier)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::clear_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::cache_stats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::cache_settings)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_entry_list)
 
 CAF_BEGIN_TYPE_ID_BLOCK(anchorage, caf::first_custom_type_id)
 CAF_ADD_TYPE_ID(anchorage, (anchorage::request_envelope))
@@ -68,6 +79,8 @@ CAF_ADD_TYPE_ID(anchorage, (anchorage::disk_job_ptr))
 CAF_ADD_TYPE_ID(anchorage, (anchorage::cache_tier))
 CAF_ADD_TYPE_ID(anchorage, (anchorage::clear_reply))
 CAF_ADD_TYPE_ID(anchorage, (anchorage::cache_stats))
+CAF_ADD_TYPE_ID(anchorage, (anchorage::cache_settings))
+CAF_ADD_TYPE_ID(anchorage, (anchorage::disk_entry_list))
 CAF_ADD_ATOM(anchorage, anchorage, generate_atom, "generate")
 CAF_ADD_ATOM(anchorage, anchorage, cancel_atom, "cancel")
 CAF_ADD_ATOM(anchorage, anchorage, run_atom, "run")
@@ -82,4 +95,6 @@ CAF_ADD_ATOM(anchorage, anchorage, disk_write_atom, "diskwrite")
 CAF_ADD_ATOM(anchorage, anchorage, quiesce_atom, "quiesce")
 CAF_ADD_ATOM(anchorage, anchorage, started_atom, "started")
 CAF_ADD_ATOM(anchorage, anchorage, idle_runs_atom, "idleruns")
+CAF_ADD_ATOM(anchorage, anchorage, settings_atom, "settings")
+CAF_ADD_ATOM(anchorage, anchorage, disk_entries_atom, "dskentries")
 CAF_END_TYPE_ID_BLOCK(anchorage)

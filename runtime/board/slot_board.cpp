@@ -287,6 +287,11 @@ std::optional<std::vector<cache_tier>> slot_board::clear(cache_tier tier) {
   return done;
 }
 
+void slot_board::set_limits(const cache_settings& s) {
+  for (auto& r : runners_) r->tiers().set_limits(s.resident_bytes, s.store_bytes);
+  if (spill_ && s.spill_budget_bytes) spill_->set_budget(*s.spill_budget_bytes);
+}
+
 std::optional<slot_events> slot_board::start_idle(const board_job& tmpl, std::size_t min_tokens) {
   if (!waiting_.empty()) return std::nullopt;
   for (const auto& r : runners_)

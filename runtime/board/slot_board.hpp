@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/cache_settings.hpp"
 #include "runtime/cache/memory_budget.hpp"
 #include "runtime/board/board_runner.hpp"
 #include "runtime/board/slot_policy.hpp"
@@ -67,6 +68,9 @@ class slot_board {
   void disk_released(std::size_t slot, std::uint64_t bytes);
   void cancel(const std::string& id);
   std::optional<std::vector<cache_tier>> clear(cache_tier tier);
+  // An operator's new device budgets and spill budget (the disk's are the disk actor's): set,
+  // and what they no longer allow evicted at once.
+  void set_limits(const cache_settings& s);
 
   // The slots' tiers together (counters summed; the budget's limits are global) and each slot.
   cache_stats stats() const;

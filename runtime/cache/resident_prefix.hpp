@@ -119,6 +119,9 @@ class resident_prefix {
   void clear();
   // Drops the set-aside prompts (pin, park) only.
   void clear_saved();
+  // Drops grid anchors (the cheapest first, never the newest four: anchor_set) while the pool
+  // holds more than its limit (a limit lowered while the server runs).
+  void shrink_to_limit() { anchors_.reserve_evicting(0); }
 
   const std::vector<token_id>& tokens() const { return tokens_; }
   std::size_t taint() const { return taint_; }

@@ -48,6 +48,12 @@ void state_store::unindex(entry_list::iterator e) {
   if (by_len->second.empty()) by_length_.erase(by_len);
 }
 
+std::size_t state_store::shrink_to_limit() {
+  std::size_t n = 0;
+  for (; !lru_.empty() && !budget_.fits(pool_, 0); ++n) evict_lru();
+  return n;
+}
+
 void state_store::evict_lru() {
   assert(!lru_.empty());
   auto victim = std::prev(lru_.end());

@@ -87,6 +87,9 @@ class state_store {
 
   // Drops every entry and releases its bytes (not counted as evictions). Counters are kept.
   void clear();
+  // Evicts least recently used entries while the pool holds more than its limit (a limit lowered
+  // while the server runs); returns how many went.
+  std::size_t shrink_to_limit();
 
   std::size_t entries() const { return lru_.size(); }
   std::size_t entries(kind k) const;

@@ -99,6 +99,9 @@ class disk_eviction {
   std::size_t size() const { return nodes_.size(); }
   std::uint64_t held_bytes() const { return held_bytes_; }
   const disk_eviction_options& options() const { return options_; }
+  // Changes the budget, lifetime and floor (an operator's live setting). Evicts nothing: the
+  // owner asks plan_evictions() next.
+  void set_options(const disk_eviction_options& o) { options_ = o; }
 
  private:
   struct node {

@@ -152,8 +152,16 @@ class disk_index {
     return eviction_->plan_evictions(free_bytes, incoming_bytes, keep);
   }
   bool contains(std::uint64_t id) const { return eviction_->contains(id); }
+  // The eviction policy's record of an entry (null when unknown) and its value now.
+  const eviction_entry* eviction_record(std::uint64_t id) const { return eviction_->find(id); }
+  double value(std::uint64_t id) const { return eviction_->value(id); }
   std::uint64_t held_bytes() const { return eviction_->held_bytes(); }
   const disk_eviction_options& eviction_options() const { return options_; }
+  // New limits for the policy (disk_eviction::set_options); evicts nothing.
+  void set_eviction_options(const disk_eviction_options& o) {
+    options_ = o;
+    eviction_->set_options(o);
+  }
   std::size_t grid() const { return grid_; }
 
  private:

@@ -248,6 +248,14 @@ disk_clear_reply disk_service::clear() {
   return r;
 }
 
+std::size_t disk_service::set_limits(const cache_settings& s) {
+  disk_eviction_options& o = options_.store.eviction;
+  if (s.disk_budget_bytes) o.budget_bytes = *s.disk_budget_bytes;
+  if (s.disk_lifetime_s) o.lifetime_s = *s.disk_lifetime_s;
+  if (s.disk_free_bytes) o.min_free_bytes = *s.disk_free_bytes;
+  return store_.set_eviction(o);
+}
+
 disk_stats disk_service::stats() const {
   disk_stats s = store_.stats();
   s.misses = misses_;

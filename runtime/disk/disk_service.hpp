@@ -24,6 +24,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "protocol/cache_settings.hpp"
 #include "protocol/disk_messages.hpp"
 #include "runtime/core/status.hpp"
 #include "runtime/disk/disk_admission.hpp"
@@ -95,6 +96,12 @@ class disk_service {
   // Deletes every file, forgets the counts and starts a new generation; jobs out are indexed
   // nowhere when they come back.
   disk_clear_reply clear();
+  // An operator's new budget, lifetime and free-space floor (each given one replaces the
+  // option; the rest stay): applied at once, and what they no longer allow evicted by the
+  // value rule. Returns the files deleted.
+  std::size_t set_limits(const cache_settings& s);
+  // The operator's list of anchors (disk_store::list_entries).
+  disk_entry_list list_entries(std::size_t limit) const { return store_.list_entries(limit); }
   disk_stats stats() const;
 
   std::uint64_t generation() const { return generation_; }

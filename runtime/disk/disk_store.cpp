@@ -131,6 +131,13 @@ std::size_t disk_store::evict_to_cap() {
   return n;
 }
 
+std::size_t disk_store::set_eviction(const disk_eviction_options& o) {
+  options_.eviction = o;
+  index_.set_eviction_options(o);
+  planner_.set_limits(limits_of(options_));
+  return evict_to_cap();
+}
+
 std::size_t disk_store::clear() {
   std::size_t n = 0;
   // Every indexed file, then whatever else of ours is there (orphans, tmp files); other names
@@ -142,6 +149,32 @@ std::size_t disk_store::clear() {
   return n;
 }
 
+disk_entry_list disk_store::list_entries(std::size_t limit) const {
+  disk_entry_list out;
+  const std::int64_t now = clock_.now_s();
+  for (const disk_anchor_entry* a : index_.usable_anchors()) {
+    const std::uint64_t id = disk_names::anchor_id(a->ns, a->chain.back());
+    const eviction_entry* e = index_.eviction_record(id);
+    if (e == nullptr) continue;
+    disk_entry_view v;
+    v.key = a->chain.back();
+    v.tokens = a->line;
+    v.bytes = a->bytes;
+    for (std::uint64_t h : a->chain)
+      if (const disk_chunk_entry* c = index_.chunk(h)) v.bytes += c->bytes;
+    v.hits = e->hits;
+    v.value = index_.value(id);
+    v.age_s = std::max<std::int64_t>(0, now - e->last_use_s);
+    out.entries.push_back(v);
+  }
+  out.total = out.entries.size();
+  std::sort(out.entries.begin(), out.entries.end(), [](const disk_entry_view& x, const disk_entry_view& y) {
+    return x.value != y.value ? x.value > y.value : x.key < y.key;
+  });
+  if (out.entries.size() > limit) out.entries.resize(limit);
+  return out;
+}
+
 disk_stats disk_store::stats() const {
   disk_stats s = counts_;  // the counters; what the index holds now below
   s.entries = entries();
@@ -149,6 +182,9 @@ disk_stats disk_store::stats() const {
   s.checkpoints = index_.checkpoint_count();
   s.bytes = index_.held_bytes();
   s.limit_bytes = options_.eviction.budget_bytes;
+  s.lifetime_s = options_.eviction.lifetime_s;
+  s.min_free_bytes = options_.eviction.min_free_bytes;
+  s.fs_free_bytes = env_.free_bytes(folder()).value_or(0);
   s.longest_prefix = longest_durable_prefix_tokens();
   s.folder = folder();
   return s;

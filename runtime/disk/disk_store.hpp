@@ -210,10 +210,18 @@ class disk_store {
   std::size_t evict_to_cap();
   // Deletes every file of our folder (chunks, anchors, checkpoints) and empties the index.
   std::size_t clear();
+  // New budget, lifetime and free-space floor (an operator's live setting, issue 26), then
+  // evict_to_cap() at once by the value rule; returns the files deleted. Writes in flight keep
+  // the room they were planned with; their commit evicts to the new cap.
+  std::size_t set_eviction(const disk_eviction_options& o);
+
+  // The anchors, most valuable first (eviction takes the last first), at most `limit`, with the
+  // value, hits and age the eviction rule sees now. Index only.
+  disk_entry_list list_entries(std::size_t limit) const;
 
   // Per-store counters and sizes for /v1/cache/stats: the store's share of disk_stats (the
   // service fills in its own counters). No I/O and no walk: cheap enough to publish after every
-  // change.
+  // change (the file system's free bytes are one statvfs).
   disk_stats stats() const;
   // Reads refused by their checks (a crc, a token id, a size), each counted once.
   long restore_failures() const { return counts_.restore_failures; }

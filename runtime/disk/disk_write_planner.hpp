@@ -68,6 +68,8 @@ class disk_write_planner {
   // free bytes now. Refused (no files, the reason in `error`) for a namespace that is not
   // valid_ns or a write over the cap.
   disk_write_plan plan(const staged_write& w, std::uint64_t free_bytes) const;
+  // The limits later plans fit (an operator's live setting); plans made before keep theirs.
+  void set_limits(const disk_write_limits& limits) { limits_ = limits; }
   // The plan of one generation checkpoint staged in `w` (rows [0, rows), sections as
   // anchors[0], rows = meta.tokens.size() - 1). Refused when the whole state is not staged.
   disk_write_plan plan_checkpoint(const staged_write& w, const checkpoint_meta& meta,

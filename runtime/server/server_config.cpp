@@ -345,6 +345,7 @@ void apply_file(server_config& c, const std::string& path) {
       throw std::invalid_argument("--config '" + path + "': key '" + key +
                                   "' must be a string, number or boolean");
     o->set(c, v);
+    c.flags_given.insert(key);
   }
 }
 
@@ -380,6 +381,7 @@ server_config parse_server_args(const std::vector<std::string>& args) {
     }
     const option* o = find(a.substr(2));
     if (o == nullptr) throw std::invalid_argument("unknown flag " + a + " (see --help)");
+    c.flags_given.insert(o->name);
     if (o->value == nullptr) {
       o->set(c, inline_value ? value : "true");
       continue;

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,9 @@ struct server_config {
   std::string trace_path;      // --trace FILE: record client requests as JSON lines
   http_limits http;            // the edge's connection limits: --http-* (runtime/http/http_limits.hpp)
   bool help = false;
+  // The flags given at start (names without dashes), on the command line or in --config: a live
+  // setting whose flag is here is pinned to it (runtime/server/live_settings.hpp).
+  std::set<std::string> flags_given;
 
   model_config model() const { return model_override ? *model_override : engine.config(); }
 };

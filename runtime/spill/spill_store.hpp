@@ -204,6 +204,10 @@ class spill_store {
   std::size_t block_count() const;
   std::uint64_t total_bytes() const;
   std::uint64_t max_bytes() const { return opts_.budget_bytes; }
+  // An operator's new budget: set, then the least recently used conversations (never one a
+  // prepared write replaces or one in flight) evicted until the files fit it, when evicting can
+  // make them fit; otherwise the next write's room does. Returns the conversations evicted.
+  std::size_t set_budget(std::uint64_t bytes);
   const std::string& folder() const { return folder_; }
   const state_layout& layout() const { return layout_; }
 

@@ -45,6 +45,13 @@ spill_write_plan spill_store::refuse(spill_write_plan p, std::string why) {
   return p;
 }
 
+std::size_t spill_store::set_budget(std::uint64_t bytes) {
+  opts_.budget_bytes = bytes;
+  std::size_t evicted = 0;
+  make_room(0, 0, 0, {}, evicted);
+  return evicted;
+}
+
 bool spill_store::make_room(std::uint64_t need, std::uint64_t freed, std::uint64_t keep,
                             const std::set<spill_file_key>& named, std::size_t& evicted) {
   const std::uint64_t budget = opts_.budget_bytes;

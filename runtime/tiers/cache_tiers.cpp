@@ -23,6 +23,14 @@ cache_tiers::cache_tiers(cache_options opts, kernels::backend where, std::shared
   tiers_.push_back(std::move(device));
 }
 
+void cache_tiers::set_limits(std::optional<std::size_t> resident_bytes,
+                             std::optional<std::size_t> store_bytes) {
+  if (!opts_.enabled) return;  // --no-cache: every limit stays 0
+  if (resident_bytes) budget_.set_limit(budget_pool::resident, opts_.resident_bytes = *resident_bytes);
+  if (store_bytes) budget_.set_limit(budget_pool::store, opts_.store_bytes = *store_bytes);
+  device_->shrink_to_limits();
+}
+
 void cache_tiers::attach_disk() {
   if (disk_) throw std::logic_error("cache_tiers: a disk tier is attached already");
   auto a = std::make_unique<disk_offer_tier>();

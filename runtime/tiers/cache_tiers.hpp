@@ -93,6 +93,10 @@ class cache_tiers {
   // disk when none is attached).
   std::vector<cache_tier> clear(cache_tier tier);
 
+  // An operator's new device budgets (resident, store; the budget is every slot's): the limits
+  // set, and this slot's copies over them evicted. Other slots sharing the budget call it too.
+  void set_limits(std::optional<std::size_t> resident_bytes, std::optional<std::size_t> store_bytes);
+
   // Per tier: entries, bytes, limit, hits, misses, evictions, refusals, tokens_saved, ...
   cache_stats stats() const;
 

@@ -59,6 +59,12 @@ class device_tier final : public tier {
   const std::string& resident_session() const { return resident_session_; }
   const std::string& parked_session() const { return parked_session_; }
   const state_store& store() const { return store_; }
+  // After the budget's limits were lowered: the store's and the resident anchors' copies over
+  // them evicted.
+  void shrink_to_limits() {
+    store_.shrink_to_limit();
+    resident_.shrink_to_limit();
+  }
   // Whether a budget refused a copy (a grid anchor, an end anchor, a store snapshot) since the
   // running request began: what it leaves was not all kept (miss reasons' budget_refused).
   bool refused_this_run() const { return refusals() > run_.refusals_at_begin; }

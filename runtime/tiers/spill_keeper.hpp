@@ -111,6 +111,11 @@ class spill_keeper {
 
   // ---- Maintenance ----------------------------------------------------------------------------
   std::size_t clear();
+  // An operator's new budget (spill_store::set_budget); returns the conversations evicted.
+  std::size_t set_budget(std::uint64_t bytes) {
+    opts_.budget_bytes = bytes;
+    return store_.set_budget(bytes);
+  }
   spill_tier_stats stats() const;
   std::uint64_t staged_bytes() const { return staged_; }
   std::size_t min_tokens() const { return opts_.min_tokens; }

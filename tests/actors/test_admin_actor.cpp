@@ -40,7 +40,8 @@ TEST_CASE("clear answers a tier that does not exist here with unknown_tier, and 
   auto cond = f.spawn(conductor, opts, [&sys, eng](done_receiver self) {
     return sys.spawn(board, eng, board_options{}, self);
   });
-  auto adm = f.spawn(admin, std::string("T"), cond);
+  auto adm =
+      f.spawn(admin, std::string("T"), cond, live_settings(server_config{}), std::shared_ptr<file_env>());
 
   auto clear = [&](const std::string& tier) {
     auto out = std::make_shared<clear_answer>();

@@ -22,6 +22,7 @@ board_actor::behavior_type held_board(board_actor::pointer, std::shared_ptr<std:
       [](clear_atom, cache_tier tier) -> clear_reply {
         return clear_reply{tier, {}};
       },
+      [](settings_atom, const cache_settings&) { return true; },
       [](spill_atom) -> spill_stop_reply { return {}; },
       [](idle_atom, const idle_request&) -> idle_reply { return {}; },
       [](suffix_update_atom, const suffix_update&) {},
@@ -51,6 +52,7 @@ board_actor::behavior_type spilling_board(board_actor::pointer self, std::shared
       [](clear_atom, cache_tier tier) -> clear_reply {
         return clear_reply{tier, {}};
       },
+      [](settings_atom, const cache_settings&) { return true; },
       [self, h](spill_atom) -> caf::result<spill_stop_reply> {
         ++h->asked;
         h->pending = self->make_response_promise<spill_stop_reply>();
@@ -81,6 +83,7 @@ board_actor::behavior_type quiescing_board(board_actor::pointer self, std::share
       [](clear_atom, cache_tier tier) -> clear_reply {
         return clear_reply{tier, {}};
       },
+      [](settings_atom, const cache_settings&) { return true; },
       [](spill_atom) -> spill_stop_reply { return {}; },
       [](idle_atom, const idle_request&) -> idle_reply { return {}; },
       [](suffix_update_atom, const suffix_update&) {},

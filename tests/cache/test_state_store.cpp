@@ -248,3 +248,35 @@ TEST_CASE("a newer session snapshot supersedes the conversation's earlier ones",
   CHECK(store.lookup(tokens, 60)->length == 60);
   CHECK(store.lookup(other, other.size())->length == 50);
 }
+
+TEST_CASE("a pool limit lowered while the store runs evicts the least recently used entries at once",
+          "[store][settings]") {
+  const model_config c = test_config("tiny");
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  memory_budget budget;
+  budget.set_limit(budget_pool::store, std::size_t{1} << 30);
+  state_store store(budget);
+  auto e = make_engine(c);
+  std::vector<std::vector<token_id>> t;
+  for (std::uint64_t s = 0; s < 3; ++s) {
+    t.push_back(test_tokens(g, 60 + s));
+    e->reset();
+    e->prefill(t.back());
+    REQUIRE(store.insert(t.back(), e->cache_state(), e->where(), state_store::kind::prefix));
+  }
+  const std::size_t one = store.bytes() / 3;
+  REQUIRE(store.lookup(concat(t[0], {1}), g));  // entry 0 is now the most recently used
+
+  CHECK(store.shrink_to_limit() == 0);  // under the limit: nothing goes
+  budget.set_limit(budget_pool::store, one + one / 2);
+  CHECK(store.shrink_to_limit() == 2);
+  CHECK(store.entries() == 1);
+  CHECK(store.bytes() == one);
+  CHECK(budget.used(budget_pool::store) == one);
+  CHECK(store.evictions() == 2);
+  CHECK(store.lookup(concat(t[0], {1}), g));
+  CHECK_FALSE(store.lookup(concat(t[2], {1}), g));
+  budget.set_limit(budget_pool::store, 0);
+  CHECK(store.shrink_to_limit() == 1);
+  CHECK(store.bytes() == 0);
+}

@@ -268,3 +268,102 @@ TEST_CASE("writes in flight count against the budget before they are indexed", "
   CHECK(store->write(w2).anchors_written == 1);
   CHECK(bytes_under(b.folder()) <= store->max_bytes());
 }
+
+TEST_CASE("limits set while the store runs evict at once: a lower budget by value, a shorter lifetime by age",
+          "[disk][settings]") {
+  bench b;
+  const std::size_t line = 2 * b.g;
+  const std::uint64_t e = b.entry_bytes(line);
+  std::vector<std::vector<token_id>> t;
+  for (std::uint64_t s = 0; s < 3; ++s) t.push_back(test_tokens(line + 1, 40 + s));
+  auto store = b.open(options_in(b.dir.str(), 8 * e));
+  for (std::size_t k = 0; k < 3; ++k) {
+    auto en = prefilled(b.c, t[k], line);
+    REQUIRE(store->store(slice(t[k], 0, line), en->cache_state()));
+    b.clock.advance(day);  // entry 0 is the oldest, entry 2 the newest
+  }
+  REQUIRE(store->total_bytes() == 3 * e);
+  // Entry 1 restored once, now: (1 hit + 1) x 1 against entry 2's 1 x 1/2 (a day unused) and
+  // entry 0's 1 x 1/8.
+  auto scratch = make_engine(b.c);
+  const auto hit = store->find(t[1]);
+  REQUIRE(hit);
+  REQUIRE(bool(store->restore(*hit, t[1], scratch->cache_state())));
+  disk_eviction_options o = store->index().eviction_options();
+
+  SECTION("a budget for one entry keeps the most valuable one") {
+    // One entry, with less slack than any one file (the policy ranks files, not entries).
+    o.budget_bytes = e + std::min<std::uint64_t>(b.cfb, b.afb(line)) / 2;
+    CHECK(store->set_eviction(o) == 6);  // two entries, three files each
+    CHECK(store->total_bytes() == e);
+    CHECK(store->max_bytes() == o.budget_bytes);
+    CHECK_FALSE(store->find(t[0]));
+    CHECK(store->find(t[1]));
+    CHECK_FALSE(store->find(t[2]));
+    CHECK(store->total_bytes() == bytes_under(b.folder()));
+    CHECK(store->stats().limit_bytes == o.budget_bytes);
+    // Later writes fit the new budget too: a new entry replaces the one held.
+    auto en = prefilled(b.c, test_tokens(line + 1, 50), line);
+    REQUIRE(store->store(slice(test_tokens(line + 1, 50), 0, line), en->cache_state()));
+    CHECK(store->total_bytes() <= o.budget_bytes);
+  }
+  SECTION("a lifetime shorter than an entry's age removes it") {
+    o.lifetime_s = day + day / 2;  // entry 0 was last used 3 days ago, entry 2 one day ago
+    CHECK(store->set_eviction(o) == 3);
+    CHECK_FALSE(store->find(t[0]));
+    CHECK(store->find(t[1]));  // touched now
+    CHECK(store->find(t[2]));
+    CHECK(store->stats().lifetime_s == o.lifetime_s);
+  }
+  SECTION("limits that allow everything evict nothing") {
+    o.budget_bytes = 100 * e;
+    CHECK(store->set_eviction(o) == 0);
+    CHECK(store->total_bytes() == 3 * e);
+  }
+}
+
+TEST_CASE("the operator's list of anchors: most valuable first, with the value, hits and age eviction sees",
+          "[disk]") {
+  bench b;
+  const std::size_t line = 2 * b.g;
+  const std::uint64_t e = b.entry_bytes(line);
+  auto store = b.open(options_in(b.dir.str(), 8 * e));
+  std::vector<std::vector<token_id>> t;
+  for (std::uint64_t s = 0; s < 3; ++s) {
+    t.push_back(test_tokens(line + 1, 70 + s));
+    auto en = prefilled(b.c, t.back(), line);
+    REQUIRE(store->store(slice(t.back(), 0, line), en->cache_state()));
+    b.clock.advance(day + 5);
+  }
+  auto scratch = make_engine(b.c);
+  const auto hit = store->find(t[0]);
+  REQUIRE(hit);
+  REQUIRE(bool(store->restore(*hit, t[0], scratch->cache_state())));
+  b.clock.advance(7);
+
+  const disk_entry_list l = store->list_entries(10);
+  REQUIRE(l.total == 3);
+  REQUIRE(l.entries.size() == 3);
+  // Entry 0 (restored 7 s ago), then 2 (a day and 5 s unused), then 1 (two days).
+  const std::uint64_t k0 = chunk_hashes(t[0], line, b.g).back();
+  CHECK(l.entries[0].key == k0);
+  CHECK(l.entries[0].hits == 1);
+  CHECK(l.entries[0].age_s == 7);
+  CHECK(l.entries[1].key == chunk_hashes(t[2], line, b.g).back());
+  CHECK(l.entries[1].age_s == day + 5 + 7);
+  CHECK(l.entries[2].key == chunk_hashes(t[1], line, b.g).back());
+  CHECK(l.entries[2].hits == 0);
+  for (const auto& v : l.entries) {
+    CHECK(v.tokens == line);
+    CHECK(v.bytes == e);  // the read: both chunks and the anchor
+  }
+  CHECK(l.entries[0].value > l.entries[1].value);
+  CHECK(l.entries[1].value == Approx(2 * l.entries[2].value));
+  // The value is the one the eviction rule ranks the anchor's file by: (hits + 1) x the tokens it
+  // saves / its bytes, halved for each full day unused.
+  CHECK(l.entries[2].value == Approx(static_cast<double>(line) / static_cast<double>(b.afb(line)) / 4));
+  const disk_entry_list one = store->list_entries(1);
+  CHECK(one.total == 3);
+  REQUIRE(one.entries.size() == 1);
+  CHECK(one.entries[0].key == k0);
+}

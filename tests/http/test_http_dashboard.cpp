@@ -1,12 +1,11 @@
 // The operator's page (runtime/dashboard, docs/DASHBOARD.md) as the server serves it: at / and
 // /dashboard, HTML with its script inside, and every number it draws read from a field that
 // GET /v1/cache/stats has, so a stat renamed or removed breaks this test and not the page.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <string>
@@ -15,6 +14,7 @@
 
 #include "runtime/dashboard/dashboard_page.hpp"
 #include "tests/support/chat_turns.hpp"
+#include "tests/support/headless_page.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace anchorage;
@@ -93,13 +93,6 @@ TEST_CASE("http: every number the dashboard draws is a field of /v1/cache/stats"
 
 namespace {
 
-// Headless Chromium (Debian's package, installed by `tools/bootstrap test`): its path, or empty.
-std::string chromium_path() {
-  for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser"})
-    if (::access(p, X_OK) == 0) return p;
-  return "";
-}
-
 // The DOM of `url` once its scripts ran for `budget_ms` of virtual time (fetches included).
 std::string dump_dom(const std::string& chromium, const std::string& url, int budget_ms) {
   const std::string cmd =
@@ -163,16 +156,18 @@ const json* at_any(const json& j, const std::string& path) {
 
 TEST_CASE("dashboard in headless Chromium: every screen loads without an error and draws the stats' numbers",
           "[http][dashboard][chromium]") {
-  const std::string chromium = chromium_path();
+  const std::string chromium = chromium_binary();
   if (chromium.empty()) {
     WARN("skipped: Debian's chromium is not installed (tools/bootstrap test installs it)");
     return;
   }
   temp_dir dir("anchorage-http-dashboard-page");
-  http_server s({"--cache-dir", dir.str(), "--session-spill", "on", "--response-cache-mb", "16"});
-  // A fixed sequence: a turn, its follow-up (the end anchor), the first turn again (the response
-  // cache), a refused request.
-  json messages = json::array({{{"role", "user"}, {"content", "List the files."}}});
+  http_server s({"--cache-dir", dir.str(), "--session-spill", "on", "--response-cache-mb", "16",
+                 "--disk-min-tokens", "256"});
+  // A fixed sequence: a long first turn (the disk's anchors), its follow-up (the end anchor), the
+  // first turn again (the response cache), a refused request.
+  json messages = json::array({{{"role", "system"}, {"content", filler(system_prompt, 1700)}},
+                               {{"role", "user"}, {"content", "List the files."}}});
   const turn_reply first = post_turn(s, greedy_turn(messages, 6));
   json next = messages;
   next.push_back({{"role", "assistant"}, {"content", first.message["content"]}});
@@ -182,6 +177,8 @@ TEST_CASE("dashboard in headless Chromium: every screen loads without an error a
   CHECK(s.post("/v1/chat/completions", "{not json").status == 400);
   REQUIRE(s.quiesce());  // every write committed, nothing running: the stats stay as they are
   const json stats = s.get("/v1/cache/stats").body_json();
+  REQUIRE(stats["tiers"]["disk"]["entries"].get<long>() > 0);
+  const json entries = s.get("/v1/cache/disk/entries?limit=20").body_json();
 
   const std::string base = "http://127.0.0.1:" + std::to_string(s.port()) + "/";
   for (const char* screen : {"overview", "memory", "disk", "spill", "speculation", "compaction"}) {
@@ -194,6 +191,16 @@ TEST_CASE("dashboard in headless Chromium: every screen loads without an error a
     CHECK(std::regex_search(dom, std::regex(R"re(id="status"[^>]*>live )re")));
     // The screen asked for is the one shown.
     CHECK(dom.find("<section class=\"screen on\" id=\"" + std::string(screen) + "\">") != std::string::npos);
+    // The disk's anchors, on its tab: the route's, in its order.
+    if (std::string(screen) == "disk") {
+      std::vector<std::string> keys;
+      static const std::regex key(R"re(<tr data-key="([0-9a-f]{16})")re");
+      for (auto it = std::sregex_iterator(dom.begin(), dom.end(), key); it != std::sregex_iterator(); ++it)
+        keys.push_back((*it)[1]);
+      std::vector<std::string> want;
+      for (const json& e : entries["entries"]) want.push_back(e["key"]);
+      CHECK(keys == want);
+    }
     // Every drawn number is the stats route's, after the same requests.
     const auto drawn = drawn_values(dom);
     CHECK(drawn.size() > 60);
@@ -212,4 +219,86 @@ TEST_CASE("dashboard in headless Chromium: every screen loads without an error a
         CHECK(got == *want);
     }
   }
+}
+
+namespace {
+
+json long_messages(const std::string& head, const std::string& user) {
+  return json::array({{{"role", "system"}, {"content", head + filler(system_prompt, 1700)}},
+                      {{"role", "user"}, {"content", user}}});
+}
+
+// A number as JavaScript and the server read it back: every digit.
+std::string exact(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "dashboard in headless Chromium: a budget set on the page with the admin token evicts at once, "
+    "and without the token it is refused",
+    "[http][dashboard][chromium][settings]") {
+  const std::string chromium = chromium_binary();
+  if (chromium.empty()) {
+    WARN("skipped: Debian's chromium is not installed (tools/bootstrap test installs it)");
+    return;
+  }
+  temp_dir dir("anchorage-http-dashboard-settings");
+  http_server s({"--cache-dir", dir.str(), "--disk-min-tokens", "256", "--admin-token", "secret",
+                 "--disk-free-gb", "0"});
+  // Two sessions with different heads: each one's first long request writes its anchors.
+  post_turn(s, chat_body(long_messages("", "List the files in src."), 11, 4));
+  post_turn(s, chat_body(long_messages("You are another agent. ", "Explain the build."), 12, 4));
+  REQUIRE(s.quiesce());
+  const json before = s.get("/v1/cache/stats").body_json()["tiers"]["disk"];
+  REQUIRE(before["entries"].get<long>() >= 8);
+  const double gb = static_cast<double>(before["bytes"].get<std::uint64_t>() / 2) / 1073741824.0;
+  const auto budget = static_cast<std::uint64_t>(gb * 1073741824.0);
+
+  headless_page page(chromium, "http://127.0.0.1:" + std::to_string(s.port()) + "/#disk");
+  REQUIRE(
+      page.wait_for("document.body.dataset.ready === '1' && "
+                    "document.querySelector('#settings input[name=disk_cache_gb]') !== null"));
+  // The pinned setting is drawn as fixed by its flag, and cannot be typed into.
+  CHECK(page.evaluate("document.querySelector('#settings input[name=disk_free_gb]').disabled") == true);
+  const std::string apply_with = [&] {
+    return std::string(
+               "(token) => { document.querySelector('#settings input[name=disk_cache_gb]').value = '") +
+           exact(gb) +
+           "'; document.getElementById('admin-token').value = token; "
+           "document.getElementById('settings-result').dataset.outcome = ''; "
+           "document.getElementById('settings-apply').click(); }";
+  }();
+
+  // Without the token: refused, in words, and nothing changed.
+  page.evaluate("(" + apply_with + ")('')");
+  REQUIRE(page.wait_for("document.getElementById('settings-result').dataset.outcome === 'refused'"));
+  CHECK(page.evaluate("document.getElementById('settings-result').dataset.status") == "401");
+  CHECK_THAT(page.evaluate("document.getElementById('settings-result').textContent").get<std::string>(),
+             Catch::Contains("admin token"));
+  const json refused = s.get("/v1/cache/stats").body_json()["tiers"]["disk"];
+  CHECK(refused["limit_bytes"] == before["limit_bytes"]);
+  CHECK(refused["bytes"] == before["bytes"]);
+  CHECK(refused["evictions"] == before["evictions"]);
+
+  // With it: applied, evicted down to the new budget before the answer, saved, and drawn.
+  page.evaluate("(" + apply_with + ")('secret')");
+  REQUIRE(page.wait_for("document.getElementById('settings-result').dataset.outcome === 'applied'"));
+  CHECK_THAT(page.evaluate("document.getElementById('settings-result').textContent").get<std::string>(),
+             Catch::Contains("saved"));
+  const json after = s.get("/v1/cache/stats").body_json()["tiers"]["disk"];
+  CHECK(after["limit_bytes"] == budget);
+  CHECK(after["bytes"].get<std::uint64_t>() <= budget);
+  CHECK(after["evictions"].get<long>() > before["evictions"].get<long>());
+  CHECK(std::filesystem::exists(dir.path / "settings.json"));
+  CHECK(page.wait_for("document.querySelector('[data-stat=\"tiers.disk.limit_bytes\"]').dataset.value === '" +
+                      std::to_string(budget) + "'"));
+  CHECK(page.evaluate(
+            "Number(document.querySelector('#settings input[name=disk_cache_gb]').dataset.loaded) === " +
+            exact(gb)) == true);
+  CHECK(page.evaluate("document.getElementById('errors').children.length") == 0);
+  CHECK(page.errors().empty());
 }

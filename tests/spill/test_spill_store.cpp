@@ -375,3 +375,33 @@ TEST_CASE("clear() empties the store and its folder", "[spill]") {
   REQUIRE_FALSE(t.spill(*store, ia).failed);
   REQUIRE(store->read_verified(ia.manifest.id));
 }
+
+TEST_CASE("a budget lowered while the store runs evicts the least recently used conversations at once",
+          "[spill][settings]") {
+  const state_layout l = spill_test_layout();
+  const auto a = make_conversation(l, "alice", 12, 1);
+  const auto b = make_conversation(l, "bob", 12, 2);
+  spill_bench t;
+  auto store = t.open();
+  const spill_image ia = make_spill_image(l, a), ib = make_spill_image(l, b);
+  REQUIRE_FALSE(t.spill(*store, ia).failed);
+  REQUIRE_FALSE(t.spill(*store, ib).failed);
+  REQUIRE(store->read_verified(ia.manifest.id));  // alice is the most recent: bob goes first
+  const std::uint64_t both = store->total_bytes();
+
+  // A budget that holds both evicts nothing; one under them takes bob alone.
+  CHECK(store->set_budget(both) == 0);
+  CHECK(store->set_budget(both - 1) == 1);
+  CHECK(store->max_bytes() == both - 1);
+  CHECK_FALSE(store->find(ib.manifest.id));
+  REQUIRE(store->find(ia.manifest.id));
+  CHECK(store->total_bytes() <= store->max_bytes());
+  CHECK(store->total_bytes() == files_in(store->folder()).bytes);
+  CHECK(store->stats().evictions == 1);
+  REQUIRE(store->read_verified(ia.manifest.id));
+  // A budget of nothing empties it, and later spills are refused, not written.
+  CHECK(store->set_budget(0) == 1);
+  CHECK(store->total_bytes() == 0);
+  CHECK(files_in(store->folder()).manifests == 0);
+  CHECK(t.spill(*store, make_spill_image(l, b)).refused);
+}
