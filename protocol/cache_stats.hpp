@@ -190,6 +190,12 @@ struct slot_stats {
   std::size_t resident_tokens = 0;
   std::string request;      // the id it serves, empty when idle
   std::string session_key;  // the session it served last
+  // The resident prefix's grid anchors (positions, ascending) and its end anchor (0: none).
+  std::vector<std::size_t> anchors;
+  std::size_t end_anchor = 0;
+  // The running prefill: its prompt's tokens, those in the state so far and those restored
+  // (total 0: not prefilling).
+  long prefill_total = 0, prefill_done = 0, prefill_cached = 0;
 };
 
 inline void to_json(nlohmann::json& j, const slot_stats& s) {
@@ -197,7 +203,13 @@ inline void to_json(nlohmann::json& j, const slot_stats& s) {
        {"state", s.state},
        {"resident_tokens", s.resident_tokens},
        {"request", s.request.empty() ? nlohmann::json() : nlohmann::json(s.request)},
-       {"session", s.session_key.empty() ? nlohmann::json() : nlohmann::json(s.session_key)}};
+       {"session", s.session_key.empty() ? nlohmann::json() : nlohmann::json(s.session_key)},
+       {"anchors", s.anchors},
+       {"end_anchor", s.end_anchor == 0 ? nlohmann::json() : nlohmann::json(s.end_anchor)},
+       {"prefill", s.prefill_total == 0 ? nlohmann::json()
+                                        : nlohmann::json{{"total", s.prefill_total},
+                                                         {"done", s.prefill_done},
+                                                         {"cached", s.prefill_cached}}}};
 }
 
 // Every tier. The board fills the device tiers' parts and its disk staging's; the conductor adds

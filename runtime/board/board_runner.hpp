@@ -108,6 +108,10 @@ class board_runner {
   bool has_disk() const { return slot_.staging != nullptr; }
   phase current_phase() const;
   bool busy() const { return run_ != nullptr; }
+  // The running request's prefill, while it prefills (run::progress).
+  std::optional<run::prefill_progress> prefill_progress() const {
+    return run_ ? run_->progress() : std::nullopt;
+  }
   // The running request is answered from the response cache (it reads nothing of the engine).
   bool answering_from_response() const {
     return run_ && run_->replayed() && run_->source() == cache_source::response;

@@ -108,6 +108,12 @@ board_events run::step_rows() {
 // A prefill of more than progress_log_tokens tokens to forward: a log line each time another
 // tenth of them is done, so that an operator sees a long prefill move (the slots in the stats
 // say the same, asked for).
+std::optional<run::prefill_progress> run::progress() const {
+  if (!session_ || !session_->prefilling()) return std::nullopt;
+  return prefill_progress{session_->prompt_tokens(), static_cast<long>(slot_.eng->length()),
+                          static_cast<long>(job_.cache.resumed_at)};
+}
+
 void run::log_progress(const stream_event& ev) {
   const long todo = ev.prompt_tokens - ev.cached_tokens;
   if (todo <= progress_log_tokens) return;
@@ -137,6 +143,7 @@ board_events run::after_step(generation_session::step_result r, bool was_prefill
     ev.elapsed_ms = static_cast<double>(steady_ns() - start_ns_) / 1e6;
     log_progress(ev);
     out.events.push_back(std::move(ev));
+    out.tiers_changed = true;  // the slots' view shows the prefill's progress
   }
   if (r.tokens > 0 && first_token_ns_ == 0) first_token_ns_ = steady_ns();
   if (r.tokens > 0 && !session_->done()) after_tokens(out);

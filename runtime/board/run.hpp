@@ -73,6 +73,13 @@ class run {
   // The compaction worker's run: stopped by any request, and its own answer at the end.
   virtual bool idle() const { return false; }
 
+  // Where the prefill stands (the slots' view: its tokens, those in the state so far, those
+  // restored); nullopt when the run is not prefilling.
+  struct prefill_progress {
+    long prompt_tokens = 0, done_tokens = 0, cached_tokens = 0;
+  };
+  std::optional<prefill_progress> progress() const;
+
   // A prefill forwarding more than this many tokens is logged every tenth (log_progress).
   static constexpr long progress_log_tokens = 8192;
 

@@ -349,7 +349,15 @@ cache_stats slot_board::stats() const {
     slot_stats st;
     st.slot = k;
     st.state = runners_[k]->running_idle() ? "compacting" : phase_name(runners_[k]->current_phase());
-    st.resident_tokens = runners_[k]->tiers().resident().tokens().size();
+    const resident_prefix& r = runners_[k]->tiers().resident();
+    st.resident_tokens = r.tokens().size();
+    for (const auto& [pos, stamp] : r.anchors().positions()) st.anchors.push_back(pos);
+    st.end_anchor = r.has_end_anchor() ? r.end_position() : 0;
+    if (const auto p = runners_[k]->prefill_progress()) {
+      st.prefill_total = p->prompt_tokens;
+      st.prefill_done = p->done_tokens;
+      st.prefill_cached = p->cached_tokens;
+    }
     if (runners_[k]->busy()) st.request = runners_[k]->running_id();
     st.session_key = session_of_[k];
     total.slots.push_back(std::move(st));

@@ -53,7 +53,7 @@ class anchor_set {
   std::size_t bytes() const { return bytes_; }
   long evictions() const { return evictions_; }
   long refusals() const { return refusals_; }
-  std::map<std::size_t, std::uint64_t> positions() const;  // position -> age stamp (tests)
+  std::map<std::size_t, std::uint64_t> positions() const;  // position -> age stamp (the slots view, tests)
 
  private:
   struct entry {

@@ -200,8 +200,10 @@ TEST_CASE("a cancel that passes its run in the mailbox still cancels it", "[acto
   CHECK(eng->length() == 0);
 }
 
-TEST_CASE("the board reports its tiers' stats typed, before the first request and after each",
-          "[actors][board]") {
+TEST_CASE(
+    "the board reports its tiers' stats typed, before the first request, after each prefill chunk and "
+    "after each request",
+    "[actors][board]") {
   caf_fixture f;
   const model_config c = test_config("tiny", 1024);
   std::shared_ptr<engine> eng = make_engine(c);
@@ -214,8 +216,18 @@ TEST_CASE("the board reports its tiers' stats typed, before the first request an
   CHECK(seen->tiers[0].enabled);
   caf::anon_send(b, run_atom::value, long_prefill_job(sink, 3, c.grid));
   f.sched->run();
-  REQUIRE(seen->tiers.size() == 2);
+  // One after each prefill chunk (the slots' view follows the prefill; after the last one the
+  // prefill is over), one at the end.
+  REQUIRE(seen->tiers.size() == 5);
+  for (std::size_t i = 1; i <= 3; ++i) {
+    INFO("after chunk " << i);
+    REQUIRE(seen->tiers[i].slots.size() == 1);
+    const slot_stats& sl = seen->tiers[i].slots[0];
+    CHECK(sl.prefill_total == (i < 3 ? 3 * c.grid : 0));
+    CHECK(sl.prefill_done == (i < 3 ? static_cast<long>(i) * c.grid : 0));
+  }
   const cache_stats& s = seen->tiers.back();
+  CHECK(s.slots.at(0).prefill_total == 0);
   CHECK(s.resident.anchors == 3);  // one per line the cold prefill passed
   CHECK(s.resident.misses == 1);
   CHECK(s.resident.rows > static_cast<std::size_t>(3 * c.grid));

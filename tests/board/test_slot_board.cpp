@@ -313,3 +313,53 @@ TEST_CASE("slots: a grid-anchor resume on one of 2 or 4 slots equals a cold pref
     }
   }
 }
+
+TEST_CASE("slots: the stats show a prefill's progress as it goes, and each slot's anchors once it is held",
+          "[tiers][slots][progress]") {
+  const model_config c = test_config("tiny", 1024);
+  const long g = c.grid;
+  slot_board b(engines(c, 2), small_runner_options());
+  const auto prompt = test_tokens(static_cast<std::size_t>(4 * g), 711);
+  slot_events first = b.start(job_of(prompt, 3, "p", "A"));
+  const std::size_t slot = first.slot;
+  const slot_stats started = b.stats().slots.at(slot);  // started: nothing forwarded yet
+  CHECK(started.prefill_total == 4 * g);
+  CHECK(started.prefill_done == 0);
+  std::vector<long> done;
+  while (b.wants_step()) {
+    for (const auto& s : b.step()) {
+      bool progressed = false;
+      for (const auto& ev : s.events.events)
+        progressed = progressed || ev.what == stream_event::kind::progress;
+      // A progress step tells the board to send the stats, which hold where the prefill is.
+      if (progressed) CHECK(s.events.tiers_changed);
+    }
+    const slot_stats st = b.stats().slots.at(slot);
+    if (st.prefill_total > 0) {
+      CHECK(st.prefill_total == 4 * g);
+      CHECK(st.prefill_cached == 0);
+      done.push_back(st.prefill_done);
+    }
+  }
+  // Seen after each chunk but the last (the prefill is over once the last chunk is forwarded).
+  CHECK(done == std::vector<long>{g, 2 * g, 3 * g});
+  const slot_stats end = b.stats().slots.at(slot);
+  CHECK(end.prefill_total == 0);
+  CHECK(end.state == "idle");
+  // The resident prompt's grid anchors and its end anchor, as the resident prefix holds them.
+  const resident_prefix& r = b.runner(slot).tiers().resident();
+  REQUIRE_FALSE(end.anchors.empty());
+  CHECK(end.anchors.size() == r.anchors().size());
+  CHECK(std::is_sorted(end.anchors.begin(), end.anchors.end()));
+  for (std::size_t a : end.anchors) CHECK(a % static_cast<std::size_t>(g) == 0);
+  CHECK(end.end_anchor == r.end_position());
+  CHECK(end.end_anchor > 0);
+  const nlohmann::json j = end;
+  CHECK(j["anchors"] == end.anchors);
+  CHECK(j["end_anchor"] == end.end_anchor);
+  CHECK(j["prefill"].is_null());
+  // The other slot holds nothing.
+  const nlohmann::json other = b.stats().slots.at(1 - slot);
+  CHECK(other["anchors"] == nlohmann::json::array());
+  CHECK(other["end_anchor"].is_null());
+}
