@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/probe.hpp"
+#include "protocol/record_format.hpp"
 
 namespace anchorage {
 
@@ -22,6 +23,93 @@ struct disk_offer {
   std::uint64_t read_bytes = 0;  // what the read reads: its chunks and the anchor
   std::uint64_t generation = 0;  // the tier's clear count when offered
   double read_s = 0;             // the expected read time at the measured bandwidth
+};
+
+// Why restores failed (the wire's tiers.disk.restore_failure_reasons), each failed read counted
+// once by the first thing that failed: the entry was gone from the index when the read came, the
+// offer was stale (the tier cleared since, or another prompt), the read itself failed (I/O), or a
+// file failed a check of the framed record (protocol/record_format.hpp's fault names).
+struct disk_restore_failures {
+  long missing = 0, stale_offer = 0, io = 0, truncated = 0, bad_magic = 0, bad_version = 0, bad_header = 0,
+       foreign_engine = 0, wrong_line = 0, wrong_prefix = 0, wrong_chunks = 0, layout_mismatch = 0,
+       bad_crc = 0;
+
+  static constexpr auto fields() {
+    using s = disk_restore_failures;
+    return std::make_tuple(
+        probe::sum("missing", &s::missing), probe::sum("stale_offer", &s::stale_offer),
+        probe::sum("io", &s::io), probe::sum("truncated", &s::truncated),
+        probe::sum("bad_magic", &s::bad_magic), probe::sum("bad_version", &s::bad_version),
+        probe::sum("bad_header", &s::bad_header), probe::sum("foreign_engine", &s::foreign_engine),
+        probe::sum("wrong_line", &s::wrong_line), probe::sum("wrong_prefix", &s::wrong_prefix),
+        probe::sum("wrong_chunks", &s::wrong_chunks), probe::sum("layout_mismatch", &s::layout_mismatch),
+        probe::sum("bad_crc", &s::bad_crc));
+  }
+  long total() const {
+    return missing + stale_offer + io + truncated + bad_magic + bad_version + bad_header + foreign_engine +
+           wrong_line + wrong_prefix + wrong_chunks + layout_mismatch + bad_crc;
+  }
+  // A file that failed a record check: its fault (none: the read itself failed). The spill's
+  // own faults never come from a disk file; counted as bad_header should one ever.
+  void count(record_format::fault f) {
+    using record_format::fault;
+    switch (f) {
+      case fault::none:
+        ++io;
+        return;
+      case fault::truncated:
+        ++truncated;
+        return;
+      case fault::bad_magic:
+        ++bad_magic;
+        return;
+      case fault::bad_version:
+        ++bad_version;
+        return;
+      case fault::foreign_engine:
+        ++foreign_engine;
+        return;
+      case fault::wrong_line:
+        ++wrong_line;
+        return;
+      case fault::wrong_prefix:
+        ++wrong_prefix;
+        return;
+      case fault::wrong_chunks:
+        ++wrong_chunks;
+        return;
+      case fault::layout_mismatch:
+        ++layout_mismatch;
+        return;
+      case fault::bad_crc:
+        ++bad_crc;
+        return;
+      default:
+        ++bad_header;
+        return;
+    }
+  }
+};
+
+// What the start-up scan found and did (the wire's tiers.disk.sweep): files indexed, unfinished
+// writes (.tmp) reaped, files of another fingerprint or grid swept, damaged files removed (bad
+// headers, wrong lengths, missing parents), entries evicted to the limits right after, and the
+// scan's wall time.
+struct disk_scan_report {
+  std::size_t indexed = 0;
+  std::size_t tmp_reaped = 0;
+  std::size_t foreign_swept = 0;
+  std::size_t damaged_removed = 0;
+  std::size_t evicted = 0;
+  double seconds = 0;
+
+  static constexpr auto fields() {
+    using s = disk_scan_report;
+    return std::make_tuple(probe::keep("indexed", &s::indexed), probe::keep("tmp_reaped", &s::tmp_reaped),
+                           probe::keep("foreign_swept", &s::foreign_swept),
+                           probe::keep("damaged_removed", &s::damaged_removed),
+                           probe::keep("evicted", &s::evicted), probe::keep("seconds", &s::seconds));
+  }
 };
 
 // The tier's counters and sizes (JSON only at the wire, from the field list).
@@ -36,6 +124,14 @@ struct disk_stats {
   long hits = 0, misses = 0, declined = 0, restore_failures = 0, write_failures = 0, refusals = 0,
        evictions = 0, superseded = 0, files_written = 0;
   std::uint64_t bytes_written = 0, bytes_read = 0;
+  // restore_failures by why (restore_failures is their total).
+  disk_restore_failures restore_failure_reasons;
+  // The chunks' sharing: what the anchors would hold were each stored whole (each anchor's file
+  // and every chunk of its chain), and that over the bytes of the files they stand on (each
+  // chunk once; 1 without sharing; 0 without an anchor).
+  std::uint64_t anchored_bytes = 0;
+  double dedup_ratio = 0;
+  disk_scan_report sweep;      // the start-up scan's
   long jobs = 0;               // jobs submitted
   std::size_t writes_out = 0;  // jobs at the writer now
   long anchors_planned = 0;
@@ -64,7 +160,10 @@ struct disk_stats {
         probe::sum("misses", &s::misses, t::misses), probe::sum("declined", &s::declined),
         probe::sum("tokens_saved", &s::tokens_saved, t::tokens_saved),
         probe::sum("anchors_planned", &s::anchors_planned),
-        probe::keep("read_bytes_per_s", &s::read_bytes_per_s));
+        probe::keep("read_bytes_per_s", &s::read_bytes_per_s),
+        probe::sum("restore_failure_reasons", &s::restore_failure_reasons),
+        probe::keep("anchored_bytes", &s::anchored_bytes), probe::keep("dedup_ratio", &s::dedup_ratio),
+        probe::sum("sweep", &s::sweep));
   }
 };
 

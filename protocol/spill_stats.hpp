@@ -4,10 +4,35 @@
 // spill_keeper) in one object, from their field lists (protocol/probe.hpp).
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "protocol/probe.hpp"
 
 namespace anchorage {
+
+// One conversation the spill holds, as the operator's view lists it: its id (16 hex digits, as
+// its manifest file is named), the session key it was spilled under (the client's, as the slots
+// show it), its tokens, the bytes of the files it names and its manifest, its end anchor (0:
+// none), whether it was a slot's at a planned stop, and when it was spilled. Never a token or
+// prompt text.
+struct spill_conversation_view {
+  std::string id;
+  std::string session;
+  std::size_t tokens = 0;
+  std::uint64_t bytes = 0;
+  std::size_t end_anchor = 0;
+  bool resident = false;
+  double spilled_unix_s = 0;
+
+  static constexpr auto fields() {
+    using s = spill_conversation_view;
+    return std::make_tuple(probe::keep("id", &s::id), probe::keep("session", &s::session),
+                           probe::keep("tokens", &s::tokens), probe::keep("bytes", &s::bytes),
+                           probe::keep("end_anchor", &s::end_anchor), probe::keep("resident", &s::resident),
+                           probe::keep("spilled_unix_s", &s::spilled_unix_s));
+  }
+};
 
 // The store's files and I/O.
 struct spill_store_stats {
@@ -18,6 +43,9 @@ struct spill_store_stats {
   std::uint64_t restore_failures = 0, writes = 0, writes_unchanged = 0, write_failures = 0, refusals = 0,
                 evictions = 0, blocks_written = 0, blocks_skipped = 0, anchors_written = 0,
                 anchors_skipped = 0, bytes_written = 0, bytes_read = 0, scan_damaged = 0, scan_foreign = 0;
+  // The conversations held, the most recently used first, at most conversations_listed.
+  static constexpr std::size_t conversations_listed = 20;
+  std::vector<spill_conversation_view> conversations;
 
   static constexpr auto fields() {
     using s = spill_store_stats;
@@ -37,7 +65,7 @@ struct spill_store_stats {
         probe::sum("anchors_skipped", &s::anchors_skipped),
         probe::sum("bytes_written", &s::bytes_written, t::bytes_written),
         probe::sum("bytes_read", &s::bytes_read, t::bytes_read), probe::sum("scan_damaged", &s::scan_damaged),
-        probe::sum("scan_foreign", &s::scan_foreign));
+        probe::sum("scan_foreign", &s::scan_foreign), probe::keep("conversations", &s::conversations));
   }
 };
 

@@ -59,7 +59,8 @@ board_events generation_run::offered(disk_offer_reply reply) {
   if (phase_ != phase::restoring || !offering_) return {};
   offering_ = false;
   replan_ = false;  // a clear while the offer was asked for: the plan is made only now
-  if (auto* d = slot_.tiers->disk()) d->expect(std::move(reply.offer), reply.foreign_line);
+  if (auto* d = slot_.tiers->disk())
+    d->expect(std::move(reply.offer), reply.foreign_line, reply.declined_line);
   pending_ = slot_.tiers->plan(asked_, plan_info());
   return fetch();
 }

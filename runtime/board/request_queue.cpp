@@ -130,13 +130,17 @@ void request_queue::set_disk(disk_stats disk) {
 // spill first (the board answers once it is written); with a disk tier, the disk actor last: it
 // answers once no write is out (committed).
 request_queue::drain_move request_queue::next_drain() {
+  drain_asked_ = true;
   if (!running_.empty() || !queue_.empty() || tiers_.disk_staged_bytes != 0) return drain_move::wait;
   if (opts_.spill && spill_drain_ != spill_step::done) {
     if (spill_drain_ == spill_step::out) return drain_move::wait;
     spill_drain_ = spill_step::out;
     return drain_move::ask_spill;
   }
-  if (!disk_) return drain_move::idle;
+  if (!disk_) {
+    drain_done_ = true;
+    return drain_move::idle;
+  }
   if (disk_drain_out_) return drain_move::wait;
   disk_drain_out_ = true;
   return drain_move::ask_disk;
@@ -149,7 +153,35 @@ void request_queue::spill_done(std::optional<spill_stop_reply> r) {
 
 void request_queue::disk_drained(std::optional<disk_stats> d) {
   disk_drain_out_ = false;
+  drain_done_ = true;
   if (d) set_disk(std::move(*d));
+}
+
+nlohmann::json request_queue::drain_progress() const {
+  const char* step = "serving";
+  if (drain_done_)
+    step = "done";
+  else if (!drain_asked_)
+    step = "serving";
+  else if (!running_.empty() || !queue_.empty())
+    step = "requests";
+  else if (tiers_.disk_staged_bytes != 0)
+    step = "staged_writes";
+  else if (spill_drain_ == spill_step::out)
+    step = "spill";
+  else
+    step = "disk_writes";  // the disk's drain asked for, or about to be
+  return {{"step", step},
+          {"running", running_.size()},
+          {"waiting", queue_.size()},
+          {"staged_bytes", tiers_.disk_staged_bytes},
+          {"disk_writes_out", disk_ ? disk_stats_.writes_out : 0},
+          {"spilled",
+           {{"conversations", spilled_.conversations},
+            {"written", spilled_.written},
+            {"failed", spilled_.failed},
+            {"bytes", spilled_.bytes},
+            {"seconds", spilled_.seconds}}}};
 }
 
 std::string request_queue::stats_text() const {
@@ -161,6 +193,7 @@ std::string request_queue::stats_text() const {
                 {"slots", opts_.slots},
                 {"max_queue", opts_.max_queue}};
   j["slots"] = tiers_.slots;
+  j["drain"] = drain_progress();
   nlohmann::json recent = nlohmann::json::array();
   for (const auto& e : book_->recent()) recent.push_back(to_json(e));
   j["ledger"] = std::move(recent);

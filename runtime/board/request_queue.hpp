@@ -71,6 +71,11 @@ class request_queue {
   drain_move next_drain();
   void spill_done(std::optional<spill_stop_reply> r);
   void disk_drained(std::optional<disk_stats> d);
+  // Where a drain stands (the stats' "drain"): its step ("serving" until one is asked for, then
+  // "requests" while requests run or wait, "staged_writes" while the board stages disk bytes,
+  // "spill" while the planned stop's spill is written, "disk_writes" while the disk actor
+  // commits its last writes, "done"), and what each step waits on.
+  nlohmann::json drain_progress() const;
 
   // The stats route's JSON text and the metrics route's text.
   std::string stats_text() const;
@@ -103,6 +108,7 @@ class request_queue {
   // The drain: the planned stop's spill (once) and the disk's drain, each asked for in turn.
   enum class spill_step { not_asked, out, done } spill_drain_ = spill_step::not_asked;
   bool disk_drain_out_ = false;
+  bool drain_asked_ = false, drain_done_ = false;
   spill_stop_reply spilled_;  // what the planned stop's spill wrote
   // The tiers as the board last reported them, and the disk actor's stats.
   cache_stats tiers_;

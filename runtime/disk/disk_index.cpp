@@ -45,7 +45,18 @@ bool disk_index::add_anchor(const std::string& ns, std::vector<std::uint64_t> ch
   e.parent = key;
   if (!eviction_->add(id, e)) return false;
   const std::size_t line = chain.size() * grid_;
-  anchors_[id] = disk_anchor_entry{ns, line, std::move(chain), bytes};
+  std::uint64_t read_bytes = bytes;
+  for (std::uint64_t c : chain) read_bytes += chunks_.at(c).bytes;
+  anchor_files_bytes_ += bytes;
+  for (std::uint64_t c : chain) {
+    auto& [refs, chunk_bytes] = chain_refs_[c];
+    if (refs++ == 0) {
+      chunk_bytes = chunks_.at(c).bytes;
+      anchor_files_bytes_ += chunk_bytes;
+    }
+  }
+  anchors_[id] = disk_anchor_entry{ns, line, std::move(chain), bytes, read_bytes};
+  anchored_bytes_ += read_bytes;
   ++anchor_lines_[line];
   paths_[id] = std::move(path);
   return true;
@@ -75,6 +86,15 @@ std::vector<std::string> disk_index::remove(std::uint64_t id) {
     }
     chunks_.erase(gone);
     if (auto a = anchors_.find(gone); a != anchors_.end()) {
+      anchored_bytes_ -= a->second.read_bytes;
+      anchor_files_bytes_ -= a->second.bytes;
+      for (std::uint64_t c : a->second.chain) {
+        auto r = chain_refs_.find(c);
+        if (r != chain_refs_.end() && --r->second.first == 0) {
+          anchor_files_bytes_ -= r->second.second;
+          chain_refs_.erase(r);
+        }
+      }
       if (auto l = anchor_lines_.find(a->second.line); l != anchor_lines_.end() && --l->second == 0)
         anchor_lines_.erase(l);
       anchors_.erase(a);
@@ -90,6 +110,8 @@ void disk_index::clear() {
   anchor_lines_.clear();
   checkpoints_.clear();
   paths_.clear();
+  chain_refs_.clear();
+  anchor_files_bytes_ = anchored_bytes_ = 0;
   ++epoch_;
   eviction_ = std::make_unique<disk_eviction>(clock_, options_);
 }
@@ -102,8 +124,7 @@ disk_hit disk_index::hit_of(const disk_anchor_entry& a) const {
   disk_hit h;
   h.ns = a.ns;
   h.line = a.line;
-  h.read_bytes = a.bytes;
-  for (std::uint64_t c : a.chain) h.read_bytes += chunks_.at(c).bytes;
+  h.read_bytes = a.read_bytes;
   return h;
 }
 

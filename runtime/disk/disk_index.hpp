@@ -24,6 +24,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/token.hpp"
@@ -55,6 +56,7 @@ struct disk_anchor_entry {
   std::size_t line = 0;
   std::vector<std::uint64_t> chain;  // chunk hashes at grid, 2 grid, ..., line
   std::uint64_t bytes = 0;
+  std::uint64_t read_bytes = 0;  // what a restore reads: bytes and every chunk of the chain
 };
 struct disk_checkpoint_entry {
   std::uint64_t key_hash = 0;
@@ -125,6 +127,12 @@ class disk_index {
   std::vector<std::uint64_t> older_checkpoints(std::uint64_t key_hash, std::size_t rows) const;
 
   std::size_t entries() const { return anchors_.size(); }
+  // The bytes of the files the anchors stand on (each anchor's own and every chunk some anchor's
+  // chain names, once), and the sum of every anchor's read_bytes: what the anchors would hold
+  // were each stored whole, without the chunks they share. A chunk no anchor names counts in
+  // neither. Kept as entries come and go.
+  std::uint64_t anchor_files_bytes() const { return anchor_files_bytes_; }
+  std::uint64_t anchored_bytes() const { return anchored_bytes_; }
   std::size_t chunk_count() const { return chunks_.size(); }
   std::size_t checkpoint_count() const { return checkpoints_.size(); }
 
@@ -178,6 +186,9 @@ class disk_index {
   std::unordered_map<std::uint64_t, std::string> paths_;                  // id -> file path
   std::unordered_map<std::uint64_t, int> in_flight_;
   std::uint64_t pending_bytes_ = 0;
+  std::unordered_map<std::uint64_t, std::pair<std::size_t, std::uint64_t>>
+      chain_refs_;  // chunk -> anchors naming it, its bytes
+  std::uint64_t anchor_files_bytes_ = 0, anchored_bytes_ = 0;
   std::uint64_t epoch_ = 0;
 };
 

@@ -1,11 +1,23 @@
 #include "runtime/disk/disk_reader.hpp"
 
+#include <cerrno>
+
 #include "protocol/disk_format.hpp"
 #include "runtime/disk/disk_codec_detail.hpp"
 
 namespace anchorage {
 
 namespace df = disk_format;
+
+namespace {
+
+// A read that failed: a file shorter than the index says is truncated (file_env's ERANGE), any
+// other error the I/O's (none).
+df::fault read_fault(const file_result& r) {
+  return r.error == ERANGE ? df::fault::truncated : df::fault::none;
+}
+
+}  // namespace
 
 void verified_anchor::apply(state_adapter& into) const {
   for (const auto& v : chunks_) apply_chunk(into, v);
@@ -32,24 +44,24 @@ expected<verified_anchor> disk_reader::read_anchor(const std::vector<disk_read_f
   for (std::size_t i = 0; i < files.size(); ++i) {
     const file_result r = env_.wait_read(ahead, out.buffers_[i]);
     ahead = r && i + 1 < files.size() ? env_.submit_read(files[i + 1].path, files[i + 1].bytes) : io_ticket{};
-    auto stop = [&](const std::string& what) {
+    auto stop = [&](const std::string& what, df::fault f, bool gone = false) {
       if (ahead) {  // the env is idle again before the caller deletes anything
         file_buffer discard;
         env_.wait_read(ahead, discard);
       }
-      failure = {i, status::failure(what)};
+      failure = {i, status::failure(what), f, gone};
       return failure.why;
     };
-    if (!r) return stop(r.message);
+    if (!r) return stop(r.message, read_fault(r), r.error == ENOENT);
     out.bytes_read_ += files[i].bytes;
     const unsigned char* d = out.buffers_[i].data();
     if (i < chain.size()) {
       auto v = verify_chunk(d, files[i].bytes, layout_, prompt, (i + 1) * grid_);
-      if (!v.ok()) return stop(files[i].path + ": " + v.error);
+      if (!v.ok()) return stop(files[i].path + ": " + v.error, v.fault);
       out.chunks_.push_back(std::move(v.value));
     } else {
       auto v = verify_anchor(d, files[i].bytes, layout_, chain);
-      if (!v.ok()) return stop(files[i].path + ": " + v.error);
+      if (!v.ok()) return stop(files[i].path + ": " + v.error, v.fault);
       out.anchor_ = std::move(v.value);
     }
   }
@@ -58,13 +70,18 @@ expected<verified_anchor> disk_reader::read_anchor(const std::vector<disk_read_f
 
 expected<checkpoint_read> disk_reader::read_checkpoint(const disk_read_file& file,
                                                        const std::vector<token_id>& prompt,
-                                                       std::uint64_t key_hash) {
+                                                       std::uint64_t key_hash, disk_read_failure& failure) {
   file_buffer buf;
   const file_result fr = env_.wait_read(env_.submit_read(file.path, file.bytes), buf);
-  if (!fr)
-    return status::failure(file.path + ": " + df::fault_name(df::fault::truncated) + ": " + fr.message);
+  if (!fr) {
+    failure = {0, status::failure(file.path + ": " + fr.message), read_fault(fr), fr.error == ENOENT};
+    return failure.why;
+  }
   auto d = decode_checkpoint(buf.data(), buf.size(), layout_, prompt, key_hash);
-  if (!d.ok()) return status::failure(file.path + ": " + d.error);
+  if (!d.ok()) {
+    failure = {0, status::failure(file.path + ": " + d.error), d.fault};
+    return failure.why;
+  }
   return std::move(d.value);
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/record_format.hpp"
 #include "runtime/core/status.hpp"
 #include "runtime/core/token.hpp"
 #include "runtime/disk/checkpoint_codec.hpp"
@@ -49,6 +50,12 @@ class verified_anchor {
 struct disk_read_failure {
   std::size_t file = 0;  // index into the files asked for
   status why;
+  // The record check it failed: truncated for a file shorter than asked, none when the read
+  // itself failed (an I/O error, a file gone).
+  record_format::fault fault = record_format::fault::none;
+  // The file was not there (ENOENT: deleted under the index, e.g. by another process sharing the
+  // folder): gone, not damaged.
+  bool gone = false;
 };
 
 class disk_reader {
@@ -64,9 +71,10 @@ class disk_reader {
                                         const std::vector<token_id>& prompt,
                                         const std::vector<std::uint64_t>& chain, disk_read_failure& failure);
 
-  // Reads and verifies one checkpoint file against `prompt` and the key.
+  // Reads and verifies one checkpoint file against `prompt` and the key; a failure's fault
+  // in `failure` (its file 0).
   expected<checkpoint_read> read_checkpoint(const disk_read_file& file, const std::vector<token_id>& prompt,
-                                            std::uint64_t key_hash);
+                                            std::uint64_t key_hash, disk_read_failure& failure);
 
   // The token ids a chain of chunk files holds, from their token blocks alone (no rows, no
   // crc check: a listing, not a restore).

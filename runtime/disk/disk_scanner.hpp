@@ -14,20 +14,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "protocol/disk_types.hpp"
 #include "runtime/disk/disk_index.hpp"
 #include "runtime/disk/disk_names.hpp"
 #include "runtime/engine/state_adapter.hpp"
 #include "runtime/io/file_env.hpp"
 
 namespace anchorage {
-
-// What a scan found.
-struct disk_scan_report {
-  std::size_t indexed = 0;          // files indexed
-  std::size_t tmp_reaped = 0;       // .tmp orphans removed
-  std::size_t foreign_swept = 0;    // files of another fingerprint or grid removed
-  std::size_t damaged_removed = 0;  // bad headers, wrong lengths, missing parents
-};
 
 // The chunk hashes other engines' folders under `dir` hold (dir/<another fingerprint>/c-*.chk, by
 // their names: nothing is read), at most `limit`: where the miss reasons look for a line a
@@ -42,7 +35,7 @@ class disk_scanner {
 
   // Creates the folder, clears `index` and rebuilds it from the folder's files; `now_s` is the
   // last use of a file whose time cannot be read. Nothing indexed when the folder cannot be
-  // made.
+  // made. The report's evicted and seconds are the caller's to fill.
   disk_scan_report scan(disk_index& index, std::int64_t now_s);
 
   // Deletes every file of ours in the folder (chunks, anchors, checkpoints, tmp files), indexed

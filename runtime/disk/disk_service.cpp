@@ -29,8 +29,9 @@ disk_service::disk_service(file_env& env, const state_layout& layout, const evic
       grid_(static_cast<std::size_t>(layout.grid)) {}
 
 disk_scan_report disk_service::start() {
+  const std::int64_t began = steady_ns();
   disk_scan_report r = store_.scan();
-  store_.evict_to_cap();
+  r.evicted = store_.evict_to_cap();
   ++generation_;
   constexpr std::size_t foreign_limit = std::size_t{1} << 20;
   const auto foreign = other_engines_chunks(env_, options_.store.dir, layout_.fingerprint, foreign_limit);
@@ -40,7 +41,9 @@ disk_scan_report disk_service::start() {
                << options_.store.dir << " (kept; counted as other_fingerprint when a prompt needs them)";
   log_info() << "disk tier in " << store_.folder() << ": " << r.indexed << " files indexed, " << r.tmp_reaped
              << " unfinished writes reaped, " << r.foreign_swept << " of another engine swept, "
-             << r.damaged_removed << " damaged removed";
+             << r.damaged_removed << " damaged removed, " << r.evicted << " evicted to the limits";
+  r.seconds = static_cast<double>(steady_ns() - began) / 1e9;
+  sweep_ = r;
   return r;
 }
 
@@ -63,6 +66,7 @@ disk_offer_reply disk_service::offer(const std::vector<token_id>& prompt, std::s
   if (read_s >= prefill_s) {
     ++declined_;
     reply.declined = true;
+    reply.declined_line = hit->line;
     return reply;
   }
   disk_offer o;
@@ -260,7 +264,10 @@ disk_stats disk_service::stats() const {
   disk_stats s = store_.stats();
   s.misses = misses_;
   s.declined = declined_;
-  s.restore_failures += refused_reads_;  // the store's failed reads and the offers refused before it
+  // The store's failed reads and the offers refused before it.
+  s.restore_failure_reasons.stale_offer += refused_reads_;
+  s.restore_failures = s.restore_failure_reasons.total();
+  s.sweep = sweep_;
   s.jobs = jobs_;
   s.writes_out = writes_out_;
   s.anchors_planned = anchors_planned_;

@@ -123,6 +123,7 @@ class disk_service {
   std::unordered_set<std::string> sessions_seen_;
   std::unordered_set<std::uint64_t> finished_keys_;
   std::unordered_set<std::uint64_t> foreign_chunks_;  // other engines' chunk names, from start()
+  disk_scan_report sweep_;                            // start()'s
   double read_bps_ = 0;
   long misses_ = 0, declined_ = 0, refused_reads_ = 0, jobs_ = 0, anchors_planned_ = 0;
   long long tokens_saved_ = 0;

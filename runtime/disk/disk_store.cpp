@@ -80,13 +80,13 @@ expected<disk_restore> disk_store::restore(const disk_hit& hit, const std::vecto
 expected<verified_read> disk_store::read_verified(const disk_hit& hit, const std::vector<token_id>& prompt,
                                                   bool* damaged) {
   if (hit.line == 0 || hit.line % grid_ != 0 || prompt.size() < hit.line) {
-    ++counts_.restore_failures;
+    ++counts_.restore_failure_reasons.missing;
     return status::failure("no anchor at line " + std::to_string(hit.line) + " for this prompt");
   }
   const std::uint64_t aid = disk_names::anchor_id(hit.ns, prefix_hash(prompt.data(), hit.line));
   const disk_anchor_entry* a = index_.anchor(aid);
   if (!a || !index_.chain_indexed(a->chain)) {
-    ++counts_.restore_failures;
+    ++counts_.restore_failure_reasons.missing;
     return status::failure("the anchor at line " + std::to_string(hit.line) + " is not on disk");
   }
   const std::vector<std::uint64_t> chain = a->chain;
@@ -100,8 +100,12 @@ expected<verified_read> disk_store::read_verified(const disk_hit& hit, const std
   disk_read_failure failure;
   auto read = reader_.read_anchor(files, prompt, chain, failure);
   if (!read) {
-    ++counts_.restore_failures;
-    if (damaged) *damaged = true;
+    if (failure.gone) {  // deleted under the index: gone, as if evicted
+      ++counts_.restore_failure_reasons.missing;
+    } else {
+      counts_.restore_failure_reasons.count(failure.fault);
+      if (damaged) *damaged = true;
+    }
     drop(ids[failure.file]);
     return read.error();
   }
@@ -159,9 +163,7 @@ disk_entry_list disk_store::list_entries(std::size_t limit) const {
     disk_entry_view v;
     v.key = a->chain.back();
     v.tokens = a->line;
-    v.bytes = a->bytes;
-    for (std::uint64_t h : a->chain)
-      if (const disk_chunk_entry* c = index_.chunk(h)) v.bytes += c->bytes;
+    v.bytes = a->read_bytes;
     v.hits = e->hits;
     v.value = index_.value(id);
     v.age_s = std::max<std::int64_t>(0, now - e->last_use_s);
@@ -186,6 +188,10 @@ disk_stats disk_store::stats() const {
   s.min_free_bytes = options_.eviction.min_free_bytes;
   s.fs_free_bytes = env_.free_bytes(folder()).value_or(0);
   s.longest_prefix = longest_durable_prefix_tokens();
+  s.restore_failures = s.restore_failure_reasons.total();
+  s.anchored_bytes = index_.anchored_bytes();
+  const std::uint64_t stood_on = index_.anchor_files_bytes();
+  s.dedup_ratio = stood_on == 0 ? 0.0 : static_cast<double>(s.anchored_bytes) / static_cast<double>(stood_on);
   s.folder = folder();
   return s;
 }

@@ -177,7 +177,8 @@ class disk_store {
   // failure, deletes the broken chain and names what failed) without touching any engine;
   // apply_verified() then writes the bytes into `into` (rows [0, line), every section, valid
   // length = line). It touches no store, so whoever owns the engine calls it. `damaged` (when not
-  // null) is set when the files were found and failed their checks, left as it is otherwise.
+  // null) is set when a file failed its checks or its read, left as it is otherwise (nothing on
+  // disk at that line, or a file deleted under the index: gone, as an eviction leaves it).
   expected<verified_read> read_verified(const disk_hit& hit, const std::vector<token_id>& prompt,
                                         bool* damaged = nullptr);
   static void apply_verified(const verified_read& read, state_adapter& into) { read.anchor.apply(into); }
@@ -224,7 +225,7 @@ class disk_store {
   // change (the file system's free bytes are one statvfs).
   disk_stats stats() const;
   // Reads refused by their checks (a crc, a token id, a size), each counted once.
-  long restore_failures() const { return counts_.restore_failures; }
+  long restore_failures() const { return counts_.restore_failure_reasons.total(); }
 
   std::size_t entries() const { return index_.entries(); }  // anchors indexed, every namespace
   std::size_t chunk_count() const { return index_.chunk_count(); }
@@ -261,7 +262,7 @@ class disk_store {
   disk_reader reader_;
   disk_scanner scanner_;
   bool warned_ = false;
-  // The store's counters (hits, restore_failures, write_failures, refusals, evictions,
+  // The store's counters (hits, restore_failure_reasons, write_failures, refusals, evictions,
   // superseded, files_written, bytes_written, bytes_read); stats() fills in the rest.
   disk_stats counts_;
 };

@@ -48,13 +48,17 @@ expected<verified_checkpoint> disk_store::read_checkpoint_verified(const checkpo
   const std::uint64_t id = disk_names::checkpoint_id(hit.key_hash, hit.rows);
   const disk_checkpoint_entry* c = index_.checkpoint(id);
   if (!c) {
-    ++counts_.restore_failures;
+    ++counts_.restore_failure_reasons.missing;
     return status::failure("no such checkpoint");
   }
   const disk_read_file file{*index_.path(id), static_cast<std::size_t>(c->bytes)};
-  auto read = reader_.read_checkpoint(file, prompt, hit.key_hash);
+  disk_read_failure failure;
+  auto read = reader_.read_checkpoint(file, prompt, hit.key_hash, failure);
   if (!read) {
-    ++counts_.restore_failures;
+    if (failure.gone)
+      ++counts_.restore_failure_reasons.missing;
+    else
+      counts_.restore_failure_reasons.count(failure.fault);
     drop(id);
     return read.error();
   }

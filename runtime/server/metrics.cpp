@@ -110,6 +110,15 @@ std::string metrics::text(long queue_depth, long running) const {
       o << "anchorage_cache_miss_tokens_total{reason=\"" << to_string(r) << "\"} "
         << tiers_->miss_reasons[r].tokens << "\n";
   }
+  if (tiers_ && tiers_->disk) {
+    const disk_restore_failures& f = tiers_->disk->store.restore_failure_reasons;
+    o << "# HELP anchorage_disk_restore_failures_total The disk tier's failed restores, by the first thing "
+         "that failed.\n"
+      << "# TYPE anchorage_disk_restore_failures_total counter\n";
+    probe::each_field<disk_restore_failures>([&](const auto& d) {
+      o << "anchorage_disk_restore_failures_total{reason=\"" << d.name << "\"} " << f.*(d.member) << "\n";
+    });
+  }
   if (tiers_ && tiers_->compaction) {
     const compaction_stats& c = *tiers_->compaction;
     o << "# HELP anchorage_compactions_total Compaction requests, by how they were served.\n"

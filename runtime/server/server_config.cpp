@@ -125,6 +125,15 @@ const std::vector<option>& options() {
          c.disk.admission.min_tokens =
              static_cast<std::size_t>(parse_long("disk-min-tokens", v, 1, 1L << 30));
        }},
+      {"disk-read-gbps", "GB/s",
+       "the disk tier's read bandwidth assumed until a read measures it: a start whose read would take "
+       "longer than prefilling its tokens is declined (1)",
+       [](server_config& c, const std::string& v) {
+         const std::string wants = "a bandwidth in GB/s above 0 (e.g. 2 or 0.5)";
+         const double x = parse_amount("disk-read-gbps", v, 1e4, wants);
+         if (!(x > 0)) throw std::invalid_argument("--disk-read-gbps wants " + wants + ", got '" + v + "'");
+         c.disk.assumed_read_bytes_per_s = x * 1e9;
+       }},
       {"generation-checkpoint-tokens", "N",
        "write a decoding generation's whole state to the disk tier every N output tokens, so an identical "
        "request after a restart resumes it (0: off)",

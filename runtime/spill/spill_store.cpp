@@ -149,6 +149,21 @@ spill_store_stats spill_store::stats() const {
   s.bytes_in_flight = index_.in_flight_bytes();
   s.limit_bytes = opts_.budget_bytes;
   s.writes_in_flight = plans_.size();
+  const auto held = index_.by_last_use();  // least recently used first
+  for (auto it = held.rbegin(); it != held.rend() && s.conversations.size() < s.conversations_listed; ++it) {
+    const spill_manifest& m = (*it)->manifest;
+    spill_conversation_view v;
+    v.id = hex16(m.id);
+    v.session = m.session_key;
+    v.tokens = m.tokens.size();
+    v.bytes = (*it)->encoded.size();
+    for (const spill_file_key& k : (*it)->files)
+      if (const auto* f = index_.file(k)) v.bytes += f->bytes;
+    v.end_anchor = m.end ? m.end->at : 0;
+    v.resident = m.resident;
+    v.spilled_unix_s = static_cast<double>(m.sequence) / 1e9;
+    s.conversations.push_back(std::move(v));
+  }
   return s;
 }
 

@@ -197,7 +197,8 @@ class spill_store {
   // Deletes every file of the folder and empties the index; returns the files deleted.
   std::size_t clear();
 
-  // The files held and in flight, and the counters since it opened (reads: verified reads).
+  // The files held and in flight, the counters since it opened (reads: verified reads), and the
+  // conversations most recently used (an index walk: as many as it holds).
   spill_store_stats stats() const;
 
   std::size_t manifest_count() const;

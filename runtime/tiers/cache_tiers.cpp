@@ -108,7 +108,7 @@ void cache_tiers::restore(state_adapter& into, resume_offer& o) {
     if (!t) throw std::logic_error(std::string("cache_tiers: no tier serves ") + to_string(o.source));
     const restore_result r = t->restore(into, o);
     if (r == restore_result::restored) return;
-    misses_.read_failed(r == restore_result::failed_checks);
+    misses_.read_failed(r == restore_result::failed_checks, o.at);
     // The read failed with the engine untouched: what the tiers above offered, else cold. A
     // guest stays the guest it was planned as (stashed).
     const cache_via guest_via = o.via == cache_via::stash ? o.via : cache_via::none;

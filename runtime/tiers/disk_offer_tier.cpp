@@ -6,10 +6,12 @@
 
 namespace anchorage {
 
-void disk_offer_tier::expect(std::optional<disk_offer> offer, std::size_t foreign_line) {
+void disk_offer_tier::expect(std::optional<disk_offer> offer, std::size_t foreign_line,
+                             std::size_t declined_line) {
   forget();
   offer_ = std::move(offer);
   foreign_line_ = foreign_line;
+  declined_line_ = declined_line;
 }
 
 void disk_offer_tier::forget() {
@@ -18,11 +20,14 @@ void disk_offer_tier::forget() {
   read_.reset();
   read_damaged_ = false;
   foreign_line_ = 0;
+  declined_line_ = 0;
 }
 
 std::optional<resume_offer> disk_offer_tier::offer(tier_lookup& l, std::size_t floor) {
   taken_.reset();
   l.foreign_at = std::max(l.foreign_at, foreign_line_);
+  // The disk actor declined its anchor by the same rule when asked (no offer then).
+  if (declined_line_ > floor) l.declined_at = std::max(l.declined_at, declined_line_);
   if (!offer_ || l.stashed() || offer_->line <= floor || l.prompt->size() < offer_->line) return std::nullopt;
   // The offer was made against no floor: it must still beat prefilling what the tiers above
   // leave at the slot's rate (an unmeasured rate reads).

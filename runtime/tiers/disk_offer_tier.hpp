@@ -21,8 +21,9 @@ struct verified_read;
 // (runtime/disk/disk_staging) and the disk actor's. Name: disk.
 class disk_offer_tier final : public tier {
  public:
-  // `foreign_line`: the deepest line only another engine's folder holds (disk_offer_reply).
-  void expect(std::optional<disk_offer> offer, std::size_t foreign_line = 0);
+  // `foreign_line`: the deepest line only another engine's folder holds; `declined_line`: the
+  // line of an anchor the disk declined by the cost rule (disk_offer_reply), 0: none.
+  void expect(std::optional<disk_offer> offer, std::size_t foreign_line = 0, std::size_t declined_line = 0);
   // The offer plan() took for the running request, if it took the disk's.
   const std::optional<disk_offer>& taken() const { return taken_; }
   long declined() const { return declined_; }
@@ -58,6 +59,7 @@ class disk_offer_tier final : public tier {
   std::optional<disk_offer> taken_;  // what plan() took
   std::shared_ptr<const verified_read> read_;
   std::size_t foreign_line_ = 0;
+  std::size_t declined_line_ = 0;
   long declined_ = 0;
   bool read_damaged_ = false;
 };

@@ -81,7 +81,9 @@ std::optional<miss> classify_miss(const held_record& held, const std::vector<tok
     }
   }
   miss m;
-  m.shared = std::max(most.shared, s.foreign_at);
+  // What the tiers below the record held count too: a disk anchor offered, or declined by the
+  // cost rule, is a line the server held (after a restart the record knows nothing of it).
+  m.shared = std::max({most.shared, s.foreign_at, s.declined_at, s.failed_at});
   if (m.shared == 0) {
     if (s.resumed > 0) return std::nullopt;  // from something the record does not know (a restart's)
     m.reason = miss_reason::no_shared_prefix;

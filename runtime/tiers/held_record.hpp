@@ -7,6 +7,7 @@
 //
 // Not thread-safe: the board's thread owns it (its slots' coordinators all run there).
 #include <cstddef>
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -51,6 +52,7 @@ struct request_start {
   bool stale = false;           // an offer taken was gone when its read came
   std::size_t declined_at = 0;  // the deepest start a tier declined by the cost rule
   std::size_t foreign_at = 0;   // the deepest line only another engine's disk folder holds
+  std::size_t failed_at = 0;    // the deepest offer taken whose read failed (checks or stale)
 };
 
 struct miss {
@@ -88,7 +90,11 @@ class miss_judge {
   void expect(const std::string& session);
   void planned(std::size_t declined_at, std::size_t foreign_at);
   // A taken offer's read failed: its checks (failed_checks) or the offer was gone (stale).
-  void read_failed(bool failed_checks) { (failed_checks ? start_.failed_checks : start_.stale) = true; }
+  // An offer taken at `at` whose read failed its checks, or found it gone.
+  void read_failed(bool failed_checks, std::size_t at) {
+    (failed_checks ? start_.failed_checks : start_.stale) = true;
+    start_.failed_at = std::max(start_.failed_at, at);
+  }
   void judged(std::size_t resumed, const std::vector<token_id>& prompt, std::size_t grid, bool end_align);
   void ended(held_sequence s) { ending_ = std::move(s); }
   void finished(bool refused);

@@ -145,6 +145,56 @@ TEST_CASE("a drain waits for the queue and the staging, then spills once, then a
   CHECK(plain.next_drain() == move::idle);
 }
 
+TEST_CASE("a drain's progress names the step it waits on and what is left, in the stats", "[board][queue]") {
+  auto o = options(1, 4);
+  o.spill = true;
+  request_queue q(o, true, false);
+  auto step = [&] { return q.drain_progress()["step"].get<std::string>(); };
+  auto stats_step = [&] { return nlohmann::json::parse(q.stats_text())["drain"]["step"].get<std::string>(); };
+  q.admit(envelope("a"));
+  q.admit(envelope("b"));
+  CHECK(step() == "serving");  // nothing asked
+  q.next_drain();
+  CHECK(step() == "requests");
+  CHECK(stats_step() == "requests");
+  CHECK(q.drain_progress()["running"] == 1);
+  CHECK(q.drain_progress()["waiting"] == 1);
+  cache_stats staged;
+  staged.disk_staged_bytes = 4096;
+  q.set_tiers(staged);
+  q.finished(ended("a"));
+  q.finished(ended("b"));
+  q.next_drain();
+  CHECK(step() == "staged_writes");
+  CHECK(q.drain_progress()["staged_bytes"] == 4096);
+  CHECK(q.drain_progress()["running"] == 0);
+  q.set_tiers(cache_stats{});
+  REQUIRE(q.next_drain() == request_queue::drain_move::ask_spill);
+  CHECK(step() == "spill");
+  spill_stop_reply spilled;
+  spilled.conversations = spilled.written = 1;
+  spilled.bytes = 1 << 20;
+  q.spill_done(spilled);
+  REQUIRE(q.next_drain() == request_queue::drain_move::ask_disk);
+  disk_stats writing;
+  writing.writes_out = 2;
+  q.set_disk(writing);
+  CHECK(step() == "disk_writes");
+  CHECK(q.drain_progress()["disk_writes_out"] == 2);
+  CHECK(q.drain_progress()["spilled"]["written"] == 1);
+  CHECK(q.drain_progress()["spilled"]["bytes"] == 1 << 20);
+  q.disk_drained(disk_stats{});
+  CHECK(step() == "done");
+  CHECK(stats_step() == "done");
+  CHECK(q.drain_progress()["disk_writes_out"] == 0);
+
+  // Without a disk tier or a spill the drain is done once nothing runs.
+  request_queue plain(options(1, 4), false, false);
+  CHECK(plain.drain_progress()["step"] == "serving");
+  CHECK(plain.next_drain() == request_queue::drain_move::idle);
+  CHECK(plain.drain_progress()["step"] == "done");
+}
+
 TEST_CASE("the request queue's stats show the queue, the ledger and the requests", "[board][queue]") {
   request_queue q(options(1, 4), false, true);
   q.admit(envelope("a"));

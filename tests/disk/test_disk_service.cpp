@@ -274,6 +274,12 @@ TEST_CASE("disk service: a failed read says whether its files failed their check
   // was asked), the damaged files and the missing chain by the store.
   CHECK(s->store().restore_failures() == 2);
   CHECK(s->stats().restore_failures == 3);
+  // And by why: the stale offer, the flipped bit (its block's crc), the chain gone with it.
+  const disk_restore_failures why = s->stats().restore_failure_reasons;
+  CHECK(why.stale_offer == 1);
+  CHECK(why.bad_crc == 1);
+  CHECK(why.missing == 1);
+  CHECK(why.total() == 3);
 }
 
 TEST_CASE("disk service: a line only another engine's folder holds is named in the offer's reply",
@@ -305,4 +311,31 @@ TEST_CASE("disk service: a line only another engine's folder holds is named in t
   // The other folder's files are left as they were.
   auto back = b.open_service();
   CHECK(back->offer(prompt, 0, 0).offer);
+}
+
+TEST_CASE("disk service: the start-up sweep's results are in the stats it publishes", "[disk][service]") {
+  service_bench b;
+  const auto prompt = test_tokens(4 * b.g + 5);
+  {
+    auto s = b.open_service();
+    CHECK(s->stats().sweep.indexed == 0);
+    auto writer = prefilled(b.c, prompt, 3 * b.g);
+    REQUIRE_FALSE(write_anchor(*s, b.env, *writer, prompt).failed);
+  }
+  // What a crash leaves (an unfinished write) and a file of ours cut short.
+  std::ofstream(join_path(b.folder(), "c-00000000000000aa.chk.tmp")) << "half";
+  std::ofstream(join_path(b.folder(), "c-00000000000000bb.chk")) << "not a chunk";
+  auto s = b.open_service();
+  const disk_stats st = s->stats();
+  INFO("indexed " << st.sweep.indexed << ", reaped " << st.sweep.tmp_reaped << ", damaged "
+                  << st.sweep.damaged_removed);
+  CHECK(st.sweep.indexed == 4);  // 3 chunks and the anchor
+  CHECK(st.sweep.tmp_reaped == 1);
+  CHECK(st.sweep.damaged_removed == 1);
+  CHECK(st.sweep.foreign_swept == 0);
+  CHECK(st.sweep.evicted == 0);
+  CHECK(st.sweep.seconds >= 0);
+  // The dedup figures: one anchor on its own chain, nothing shared.
+  CHECK(st.anchored_bytes == st.bytes);
+  CHECK(st.dedup_ratio == Approx(1.0));
 }

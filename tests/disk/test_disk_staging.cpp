@@ -106,8 +106,9 @@ TEST_CASE("disk staging + disk service write a prefill's chunks, whole or cut, a
     CHECK(out.wire["chunks"] == lines);
     CHECK(out.wire["files_written"] == lines);
     CHECK(out.wire["jobs"] == 1);
-    // The wire's JSON keeps the fields the routes have always had.
-    CHECK(keys_of(out.wire) == std::vector<std::string>{"anchors_planned",
+    // The wire's JSON keeps the fields the routes have always had, and the operator's view's since.
+    CHECK(keys_of(out.wire) == std::vector<std::string>{"anchored_bytes",
+                                                        "anchors_planned",
                                                         "bytes",
                                                         "bytes_read",
                                                         "bytes_written",
@@ -116,6 +117,7 @@ TEST_CASE("disk staging + disk service write a prefill's chunks, whole or cut, a
                                                         "checkpoints_staged",
                                                         "chunks",
                                                         "declined",
+                                                        "dedup_ratio",
                                                         "entries",
                                                         "evictions",
                                                         "files_written",
@@ -132,11 +134,13 @@ TEST_CASE("disk staging + disk service write a prefill's chunks, whole or cut, a
                                                         "prefill_tokens_per_s",
                                                         "read_bytes_per_s",
                                                         "refusals",
+                                                        "restore_failure_reasons",
                                                         "restore_failures",
                                                         "stage_limit_bytes",
                                                         "stage_refusals",
                                                         "staged_bytes",
                                                         "superseded",
+                                                        "sweep",
                                                         "tokens_saved",
                                                         "write_failures"});
     // A new service on the folder (a restart) indexes every chunk from the headers.

@@ -445,6 +445,10 @@ TEST_CASE("every read the store refuses is one restore failure, whichever check 
   CHECK_FALSE(store->read_verified(bad, tokens));
   CHECK(counter(store->stats(), "restore_failures") == ++expected);
   CHECK(store->restore_failures() == expected);
+  // Each of them by why: nothing on disk at that line.
+  const disk_restore_failures why = store->stats().restore_failure_reasons;
+  CHECK(why.missing == expected);
+  CHECK(why.total() == expected);
   // And the anchor itself reads, counting no failure.
   CHECK(store->read_verified(*hit, tokens));
   CHECK(counter(store->stats(), "restore_failures") == expected);

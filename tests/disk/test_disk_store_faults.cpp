@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 
 #include "tests/support/disk_store_fixture.hpp"
@@ -93,6 +94,7 @@ TEST_CASE("a read error fails the restore, leaves the engine untouched and drops
   guard.check();
   CHECK_FALSE(store->find(tokens));
   CHECK(counter(store->stats(), "restore_failures") == failures0 + 1);
+  CHECK(store->stats().restore_failure_reasons.io == 1);  // the read's own error, no record check
   CHECK(store->total_bytes() == bytes_under(b.folder()));
 
   // Serving goes on: once the disk reads again, a new store and restore are exact.
@@ -363,4 +365,49 @@ TEST_CASE("a fault on the file read ahead is caught before anything is applied",
   INFO(r.error().error());
   REQUIRE(bool(r));
   require_same_as_cold(*target, *cold, line);
+}
+
+TEST_CASE("each failed restore is counted once, by the first thing that failed", "[disk]") {
+  bench b;
+  const std::size_t line = 4 * b.g;
+  const auto tokens = test_tokens(line + 1);
+  auto cold = prefilled(b.c, tokens, line);
+  auto store = b.open();
+  const std::string second =
+      join_path(b.folder(), "c-" + hex16(prefix_hash(tokens.data(), 2 * b.g)) + ".chk");
+
+  // A file shorter than the index says: truncated (the read reports the early end).
+  REQUIRE(store->store(slice(tokens, 0, line), cold->cache_state()));
+  auto hit = store->find(tokens);
+  REQUIRE(hit);
+  std::filesystem::resize_file(second, b.cfb / 2);
+  CHECK_FALSE(store->read_verified(*hit, tokens));
+  disk_restore_failures why = store->stats().restore_failure_reasons;
+  CHECK(why.truncated == 1);
+  CHECK(why.total() == 1);
+
+  // Written again, one bit of that chunk's rows flipped: its block's crc.
+  REQUIRE(store->store(slice(tokens, 0, line), cold->cache_state()));
+  hit = store->find(tokens);
+  REQUIRE(hit);
+  {
+    std::fstream f(second, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(b.cfb - 7));
+    char c = 0;
+    f.get(c);
+    f.seekp(static_cast<std::streamoff>(b.cfb - 7));
+    f.put(static_cast<char>(c ^ 0x10));
+  }
+  CHECK_FALSE(store->read_verified(*hit, tokens));
+  why = store->stats().restore_failure_reasons;
+  CHECK(why.bad_crc == 1);
+  CHECK(why.truncated == 1);
+  CHECK(why.total() == 2);
+  CHECK(counter(store->stats(), "restore_failures") == 2);
+
+  // The chain went with the bad file: the same hit asked again finds nothing on disk.
+  CHECK_FALSE(store->read_verified(*hit, tokens));
+  why = store->stats().restore_failure_reasons;
+  CHECK(why.missing == 1);
+  CHECK(why.total() == 3);
 }

@@ -210,3 +210,42 @@ TEST_CASE("disk_index: the longest durable prefix follows anchors as they come a
   b.index.clear();
   CHECK(b.index.longest_durable_prefix_tokens() == 0);
 }
+
+TEST_CASE("disk_index: the anchors' bytes stored whole against the shared chunks, as entries come and go",
+          "[disk][index]") {
+  index_bench b;
+  CHECK(b.index.anchor_files_bytes() == 0);
+  CHECK(b.index.anchored_bytes() == 0);
+  // Two conversations share their first 2 g tokens; each has an anchor at 3 g and one at g.
+  const auto t = tokens(3 * g, 9);
+  auto u = t;
+  u[2 * g] = 200;  // parts at 2 g
+  const auto ct = b.add_chunks(t, 3 * g);
+  b.add_chunks(u, 3 * g);
+  CHECK(b.index.chunk_count() == 4);
+  b.add_anchor(t, 3 * g);
+  b.add_anchor(u, 3 * g);
+  b.add_anchor(t, g);
+  // Held: 4 chunks of 100 and 3 anchors of 50. Stored whole: 2 × (3 chunks + anchor), 1 chunk + anchor.
+  CHECK(b.index.anchor_files_bytes() == 4 * 100 + 3 * 50);
+  CHECK(b.index.anchored_bytes() == 2 * (3 * 100 + 50) + (100 + 50));
+  // An anchor's read bytes are its chain and its own.
+  const auto hit = b.index.find(tokens(3 * g + 1, 9));  // t and one more token: the anchor at 3 g
+  REQUIRE(hit);
+  CHECK(hit->line == 3 * g);
+  CHECK(hit->read_bytes == 3 * 100 + 50);
+
+  // Chunks no anchor names count in neither.
+  b.add_chunks(tokens(2 * g, 77), 2 * g);
+  CHECK(b.index.chunk_count() == 6);
+  CHECK(b.index.anchor_files_bytes() == 4 * 100 + 3 * 50);
+  CHECK(b.index.anchored_bytes() == 2 * (3 * 100 + 50) + (100 + 50));
+
+  // The shared second chunk goes: t's and u's anchors at 3 g go with their chains; the one at g stays.
+  b.index.remove(ct[1]);
+  CHECK(b.index.anchor_files_bytes() == 100 + 50);  // the chunk at g and the anchor on it
+  CHECK(b.index.anchored_bytes() == 100 + 50);
+  b.index.clear();
+  CHECK(b.index.anchor_files_bytes() == 0);
+  CHECK(b.index.anchored_bytes() == 0);
+}

@@ -163,9 +163,10 @@ TEST_CASE("dashboard in headless Chromium: every screen loads without an error a
   }
   temp_dir dir("anchorage-http-dashboard-page");
   http_server s({"--cache-dir", dir.str(), "--session-spill", "on", "--response-cache-mb", "16",
-                 "--disk-min-tokens", "256"});
+                 "--disk-min-tokens", "256", "--spill-min-tokens", "256", "--resident-park-gb", "0"});
   // A fixed sequence: a long first turn (the disk's anchors), its follow-up (the end anchor), the
-  // first turn again (the response cache), a refused request.
+  // first turn again (the response cache), a refused request, another session (the first one's
+  // conversation spilled).
   json messages = json::array({{{"role", "system"}, {"content", filler(system_prompt, 1700)}},
                                {{"role", "user"}, {"content", "List the files."}}});
   const turn_reply first = post_turn(s, greedy_turn(messages, 6));
@@ -175,9 +176,13 @@ TEST_CASE("dashboard in headless Chromium: every screen loads without an error a
   post_turn(s, greedy_turn(next, 6));
   post_turn(s, greedy_turn(messages, 6));
   CHECK(s.post("/v1/chat/completions", "{not json").status == 400);
+  json other = json::array({{{"role", "system"}, {"content", "Zq " + filler("Gardens and rain.", 900)}},
+                            {{"role", "user"}, {"content", "Hello."}}});
+  post_turn(s, greedy_turn(other, 4));
   REQUIRE(s.quiesce());  // every write committed, nothing running: the stats stay as they are
   const json stats = s.get("/v1/cache/stats").body_json();
   REQUIRE(stats["tiers"]["disk"]["entries"].get<long>() > 0);
+  REQUIRE_FALSE(stats["tiers"]["spill"]["conversations"].empty());
   const json entries = s.get("/v1/cache/disk/entries?limit=20").body_json();
 
   const std::string base = "http://127.0.0.1:" + std::to_string(s.port()) + "/";
@@ -200,6 +205,16 @@ TEST_CASE("dashboard in headless Chromium: every screen loads without an error a
       std::vector<std::string> want;
       for (const json& e : entries["entries"]) want.push_back(e["key"]);
       CHECK(keys == want);
+    }
+    // The spill's conversations, on its tab: the stats', in their order.
+    if (std::string(screen) == "spill") {
+      std::vector<std::string> ids;
+      static const std::regex id(R"re(<tr data-id="([0-9a-f]{16})")re");
+      for (auto it = std::sregex_iterator(dom.begin(), dom.end(), id); it != std::sregex_iterator(); ++it)
+        ids.push_back((*it)[1]);
+      std::vector<std::string> want;
+      for (const json& c : stats["tiers"]["spill"]["conversations"]) want.push_back(c["id"]);
+      CHECK(ids == want);
     }
     // Every drawn number is the stats route's, after the same requests.
     const auto drawn = drawn_values(dom);

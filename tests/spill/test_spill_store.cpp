@@ -202,6 +202,20 @@ TEST_CASE("two conversations sharing a head share its blocks while either names 
   CHECK(ia.manifest.blocks[0].name == ib.manifest.blocks[0].name);
   CHECK(ia.manifest.blocks[2].name != ib.manifest.blocks[2].name);  // same place, other rows
   CHECK(files_in(store->folder()).blocks == 5);
+  // The operator's list: bob's first (the most recent), each with the bytes of every file it
+  // names and its manifest, the shared head counted in both; no token, no text.
+  {
+    const auto listed = store->stats().conversations;
+    REQUIRE(listed.size() == 2);
+    CHECK(listed[0].session == "bob");
+    CHECK(listed[1].session == "alice");
+    CHECK(listed[0].tokens == b.tokens.size());
+    CHECK(listed[1].tokens == a.tokens.size());
+    CHECK(listed[0].id.size() == 16);
+    CHECK(listed[0].bytes + listed[1].bytes > store->total_bytes());  // the shared blocks twice
+    CHECK(listed[1].bytes < store->total_bytes());
+    CHECK(listed[0].spilled_unix_s >= 0);
+  }
 
   REQUIRE(store->remove(ia.manifest.id));
   CHECK_FALSE(store->find(ia.manifest.id));

@@ -92,8 +92,9 @@ struct dropped_turn {
   // start falls back to cold, and the miss is `why`, every token of the turn's rows.
   void check(scripted_tier::act how, miss_reason why) {
     cache_tiers tiers(no_set_aside());
-    tiers.attach(std::make_unique<scripted_tier>(3 * 32, how));
     run(tiers);
+    // Attached after the first turn: a line it offered then would count as held (held_record.cpp).
+    tiers.attach(std::make_unique<scripted_tier>(3 * 32, how));
     const auto r2 = serve_turn(tiers, *e, a2, 0, "a");
     CHECK(r2.offer.source == cache_source::cold);  // the fallback below the failed read
     require_miss(tiers, why, rows);
@@ -291,4 +292,36 @@ TEST_CASE("miss_judge: judges only a planned request, records its rows at the fi
   CHECK_FALSE(j.last());
   j.clear_record();
   CHECK(j.held().entries().empty());
+}
+
+TEST_CASE("miss_judge: after a restart (nothing recorded) a line a tier below held counts from that line",
+          "[tiers][miss]") {
+  const auto prompt = test_tokens(100, 981);
+  // A disk anchor at 64 whose read failed its checks, then one found gone.
+  for (const bool checks : {true, false}) {
+    miss_judge j;
+    j.expect("A");
+    j.planned(0, 0);
+    j.read_failed(checks, 64);
+    j.judged(0, prompt, 32, false);
+    REQUIRE(j.last());
+    CHECK(j.last()->reason == (checks ? miss_reason::verification_failed : miss_reason::stale_offer));
+    CHECK(j.last()->tokens == 64);
+  }
+  // One declined by the cost rule.
+  miss_judge j;
+  j.expect("A");
+  j.planned(96, 0);
+  j.judged(0, prompt, 32, false);
+  REQUIRE(j.last());
+  CHECK(j.last()->reason == miss_reason::cost_rule);
+  CHECK(j.last()->tokens == 96);
+  // Nothing held anywhere: no_shared_prefix at 0 tokens, as before.
+  miss_judge none;
+  none.expect("A");
+  none.planned(0, 0);
+  none.judged(0, prompt, 32, false);
+  REQUIRE(none.last());
+  CHECK(none.last()->reason == miss_reason::no_shared_prefix);
+  CHECK(none.last()->tokens == 0);
 }
