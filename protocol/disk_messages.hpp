@@ -52,8 +52,10 @@ struct disk_offer_request {
 };
 struct disk_offer_reply {
   std::optional<disk_offer> offer;  // none: no anchor, not later than the floor, or declined
-  bool declined = false;            // an anchor was found but its read is slower than the prefill
-  std::size_t declined_line = 0;    // that anchor's line (the miss reasons' cost_rule); 0: none
+  // The line of an anchor found but declined, its read slower than the prefill (the miss
+  // reasons' cost_rule); 0: none declined. Anchors lie above the floor, so a line is never 0.
+  std::size_t declined_line = 0;
+  bool declined() const { return declined_line != 0; }
   // The deepest grid line of the prompt, above the floor and any offer, that only another
   // engine's folder under the tier's root holds (by its chunk's name); 0: none. The miss
   // reasons' other_fingerprint: a cache built by other weights or another grid.

@@ -45,9 +45,11 @@ struct disk_restore_failures {
         probe::sum("wrong_chunks", &s::wrong_chunks), probe::sum("layout_mismatch", &s::layout_mismatch),
         probe::sum("bad_crc", &s::bad_crc));
   }
+  // Every reason's count added up, from the one field list (a reason added there is counted).
   long total() const {
-    return missing + stale_offer + io + truncated + bad_magic + bad_version + bad_header + foreign_engine +
-           wrong_line + wrong_prefix + wrong_chunks + layout_mismatch + bad_crc;
+    long n = 0;
+    probe::each_field<disk_restore_failures>([&](const auto& d) { n += this->*(d.member); });
+    return n;
   }
   // A file that failed a record check: its fault (none: the read itself failed). The spill's
   // own faults never come from a disk file; counted as bad_header should one ever.

@@ -17,6 +17,7 @@
 #include <caf/type_id.hpp>
 
 #include "protocol/disk_messages.hpp"
+#include "protocol/probe.hpp"
 
 namespace anchorage {
 
@@ -37,6 +38,13 @@ struct spill_stop_reply {
   std::size_t failed = 0;         // a file failed (the previous spill of that conversation stays)
   std::uint64_t bytes = 0;        // bytes written
   double seconds = 0;             // from the first staging to the last commit
+
+  static constexpr auto fields() {
+    using s = spill_stop_reply;
+    return std::make_tuple(probe::sum("conversations", &s::conversations), probe::sum("written", &s::written),
+                           probe::sum("failed", &s::failed), probe::sum("bytes", &s::bytes),
+                           probe::keep("seconds", &s::seconds));
+  }
 };
 
 }  // namespace anchorage

@@ -158,30 +158,19 @@ void request_queue::disk_drained(std::optional<disk_stats> d) {
 }
 
 nlohmann::json request_queue::drain_progress() const {
-  const char* step = "serving";
-  if (drain_done_)
-    step = "done";
-  else if (!drain_asked_)
-    step = "serving";
-  else if (!running_.empty() || !queue_.empty())
-    step = "requests";
-  else if (tiers_.disk_staged_bytes != 0)
-    step = "staged_writes";
-  else if (spill_drain_ == spill_step::out)
-    step = "spill";
-  else
-    step = "disk_writes";  // the disk's drain asked for, or about to be
+  // The drain's steps in order; "disk_writes": the disk's drain asked for, or about to be.
+  const char* step = drain_done_                            ? "done"
+                     : !drain_asked_                        ? "serving"
+                     : !running_.empty() || !queue_.empty() ? "requests"
+                     : tiers_.disk_staged_bytes != 0        ? "staged_writes"
+                     : spill_drain_ == spill_step::out      ? "spill"
+                                                            : "disk_writes";
   return {{"step", step},
           {"running", running_.size()},
           {"waiting", queue_.size()},
           {"staged_bytes", tiers_.disk_staged_bytes},
           {"disk_writes_out", disk_ ? disk_stats_.writes_out : 0},
-          {"spilled",
-           {{"conversations", spilled_.conversations},
-            {"written", spilled_.written},
-            {"failed", spilled_.failed},
-            {"bytes", spilled_.bytes},
-            {"seconds", spilled_.seconds}}}};
+          {"spilled", spilled_}};
 }
 
 std::string request_queue::stats_text() const {

@@ -65,7 +65,6 @@ disk_offer_reply disk_service::offer(const std::vector<token_id>& prompt, std::s
       prefill_tokens_per_s > 0 ? static_cast<double>(hit->line - floor) / prefill_tokens_per_s : 1e300;
   if (read_s >= prefill_s) {
     ++declined_;
-    reply.declined = true;
     reply.declined_line = hit->line;
     return reply;
   }

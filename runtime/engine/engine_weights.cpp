@@ -1,5 +1,6 @@
 #include "runtime/engine/engine_weights.hpp"
 
+#include <cstdint>
 #include <stdexcept>
 
 #include "runtime/engine/engine_tensors.hpp"
@@ -80,6 +81,17 @@ engine_weights::engine_weights(const model_config& c, const tensor_map& w, const
         lw.parts.push_back({sw.type, sw.data + row * static_cast<std::size_t>(r.first),
                             static_cast<int>(r.count), sw.order});
         stored_bytes_ += row * static_cast<std::size_t>(r.count);
+      }
+      // A float32 matrix in the file's order is a float32 weight like a converted one, read where
+      // the file's mapping holds it: the same products, bit for bit, without the copy.
+      // (A file whose alignment leaves the floats unaligned keeps the row kernels, which copy.)
+      if (lw.parts.size() == 1 && lw.parts[0].type == kernels::weight_type::f32 &&
+          lw.parts[0].order.along == v_head_order::axis::none &&
+          reinterpret_cast<std::uintptr_t>(lw.parts[0].data) % alignof(float) == 0) {
+        const float* f = reinterpret_cast<const float*>(lw.parts[0].data);
+        lw = linear_weight{};
+        lw.f32 = f;
+        ptr_[t.name] = f;
       }
       continue;
     }

@@ -22,8 +22,8 @@ struct loaded_model {
   model_config config;  // layout qwen35, shapes from the checkpoint; grid and ctx_size defaults
   // The weights under the Hugging Face text-only names (weight_specs(config)): each name is in
   // exactly one of `weights` (float32) and `stored` (a matrix kept in the file's own type, F16,
-  // BF16 or a GGUF block type, mapped from the file; see stored_weight.hpp). Norms, vectors, the
-  // convolution and every F32 tensor are in `weights`.
+  // BF16, a GGUF block type or a GGUF's F32, mapped from the file; see stored_weight.hpp). Norms,
+  // vectors, the convolution and a safetensors checkpoint's F32 tensors are in `weights`.
   tensor_map weights;
   stored_weights stored;
   std::string source;  // the path given

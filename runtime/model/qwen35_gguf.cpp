@@ -440,10 +440,11 @@ loaded_model load_qwen35_gguf(const std::string& path) {
     const gguf_tensor_info& info = *r.find_tensor(gname);
     if (info.type != static_cast<std::uint32_t>(ggml_type::f32))
       m.stored_types.emplace(s.name, ggml_type_name(info.type));
-    // A matrix (a stack of the experts' matrices included; conv1d's [C, 1, K] filter is not one) in
-    // another type than F32 stays as the file stores it; the rest is converted.
+    // A matrix (a stack of the experts' matrices included; conv1d's [C, 1, K] filter is not one)
+    // stays as the file stores it, float32 too (the file's mapping, not a copy: an F32 file costs
+    // about its size in memory); the rest (norms, biases, the filter) is converted.
     const bool matrix = s.shape.size() >= 2 && s.name.find("linear_attn.conv1d") == std::string::npos;
-    if (info.type != static_cast<std::uint32_t>(ggml_type::f32) && matrix) {
+    if (matrix) {
       stored_weight w;
       w.shape = s.shape;
       w.type = *kernels::weight_type_from_ggml(info.type);

@@ -1,6 +1,7 @@
 #pragma once
-// A weight matrix as its file stores it (issue 25): rows of one kernels::weight_type (F16, BF16,
-// Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), read in place from the file's read-only mapping, never converted.
+// A weight matrix as its file stores it (issue 25): rows of one kernels::weight_type (a GGUF's F32,
+// F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), read in place from the file's read-only mapping, never
+// converted (an F32 one in the file's order is read by the float32 products, engine_weights.cpp).
 // The engine multiplies by it with kernels::cpu::quant_matmul (runtime/engine/engine_linear.hpp).
 //
 // A GGUF file written by llama.cpp's converter keeps a Gated DeltaNet layer's value heads in

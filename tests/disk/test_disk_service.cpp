@@ -229,7 +229,8 @@ TEST_CASE("disk service: admission as the board asks for it, and the read decisi
   // The read decision: a prefill faster than the read declines it; a floor at the anchor too.
   const disk_offer_reply slow = s->offer(prompt, 0, 1e15);
   CHECK_FALSE(slow.offer);
-  CHECK(slow.declined);
+  CHECK(slow.declined());
+  CHECK(slow.declined_line == 2 * b.g);
   CHECK_FALSE(s->offer(prompt, 2 * b.g, 0).offer);
   CHECK(s->offer(prompt, b.g, 0).offer);
   const disk_stats st = s->stats();

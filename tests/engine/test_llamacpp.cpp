@@ -297,7 +297,7 @@ TEST_CASE("llamacpp: llama.cpp and Anchorage agree on a qwen35moe file of each s
   loaded_model m = load_qwen35_gguf(path);
   m.config.ctx_size = c.ctx_size;
   REQUIRE(m.config.is_moe());
-  REQUIRE((v.dtype == gguf_dtype::f32) == m.stored.empty());  // the experts multiplied as stored
+  REQUIRE(!m.stored.empty());  // the experts multiplied as stored (float32 ones read in the mapping)
   auto e = std::make_unique<engine>(std::make_shared<const engine_weights>(
       m.config, m.weights, m.stored, kernels::backend::cpu, m.stored_types));
   const std::vector<token_id> ids = test_tokens(prompt_length);

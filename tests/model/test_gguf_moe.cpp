@@ -189,7 +189,7 @@ TEST_CASE("gguf moe: qwen35moe-tiny-mtp as F32 has llama.cpp's keys, names and s
   const loaded_model m = load_qwen35_gguf(path);
   check_same_gguf_config(m.config, c);
   CHECK_FALSE(m.config.experts_fused);
-  CHECK(m.stored.empty());
+  for (const auto& [name, sw] : m.stored) CHECK(sw.type == kernels::weight_type::f32);  // mapped, not copied
   check_gguf_weights(as_f32(m), split_weights(c, w));
 
   // The split config's own weights come back as they were.
@@ -205,7 +205,8 @@ TEST_CASE("gguf moe: qwen35moe-tiny-mtp as F32 has llama.cpp's keys, names and s
   // The engine on the loaded file computes the original engine's logits (the experts in their
   // order, gate and up in their places; only the norms' 1 + w and A_log's exp/log round).
   engine original(c, w);
-  engine loaded(m.config, m.weights);
+  engine loaded(std::make_shared<const engine_weights>(m.config, m.weights, m.stored, kernels::backend::cpu,
+                                                       m.stored_types));
   const std::vector<float> a = prefill_logits(original, 100), b = prefill_logits(loaded, 100);
   CHECK(max_abs_diff(a, b) <= 1e-4f);
 }
@@ -253,8 +254,7 @@ TEST_CASE("gguf moe: a file with fused ffn_gate_up_exps loads as the fused form"
   CHECK(m.config.experts_fused);
   check_same_gguf_config(m.config, c);
   check_gguf_weights(as_f32(m), w);
-  CHECK(m.weights.at("model.layers.2.mlp.shared_expert_gate.weight").shape ==
-        std::vector<std::int64_t>{1, h});
+  CHECK(m.stored.at("model.layers.2.mlp.shared_expert_gate.weight").shape == std::vector<std::int64_t>{1, h});
 }
 
 TEST_CASE("gguf moe: a Q8_0 file keeps every expert matrix as stored and computes the F32 engine's logits",
@@ -289,8 +289,9 @@ TEST_CASE("gguf moe: a Q8_0 file keeps every expert matrix as stored and compute
       const tensor got = to_f32(sw), want = round_trip(split.at(s.name), ggml_type::q8_0);
       CHECK(std::memcmp(got.data.data(), want.data.data(), want.data.size() * sizeof(float)) == 0);
       experts += s.name.find("mlp.experts.") != std::string::npos ? 1 : 0;
-    } else if (s.name.find(".mlp.") != std::string::npos) {  // the router and the shared gate
-      CHECK(m.weights.count(s.name) == 1);
+    } else if (s.name.find(".mlp.") != std::string::npos) {  // the router and the shared gate: F32
+      REQUIRE(m.stored.count(s.name) == 1);                  // read in the mapping
+      CHECK(m.stored.at(s.name).type == kernels::weight_type::f32);
       CHECK(m.stored_types.count(s.name) == 0);
     }
   }

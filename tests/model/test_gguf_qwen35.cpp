@@ -236,7 +236,8 @@ TEST_CASE("gguf qwen35: --model's loader takes an exported GGUF file", "[gguf]")
   const loaded_model m = load_model(path);
   CHECK(m.config.layout == model_layout::qwen35);
   CHECK(m.config.pattern == c.pattern);
-  CHECK(m.weights.size() == w.size());
-  CHECK(m.weights.at("model.layers.0.linear_attn.in_proj_qkv.weight").data ==
+  CHECK(m.weights.size() + m.stored.size() == w.size());  // the matrices read in the file's mapping
+  CHECK(m.stored.at("model.layers.0.mlp.up_proj.weight").type == kernels::weight_type::f32);
+  CHECK(as_f32(m).at("model.layers.0.linear_attn.in_proj_qkv.weight").data ==
         w.at("model.layers.0.linear_attn.in_proj_qkv.weight").data);
 }
