@@ -1,0 +1,127 @@
+#pragma once
+// A real Redis for the shared tier's tests: Debian's redis-server started on a free loopback
+// port with no persistence, stopped (SIGTERM, then SIGKILL) by the destructor. installed() is
+// false, with why(), when redis-server is not installed (tools/bootstrap test installs it): the
+// tests then skip, saying so. Installed but not answering is a failure, not a skip.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/remote/redis_env.hpp"
+
+namespace anchorage::testing {
+
+class redis_server {
+ public:
+  redis_server() : port_(free_port()) {
+    for (const char* p : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"})
+      if (::access(p, X_OK) == 0) binary_ = p;
+    if (binary_.empty()) {
+      why_ = "redis-server is not installed (tools/bootstrap test installs Debian's)";
+      return;
+    }
+    for (int attempt = 0; attempt < 3 && pid_ <= 0; ++attempt) {  // a port taken meanwhile: another
+      if (attempt > 0) port_ = free_port();
+      start();
+    }
+  }
+  ~redis_server() { stop(); }
+  redis_server(const redis_server&) = delete;
+  redis_server& operator=(const redis_server&) = delete;
+
+  bool installed() const { return !binary_.empty(); }
+  bool available() const { return installed() && pid_ > 0; }
+  const std::string& why() const { return why_; }
+  int port() const { return port_; }
+  redis_options options(const std::string& ns = "t") const {
+    redis_options o;
+    o.port = port_;
+    o.ns = ns;
+    o.timeout_ms = 2000;
+    return o;
+  }
+
+  // Starts the server again on the same port (after stop()); waits until it answers.
+  void start() {
+    if (pid_ > 0 || binary_.empty()) return;
+    const std::string port = std::to_string(port_);
+    std::vector<std::string> args = {binary_,       "--port", port,           "--bind",    "127.0.0.1",
+                                     "--save",      "",       "--appendonly", "no",        "--protected-mode",
+                                     "no",          "--dir",  "/tmp",         "--logfile", "/dev/null",
+                                     "--daemonize", "no"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    if (pid_ < 0) {
+      why_ = "fork failed";
+      return;
+    }
+    // Up to 10 s for the first PING (a loaded CI machine).
+    redis_env probe(options());
+    for (int i = 0; i < 500; ++i) {
+      if (probe.ping()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    why_ = "redis-server did not answer on port " + port;
+    stop();
+    pid_ = -1;
+  }
+  // The server frozen (SIGSTOP) and thawed (SIGCONT): its socket still accepts, nothing answers.
+  void freeze() {
+    if (pid_ > 0) ::kill(pid_, SIGSTOP);
+  }
+  void thaw() {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+  }
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGCONT);  // a frozen server would not see the SIGTERM
+    ::kill(pid_, SIGTERM);
+    for (int i = 0; i < 250; ++i) {
+      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        pid_ = -1;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+ private:
+  static int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof(a);
+    int port = 0;
+    if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+      port = ntohs(a.sin_port);
+    if (fd >= 0) ::close(fd);
+    return port;
+  }
+
+  std::string binary_, why_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace anchorage::testing
