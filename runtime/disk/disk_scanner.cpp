@@ -21,6 +21,34 @@ constexpr std::uint64_t max_header_bytes = 64ULL << 20;
 
 }  // namespace
 
+disk_scanner::verdict disk_scanner::check_chunk(const std::string& path, std::uint64_t hash,
+                                                df::chunk_header& out) {
+  auto bytes = store::read_record_header(env_, path, df::chunk_fixed_bytes, max_header_bytes);
+  auto h = bytes ? read_chunk_header(bytes->data(), bytes->size())
+                 : decode_result<df::chunk_header>::failure(df::fault::truncated, "header");
+  if (h.ok() && (h.value.fingerprint != layout_.fingerprint || h.value.grid != grid_))
+    return verdict::foreign;
+  if (!h.ok() || h.value.prefix_hash != hash || env_.size(path) != h.value.file_bytes || h.value.line == 0 ||
+      h.value.line % grid_ != 0 || h.value.file_bytes != chunk_file_bytes(layout_))
+    return verdict::damaged;
+  out = std::move(h.value);
+  return verdict::ok;
+}
+
+disk_scanner::verdict disk_scanner::check_anchor(const std::string& path, std::uint64_t key,
+                                                 df::anchor_header& out) {
+  auto bytes = store::read_record_header(env_, path, df::anchor_fixed_bytes, max_header_bytes);
+  auto h = bytes ? read_anchor_header(bytes->data(), bytes->size())
+                 : decode_result<df::anchor_header>::failure(df::fault::truncated, "header");
+  if (h.ok() && (h.value.fingerprint != layout_.fingerprint || h.value.grid != grid_))
+    return verdict::foreign;
+  if (!h.ok() || h.value.chunk_hashes.empty() || h.value.chunk_hashes.back() != key ||
+      env_.size(path) != h.value.file_bytes || h.value.line != h.value.chunk_hashes.size() * grid_)
+    return verdict::damaged;
+  out = std::move(h.value);
+  return verdict::ok;
+}
+
 disk_scanner::disk_scanner(file_env& env, const state_layout& layout, const disk_names& names)
     : env_(env), layout_(layout), names_(names), grid_(static_cast<std::size_t>(layout.grid)) {}
 
@@ -59,17 +87,17 @@ disk_scan_report disk_scanner::scan(disk_index& index, std::int64_t now) {
       continue;
     }
     if (auto hash = disk_names::chunk_hash_of(name)) {
-      auto bytes = store::read_record_header(env_, path, df::chunk_fixed_bytes, max_header_bytes);
-      auto h = bytes ? read_chunk_header(bytes->data(), bytes->size())
-                     : decode_result<df::chunk_header>::failure(df::fault::truncated, "header");
-      if (h.ok() && foreign(h.value.fingerprint, h.value.grid)) {
-        sweep(path, r.foreign_swept);
-      } else if (!h.ok() || h.value.prefix_hash != *hash || env_.size(path) != h.value.file_bytes ||
-                 h.value.line == 0 || h.value.line % grid_ != 0 ||
-                 h.value.file_bytes != chunk_file_bytes(layout_)) {
-        sweep(path, r.damaged_removed);
-      } else {
-        chunks.push_back({*hash, std::move(h.value), path});
+      df::chunk_header h;
+      switch (check_chunk(path, *hash, h)) {
+        case verdict::foreign:
+          sweep(path, r.foreign_swept);
+          break;
+        case verdict::damaged:
+          sweep(path, r.damaged_removed);
+          break;
+        case verdict::ok:
+          chunks.push_back({*hash, std::move(h), path});
+          break;
       }
       continue;
     }
@@ -98,17 +126,17 @@ disk_scan_report disk_scanner::scan(disk_index& index, std::int64_t now) {
       }
       auto key = disk_names::anchor_key_of(aname);
       if (!key) continue;
-      auto bytes = store::read_record_header(env_, apath, df::anchor_fixed_bytes, max_header_bytes);
-      auto h = bytes ? read_anchor_header(bytes->data(), bytes->size())
-                     : decode_result<df::anchor_header>::failure(df::fault::truncated, "header");
-      if (h.ok() && foreign(h.value.fingerprint, h.value.grid)) {
-        sweep(apath, r.foreign_swept);
-      } else if (!h.ok() || h.value.chunk_hashes.empty() || h.value.chunk_hashes.back() != *key ||
-                 env_.size(apath) != h.value.file_bytes ||
-                 h.value.line != h.value.chunk_hashes.size() * grid_) {
-        sweep(apath, r.damaged_removed);
-      } else {
-        anchors.push_back({*ns, std::move(h.value), apath});
+      df::anchor_header h;
+      switch (check_anchor(apath, *key, h)) {
+        case verdict::foreign:
+          sweep(apath, r.foreign_swept);
+          break;
+        case verdict::damaged:
+          sweep(apath, r.damaged_removed);
+          break;
+        case verdict::ok:
+          anchors.push_back({*ns, std::move(h), apath});
+          break;
       }
     }
   }
@@ -135,6 +163,45 @@ disk_scan_report disk_scanner::scan(disk_index& index, std::int64_t now) {
     ++r.indexed;
   }
   return r;
+}
+
+std::size_t disk_scanner::adopt(disk_index& index, const std::vector<std::string>& chunk_paths,
+                                const std::string& ns, const std::string& anchor_path, std::int64_t now) {
+  struct found {
+    std::uint64_t hash;
+    df::chunk_header h;
+    const std::string* path;
+  };
+  std::vector<found> chunks;
+  for (const std::string& path : chunk_paths) {
+    const std::string name = path.substr(path.find_last_of('/') + 1);
+    const auto hash = disk_names::chunk_hash_of(name);
+    df::chunk_header h;
+    if (!hash || check_chunk(path, *hash, h) != verdict::ok) {
+      env_.remove(path);
+      continue;
+    }
+    chunks.push_back({*hash, std::move(h), &path});
+  }
+  std::sort(chunks.begin(), chunks.end(), [](const found& a, const found& b) { return a.h.line < b.h.line; });
+  std::size_t n = 0;
+  for (const found& c : chunks) {
+    if (index.has_chunk(c.hash)) continue;
+    if (!index.add_chunk(c.hash, c.h.line, c.h.parent_hash, c.h.file_bytes, now, *c.path)) {
+      env_.remove(*c.path);
+      continue;
+    }
+    ++n;
+  }
+  const std::string aname = anchor_path.substr(anchor_path.find_last_of('/') + 1);
+  const auto key = disk_names::anchor_key_of(aname);
+  df::anchor_header h;
+  if (!key || !disk_names::valid_ns(ns) || check_anchor(anchor_path, *key, h) != verdict::ok ||
+      !index.add_anchor(ns, h.chunk_hashes, h.file_bytes, now, anchor_path)) {
+    env_.remove(anchor_path);
+    return n;
+  }
+  return n + 1;
 }
 
 std::size_t disk_scanner::remove_ours() {

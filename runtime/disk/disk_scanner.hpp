@@ -12,8 +12,10 @@
 // Not thread-safe: it uses the env, whose one-thread rule it inherits.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "protocol/disk_format.hpp"
 #include "protocol/disk_types.hpp"
 #include "runtime/disk/disk_index.hpp"
 #include "runtime/disk/disk_names.hpp"
@@ -38,11 +40,24 @@ class disk_scanner {
   // made. The report's evicted and seconds are the caller's to fill.
   disk_scan_report scan(disk_index& index, std::int64_t now_s);
 
+  // Indexes files another store wrote and this one just received (the shared tier's fetch,
+  // runtime/remote/remote_disk.hpp): the chunk files at `chunk_paths` (any order; one already
+  // indexed is skipped) and then the anchor of `ns` at `anchor_path`, each checked as scan()
+  // checks it (its header, its name, its length, its chain). A file that fails is deleted.
+  // Last use is `now_s`. Returns the files indexed.
+  std::size_t adopt(disk_index& index, const std::vector<std::string>& chunk_paths, const std::string& ns,
+                    const std::string& anchor_path, std::int64_t now_s);
+
   // Deletes every file of ours in the folder (chunks, anchors, checkpoints, tmp files), indexed
   // or not; other names stay. Returns the files deleted.
   std::size_t remove_ours();
 
  private:
+  enum class verdict { ok, foreign, damaged };
+  // A file's header read and checked against its name, its length, our fingerprint and grid.
+  verdict check_chunk(const std::string& path, std::uint64_t hash, disk_format::chunk_header& out);
+  verdict check_anchor(const std::string& path, std::uint64_t key, disk_format::anchor_header& out);
+
   file_env& env_;
   const state_layout& layout_;
   const disk_names& names_;

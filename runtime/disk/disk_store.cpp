@@ -36,6 +36,13 @@ disk_store::disk_store(file_env& env, const state_layout& layout, const eviction
 
 disk_scan_report disk_store::scan() { return scanner_.scan(index_, clock_.now_s()); }
 
+std::size_t disk_store::adopt(const std::vector<std::string>& chunk_paths, const std::string& ns,
+                              const std::string& anchor_path) {
+  const std::size_t n = scanner_.adopt(index_, chunk_paths, ns, anchor_path, clock_.now_s());
+  evict_to_cap();
+  return n;
+}
+
 void disk_store::warn_once(const std::string& what) {
   if (warned_) return;
   warned_ = true;

@@ -121,6 +121,12 @@ class disk_store {
   // earlier index entry.
   disk_scan_report scan();
 
+  // Indexes chunk files and an anchor of `ns` that arrived in our folder from elsewhere (the
+  // shared tier's fetch), checked as scan() checks a file; one that fails is deleted. Then
+  // evicts to the budget. Returns the files indexed.
+  std::size_t adopt(const std::vector<std::string>& chunk_paths, const std::string& ns,
+                    const std::string& anchor_path);
+
   // ---- Writes -------------------------------------------------------------------------------
   // Writes a staged write: first room (evictions planned for its bytes), then each chunk in
   // ascending order that is not indexed, then each anchor whose whole chain is indexed. Stops at
@@ -233,6 +239,7 @@ class disk_store {
   std::uint64_t total_bytes() const { return index_.held_bytes(); }
   std::uint64_t max_bytes() const { return options_.eviction.budget_bytes; }
   const std::string& folder() const { return names_.folder(); }
+  const disk_names& names() const { return names_; }
   // The bytes a staged write would add: its chunks and anchors not indexed yet.
   std::uint64_t bytes_needed(const staged_write& w) const { return planner_.bytes_needed(w); }
   const state_layout& layout() const { return layout_; }

@@ -302,6 +302,24 @@ std::vector<std::string> redis_env::list(const std::string& dir) {
   return out;
 }
 
+std::optional<std::vector<bool>> redis_env::has_names(const std::string& dir,
+                                                      const std::vector<std::string>& names,
+                                                      file_result& error) {
+  std::vector<bool> out(names.size(), false);
+  if (names.empty()) return out;
+  std::vector<std::string> args{"SMISMEMBER", dir_key(dir)};
+  args.insert(args.end(), names.begin(), names.end());
+  reply r = command(args, error);
+  if (!r) return std::nullopt;
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != names.size()) {
+    error = file_result::failure(EIO, "SMISMEMBER " + dir_key(dir) + ": an unexpected reply");
+    return std::nullopt;
+  }
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out[i] = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1;
+  return out;
+}
+
 bool redis_env::remove(const std::string& path) {
   const auto [dir, name] = split_path(path);
   file_result e;

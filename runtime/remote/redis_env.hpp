@@ -73,6 +73,11 @@ class redis_env final : public file_env {
   // The key of the file at `path` (tests that swap or damage a record in Redis use it).
   std::string file_key(const std::string& path) const { return opts_.ns + ":f:" + path; }
 
+  // Which of `names` the directory `dir` lists, in one round trip (SMISMEMBER, Redis 6.2 or
+  // later); nullopt with `error` filled when the server cannot be asked.
+  std::optional<std::vector<bool>> has_names(const std::string& dir, const std::vector<std::string>& names,
+                                             file_result& error);
+
   file_result write_atomic(const std::string& dir, const std::string& name,
                            const std::vector<file_piece>& pieces) override;
   file_result read(const std::string& path, std::uint64_t offset, void* dst, std::size_t n) override;

@@ -21,14 +21,6 @@ using namespace anchorage::testing;
 
 namespace {
 
-#define REQUIRE_REDIS(server)            \
-  if (!(server).installed()) {           \
-    WARN("skipped: " << (server).why()); \
-    return;                              \
-  }                                      \
-  INFO((server).why());                  \
-  REQUIRE((server).available())
-
 std::vector<unsigned char> pattern(std::size_t n, unsigned seed) {
   std::vector<unsigned char> b(n);
   for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<unsigned char>((i * 131 + seed * 7) ^ (i >> 8));

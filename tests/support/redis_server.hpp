@@ -125,3 +125,13 @@ class redis_server {
 };
 
 }  // namespace anchorage::testing
+
+// In a test: skips, saying why, when redis-server is not installed; fails when it is but does not
+// answer.
+#define REQUIRE_REDIS(server)            \
+  if (!(server).installed()) {           \
+    WARN("skipped: " << (server).why()); \
+    return;                              \
+  }                                      \
+  INFO((server).why());                  \
+  REQUIRE((server).available())

@@ -1,0 +1,239 @@
+#include "runtime/remote/remote_disk.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+
+#include "runtime/core/log.hpp"
+#include "runtime/disk/disk_codec.hpp"
+
+namespace anchorage {
+namespace {
+
+// The remote tree's root: the local folder's layout under a name no local path decides.
+constexpr const char* remote_root = "disk";
+
+std::string name_of(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+std::string dir_of(const std::string& path) { return path.substr(0, path.find_last_of('/')); }
+
+}  // namespace
+
+remote_disk::remote_disk(redis_env& remote, std::uint64_t fingerprint, remote_disk_options options)
+    : remote_(remote), names_(remote_root, fingerprint), options_(options) {}
+
+bool remote_disk::read_remote(const std::string& path, std::vector<unsigned char>& out, file_result& error) {
+  const auto n = remote_.size(path);
+  if (!n) {
+    error = file_result::failure(ENOENT, "size of " + path + ": not in Redis or Redis not answering");
+    return false;
+  }
+  out.resize(static_cast<std::size_t>(*n));
+  error = remote_.read(path, 0, out.data(), out.size());
+  return error.ok;
+}
+
+void remote_disk::fail(const std::string& what, const file_result& why, remote_fetch_report& r) {
+  ++counts_.failures;
+  if (why.error == ETIMEDOUT) ++counts_.timeouts;
+  r.error = what + ": " + why.message;
+  if (!warned_) {
+    warned_ = true;
+    log_warn() << "the remote cache failed (" << r.error
+               << "); requests take the cold path (further failures are counted until one succeeds)";
+  }
+}
+
+remote_push_report remote_disk::push(file_env& local, const std::string& local_folder,
+                                     const std::vector<std::string>& local_paths) {
+  remote_push_report r;
+  std::vector<std::string> paths = local_paths;
+  // Chunks first (they sit in the folder itself), then anchors (in a namespace's folder).
+  std::stable_sort(paths.begin(), paths.end(), [&](const std::string& a, const std::string& b) {
+    return (dir_of(a) != local_folder) < (dir_of(b) != local_folder);
+  });
+  std::vector<unsigned char> bytes;
+  for (const std::string& path : paths) {
+    if (path.compare(0, local_folder.size() + 1, local_folder + "/") != 0) continue;  // not ours
+    const std::string rpath = names_.folder() + path.substr(local_folder.size());
+    auto note_failure = [&](const std::string& why) {
+      ++r.failed;
+      ++counts_.push_failures;
+      if (r.error.empty()) r.error = why;
+    };
+    if (remote_.size(rpath)) {
+      ++r.skipped;
+      ++counts_.push_skipped;
+      continue;
+    }
+    const auto n = local.size(path);
+    if (!n) {
+      note_failure(path + ": gone from the local store");
+      continue;
+    }
+    bytes.resize(static_cast<std::size_t>(*n));
+    file_result rd = local.read(path, 0, bytes.data(), bytes.size());
+    if (!rd.ok) {
+      note_failure("read " + path + ": " + rd.message);
+      continue;
+    }
+    const std::string rdir = dir_of(rpath);
+    file_result w = remote_.make_dir(rdir);
+    if (w.ok) w = remote_.write_atomic(rdir, name_of(rpath), {{bytes.data(), bytes.size()}});
+    if (!w.ok) {
+      note_failure(w.message);
+      continue;
+    }
+    ++r.written;
+    ++counts_.pushed_files;
+    counts_.pushed_bytes += bytes.size();
+  }
+  return r;
+}
+
+remote_push_report remote_disk::push_store(disk_store& store) {
+  const disk_index& index = store.index();
+  std::vector<std::string> paths;
+  for (const disk_anchor_entry* a : index.usable_anchors()) {
+    for (std::uint64_t h : a->chain)
+      if (const std::string* p = index.path(h)) paths.push_back(*p);
+    if (const std::string* p = index.path(disk_names::anchor_id(a->ns, a->chain.back()))) paths.push_back(*p);
+  }
+  std::sort(paths.begin(), paths.end());
+  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+  return push(store.env(), store.folder(), paths);
+}
+
+remote_fetch_report remote_disk::fetch(disk_store& store, const std::vector<token_id>& prompt,
+                                       const std::string& ns) {
+  remote_fetch_report r;
+  const std::size_t grid = static_cast<std::size_t>(store.layout().grid);
+  if (prompt.size() < 2 || grid == 0 || !disk_names::valid_ns(ns)) return r;
+  const std::size_t top = (prompt.size() - 1) / grid * grid;
+  if (top == 0) return r;
+  const auto local_hit = store.find(prompt, ns);
+  const std::size_t local_line = local_hit ? local_hit->line : 0;
+  if (local_line >= top) return r;
+
+  ++counts_.fetches;
+  const auto start = std::chrono::steady_clock::now();
+  auto past_deadline = [&] {
+    return std::chrono::steady_clock::now() - start > std::chrono::milliseconds(options_.fetch_deadline_ms);
+  };
+  auto deadline = [&](remote_fetch_report& rep) {
+    fail("fetch",
+         file_result::failure(ETIMEDOUT,
+                              "past its deadline of " + std::to_string(options_.fetch_deadline_ms) + " ms"),
+         rep);
+  };
+
+  // One round trip: which grid lines above the local one have an anchor in Redis.
+  const std::vector<std::uint64_t> hashes = chunk_hashes(prompt, top, grid);
+  const std::size_t first = local_line / grid;  // hashes[i] is the line (i + 1) * grid
+  std::vector<std::string> names;
+  for (std::size_t i = first; i < hashes.size(); ++i) names.push_back(names_.anchor_name(hashes[i]));
+  file_result error;
+  const auto present = remote_.has_names(names_.anchor_dir(ns), names, error);
+  if (!present) {
+    fail("look up the anchors", error, r);
+    return r;
+  }
+  std::size_t deepest = 0;  // 1 + the index into hashes, 0: none
+  for (std::size_t j = names.size(); j-- > 0;)
+    if ((*present)[j]) {
+      deepest = first + j + 1;
+      break;
+    }
+  if (deepest == 0) {
+    ++counts_.misses;
+    warned_ = false;
+    return r;
+  }
+  if (past_deadline()) {
+    deadline(r);
+    return r;
+  }
+
+  // The anchor, then its chain's chunks the local store lacks, sizes checked before copying.
+  const std::uint64_t key = hashes[deepest - 1];
+  const std::string anchor_rpath = names_.anchor_path(ns, key);
+  std::vector<unsigned char> anchor;
+  if (!read_remote(anchor_rpath, anchor, error)) {
+    fail("read " + anchor_rpath, error, r);
+    return r;
+  }
+  const auto header = read_anchor_header(anchor.data(), anchor.size());
+  const std::vector<std::uint64_t> chain(hashes.begin(),
+                                         hashes.begin() + static_cast<std::ptrdiff_t>(deepest));
+  if (!header.ok() || header.value.chunk_hashes != chain ||
+      header.value.fingerprint != store.layout().fingerprint) {
+    fail("read " + anchor_rpath, file_result::failure(EIO, "its header does not name the prompt's chain"), r);
+    return r;
+  }
+  std::vector<std::uint64_t> missing;
+  for (std::uint64_t h : chain)
+    if (!store.has_chunk(h)) missing.push_back(h);
+  const std::uint64_t budget = options_.fetch_max_bytes ? options_.fetch_max_bytes : store.max_bytes();
+  const std::uint64_t need = anchor.size() + missing.size() * chunk_file_bytes(store.layout());
+  if (need > budget) {
+    ++counts_.refused_budget;
+    r.error = "the hit's " + std::to_string(need) + " bytes are over the fetch's " + std::to_string(budget);
+    return r;
+  }
+
+  file_env& local = store.env();
+  std::vector<std::string> chunk_paths;
+  std::vector<unsigned char> bytes;
+  for (std::uint64_t h : missing) {
+    if (past_deadline()) {
+      deadline(r);
+      break;
+    }
+    const std::string rpath = names_.chunk_path(h);
+    if (!read_remote(rpath, bytes, error)) {
+      fail("read " + rpath, error, r);
+      break;
+    }
+    const file_result w =
+        local.write_atomic(store.folder(), names_.chunk_name(h), {{bytes.data(), bytes.size()}});
+    if (!w.ok) {
+      fail("write " + store.names().chunk_path(h), w, r);
+      break;
+    }
+    chunk_paths.push_back(store.names().chunk_path(h));
+    ++r.files;
+    r.bytes += bytes.size();
+  }
+  std::string anchor_path;
+  if (r.error.empty()) {
+    const std::string dir = store.names().anchor_dir(ns);
+    file_result w = local.make_dir(dir);
+    if (w.ok) w = local.write_atomic(dir, names_.anchor_name(key), {{anchor.data(), anchor.size()}});
+    if (w.ok) {
+      anchor_path = store.names().anchor_path(ns, key);
+      ++r.files;
+      r.bytes += anchor.size();
+    } else {
+      fail("write " + store.names().anchor_path(ns, key), w, r);
+    }
+  }
+  // Index what arrived (a chain cut short is removed again by adopt: its anchor is missing).
+  if (anchor_path.empty()) {
+    for (const std::string& p : chunk_paths) local.remove(p);
+    return r;
+  }
+  store.adopt(chunk_paths, ns, anchor_path);
+  const auto hit = store.find(prompt, ns);
+  r.line = hit && hit->line > local_line ? hit->line : 0;
+  counts_.fetched_files += static_cast<long>(r.files);
+  counts_.fetched_bytes += r.bytes;
+  if (r.line) {
+    ++counts_.hits;
+    warned_ = false;
+  } else {
+    fail("index the fetched files",
+         file_result::failure(EIO, "not indexed: a header failed its checks, or the budget evicted it"), r);
+  }
+  return r;
+}
+
+}  // namespace anchorage

@@ -1,0 +1,111 @@
+#pragma once
+// The disk tier's shared level (issue 28): the chunk and anchor files of a disk_store, copied to
+// a Redis (runtime/remote/redis_env.hpp) that several replicas share, below their NVMe.
+//
+//   push   written behind: after the local store committed a write, its files are copied to
+//          Redis, chunks before the anchor that stands on them, so a replica that sees an
+//          anchor finds its chain (a file already there is not sent again: its name is its
+//          content's hash).
+//   fetch  a local miss asks the remote: the anchor names of every grid line of the prompt
+//          deeper than what the local store holds are looked up in one round trip; the deepest
+//          one present is read, then each chunk of its chain the local store lacks, and all are
+//          written locally (atomically) and indexed by the store (disk_store::adopt, which checks
+//          each header as a start-up scan does). A restore then reads and verifies them from the
+//          NVMe as any other file: every crc and every token id before a byte reaches an engine.
+//          A record altered, swapped or evicted in Redis is refused there, never restored.
+//
+// Remote paths: disk/<fingerprint as 16 hex>/... (the local folder's layout under a fixed root),
+// under the redis_env's key namespace, which carries the tenant's salt: two salts never share a
+// record.
+//
+// Failures are the cold path: Redis refusing, slow past the deadline, or missing a file gives
+// a fetch of nothing (counted, and logged once per kind of failure until a success), never an
+// error to a caller. A fetch stops at its deadline between round trips; each round trip is
+// bounded by the redis_env's timeout.
+//
+// Not thread-safe: one owner, who also owns the local store (the fetch writes into its folder
+// and index) and the redis_env.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/core/token.hpp"
+#include "runtime/disk/disk_names.hpp"
+#include "runtime/disk/disk_store.hpp"
+#include "runtime/io/file_env.hpp"
+#include "runtime/remote/redis_env.hpp"
+
+namespace anchorage {
+
+struct remote_disk_options {
+  int fetch_deadline_ms = 2000;  // a fetch gives up (the cold path) past this
+  // A fetch reads at most this many bytes (an anchor and its missing chunks); 0: the local
+  // store's budget. Checked against the sizes Redis reports before a byte is copied.
+  std::uint64_t fetch_max_bytes = 0;
+};
+
+struct remote_disk_counters {
+  long pushed_files = 0;
+  std::uint64_t pushed_bytes = 0;
+  long push_skipped = 0;    // already in Redis
+  long push_failures = 0;   // a file not copied (Redis down, slow, full; the local file gone)
+  long fetches = 0;         // fetch() calls that asked Redis
+  long hits = 0;            // fetches that indexed a deeper anchor locally
+  long misses = 0;          // Redis held nothing deeper
+  long failures = 0;        // Redis unreachable, slow, an error; a file missing or damaged
+  long timeouts = 0;        // of which the deadline
+  long refused_budget = 0;  // a hit larger than fetch_max_bytes
+  long fetched_files = 0;
+  std::uint64_t fetched_bytes = 0;
+};
+
+struct remote_push_report {
+  std::size_t written = 0;
+  std::size_t skipped = 0;
+  std::size_t failed = 0;
+  std::string error;  // the first failure
+};
+
+struct remote_fetch_report {
+  std::size_t line = 0;  // the line now indexed locally for the prompt (0: nothing fetched)
+  std::size_t files = 0;
+  std::uint64_t bytes = 0;
+  std::string error;  // why nothing was fetched, when Redis failed
+};
+
+class remote_disk {
+ public:
+  // `remote` must outlive this; `fingerprint` is the engine's layout fingerprint (the remote
+  // folder's name, as the local one).
+  remote_disk(redis_env& remote, std::uint64_t fingerprint, remote_disk_options options = {});
+
+  // Copies the local store's files at `local_paths` (paths in its folder, as disk_store names
+  // them) to Redis, chunk files first. `local` is the env the store wrote them on.
+  remote_push_report push(file_env& local, const std::string& local_folder,
+                          const std::vector<std::string>& local_paths);
+  // push() of every file an indexed anchor of `store` stands on, whose chain is complete: what a
+  // replica writes behind after its writes commit (files Redis holds are skipped by name).
+  remote_push_report push_store(disk_store& store);
+
+  // Fetches into `store` the deepest anchor of `ns` Redis holds for `prompt` deeper than the
+  // store's own (see the header comment). The store must be the only user of its env meanwhile.
+  remote_fetch_report fetch(disk_store& store, const std::vector<token_id>& prompt,
+                            const std::string& ns = "");
+
+  const remote_disk_counters& counters() const { return counts_; }
+  const disk_names& names() const { return names_; }
+
+ private:
+  // Reads the whole remote file at `path` into `out`; false with `error` on failure.
+  bool read_remote(const std::string& path, std::vector<unsigned char>& out, file_result& error);
+  void fail(const std::string& what, const file_result& why, remote_fetch_report& r);
+
+  redis_env& remote_;
+  disk_names names_;
+  remote_disk_options options_;
+  remote_disk_counters counts_;
+  bool warned_ = false;
+};
+
+}  // namespace anchorage
