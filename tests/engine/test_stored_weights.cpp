@@ -283,7 +283,7 @@ TEST_CASE("a stored model's resident memory is its file, not a float copy", "[st
   // engine's own buffers (state, activations, the few float tensors): within 10% of that sum. The
   // same file converted to F32 costs four times the matrices. An F32 file the same: its matrices
   // are read in the mapping, not copied (once, the float copy beside the mapped pages cost 1.8x).
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(ANCHORAGE_TESTS_UNDER_ASAN)
   // AddressSanitizer's shadow memory and quarantine of freed blocks are resident too: the
   // resident set says nothing of the weights there. The figure is checked in the plain build.
   SUCCEED("resident memory is not measured under AddressSanitizer");

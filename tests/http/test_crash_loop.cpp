@@ -38,7 +38,7 @@ struct crash_loop_run {
 // server still stops it (halt_on_error), but its leak report at a stop is off: a server killed or
 // stopped in the middle of its work holds what it held, and the loop counts any exit code of a
 // stopped server that is not 0 as a violation.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(ANCHORAGE_TESTS_UNDER_ASAN)
 constexpr const char* server_env = "ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 ";
 #else
 constexpr const char* server_env = "";

@@ -29,7 +29,7 @@ namespace {
 // access has shadow memory, so the resident set is not judged there; under ASan a server's leak
 // report at its planned stop is off (the tool counts a stop's exit code that is not 0 as a
 // violation).
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(ANCHORAGE_TESTS_UNDER_ASAN)
 constexpr const char* server_env = "ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 ";
 constexpr const char* memory_flag = " --no-memory-check";
 #elif defined(__SANITIZE_THREAD__)
