@@ -102,11 +102,16 @@ void answer_quiesces(conductor_ptr self) {
     for (auto& rp : waiting) rp.deliver(ok);
   };
   st.quiesces.clear();
+  // The board's quiesce, then the disk's drain: what the disk does behind its commits (the
+  // remote pusher's copies) is done too. The disk sends its stats before that reply.
   self->request(st.board, caf::infinite, quiesce_atom::value)
       .then(
           [self, deliver](cache_stats& tiers) mutable {
             self->state.queue->set_tiers(std::move(tiers));
-            deliver(true);
+            if (!self->state.disk) return deliver(true);
+            self->request(self->state.disk, caf::infinite, drain_atom::value)
+                .then([deliver](disk_stats&) mutable { deliver(true); },
+                      [deliver](caf::error&) mutable { deliver(false); });
           },
           [deliver](caf::error&) mutable { deliver(false); });
 }

@@ -3,7 +3,9 @@
 #include <caf/all.hpp>
 
 #include "actors/disk_writer.hpp"
+#include "actors/remote_pusher.hpp"
 #include "runtime/core/log.hpp"
+#include "runtime/disk/disk_codec.hpp"
 #include "runtime/io/uring_env.hpp"
 
 namespace anchorage {
@@ -11,11 +13,33 @@ namespace {
 
 using disk_ptr = disk_actor::stateful_pointer<disk_state>;
 
+// The service's stats and, with a remote level, its counters: the fetches' (this actor's) and
+// the pushes' (the pusher's latest answer).
+disk_stats stats_of(disk_ptr self) {
+  auto& st = self->state;
+  disk_stats s = st.service->stats();
+  if (st.remote) {
+    remote_stats r = st.remote->counters();
+    const remote_stats& p = st.pushed;
+    r.pushed_files = p.pushed_files;
+    r.pushed_bytes = p.pushed_bytes;
+    r.push_skipped = p.push_skipped;
+    r.push_failures = p.push_failures;
+    r.backed_off += p.backed_off;
+    r.pushes_out = st.pushes_out;
+    r.enabled = true;
+    r.target = remote_target(st.remote_options->redis);
+    r.ns = st.remote_options->redis.ns;
+    s.remote = std::move(r);
+  }
+  return s;
+}
+
 // The stats to the subscriber, if any: after every change, before the reply of the message that
 // made it, so whatever a reply leads to sees the stats it left.
 void publish(disk_ptr self) {
   auto& st = self->state;
-  if (st.subscriber) self->send(st.subscriber, stats_atom::value, st.service->stats());
+  if (st.subscriber) self->send(st.subscriber, stats_atom::value, stats_of(self));
 }
 template <class R>
 R published(disk_ptr self, R reply) {
@@ -23,13 +47,41 @@ R published(disk_ptr self, R reply) {
   return reply;
 }
 
-// Every drain waiting is answered once no write is out.
+// Every drain waiting is answered once no write and no push is out.
 void answer_drains(disk_ptr self) {
   auto& st = self->state;
-  if (!st.out.empty() || st.drains.empty()) return;
-  const disk_stats s = st.service->stats();
+  if (!st.out.empty() || st.pushes_out > 0 || st.drains.empty()) return;
+  const disk_stats s = stats_of(self);
   for (auto& rp : st.drains) rp.deliver(s);
   st.drains.clear();
+}
+
+// Files of the store to the pusher (with a remote level); its answer brings its counters.
+void push(disk_ptr self, std::vector<std::string> paths) {
+  auto& st = self->state;
+  if (!st.remote || !st.pusher || paths.empty()) return;
+  auto job = std::make_shared<remote_push_job>();
+  job->folder = st.service->store().folder();
+  job->paths = std::move(paths);
+  ++st.pushes_out;
+  auto back = [self](const remote_stats* s) {
+    auto& now = self->state;
+    if (s) now.pushed = *s;
+    --now.pushes_out;
+    publish(self);
+    answer_drains(self);
+  };
+  self->request(st.pusher, caf::infinite, remote_push_atom::value, remote_push_job_ptr(std::move(job)))
+      .then([back](remote_stats s) { back(&s); }, [back](caf::error&) { back(nullptr); });
+}
+
+// A committed job's anchors to the pusher: every anchor the store now indexes whole, its chunks
+// before it.
+void push_behind(disk_ptr self, const disk_job& job) {
+  if (!self->state.remote || job.write.anchors.empty()) return;
+  std::vector<std::size_t> lines;
+  for (const staged_anchor& a : job.write.anchors) lines.push_back(a.line);
+  push(self, anchor_files(self->state.service->store(), job.write.tokens, job.write.ns, lines));
 }
 
 // A job came back (results filled), or its writer went away (job without results): committed,
@@ -58,6 +110,8 @@ void settle(disk_ptr self, std::uint64_t id, const disk_job_ptr& done) {
     log_warn() << "a disk write was dropped: its writer went away (its files are indexed nowhere)";
     if (r.error.empty()) r.error = "the disk writer went away";
     r.failed = true;
+  } else {
+    push_behind(self, *w.job);
   }
   publish(self);
   w.reply.deliver(std::move(r));
@@ -69,11 +123,39 @@ void spawn_writer(disk_ptr self) {
   st.writer = self->spawn<caf::linked>(disk_writer, st.service->store().layout(), st.writer_env);
 }
 
+void spawn_pusher(disk_ptr self) {
+  auto& st = self->state;
+  if (!st.remote_options) return;
+  st.pusher = self->spawn<caf::linked + caf::detached>(
+      remote_pusher, *st.remote_options, st.service->store().layout().fingerprint, st.remote_push_env);
+}
+
+// A local miss, or a local hit shallower than what the prompt could restore, asks the remote
+// level first (with one): what it fetches is then indexed here and offered as any local anchor.
+void fetch_below(disk_ptr self, const std::vector<token_id>& prompt, std::size_t floor) {
+  auto& st = self->state;
+  if (!st.remote) return;
+  const std::size_t grid = static_cast<std::size_t>(st.service->store().layout().grid);
+  if (grid == 0 || prompt.size() < 2) return;
+  const std::size_t top = (prompt.size() - 1) / grid * grid;  // the last token is always prefilled
+  if (top <= floor) return;
+  const remote_fetch_report r = st.remote->fetch(st.service->store(), prompt);
+  if (r.line > 0)
+    log_info() << "remote cache: fetched " << r.files << " files (" << r.bytes << " bytes) up to line "
+               << r.line;
+}
+
 // The writer is linked: its exit reaches us as a message. Its jobs out are released (they may
 // also come back as errors: whichever comes first settles them) and a new writer takes over.
-// Any other exit (a shutdown) ends this actor as the default handler would.
+// The pusher (linked too) is spawned again; its pushes out come back as errors. Any other exit
+// (a shutdown) ends this actor as the default handler would.
 void exited(disk_ptr self, const caf::exit_msg& m) {
   auto& s = self->state;
+  if (s.pusher && m.source == s.pusher.address()) {
+    log_warn() << "the remote pusher went away (" << caf::to_string(m.reason) << "); a new one takes over";
+    spawn_pusher(self);
+    return;
+  }
   if (m.source != s.writer.address()) {
     self->quit(m.reason);
     return;
@@ -122,10 +204,23 @@ disk_actor::behavior_type disk(disk_ptr self, disk_actor_options opts) {
   init.scan = init.service->start();
   init.started = true;
   spawn_writer(self);
+  if (opts.remote) {
+    init.remote_options = opts.remote;
+    init.remote_push_env =
+        opts.remote_push_env ? std::move(opts.remote_push_env) : std::make_shared<uring_env>();
+    init.remote_env = std::make_unique<redis_env>(opts.remote->redis);
+    init.remote = std::make_unique<remote_disk>(*init.remote_env, opts.layout.fingerprint, opts.remote->disk);
+    spawn_pusher(self);
+    log_info() << "remote cache: " << remote_target(opts.remote->redis) << ", key namespace "
+               << opts.remote->redis.ns;
+    // What the folder held at start goes to Redis too (files Redis holds are skipped by name).
+    push(self, store_files(init.service->store()));
+  }
   self->set_exit_handler([self](caf::exit_msg& m) { exited(self, m); });
   return {
       [self](disk_offer_atom, const disk_offer_request& req) -> disk_offer_reply {
         const std::vector<token_id> prompt(req.prompt.begin(), req.prompt.end());
+        fetch_below(self, prompt, req.floor);
         return published(self, self->state.service->offer(prompt, req.floor, req.prefill_tokens_per_s));
       },
       [self](disk_read_atom, const disk_read_request& req) -> disk_read_reply {
@@ -149,7 +244,7 @@ disk_actor::behavior_type disk(disk_ptr self, disk_actor_options opts) {
         self->state.service->generation_finished(key);
         return published(self, true);
       },
-      [self](stats_atom) -> disk_stats { return self->state.service->stats(); },
+      [self](stats_atom) -> disk_stats { return stats_of(self); },
       [self](stats_atom, disk_stats_receiver to) {
         self->state.subscriber = std::move(to);
         publish(self);
@@ -160,11 +255,11 @@ disk_actor::behavior_type disk(disk_ptr self, disk_actor_options opts) {
         const std::size_t evicted = self->state.service->set_limits(s);
         if (evicted > 0) log_info() << "the disk tier's new limits evicted " << evicted << " files";
         publish(self);
-        return self->state.service->stats();
+        return stats_of(self);
       },
       [self](drain_atom) -> caf::result<disk_stats> {
         auto& st = self->state;
-        if (st.out.empty()) return st.service->stats();
+        if (st.out.empty() && st.pushes_out == 0) return stats_of(self);
         auto rp = self->make_response_promise<disk_stats>();
         st.drains.push_back(rp);
         return rp;

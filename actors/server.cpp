@@ -175,7 +175,14 @@ server::server(const server_config& cfg) : cfg_(cfg) {
     disk_actor_options da;
     da.layout = eng->layout();
     da.tier = *d;
-    disk_ = system_->spawn(anchorage::disk, std::move(da));
+    if (!cfg_.remote_cache.empty()) {
+      // The shared level below: a fetch waits on Redis (up to its deadline) on the disk actor's
+      // thread, so the actor gets a thread of its own rather than one of the scheduler's.
+      da.remote = cfg_.remote;
+      disk_ = system_->spawn<caf::detached>(anchorage::disk, std::move(da));
+    } else {
+      disk_ = system_->spawn(anchorage::disk, std::move(da));
+    }
     bo.disk_handle = disk_;
     opts.disk = disk_;
     opts.disk_min_tokens = d->admission.min_tokens;

@@ -30,4 +30,10 @@ using disk_actor = caf::typed_actor<
     caf::replies_to<settings_atom, cache_settings>::with<disk_stats>,
     caf::replies_to<disk_entries_atom, std::size_t>::with<disk_entry_list>>;
 
+// The disk tier's remote pusher (actors/remote_pusher.hpp, --remote-cache): copies a committed
+// anchor's files to Redis behind the disk's writes, on its own thread and connection, and
+// answers with its push counters.
+using remote_pusher_actor =
+    caf::typed_actor<caf::replies_to<remote_push_atom, remote_push_job_ptr>::with<remote_stats>>;
+
 }  // namespace anchorage

@@ -14,6 +14,7 @@
 //   anyone    -> disk  (clear_atom) -> disk_clear_reply
 //   server    -> disk  (drain_atom) -> disk_stats         answered once no write is out
 //   disk      -> disk writer (disk_write_atom, disk_job_ptr) -> disk_job_ptr   (messages.hpp)
+//   disk      -> remote pusher (remote_push_atom, remote_push_job_ptr) -> remote_stats
 //
 // An offer carries the tier's generation (its clear count): a read of an offer made before a
 // clear fails cleanly instead of restoring what the clear removed. Replies that carry buffers
@@ -115,6 +116,15 @@ struct disk_clear_reply {
   std::uint64_t generation = 0;  // the new one: offers made before it no longer read
 };
 
+// The files of anchors just committed, for the disk actor's remote pusher
+// (actors/remote_pusher.hpp): paths in the store's folder, every chunk of an anchor's chain
+// before the anchor.
+struct remote_push_job {
+  std::string folder;
+  std::vector<std::string> paths;
+};
+using remote_push_job_ptr = std::shared_ptr<const remote_push_job>;
+
 // Whoever keeps the disk's latest stats (the conductor): told them after every change.
 using disk_stats_receiver = caf::typed_actor<caf::reacts_to<stats_atom, disk_stats>>;
 
@@ -130,6 +140,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_submission_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_write_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_stats)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::disk_clear_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::remote_push_job_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(anchorage::remote_stats)
 
 CAF_BEGIN_TYPE_ID_BLOCK(anchorage_disk, caf::id_block::anchorage::end)
 CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::disk_offer_request))
@@ -149,4 +161,7 @@ CAF_ADD_ATOM(anchorage_disk, anchorage, disk_plan_atom, "dskplan")
 CAF_ADD_ATOM(anchorage_disk, anchorage, disk_submit_atom, "dsksubmit")
 CAF_ADD_ATOM(anchorage_disk, anchorage, generation_started_atom, "genstart")
 CAF_ADD_ATOM(anchorage_disk, anchorage, generation_finished_atom, "genend")
+CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::remote_push_job_ptr))
+CAF_ADD_TYPE_ID(anchorage_disk, (anchorage::remote_stats))
+CAF_ADD_ATOM(anchorage_disk, anchorage, remote_push_atom, "rmtpush")
 CAF_END_TYPE_ID_BLOCK(anchorage_disk)

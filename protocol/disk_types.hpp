@@ -114,6 +114,41 @@ struct disk_scan_report {
   }
 };
 
+// The disk tier's shared level (--remote-cache, runtime/remote/remote_disk.hpp): its pushes to
+// Redis behind the local writes and its fetches on a local miss (the wire's tiers.disk.remote).
+struct remote_stats {
+  bool enabled = false;
+  std::string target;  // host:port/db, never the password
+  std::string ns;      // the key namespace (the tenant's salt as a digest)
+  long pushed_files = 0;
+  std::uint64_t pushed_bytes = 0;
+  long push_skipped = 0;    // already in Redis
+  long push_failures = 0;   // a file not copied (Redis down, slow, full; the local file gone)
+  long pushes_out = 0;      // batches at the pusher now
+  long fetches = 0;         // local misses that asked Redis
+  long hits = 0;            // fetches that indexed a deeper anchor locally
+  long misses = 0;          // Redis held nothing deeper
+  long failures = 0;        // Redis unreachable, slow, an error; a file missing or damaged
+  long timeouts = 0;        // of which past the deadline
+  long refused_budget = 0;  // a hit larger than the fetch's budget
+  long backed_off = 0;      // asks not made: Redis failed within the retry interval
+  long fetched_files = 0;
+  std::uint64_t fetched_bytes = 0;
+
+  static constexpr auto fields() {
+    using s = remote_stats;
+    return std::make_tuple(
+        probe::keep("enabled", &s::enabled), probe::keep("target", &s::target),
+        probe::keep("namespace", &s::ns), probe::keep("pushed_files", &s::pushed_files),
+        probe::keep("pushed_bytes", &s::pushed_bytes), probe::keep("push_skipped", &s::push_skipped),
+        probe::keep("push_failures", &s::push_failures), probe::keep("pushes_out", &s::pushes_out),
+        probe::keep("fetches", &s::fetches), probe::keep("hits", &s::hits), probe::keep("misses", &s::misses),
+        probe::keep("failures", &s::failures), probe::keep("timeouts", &s::timeouts),
+        probe::keep("refused_budget", &s::refused_budget), probe::keep("backed_off", &s::backed_off),
+        probe::keep("fetched_files", &s::fetched_files), probe::keep("fetched_bytes", &s::fetched_bytes));
+  }
+};
+
 // The tier's counters and sizes (JSON only at the wire, from the field list).
 struct disk_stats {
   std::size_t entries = 0, chunks = 0, checkpoints = 0;
@@ -141,6 +176,7 @@ struct disk_stats {
   double read_bytes_per_s = 0;
   std::uint64_t generation = 0;  // clears so far
   std::string folder;
+  remote_stats remote;  // the shared level below (the disk actor's, when --remote-cache is given)
 
   // The wire's (tiers.disk): jobs, writes_out and generation are the actor's own.
   static constexpr auto fields() {
@@ -165,7 +201,7 @@ struct disk_stats {
         probe::keep("read_bytes_per_s", &s::read_bytes_per_s),
         probe::sum("restore_failure_reasons", &s::restore_failure_reasons),
         probe::keep("anchored_bytes", &s::anchored_bytes), probe::keep("dedup_ratio", &s::dedup_ratio),
-        probe::sum("sweep", &s::sweep));
+        probe::sum("sweep", &s::sweep), probe::keep("remote", &s::remote));
   }
 };
 

@@ -4,6 +4,10 @@
 #include <cerrno>
 #include <chrono>
 
+#include <xxhash.h>
+
+#include <cstdio>
+
 #include "runtime/core/log.hpp"
 #include "runtime/disk/disk_codec.hpp"
 
@@ -18,13 +22,51 @@ std::string dir_of(const std::string& path) { return path.substr(0, path.find_la
 
 }  // namespace
 
+std::string remote_namespace(const std::string& salt) {
+  if (salt.empty()) return "anchorage";
+  const XXH128_hash_t h = XXH3_128bits(salt.data(), salt.size());
+  char hex[33];
+  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return std::string("anchorage:") + hex;
+}
+
+std::string remote_target(const redis_options& o) {
+  return o.host + ":" + std::to_string(o.port) + "/" + std::to_string(o.db);
+}
+
+std::vector<std::string> anchor_files(const disk_store& store, const std::vector<token_id>& tokens,
+                                      const std::string& ns, const std::vector<std::size_t>& lines) {
+  const disk_index& index = store.index();
+  const std::size_t grid = static_cast<std::size_t>(store.layout().grid);
+  std::vector<std::string> out;
+  for (std::size_t line : lines) {
+    if (grid == 0 || line == 0 || line % grid != 0 || line > tokens.size()) continue;
+    const std::vector<std::uint64_t> chain = chunk_hashes(tokens, line, grid);
+    const std::string* anchor = index.path(disk_names::anchor_id(ns, chain.back()));
+    if (anchor == nullptr) continue;
+    std::vector<std::string> files;
+    for (std::uint64_t h : chain)
+      if (const std::string* p = index.path(h)) files.push_back(*p);
+    if (files.size() != chain.size()) continue;  // a chunk evicted meanwhile
+    out.insert(out.end(), files.begin(), files.end());
+    out.push_back(*anchor);
+  }
+  // A chunk shared by two anchors once; chunks keep coming before the anchors (push sorts too).
+  std::vector<std::string> unique;
+  for (std::string& p : out)
+    if (std::find(unique.begin(), unique.end(), p) == unique.end()) unique.push_back(std::move(p));
+  return unique;
+}
+
 remote_disk::remote_disk(redis_env& remote, std::uint64_t fingerprint, remote_disk_options options)
     : remote_(remote), names_(remote_root, fingerprint), options_(options) {}
 
 bool remote_disk::read_remote(const std::string& path, std::vector<unsigned char>& out, file_result& error) {
   const auto n = remote_.size(path);
-  if (!n) {
-    error = file_result::failure(ENOENT, "size of " + path + ": not in Redis or Redis not answering");
+  if (!n) {  // missing, or Redis not answering: a ping tells which
+    const file_result p = remote_.ping();
+    error = p.ok ? file_result::failure(ENOENT, path + ": not in Redis") : p;
     return false;
   }
   out.resize(static_cast<std::size_t>(*n));
@@ -32,7 +74,21 @@ bool remote_disk::read_remote(const std::string& path, std::vector<unsigned char
   return error.ok;
 }
 
-void remote_disk::fail(const std::string& what, const file_result& why, remote_fetch_report& r) {
+bool remote_disk::backing_off() {
+  if (!has_failed_ || options_.retry_after_ms <= 0) return false;
+  if (std::chrono::steady_clock::now() - failed_at_ >= std::chrono::milliseconds(options_.retry_after_ms))
+    return false;
+  ++counts_.backed_off;
+  return true;
+}
+
+void remote_disk::failed() {
+  has_failed_ = true;
+  failed_at_ = std::chrono::steady_clock::now();
+}
+
+void remote_disk::fail(const std::string& what, const file_result& why, remote_fetch_report& r, bool redis) {
+  if (redis) failed();
   ++counts_.failures;
   if (why.error == ETIMEDOUT) ++counts_.timeouts;
   r.error = what + ": " + why.message;
@@ -48,17 +104,39 @@ remote_push_report remote_disk::push(file_env& local, const std::string& local_f
   remote_push_report r;
   std::vector<std::string> paths = local_paths;
   // Chunks first (they sit in the folder itself), then anchors (in a namespace's folder).
-  std::stable_sort(paths.begin(), paths.end(), [&](const std::string& a, const std::string& b) {
-    return (dir_of(a) != local_folder) < (dir_of(b) != local_folder);
-  });
+  auto is_anchor = [&](const std::string& p) { return dir_of(p) != local_folder; };
+  std::stable_sort(paths.begin(), paths.end(),
+                   [&](const std::string& a, const std::string& b) { return !is_anchor(a) && is_anchor(b); });
+  auto note_failure = [&](const std::string& why) {
+    ++r.failed;
+    ++counts_.push_failures;
+    if (r.error.empty()) r.error = why;
+  };
+  if (backing_off()) {
+    for (std::size_t i = 0; i < paths.size(); ++i)
+      note_failure("not sent: Redis failed less than " + std::to_string(options_.retry_after_ms) + " ms ago");
+    return r;
+  }
   std::vector<unsigned char> bytes;
+  bool chunk_failed = false, redis_failed = false;
   for (const std::string& path : paths) {
     if (path.compare(0, local_folder.size() + 1, local_folder + "/") != 0) continue;  // not ours
+    if (redis_failed) {  // Redis failed in this batch: the rest would wait for it too
+      note_failure("not sent: Redis failed earlier in the batch");
+      continue;
+    }
+    if (is_anchor(path) && chunk_failed) {
+      note_failure(path + ": not sent, a chunk of its chain was not");
+      continue;
+    }
     const std::string rpath = names_.folder() + path.substr(local_folder.size());
-    auto note_failure = [&](const std::string& why) {
-      ++r.failed;
-      ++counts_.push_failures;
-      if (r.error.empty()) r.error = why;
+    auto lost = [&](const std::string& why, bool redis) {
+      note_failure(why);
+      if (redis) {
+        failed();
+        redis_failed = true;
+      }
+      if (!is_anchor(path)) chunk_failed = true;
     };
     if (remote_.size(rpath)) {
       ++r.skipped;
@@ -67,30 +145,31 @@ remote_push_report remote_disk::push(file_env& local, const std::string& local_f
     }
     const auto n = local.size(path);
     if (!n) {
-      note_failure(path + ": gone from the local store");
+      lost(path + ": gone from the local store", false);
       continue;
     }
     bytes.resize(static_cast<std::size_t>(*n));
     file_result rd = local.read(path, 0, bytes.data(), bytes.size());
     if (!rd.ok) {
-      note_failure("read " + path + ": " + rd.message);
+      lost("read " + path + ": " + rd.message, false);
       continue;
     }
     const std::string rdir = dir_of(rpath);
     file_result w = remote_.make_dir(rdir);
     if (w.ok) w = remote_.write_atomic(rdir, name_of(rpath), {{bytes.data(), bytes.size()}});
     if (!w.ok) {
-      note_failure(w.message);
+      lost(w.message, true);
       continue;
     }
     ++r.written;
     ++counts_.pushed_files;
     counts_.pushed_bytes += bytes.size();
   }
+  if (!redis_failed) has_failed_ = false;
   return r;
 }
 
-remote_push_report remote_disk::push_store(disk_store& store) {
+std::vector<std::string> store_files(const disk_store& store) {
   const disk_index& index = store.index();
   std::vector<std::string> paths;
   for (const disk_anchor_entry* a : index.usable_anchors()) {
@@ -100,7 +179,11 @@ remote_push_report remote_disk::push_store(disk_store& store) {
   }
   std::sort(paths.begin(), paths.end());
   paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
-  return push(store.env(), store.folder(), paths);
+  return paths;  // push() puts the chunks first
+}
+
+remote_push_report remote_disk::push_store(disk_store& store) {
+  return push(store.env(), store.folder(), store_files(store));
 }
 
 remote_fetch_report remote_disk::fetch(disk_store& store, const std::vector<token_id>& prompt,
@@ -113,6 +196,10 @@ remote_fetch_report remote_disk::fetch(disk_store& store, const std::vector<toke
   const auto local_hit = store.find(prompt, ns);
   const std::size_t local_line = local_hit ? local_hit->line : 0;
   if (local_line >= top) return r;
+  if (backing_off()) {
+    r.error = "not asked: Redis failed less than " + std::to_string(options_.retry_after_ms) + " ms ago";
+    return r;
+  }
 
   ++counts_.fetches;
   const auto start = std::chrono::steady_clock::now();
@@ -146,6 +233,7 @@ remote_fetch_report remote_disk::fetch(disk_store& store, const std::vector<toke
   if (deepest == 0) {
     ++counts_.misses;
     warned_ = false;
+    has_failed_ = false;
     return r;
   }
   if (past_deadline()) {
@@ -158,7 +246,7 @@ remote_fetch_report remote_disk::fetch(disk_store& store, const std::vector<toke
   const std::string anchor_rpath = names_.anchor_path(ns, key);
   std::vector<unsigned char> anchor;
   if (!read_remote(anchor_rpath, anchor, error)) {
-    fail("read " + anchor_rpath, error, r);
+    fail("read " + anchor_rpath, error, r, error.error != ENOENT);
     return r;
   }
   const auto header = read_anchor_header(anchor.data(), anchor.size());
@@ -166,7 +254,8 @@ remote_fetch_report remote_disk::fetch(disk_store& store, const std::vector<toke
                                          hashes.begin() + static_cast<std::ptrdiff_t>(deepest));
   if (!header.ok() || header.value.chunk_hashes != chain ||
       header.value.fingerprint != store.layout().fingerprint) {
-    fail("read " + anchor_rpath, file_result::failure(EIO, "its header does not name the prompt's chain"), r);
+    fail("read " + anchor_rpath, file_result::failure(EIO, "its header does not name the prompt's chain"), r,
+         false);
     return r;
   }
   std::vector<std::uint64_t> missing;
@@ -190,13 +279,13 @@ remote_fetch_report remote_disk::fetch(disk_store& store, const std::vector<toke
     }
     const std::string rpath = names_.chunk_path(h);
     if (!read_remote(rpath, bytes, error)) {
-      fail("read " + rpath, error, r);
+      fail("read " + rpath, error, r, error.error != ENOENT);
       break;
     }
     const file_result w =
         local.write_atomic(store.folder(), names_.chunk_name(h), {{bytes.data(), bytes.size()}});
     if (!w.ok) {
-      fail("write " + store.names().chunk_path(h), w, r);
+      fail("write " + store.names().chunk_path(h), w, r, false);
       break;
     }
     chunk_paths.push_back(store.names().chunk_path(h));
@@ -213,7 +302,7 @@ remote_fetch_report remote_disk::fetch(disk_store& store, const std::vector<toke
       ++r.files;
       r.bytes += anchor.size();
     } else {
-      fail("write " + store.names().anchor_path(ns, key), w, r);
+      fail("write " + store.names().anchor_path(ns, key), w, r, false);
     }
   }
   // Index what arrived (a chain cut short is removed again by adopt: its anchor is missing).
@@ -229,9 +318,11 @@ remote_fetch_report remote_disk::fetch(disk_store& store, const std::vector<toke
   if (r.line) {
     ++counts_.hits;
     warned_ = false;
+    has_failed_ = false;
   } else {
     fail("index the fetched files",
-         file_result::failure(EIO, "not indexed: a header failed its checks, or the budget evicted it"), r);
+         file_result::failure(EIO, "not indexed: a header failed its checks, or the budget evicted it"), r,
+         false);
   }
   return r;
 }

@@ -25,11 +25,13 @@
 //
 // Not thread-safe: one owner, who also owns the local store (the fetch writes into its folder
 // and index) and the redis_env.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "protocol/disk_types.hpp"
 #include "runtime/core/token.hpp"
 #include "runtime/disk/disk_names.hpp"
 #include "runtime/disk/disk_store.hpp"
@@ -43,22 +45,39 @@ struct remote_disk_options {
   // A fetch reads at most this many bytes (an anchor and its missing chunks); 0: the local
   // store's budget. Checked against the sizes Redis reports before a byte is copied.
   std::uint64_t fetch_max_bytes = 0;
+  // After Redis failed (unreachable, slow, an error), neither fetch nor push asks it again for
+  // this long: a Redis that is down costs one timeout per interval, not one per request
+  // (counted as backed_off; 0: ask every time).
+  int retry_after_ms = 5000;
 };
 
-struct remote_disk_counters {
-  long pushed_files = 0;
-  std::uint64_t pushed_bytes = 0;
-  long push_skipped = 0;    // already in Redis
-  long push_failures = 0;   // a file not copied (Redis down, slow, full; the local file gone)
-  long fetches = 0;         // fetch() calls that asked Redis
-  long hits = 0;            // fetches that indexed a deeper anchor locally
-  long misses = 0;          // Redis held nothing deeper
-  long failures = 0;        // Redis unreachable, slow, an error; a file missing or damaged
-  long timeouts = 0;        // of which the deadline
-  long refused_budget = 0;  // a hit larger than fetch_max_bytes
-  long fetched_files = 0;
-  std::uint64_t fetched_bytes = 0;
+// The counters (the wire's tiers.disk.remote); enabled, target, ns and pushes_out are the
+// server's to fill.
+using remote_disk_counters = remote_stats;
+
+// The shared tier as a server runs it: --remote-cache redis://..., --cache-salt, --remote-timeout-ms.
+struct remote_tier_options {
+  redis_options redis;  // host, port, db, user and password from the URL; ns from the salt
+  remote_disk_options disk;
 };
+
+// The key namespace of a tenant's salt: "anchorage" without one, else "anchorage:" and the
+// 16 hex digits of the salt's 64-bit digest (the salt itself never reaches Redis). Two salts
+// give two disjoint key spaces.
+std::string remote_namespace(const std::string& salt);
+
+// host:port/db of `o`, for logs and stats (never the password).
+std::string remote_target(const redis_options& o);
+
+// The files a push of `store`'s anchors of `ns` at `lines` of `tokens` sends: each anchor's
+// chunks, then the anchor, for every anchor the store indexes with its whole chain (one evicted
+// or replaced meanwhile is left out). Paths in the store's folder.
+std::vector<std::string> anchor_files(const disk_store& store, const std::vector<token_id>& tokens,
+                                      const std::string& ns, const std::vector<std::size_t>& lines);
+
+// Every file an indexed anchor of `store` stands on (its usable anchors and their chains): what
+// a replica pushes of the folder it found at start.
+std::vector<std::string> store_files(const disk_store& store);
 
 struct remote_push_report {
   std::size_t written = 0;
@@ -81,7 +100,9 @@ class remote_disk {
   remote_disk(redis_env& remote, std::uint64_t fingerprint, remote_disk_options options = {});
 
   // Copies the local store's files at `local_paths` (paths in its folder, as disk_store names
-  // them) to Redis, chunk files first. `local` is the env the store wrote them on.
+  // them) to Redis, chunk files first; no anchor when a chunk failed (an anchor in Redis always
+  // finds its chain). `local` is the env the store wrote them on; it may be another env than the
+  // store's own (the pusher's thread), over the same folder.
   remote_push_report push(file_env& local, const std::string& local_folder,
                           const std::vector<std::string>& local_paths);
   // push() of every file an indexed anchor of `store` stands on, whose chain is complete: what a
@@ -99,13 +120,20 @@ class remote_disk {
  private:
   // Reads the whole remote file at `path` into `out`; false with `error` on failure.
   bool read_remote(const std::string& path, std::vector<unsigned char>& out, file_result& error);
-  void fail(const std::string& what, const file_result& why, remote_fetch_report& r);
+  // A fetch that failed: counted, logged once; `redis` (Redis refused, slow or erred, not a
+  // record that failed our checks) starts the retry wait.
+  void fail(const std::string& what, const file_result& why, remote_fetch_report& r, bool redis = true);
+  // Whether Redis failed within retry_after_ms (counted as backed_off); failed() starts the wait.
+  bool backing_off();
+  void failed();
 
   redis_env& remote_;
   disk_names names_;
   remote_disk_options options_;
   remote_disk_counters counts_;
   bool warned_ = false;
+  std::chrono::steady_clock::time_point failed_at_{};
+  bool has_failed_ = false;
 };
 
 }  // namespace anchorage

@@ -112,6 +112,23 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) {
          c.disk.store.eviction.budget_bytes = parse_gib("disk-cache-gb", v);
        }},
+      {"remote-cache", "URL",
+       "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]: a Redis the replicas share below their disk tiers "
+       "(needs --cache-dir; off)",
+       [](server_config& c, const std::string& v) {
+         const std::string why = parse_redis_url(v, c.remote.redis);
+         if (!why.empty()) throw std::invalid_argument("--remote-cache: " + why);
+         c.remote_cache = v;
+       }},
+      {"cache-salt", "TEXT",
+       "the tenant's salt of the --remote-cache keys: two salts never share a record (none)",
+       [](server_config& c, const std::string& v) { c.cache_salt = v; }},
+      {"remote-timeout-ms", "MS", "Redis's reply timeout and a remote fetch's deadline (2000)",
+       [](server_config& c, const std::string& v) {
+         const int ms = static_cast<int>(parse_long("remote-timeout-ms", v, 10, 600000));
+         c.remote.redis.timeout_ms = ms;
+         c.remote.disk.fetch_deadline_ms = ms;
+       }},
       {"disk-lifetime-days", "N", "days an unused disk entry is kept (7)",
        [](server_config& c, const std::string& v) {
          c.disk.store.eviction.lifetime_s = parse_long("disk-lifetime-days", v, 1, 36500) * 24 * 3600;
@@ -401,6 +418,12 @@ server_config parse_server_args(const std::vector<std::string>& args) {
     }
     o->set(c, value);
   }
+  if (!c.remote_cache.empty() && !c.no_cache &&
+      (c.cache_dir.empty() || c.disk.store.eviction.budget_bytes == 0))
+    throw std::invalid_argument(
+        "--remote-cache needs the disk tier (--cache-dir, --disk-cache-gb above 0): "
+        "the shared tier sits below it");
+  c.remote.redis.ns = remote_namespace(c.cache_salt);
   // Validates preset, grid and context now, not at the first request (a checkpoint's at load).
   if (!c.engine.model_path) c.engine.config();
   return c;

@@ -8,6 +8,7 @@
 #include "runtime/speculative/speculative_options.hpp"
 #include "runtime/cache/cache_options.hpp"
 #include "runtime/disk/disk_tier_options.hpp"
+#include "runtime/remote/remote_disk.hpp"
 #include "runtime/suffix/suffix_store.hpp"
 #include "runtime/tiers/spill_options.hpp"
 #include "runtime/engine/engine_options.hpp"
@@ -37,6 +38,13 @@ struct server_config {
   // --disk-min-tokens in admission; --disk-stage-gb 1; --generation-checkpoint-tokens (0: off).
   // The folder (store.dir) is <--cache-dir>/disk, set when the tier starts.
   disk_tier_options disk;
+  // The shared tier below the disk tier (docs/SCALE_OUT.md): --remote-cache
+  // redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (empty: off; needs the disk tier), --cache-salt
+  // (the tenant's: two salts never share a record), --remote-timeout-ms (2000: Redis's reply
+  // timeout and a fetch's deadline). remote.redis.ns is remote_namespace(cache_salt), set at start.
+  std::string remote_cache;
+  std::string cache_salt;
+  remote_tier_options remote;
   // The session spill (docs/SPILL.md): whole conversations to --cache-dir at a planned stop and
   // before an eviction.
   struct spill_knobs {

@@ -134,6 +134,7 @@ TEST_CASE("disk staging + disk service write a prefill's chunks, whole or cut, a
                                                         "prefill_tokens_per_s",
                                                         "read_bytes_per_s",
                                                         "refusals",
+                                                        "remote",
                                                         "restore_failure_reasons",
                                                         "restore_failures",
                                                         "stage_limit_bytes",

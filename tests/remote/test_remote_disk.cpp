@@ -7,6 +7,7 @@
 #include <hiredis/hiredis.h>
 
 #include <chrono>
+#include <thread>
 
 #include "runtime/disk/disk_codec.hpp"
 #include "runtime/remote/remote_disk.hpp"
@@ -43,10 +44,16 @@ struct replica {
   redis_env remote;
   std::unique_ptr<disk_store> store;
   remote_disk shared;
-  replica(bench& b, const redis_options& o, const std::string& name)
+  replica(bench& b, const redis_options& o, const std::string& name, remote_disk_options d = quick_retry())
       : remote(o),
         store(b.open(options_in(b.dir.str() + "/" + name))),
-        shared(remote, b.layout.fingerprint) {}
+        shared(remote, b.layout.fingerprint, d) {}
+  // A failure's retry wait short enough for a test to outlast.
+  static remote_disk_options quick_retry() {
+    remote_disk_options d;
+    d.retry_after_ms = 300;
+    return d;
+  }
 };
 
 // A cold prefill of tokens[0, line) stored on `r` and pushed; returns the engine.
@@ -210,8 +217,18 @@ TEST_CASE("Redis gone or frozen: a fetch is the cold path within its deadline, c
     CHECK(got.line == 0);
     CHECK_FALSE(got.error.empty());
     CHECK(rb.shared.counters().failures == 1);
-    CHECK(a.shared.push_store(*a.store).failed == 3);
-    server.start();  // empty: it keeps nothing on disk
+    // Within the retry wait Redis is not asked again: nothing to wait for, counted.
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(rb.shared.fetch(*rb.store, tokens).line == 0);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(100));
+    CHECK(rb.shared.counters().failures == 1);
+    CHECK(rb.shared.counters().backed_off == 1);
+    // A push fails its first file and sends no other (each would wait on Redis too).
+    const remote_push_report down = a.shared.push_store(*a.store);
+    CHECK(down.failed == 3);
+    CHECK(down.written == 0);
+    server.start();                                               // empty: it keeps nothing on disk
+    std::this_thread::sleep_for(std::chrono::milliseconds(350));  // past the retry wait
     REQUIRE(a.shared.push_store(*a.store).written == 3);
     CHECK(rb.shared.fetch(*rb.store, tokens).line == line);  // back: used again
   }
@@ -231,4 +248,56 @@ TEST_CASE("Redis gone or frozen: a fetch is the cold path within its deadline, c
     CHECK(s < 3.0);
     CHECK_FALSE(rb.store->find(tokens));
   }
+}
+
+TEST_CASE("a push sends an anchor only with its whole chain, and anchor_files names each anchor's files",
+          "[remote][disk]") {
+  redis_server server;
+  REQUIRE_REDIS(server);
+  bench b;
+  const std::size_t line = 3 * b.g;
+  const auto tokens = test_tokens(line + 5);
+  replica a(b, server.options("anchorage:t"), "a");
+  auto cold = prefilled(b.c, tokens, line);
+  REQUIRE(a.store->store(slice(tokens, 0, line), cold->cache_state()));
+
+  const std::vector<std::string> files = anchor_files(*a.store, tokens, "", {line});
+  REQUIRE(files.size() == 4);  // three chunks, then the anchor
+  for (std::size_t i = 0; i < 3; ++i)
+    CHECK(files[i] == a.store->names().chunk_path(chunk_hashes(tokens, line, b.g)[i]));
+  CHECK(files[3] == a.store->names().anchor_path("", chunk_hashes(tokens, line, b.g).back()));
+  CHECK(anchor_files(*a.store, tokens, "", {b.g}).empty());        // no anchor there
+  CHECK(anchor_files(*a.store, tokens, "", {line + 1}).empty());   // not a grid line
+  CHECK(anchor_files(*a.store, tokens, "other", {line}).empty());  // another namespace's
+
+  SECTION("a chunk gone locally: neither it nor the anchor reaches Redis") {
+    REQUIRE(a.store->env().remove(files[1]));
+    const remote_push_report r = a.shared.push(a.store->env(), a.store->folder(), files);
+    CHECK(r.written == 2);
+    CHECK(r.failed == 2);
+    replica rb(b, server.options("anchorage:t"), "b");
+    CHECK(rb.shared.fetch(*rb.store, tokens).line == 0);
+    CHECK(rb.shared.counters().misses == 1);  // no anchor in Redis: a miss, not a failure
+  }
+  SECTION("whole: every file, and a second push sends none") {
+    CHECK(a.shared.push(a.store->env(), a.store->folder(), files).written == 4);
+    CHECK(a.shared.push(a.store->env(), a.store->folder(), files).skipped == 4);
+  }
+}
+
+TEST_CASE("a tenant's salt becomes a key namespace that names neither the salt nor another's", "[remote]") {
+  CHECK(remote_namespace("") == "anchorage");
+  const std::string a = remote_namespace("tenant-a");
+  const std::string b = remote_namespace("tenant-b");
+  CHECK(a.size() == std::string("anchorage:").size() + 32);
+  CHECK(a.rfind("anchorage:", 0) == 0);
+  CHECK(a != b);
+  CHECK(a.find("tenant") == std::string::npos);
+  CHECK(remote_namespace("tenant-a") == a);
+  redis_options o;
+  o.host = "10.0.0.5";
+  o.port = 6380;
+  o.db = 2;
+  o.password = "secret";
+  CHECK(remote_target(o) == "10.0.0.5:6380/2");
 }

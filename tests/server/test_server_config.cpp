@@ -231,3 +231,40 @@ TEST_CASE("the suffix store's flags, its size refused at 0 and below, and where 
       suffix_store_dir(parse_server_args({"--cache-dir", "/nvme/a", "--suffix-store", "off"}), why).empty());
   CHECK_THAT(why, Catch::Contains("--suffix-store off"));
 }
+
+TEST_CASE("the shared tier's flags: a Redis URL, a salt, a timeout, and the disk tier they need",
+          "[config][remote]") {
+  const server_config off = parse_server_args({"--cache-dir", "/nvme/a"});
+  CHECK(off.remote_cache.empty());
+
+  const server_config c =
+      parse_server_args({"--cache-dir", "/nvme/a", "--remote-cache", "redis://:pw@10.0.0.7:6390/3",
+                         "--cache-salt", "team-a", "--remote-timeout-ms", "500"});
+  CHECK(c.remote_cache == "redis://:pw@10.0.0.7:6390/3");
+  CHECK(c.remote.redis.host == "10.0.0.7");
+  CHECK(c.remote.redis.port == 6390);
+  CHECK(c.remote.redis.db == 3);
+  CHECK(c.remote.redis.password == "pw");
+  CHECK(c.remote.redis.timeout_ms == 500);
+  CHECK(c.remote.disk.fetch_deadline_ms == 500);
+  CHECK(c.remote.redis.ns == remote_namespace("team-a"));
+  // The salt's order among the flags does not matter; no salt is the plain namespace.
+  CHECK(parse_server_args({"--cache-salt", "team-a", "--remote-cache", "redis://h", "--cache-dir", "/d"})
+            .remote.redis.ns == c.remote.redis.ns);
+  CHECK(parse_server_args({"--remote-cache", "redis://h", "--cache-dir", "/d"}).remote.redis.ns ==
+        "anchorage");
+
+  CHECK_THROWS_WITH(parse_server_args({"--cache-dir", "/d", "--remote-cache", "http://h:6379"}),
+                    Catch::Contains("--remote-cache") && Catch::Contains("redis://"));
+  CHECK_THROWS_WITH(parse_server_args({"--remote-cache", "redis://h"}), Catch::Contains("--cache-dir"));
+  CHECK_THROWS_WITH(
+      parse_server_args({"--remote-cache", "redis://h", "--cache-dir", "/d", "--disk-cache-gb", "0"}),
+      Catch::Contains("disk tier"));
+  CHECK_THROWS_WITH(parse_server_args({"--cache-dir", "/d", "--remote-timeout-ms", "0"}),
+                    Catch::Contains("remote-timeout-ms"));
+  // --no-cache turns every tier off, the shared one with them: no error.
+  CHECK_NOTHROW(parse_server_args({"--remote-cache", "redis://h", "--no-cache"}));
+  const std::string h = server_help();
+  for (const char* f : {"--remote-cache", "--cache-salt", "--remote-timeout-ms"})
+    CHECK_THAT(h, Catch::Contains(f));
+}

@@ -1,0 +1,138 @@
+// End-to-end: two replicas (two whole servers, each with its own --cache-dir) sharing one real
+// redis-server through --remote-cache. A conversation's head written on replica A reaches Redis
+// behind A's disk writes; a session with the same head sent to replica B resumes on B from the
+// remote tier, with the answer a server without any cache gives. Another tenant's salt shares
+// nothing; Redis stopped is the cold path on every request, never an error.
+#include <string>
+#include <vector>
+
+#include "tests/support/chat_turns.hpp"
+#include "tests/support/redis_server.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace anchorage;
+using namespace anchorage::testing;
+
+namespace {
+
+constexpr long grid = 32;  // --prefix-chunk: the disk tier's chunk and anchor lines
+
+json agent_messages(const std::string& user) {
+  return json::array({{{"role", "system"}, {"content", filler(system_prompt, 1700)}},
+                      {{"role", "user"}, {"content", user}}});
+}
+
+// The disk tier's stats once every write and push is done (quiesce drains both).
+json disk_stats_of(const http_server& s) {
+  REQUIRE(s.quiesce());
+  const json d = s.get("/v1/cache/stats").body_json()["tiers"]["disk"];
+  INFO(d.dump());
+  REQUIRE(d.contains("remote"));
+  return d;
+}
+
+std::vector<std::string> replica_flags(const temp_dir& dir, const std::string& name,
+                                       const redis_server& redis, const std::string& salt) {
+  return {"--cache-dir",         dir.str() + "/" + name,
+          "--prefix-chunk",      std::to_string(grid),
+          "--disk-min-tokens",   "256",
+          "--remote-cache",      "redis://127.0.0.1:" + std::to_string(redis.port()),
+          "--cache-salt",        salt,
+          "--remote-timeout-ms", "500"};
+}
+
+}  // namespace
+
+TEST_CASE("a head written on replica A resumes on replica B from Redis with the cold answer",
+          "[http][remote]") {
+  redis_server redis;
+  REQUIRE_REDIS(redis);
+  temp_dir dir("anchorage-http-remote");
+
+  http_server a(replica_flags(dir, "a", redis, "team-1"));
+  const turn_reply first = post_turn(a, chat_body(agent_messages("List the files in src."), 11, 8));
+  CHECK(first.x_cache["source"] == "cold");
+  const json da = disk_stats_of(a);
+  REQUIRE(da["entries"] == 4);  // a session's first long request: four anchors below its user message
+  const long head = da["longest_prefix"];
+  const json ra = da["remote"];
+  CHECK(ra["enabled"] == true);
+  CHECK(ra["target"] == "127.0.0.1:" + std::to_string(redis.port()) + "/0");
+  CHECK(ra["namespace"] == remote_namespace("team-1"));
+  CHECK(ra["pushed_files"].get<long>() > 4);  // the chunks and the four anchors
+  CHECK(ra["push_failures"] == 0);
+  CHECK(ra["pushes_out"] == 0);
+
+  // Replica B has never seen the conversation: its own folder is empty.
+  http_server b(replica_flags(dir, "b", redis, "team-1"));
+  CHECK(disk_stats_of(b)["entries"] == 0);
+  const json body = chat_body(agent_messages("Read main.cpp and explain it."), 12, 8);
+  const turn_reply moved = post_turn(b, body);
+  CHECK(moved.x_cache["source"] == "disk");
+  CHECK(moved.x_cache["resumed_at"] == head);
+  CHECK(moved.usage["prompt_tokens_details"]["cached_tokens"] == head);
+  const json db = disk_stats_of(b);
+  CHECK(db["hits"] == 1);
+  CHECK(db["remote"]["fetches"] == 1);
+  CHECK(db["remote"]["hits"] == 1);
+  CHECK(db["remote"]["fetched_files"] == head / grid + 1);  // the head's chunks and its anchor
+  CHECK(db["remote"]["failures"] == 0);
+
+  // The answer a server without any cache gives.
+  http_server ref({"--no-cache"});
+  const turn_reply r = post_turn(ref, body);
+  CHECK(moved.message == r.message);
+
+  SECTION("another tenant's salt shares nothing") {
+    http_server c(replica_flags(dir, "c", redis, "team-2"));
+    const turn_reply other = post_turn(c, body);
+    CHECK(other.x_cache["source"] == "cold");
+    CHECK(other.message == r.message);
+    const json dc = disk_stats_of(c);
+    CHECK(dc["remote"]["fetches"].get<long>() >= 1);
+    CHECK(dc["remote"]["hits"] == 0);
+    CHECK(dc["remote"]["misses"].get<long>() >= 1);
+  }
+  SECTION("Redis stopped: every request is answered from the cold path, counted, never an error") {
+    redis.stop();
+    http_server d(replica_flags(dir, "d", redis, "team-1"));
+    const turn_reply t1 = post_turn(d, body);
+    CHECK(t1.x_cache["source"] == "cold");
+    CHECK(t1.message == r.message);
+    const turn_reply t2 = post_turn(d, chat_body(agent_messages("Now the tests."), 13, 8));
+    CHECK_FALSE(t2.message.empty());
+    const json dd = disk_stats_of(d);
+    CHECK(dd["remote"]["failures"].get<long>() >= 1);
+    CHECK(dd["remote"]["hits"] == 0);
+    CHECK(dd["remote"]["push_failures"].get<long>() > 0);
+    CHECK(d.get("/health").status == 200);
+  }
+}
+
+TEST_CASE("a replica started with --remote-cache pushes what its folder already held", "[http][remote]") {
+  redis_server redis;
+  REQUIRE_REDIS(redis);
+  temp_dir dir("anchorage-http-remote-start");
+  const json body = chat_body(agent_messages("Read main.cpp and explain it."), 12, 8);
+  long head = 0;
+  {
+    // No shared tier yet: the head is on A's NVMe only.
+    http_server a({"--cache-dir", dir.str() + "/a", "--prefix-chunk", std::to_string(grid),
+                   "--disk-min-tokens", "256"});
+    post_turn(a, chat_body(agent_messages("List the files in src."), 11, 8));
+    REQUIRE(a.quiesce());
+    const json d = a.get("/v1/cache/stats").body_json()["tiers"]["disk"];
+    REQUIRE(d["entries"] == 4);
+    CHECK(d["remote"]["enabled"] == false);
+    head = d["longest_prefix"];
+  }
+  http_server a(replica_flags(dir, "a", redis, "team-1"));
+  const json da = disk_stats_of(a);
+  CHECK(da["remote"]["pushed_files"] == head / grid + 4);  // the chunks the anchors stand on, the anchors
+  CHECK(da["remote"]["push_failures"] == 0);
+
+  http_server b(replica_flags(dir, "b", redis, "team-1"));
+  const turn_reply moved = post_turn(b, body);
+  CHECK(moved.x_cache["source"] == "disk");
+  CHECK(moved.x_cache["resumed_at"] == head);
+}
