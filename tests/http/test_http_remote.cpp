@@ -2,11 +2,15 @@
 // redis-server through --remote-cache. A conversation's head written on replica A reaches Redis
 // behind A's disk writes; a session with the same head sent to replica B resumes on B from the
 // remote tier, with the answer a server without any cache gives. Another tenant's salt shares
-// nothing; Redis stopped is the cold path on every request, never an error.
+// nothing; Redis stopped is the cold path on every request, never an error. Behind a real HAProxy
+// with the project's configuration, a session stays on its replica and moves, with its state,
+// when that replica stops.
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "tests/support/chat_turns.hpp"
+#include "tests/support/haproxy_server.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -135,4 +139,97 @@ TEST_CASE("a replica started with --remote-cache pushes what its folder already 
   const turn_reply moved = post_turn(b, body);
   CHECK(moved.x_cache["source"] == "disk");
   CHECK(moved.x_cache["resumed_at"] == head);
+}
+
+namespace {
+
+// A chat turn sent to HAProxy's front, as a client behind the balancer sends it (with opencode's
+// session header, or none when `session` is empty).
+turn_reply post_via(const haproxy_server& proxy, const std::string& body, const std::string& session) {
+  httplib::Client c("127.0.0.1", proxy.port());
+  c.set_connection_timeout(5, 0);
+  c.set_read_timeout(120, 0);
+  c.set_keep_alive(false);
+  httplib::Headers headers;
+  if (!session.empty()) headers.emplace("x-session-affinity", session);
+  const httplib::Result res = c.Post("/v1/chat/completions", headers, body, "application/json");
+  http_reply r;
+  r.error = res.error();
+  if (res) {
+    r.status = res->status;
+    r.body = res->body;
+  }
+  INFO("through HAProxy, session " << session << ": " << httplib::to_string(r.error));
+  return read_turn(r);
+}
+turn_reply post_via(const haproxy_server& proxy, const json& body, const std::string& session) {
+  return post_via(proxy, body.dump(), session);
+}
+
+// The requests a replica served (its ledger's entries).
+std::size_t served(const http_server& s) { return s.get("/v1/cache/stats").body_json()["ledger"].size(); }
+
+}  // namespace
+
+TEST_CASE("behind HAProxy a session stays on its replica, and moves with its state when that replica stops",
+          "[http][remote][haproxy]") {
+  redis_server redis;
+  REQUIRE_REDIS(redis);
+  temp_dir dir("anchorage-http-haproxy");
+  std::unique_ptr<http_server> replicas[2] = {
+      std::make_unique<http_server>(replica_flags(dir, "a", redis, "team-1")),
+      std::make_unique<http_server>(replica_flags(dir, "b", redis, "team-1"))};
+  haproxy_server proxy({{"a", replicas[0]->port()}, {"b", replicas[1]->port()}}, dir.str());
+  REQUIRE_HAPROXY(proxy);
+
+  // A session's two turns reach one replica: the second resumes from its memory.
+  json messages = agent_messages("List the files in src.");
+  const turn_reply t1 = post_via(proxy, chat_body(messages, 21, 8), "ses_main");
+  CHECK(t1.x_cache["source"] == "cold");
+  echo_turn(messages, t1, "Now read main.cpp.");
+  const turn_reply t2 = post_via(proxy, chat_body(messages, 22, 8), "ses_main");
+  CHECK(t2.x_cache["source"] != "cold");
+  const std::size_t on_a = served(*replicas[0]), on_b = served(*replicas[1]);
+  REQUIRE(on_a + on_b == 2);
+  const int holder = on_a == 2 ? 0 : 1;
+  REQUIRE(served(*replicas[holder]) == 2);
+
+  // Other sessions spread over both replicas (a consistent hash of their ids, fixed here).
+  for (int i = 0; i < 8; ++i)
+    post_via(
+        proxy,
+        chat_body(json::array({{{"role", "user"}, {"content", "hello " + std::to_string(i)}}}), 30 + i, 2),
+        "ses_other_" + std::to_string(i));
+  CHECK(served(*replicas[0]) > (holder == 0 ? 2u : 0u));
+  CHECK(served(*replicas[1]) > (holder == 1 ? 2u : 0u));
+
+  // Requests without a session header (Qwen Code sends none) go by their body's start, their
+  // system prompt: two with the same head reach the same replica.
+  const std::size_t before[2] = {served(*replicas[0]), served(*replicas[1])};
+  // The bodies as clients write them, the messages first.
+  auto build_question = [](const std::string& q) {
+    const json m =
+        json::array({{{"role", "system"}, {"content", "You answer questions about the build, briefly."}},
+                     {{"role", "user"}, {"content", q}}});
+    return "{\"messages\":" + m.dump() + ",\"max_tokens\":2,\"temperature\":0}";
+  };
+  post_via(proxy, build_question("What does the build do?"), "");
+  post_via(proxy, build_question("Where are the tests?"), "");
+  const std::size_t grew[2] = {served(*replicas[0]) - before[0], served(*replicas[1]) - before[1]};
+  CHECK(((grew[0] == 2 && grew[1] == 0) || (grew[0] == 0 && grew[1] == 2)));
+
+  // The holder stops (a planned stop: its /health says 503, then it closes): the session's next
+  // turn goes to the other replica, which resumes it from Redis with a cold server's answer.
+  REQUIRE(replicas[holder]->quiesce());
+  replicas[holder].reset();
+  echo_turn(messages, t2, "And the tests?");
+  const json body = chat_body(messages, 23, 8);
+  const turn_reply t3 = post_via(proxy, body, "ses_main");
+  CHECK(t3.x_cache["source"] == "disk");
+  CHECK(t3.x_cache["resumed_at"].get<long>() > 0);
+  CHECK(t3.usage["prompt_tokens_details"]["cached_tokens"] == t3.x_cache["resumed_at"]);
+  const json remote = disk_stats_of(*replicas[1 - holder])["remote"];
+  CHECK(remote["hits"] == 1);
+  http_server ref({"--no-cache"});
+  CHECK(t3.message == post_turn(ref, body).message);
 }
