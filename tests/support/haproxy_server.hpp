@@ -20,14 +20,15 @@
 #include <utility>
 #include <vector>
 
+#include "tests/support/child_process.hpp"
+
 namespace anchorage::testing {
 
 class haproxy_server {
  public:
   // `replicas`: each replica's name and loopback port. `dir`: where the configuration is written.
   haproxy_server(const std::vector<std::pair<std::string, int>>& replicas, const std::string& dir) {
-    for (const char* p : {"/usr/sbin/haproxy", "/usr/local/sbin/haproxy"})
-      if (::access(p, X_OK) == 0) binary_ = p;
+    binary_ = find_binary({"/usr/sbin/haproxy", "/usr/local/sbin/haproxy"});
     if (binary_.empty()) {
       why_ = "haproxy is not installed (tools/bootstrap test installs Debian's)";
       return;
@@ -36,7 +37,7 @@ class haproxy_server {
     std::stringstream text;
     text << in.rdbuf();
     std::string cfg = text.str();
-    port_ = free_port();
+    port_ = free_loopback_port();
     std::string servers;
     for (const auto& [name, port] : replicas)
       servers += "    server " + name + " 127.0.0.1:" + std::to_string(port) + " check\n";
@@ -70,20 +71,7 @@ class haproxy_server {
   const std::string& why() const { return why_; }
   int port() const { return port_; }
 
-  void stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    for (int i = 0; i < 250; ++i) {
-      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
+  void stop() { stop_child(pid_); }
 
  private:
   static void replace(std::string& s, const std::string& what, const std::string& with) {
@@ -100,20 +88,6 @@ class haproxy_server {
     if (fd >= 0) ::close(fd);
     return ok;
   }
-  static int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    int port = 0;
-    if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-      port = ntohs(a.sin_port);
-    if (fd >= 0) ::close(fd);
-    return port;
-  }
-
   std::string binary_, why_, path_;
   int port_ = 0;
   pid_t pid_ = -1;
@@ -123,10 +97,4 @@ class haproxy_server {
 
 // In a test: skips, saying why, when haproxy is not installed; fails when it is but does not
 // accept.
-#define REQUIRE_HAPROXY(proxy)          \
-  if (!(proxy).installed()) {           \
-    WARN("skipped: " << (proxy).why()); \
-    return;                             \
-  }                                     \
-  INFO((proxy).why());                  \
-  REQUIRE((proxy).available())
+#define REQUIRE_HAPROXY(proxy) REQUIRE_REAL_SERVER(proxy)

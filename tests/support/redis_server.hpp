@@ -17,20 +17,20 @@
 #include <vector>
 
 #include "runtime/remote/redis_env.hpp"
+#include "tests/support/child_process.hpp"
 
 namespace anchorage::testing {
 
 class redis_server {
  public:
-  redis_server() : port_(free_port()) {
-    for (const char* p : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"})
-      if (::access(p, X_OK) == 0) binary_ = p;
+  redis_server() : port_(free_loopback_port()) {
+    binary_ = find_binary({"/usr/bin/redis-server", "/usr/local/bin/redis-server"});
     if (binary_.empty()) {
       why_ = "redis-server is not installed (tools/bootstrap test installs Debian's)";
       return;
     }
     for (int attempt = 0; attempt < 3 && pid_ <= 0; ++attempt) {  // a port taken meanwhile: another
-      if (attempt > 0) port_ = free_port();
+      if (attempt > 0) port_ = free_loopback_port();
       start();
     }
   }
@@ -87,38 +87,9 @@ class redis_server {
   void thaw() {
     if (pid_ > 0) ::kill(pid_, SIGCONT);
   }
-  void stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGCONT);  // a frozen server would not see the SIGTERM
-    ::kill(pid_, SIGTERM);
-    for (int i = 0; i < 250; ++i) {
-      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
+  void stop() { stop_child(pid_); }
 
  private:
-  static int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
-    socklen_t len = sizeof(a);
-    int port = 0;
-    if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-      port = ntohs(a.sin_port);
-    if (fd >= 0) ::close(fd);
-    return port;
-  }
-
   std::string binary_, why_;
   int port_ = 0;
   pid_t pid_ = -1;
@@ -128,10 +99,4 @@ class redis_server {
 
 // In a test: skips, saying why, when redis-server is not installed; fails when it is but does not
 // answer.
-#define REQUIRE_REDIS(server)            \
-  if (!(server).installed()) {           \
-    WARN("skipped: " << (server).why()); \
-    return;                              \
-  }                                      \
-  INFO((server).why());                  \
-  REQUIRE((server).available())
+#define REQUIRE_REDIS(server) REQUIRE_REAL_SERVER(server)
