@@ -157,6 +157,15 @@ void send_spill(board_ptr self, spill_job_ptr job, std::function<void(const spil
     spill_keeper* k = self->state.slots->spill();
     spill_write_report r;
     if (k && j) r = k->committed(*j);
+    // What it wrote goes to the shared level behind it, through the disk actor (with one).
+    if (k && j && !r.failed && !r.refused && self->state.disk) {
+      auto push = std::make_shared<remote_push_job>();
+      push->folder = k->store().folder();
+      push->paths = k->store().paths_of(j->image.manifest.id);
+      push->spill = true;
+      if (!push->paths.empty())
+        self->send(self->state.disk, remote_push_atom::value, remote_push_job_ptr(push));
+    }
     send_tiers(self);
     if (then) then(r);
     // The requests that waited for this conversation's commit start now.

@@ -4,8 +4,8 @@
 
 #include "actors/disk_writer.hpp"
 #include "actors/remote_pusher.hpp"
+#include "protocol/spill_format.hpp"
 #include "runtime/core/log.hpp"
-#include "runtime/disk/disk_codec.hpp"
 #include "runtime/io/uring_env.hpp"
 
 namespace anchorage {
@@ -25,6 +25,7 @@ disk_stats stats_of(disk_ptr self) {
     r.pushed_bytes = p.pushed_bytes;
     r.push_skipped = p.push_skipped;
     r.push_failures = p.push_failures;
+    r.spill_pushes = p.spill_pushes;
     r.backed_off += p.backed_off;
     r.pushes_out = st.pushes_out;
     r.enabled = true;
@@ -56,13 +57,11 @@ void answer_drains(disk_ptr self) {
   st.drains.clear();
 }
 
-// Files of the store to the pusher (with a remote level); its answer brings its counters.
-void push(disk_ptr self, std::vector<std::string> paths) {
+// Files to the pusher (with a remote level): the store's, or a committed spill's (`job`); its
+// answer brings its counters.
+void push(disk_ptr self, remote_push_job_ptr job) {
   auto& st = self->state;
-  if (!st.remote || !st.pusher || paths.empty()) return;
-  auto job = std::make_shared<remote_push_job>();
-  job->folder = st.service->store().folder();
-  job->paths = std::move(paths);
+  if (!st.remote || !st.pusher || !job || job->paths.empty()) return;
   ++st.pushes_out;
   auto back = [self](const remote_stats* s) {
     auto& now = self->state;
@@ -71,8 +70,14 @@ void push(disk_ptr self, std::vector<std::string> paths) {
     publish(self);
     answer_drains(self);
   };
-  self->request(st.pusher, caf::infinite, remote_push_atom::value, remote_push_job_ptr(std::move(job)))
+  self->request(st.pusher, caf::infinite, remote_push_atom::value, std::move(job))
       .then([back](remote_stats s) { back(&s); }, [back](caf::error&) { back(nullptr); });
+}
+void push(disk_ptr self, std::vector<std::string> paths) {
+  auto job = std::make_shared<remote_push_job>();
+  job->folder = self->state.service->store().folder();
+  job->paths = std::move(paths);
+  push(self, remote_push_job_ptr(std::move(job)));
 }
 
 // A committed job's anchors to the pusher: every anchor the store now indexes whole, its chunks
@@ -145,6 +150,25 @@ void fetch_below(disk_ptr self, const std::vector<token_id>& prompt, std::size_t
                << r.line;
 }
 
+// With a remote level and a session spill: the request's spilled conversation (its session and
+// head name it), when Redis holds one that would start the prompt deeper than the floor and
+// the disk's own hit; its files go to the spill folder, its manifest to the board to adopt.
+std::shared_ptr<const fetched_spill> fetch_spill(disk_ptr self, const std::vector<token_id>& prompt,
+                                                 const disk_offer_request& req) {
+  auto& st = self->state;
+  if (!st.remote || st.spill_budget == 0) return nullptr;
+  const disk_store& store = st.service->store();
+  const auto hit = store.find(prompt);
+  const std::size_t floor = std::max(req.floor, hit ? hit->line : std::size_t{0});
+  remote_fetch_report r;
+  auto f = st.remote->fetch_spill(*st.env, join_path(store.folder(), spill_format::folder_name),
+                                  store.layout(), req.session_key, prompt, floor, st.spill_budget, r);
+  if (f)
+    log_info() << "remote cache: fetched a spilled conversation (" << r.files << " files, " << r.bytes
+               << " bytes)";
+  return f;
+}
+
 // The writer is linked: its exit reaches us as a message. Its jobs out are released (they may
 // also come back as errors: whichever comes first settles them) and a new writer takes over.
 // The pusher (linked too) is spawned again; its pushes out come back as errors. Any other exit
@@ -206,6 +230,7 @@ disk_actor::behavior_type disk(disk_ptr self, disk_actor_options opts) {
   spawn_writer(self);
   if (opts.remote) {
     init.remote_options = opts.remote;
+    init.spill_budget = opts.spill_budget;
     init.remote_push_env =
         opts.remote_push_env ? std::move(opts.remote_push_env) : std::make_shared<uring_env>();
     init.remote_env = std::make_unique<redis_env>(opts.remote->redis);
@@ -221,7 +246,9 @@ disk_actor::behavior_type disk(disk_ptr self, disk_actor_options opts) {
       [self](disk_offer_atom, const disk_offer_request& req) -> disk_offer_reply {
         const std::vector<token_id> prompt(req.prompt.begin(), req.prompt.end());
         fetch_below(self, prompt, req.floor);
-        return published(self, self->state.service->offer(prompt, req.floor, req.prefill_tokens_per_s));
+        disk_offer_reply reply = self->state.service->offer(prompt, req.floor, req.prefill_tokens_per_s);
+        reply.spill = fetch_spill(self, prompt, req);
+        return published(self, std::move(reply));
       },
       [self](disk_read_atom, const disk_read_request& req) -> disk_read_reply {
         try {
@@ -256,6 +283,10 @@ disk_actor::behavior_type disk(disk_ptr self, disk_actor_options opts) {
         if (evicted > 0) log_info() << "the disk tier's new limits evicted " << evicted << " files";
         publish(self);
         return stats_of(self);
+      },
+      [self](remote_push_atom, remote_push_job_ptr job) {  // a spill committed on the board
+        push(self, std::move(job));
+        publish(self);
       },
       [self](drain_atom) -> caf::result<disk_stats> {
         auto& st = self->state;

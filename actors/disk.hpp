@@ -31,6 +31,10 @@ struct disk_actor_options {
   // given; it runs on the pusher's own thread).
   std::optional<remote_tier_options> remote;
   std::shared_ptr<file_env> remote_push_env;
+  // The session spill's budget (0: no spill): with a remote level, an offer also fetches the
+  // request's spilled conversation into the spill folder (<the store's folder>/spill), at most
+  // this many bytes, for the board's spill store to adopt.
+  std::uint64_t spill_budget = 0;
 };
 
 // The disk tier actor (docs/DISK_TIER.md): a thin shell over disk_service. It scans at its own start
@@ -73,6 +77,7 @@ struct disk_state {
   std::unique_ptr<remote_disk> remote;
   remote_pusher_actor pusher;
   remote_stats pushed;
+  std::uint64_t spill_budget = 0;
   long pushes_out = 0;
   static inline const char* name = "disk";
 };

@@ -14,7 +14,10 @@ remote_pusher_actor::behavior_type remote_pusher(
   return {
       [self](remote_push_atom, const remote_push_job_ptr& job) -> remote_stats {
         auto& s = self->state;
-        if (job) s.disk->push(*s.local, job->folder, job->paths);
+        if (job && job->spill)
+          s.disk->push_spill(*s.local, job->folder, job->paths);
+        else if (job)
+          s.disk->push(*s.local, job->folder, job->paths);
         return s.disk->counters();
       },
   };

@@ -179,6 +179,8 @@ server::server(const server_config& cfg) : cfg_(cfg) {
       // The shared level below: a fetch waits on Redis (up to its deadline) on the disk actor's
       // thread, so the actor gets a thread of its own rather than one of the scheduler's.
       da.remote = cfg_.remote;
+      // With the session spill, a request's spilled conversation comes from Redis too.
+      if (auto so = spill_options_of(cfg_)) da.spill_budget = so->budget_bytes;
       disk_ = system_->spawn<caf::detached>(anchorage::disk, std::move(da));
     } else {
       disk_ = system_->spawn(anchorage::disk, std::move(da));

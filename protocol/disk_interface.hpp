@@ -17,7 +17,9 @@ namespace anchorage {
 // out. A subscriber (the conductor) is told the stats at once and again after every message that
 // may change them, before that message's reply: whatever follows a reply causally sees the stats
 // it left. Settings (the budget, lifetime and free-space floor given) are applied at once, what
-// they no longer allow evicted, and answered with the stats they left.
+// they no longer allow evicted, and answered with the stats they left. With a remote level, a
+// committed spill's files (from the board) go to the pusher, and an offer also brings the
+// request's spilled conversation from Redis (disk_offer_reply::spill).
 using disk_actor = caf::typed_actor<
     caf::replies_to<disk_offer_atom, disk_offer_request>::with<disk_offer_reply>,
     caf::replies_to<disk_read_atom, disk_read_request>::with<disk_read_reply>,
@@ -28,7 +30,8 @@ using disk_actor = caf::typed_actor<
     caf::replies_to<stats_atom>::with<disk_stats>, caf::reacts_to<stats_atom, disk_stats_receiver>,
     caf::replies_to<clear_atom>::with<disk_clear_reply>, caf::replies_to<drain_atom>::with<disk_stats>,
     caf::replies_to<settings_atom, cache_settings>::with<disk_stats>,
-    caf::replies_to<disk_entries_atom, std::size_t>::with<disk_entry_list>>;
+    caf::replies_to<disk_entries_atom, std::size_t>::with<disk_entry_list>,
+    caf::reacts_to<remote_push_atom, remote_push_job_ptr>>;
 
 // The disk tier's remote pusher (actors/remote_pusher.hpp, --remote-cache): copies a committed
 // anchor's files to Redis behind the disk's writes, on its own thread and connection, and

@@ -15,6 +15,8 @@
 //   server    -> disk  (drain_atom) -> disk_stats         answered once no write is out
 //   disk      -> disk writer (disk_write_atom, disk_job_ptr) -> disk_job_ptr   (messages.hpp)
 //   disk      -> remote pusher (remote_push_atom, remote_push_job_ptr) -> remote_stats
+//   board     -> disk  (remote_push_atom, remote_push_job_ptr)   a spill committed: its files to
+//                                                               the pusher (with a remote level)
 //
 // An offer carries the tier's generation (its clear count): a read of an offer made before a
 // clear fails cleanly instead of restoring what the clear removed. Replies that carry buffers
@@ -50,6 +52,19 @@ struct disk_offer_request {
   std::vector<std::int32_t> prompt;
   std::size_t floor = 0;
   double prefill_tokens_per_s = 0;
+  // The request's session (with a remote level, its spilled conversation is looked up by it and
+  // the prompt's head, as the spill names a conversation).
+  std::string session_key;
+};
+
+// A spilled conversation the remote level brought to this replica's spill folder: its block and
+// anchor files written there (by name), its manifest's bytes not yet a file. The board's spill
+// store adopts it (checks every file's header as its start-up scan does, writes the manifest,
+// indexes it) or removes the files it wrote; a read then verifies every byte as any other.
+struct fetched_spill {
+  std::uint64_t id = 0;
+  std::vector<unsigned char> manifest;
+  std::vector<std::string> written;  // file names in the spill folder
 };
 struct disk_offer_reply {
   std::optional<disk_offer> offer;  // none: no anchor, not later than the floor, or declined
@@ -61,6 +76,8 @@ struct disk_offer_reply {
   // engine's folder under the tier's root holds (by its chunk's name); 0: none. The miss
   // reasons' other_fingerprint: a cache built by other weights or another grid.
   std::size_t foreign_line = 0;
+  // With a remote level: the request's spilled conversation, fetched (null: none).
+  std::shared_ptr<const fetched_spill> spill;
 };
 
 // A request's start: a checkpoint of `checkpoint_key` when there is one (whole state), else
@@ -118,10 +135,11 @@ struct disk_clear_reply {
 
 // The files of anchors just committed, for the disk actor's remote pusher
 // (actors/remote_pusher.hpp): paths in the store's folder, every chunk of an anchor's chain
-// before the anchor.
+// before the anchor; or (`spill`) a spill's files in the spill folder, the manifest among them.
 struct remote_push_job {
   std::string folder;
   std::vector<std::string> paths;
+  bool spill = false;
 };
 using remote_push_job_ptr = std::shared_ptr<const remote_push_job>;
 

@@ -134,6 +134,11 @@ struct remote_stats {
   long backed_off = 0;      // asks not made: Redis failed within the retry interval
   long fetched_files = 0;
   std::uint64_t fetched_bytes = 0;
+  // The session spill's level: conversations (manifests) pushed, the asks for one a prompt's
+  // session and head name, and those that brought one here.
+  long spill_pushes = 0;
+  long spill_fetches = 0;
+  long spill_hits = 0;
 
   static constexpr auto fields() {
     using s = remote_stats;
@@ -145,7 +150,9 @@ struct remote_stats {
         probe::keep("fetches", &s::fetches), probe::keep("hits", &s::hits), probe::keep("misses", &s::misses),
         probe::keep("failures", &s::failures), probe::keep("timeouts", &s::timeouts),
         probe::keep("refused_budget", &s::refused_budget), probe::keep("backed_off", &s::backed_off),
-        probe::keep("fetched_files", &s::fetched_files), probe::keep("fetched_bytes", &s::fetched_bytes));
+        probe::keep("fetched_files", &s::fetched_files), probe::keep("fetched_bytes", &s::fetched_bytes),
+        probe::keep("spill_pushes", &s::spill_pushes), probe::keep("spill_fetches", &s::spill_fetches),
+        probe::keep("spill_hits", &s::spill_hits));
   }
 };
 

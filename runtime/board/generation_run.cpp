@@ -45,6 +45,7 @@ board_events generation_run::start() {
       disk_offer_request rq;
       rq.prompt.assign(asked_.begin(), asked_.end());
       rq.prefill_tokens_per_s = tiers.prefill_tokens_per_s();
+      rq.session_key = job_.session_key;
       out.disk_offer = std::move(rq);
       offering_ = true;
       phase_ = phase::restoring;
@@ -56,6 +57,9 @@ board_events generation_run::start() {
 }
 
 board_events generation_run::offered(disk_offer_reply reply) {
+  // A conversation the remote level brought: indexed before the plan, which may then take it
+  // (and indexed even when this run went meanwhile: its files are in the folder).
+  if (reply.spill && slot_.spill) slot_.spill->adopt(*reply.spill);
   if (phase_ != phase::restoring || !offering_) return {};
   offering_ = false;
   replan_ = false;  // a clear while the offer was asked for: the plan is made only now

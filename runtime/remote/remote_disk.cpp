@@ -101,70 +101,79 @@ void remote_disk::fail(const std::string& what, const file_result& why, remote_f
 
 remote_push_report remote_disk::push(file_env& local, const std::string& local_folder,
                                      const std::vector<std::string>& local_paths) {
-  remote_push_report r;
-  std::vector<std::string> paths = local_paths;
   // Chunks first (they sit in the folder itself), then anchors (in a namespace's folder).
-  auto is_anchor = [&](const std::string& p) { return dir_of(p) != local_folder; };
-  std::stable_sort(paths.begin(), paths.end(),
-                   [&](const std::string& a, const std::string& b) { return !is_anchor(a) && is_anchor(b); });
+  std::vector<std::string> chunks, anchors;
+  for (const std::string& p : local_paths) (dir_of(p) == local_folder ? chunks : anchors).push_back(p);
+  return push_ordered(local, local_folder, names_.folder(), chunks, anchors, false);
+}
+
+remote_push_report remote_disk::push_ordered(file_env& local, const std::string& local_folder,
+                                             const std::string& remote_folder,
+                                             const std::vector<std::string>& parts,
+                                             const std::vector<std::string>& heads, bool replace_heads) {
+  remote_push_report r;
   auto note_failure = [&](const std::string& why) {
     ++r.failed;
     ++counts_.push_failures;
     if (r.error.empty()) r.error = why;
   };
   if (backing_off()) {
-    for (std::size_t i = 0; i < paths.size(); ++i)
+    for (std::size_t i = 0; i < parts.size() + heads.size(); ++i)
       note_failure("not sent: Redis failed less than " + std::to_string(options_.retry_after_ms) + " ms ago");
     return r;
   }
   std::vector<unsigned char> bytes;
-  bool chunk_failed = false, redis_failed = false;
-  for (const std::string& path : paths) {
-    if (path.compare(0, local_folder.size() + 1, local_folder + "/") != 0) continue;  // not ours
+  bool part_failed = false, redis_failed = false;
+  auto send = [&](const std::string& path, bool head) {
+    if (path.compare(0, local_folder.size() + 1, local_folder + "/") != 0) return;  // not ours
     if (redis_failed) {  // Redis failed in this batch: the rest would wait for it too
       note_failure("not sent: Redis failed earlier in the batch");
-      continue;
+      return;
     }
-    if (is_anchor(path) && chunk_failed) {
-      note_failure(path + ": not sent, a chunk of its chain was not");
-      continue;
+    if (head && part_failed) {
+      note_failure(path + ": not sent, a file it stands on was not");
+      return;
     }
-    const std::string rpath = names_.folder() + path.substr(local_folder.size());
+    const std::string rpath = remote_folder + path.substr(local_folder.size());
     auto lost = [&](const std::string& why, bool redis) {
       note_failure(why);
       if (redis) {
         failed();
         redis_failed = true;
       }
-      if (!is_anchor(path)) chunk_failed = true;
+      if (!head) part_failed = true;
     };
-    if (remote_.size(rpath)) {
+    // A file named by its content is sent once; a head that changes under its name (a spill's
+    // manifest) is sent again.
+    if (!(head && replace_heads) && remote_.size(rpath)) {
       ++r.skipped;
       ++counts_.push_skipped;
-      continue;
+      return;
     }
     const auto n = local.size(path);
     if (!n) {
       lost(path + ": gone from the local store", false);
-      continue;
+      return;
     }
     bytes.resize(static_cast<std::size_t>(*n));
     file_result rd = local.read(path, 0, bytes.data(), bytes.size());
     if (!rd.ok) {
       lost("read " + path + ": " + rd.message, false);
-      continue;
+      return;
     }
     const std::string rdir = dir_of(rpath);
     file_result w = remote_.make_dir(rdir);
     if (w.ok) w = remote_.write_atomic(rdir, name_of(rpath), {{bytes.data(), bytes.size()}});
     if (!w.ok) {
       lost(w.message, true);
-      continue;
+      return;
     }
     ++r.written;
     ++counts_.pushed_files;
     counts_.pushed_bytes += bytes.size();
-  }
+  };
+  for (const std::string& p : parts) send(p, false);
+  for (const std::string& p : heads) send(p, true);
   if (!redis_failed) has_failed_ = false;
   return r;
 }

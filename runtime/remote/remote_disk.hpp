@@ -14,6 +14,14 @@
 //          NVMe as any other file: every crc and every token id before a byte reaches an engine.
 //          A record altered, swapped or evicted in Redis is refused there, never restored.
 //
+// The session spill's level (remote_spill.cpp): after a spill committed, its blocks and anchors
+// (named by content: sent once) and then its manifest (replacing the conversation's earlier one;
+// not sent when a file it names was not) go to Redis under disk/<fingerprint>/spill/; a request
+// whose session and head name a conversation Redis holds deeper than the floor fetches the
+// files its replica's spill folder lacks and the manifest's bytes, which the board's spill store
+// adopts (spill_store::adopt: every header checked as its scan does) and reads, verified, as
+// any spill.
+//
 // Remote paths: disk/<fingerprint as 16 hex>/... (the local folder's layout under a fixed root),
 // under the redis_env's key namespace, which carries the tenant's salt: two salts never share a
 // record.
@@ -31,10 +39,12 @@
 #include <string>
 #include <vector>
 
+#include "protocol/disk_messages.hpp"
 #include "protocol/disk_types.hpp"
 #include "runtime/core/token.hpp"
 #include "runtime/disk/disk_names.hpp"
 #include "runtime/disk/disk_store.hpp"
+#include "runtime/engine/state_layout.hpp"
 #include "runtime/io/file_env.hpp"
 #include "runtime/remote/redis_env.hpp"
 
@@ -109,6 +119,21 @@ class remote_disk {
   // replica writes behind after its writes commit (files Redis holds are skipped by name).
   remote_push_report push_store(disk_store& store);
 
+  // A committed spill's files (paths in `spill_folder`, the spill store's folder): blocks and
+  // anchors first (one Redis holds is skipped), then the manifest, sent again each time.
+  remote_push_report push_spill(file_env& local, const std::string& spill_folder,
+                                const std::vector<std::string>& local_paths);
+  // The spilled conversation `session_key` and `prompt`'s head name (spill_conversation_id),
+  // when Redis holds one that would start the prompt deeper than `floor` and differs from the
+  // folder's own: the block and anchor files `spill_folder` lacks written there through `local`
+  // (at most `budget` bytes with the manifest, checked before a byte is copied; 0: no bound),
+  // and the manifest's bytes returned for the spill store to adopt. Null on a miss or a
+  // failure (counted; `r` says why; what it wrote is removed again).
+  std::shared_ptr<fetched_spill> fetch_spill(file_env& local, const std::string& spill_folder,
+                                             const state_layout& layout, const std::string& session_key,
+                                             const std::vector<token_id>& prompt, std::size_t floor,
+                                             std::uint64_t budget, remote_fetch_report& r);
+
   // Fetches into `store` the deepest anchor of `ns` Redis holds for `prompt` deeper than the
   // store's own (see the header comment). The store must be the only user of its env meanwhile.
   remote_fetch_report fetch(disk_store& store, const std::vector<token_id>& prompt,
@@ -118,6 +143,12 @@ class remote_disk {
   const disk_names& names() const { return names_; }
 
  private:
+  // Sends `parts`, then each of `heads` unless a part failed (a head stands on the parts), each
+  // from `local_folder` to the same place under `remote_folder`; a part Redis holds is skipped,
+  // a head too unless `replace_heads`.
+  remote_push_report push_ordered(file_env& local, const std::string& local_folder,
+                                  const std::string& remote_folder, const std::vector<std::string>& parts,
+                                  const std::vector<std::string>& heads, bool replace_heads);
   // Reads the whole remote file at `path` into `out`; false with `error` on failure.
   bool read_remote(const std::string& path, std::vector<unsigned char>& out, file_result& error);
   // A fetch that failed: counted, logged once; `redis` (Redis refused, slow or erred, not a

@@ -17,14 +17,6 @@ namespace sf = spill_format;
 // A header's tables hold at most this many entries: a larger header_bytes is damage.
 std::size_t max_header(std::size_t fixed) { return fixed + sf::max_table_entries * sf::sum_entry_bytes; }
 
-struct found_file {
-  std::string path;
-  std::uint64_t bytes = 0;
-  std::uint64_t a = 0, b = 0;  // a block's place; an anchor's at in a
-  bool end = false;
-  std::vector<spill_sum> sums;
-};
-
 template <class Entry>
 std::vector<spill_sum> sums_of(const std::vector<Entry>& entries) {
   std::vector<spill_sum> out;
@@ -33,6 +25,34 @@ std::vector<spill_sum> sums_of(const std::vector<Entry>& entries) {
 }
 
 }  // namespace
+
+spill_store::file_check spill_store::check_block(const std::string& path, std::uint64_t name,
+                                                 found_file& out) const {
+  auto bytes =
+      store::read_record_header(env_, path, sf::block_fixed_bytes, max_header(sf::block_fixed_bytes));
+  auto h = bytes ? read_spill_block_header(bytes->data(), bytes->size())
+                 : spill_decode<sf::block_header>::failure(sf::fault::truncated, "header");
+  if (h.ok() && !spill_foreign_block(h.value, layout_).empty()) return file_check::foreign;
+  if (!h.ok() || h.value.name != name || env_.size(path) != h.value.file_bytes ||
+      h.value.file_bytes != spill_block_file_bytes(layout_, h.value.a, h.value.b))
+    return file_check::damaged;
+  out = {path, h.value.file_bytes, h.value.a, h.value.b, false, sums_of(h.value.views)};
+  return file_check::ok;
+}
+
+spill_store::file_check spill_store::check_anchor(const std::string& path, std::uint64_t name,
+                                                  found_file& out) const {
+  auto bytes =
+      store::read_record_header(env_, path, sf::anchor_fixed_bytes, max_header(sf::anchor_fixed_bytes));
+  auto h = bytes ? read_spill_anchor_header(bytes->data(), bytes->size())
+                 : spill_decode<sf::anchor_header>::failure(sf::fault::truncated, "header");
+  if (h.ok() && !spill_foreign_anchor(h.value, layout_).empty()) return file_check::foreign;
+  if (!h.ok() || h.value.name != name || env_.size(path) != h.value.file_bytes ||
+      h.value.file_bytes != spill_anchor_file_bytes(layout_))
+    return file_check::damaged;
+  out = {path, h.value.file_bytes, h.value.at, 0, h.value.end, sums_of(h.value.sections)};
+  return file_check::ok;
+}
 
 spill_scan_report spill_store::scan() {
   spill_scan_report r;
@@ -58,31 +78,19 @@ spill_scan_report spill_store::scan() {
     if (is_tmp_name(name)) {
       sweep(path, r.tmp_reaped);
     } else if (parse_spill_block_file(name, v)) {
-      auto bytes =
-          store::read_record_header(env_, path, sf::block_fixed_bytes, max_header(sf::block_fixed_bytes));
-      auto h = bytes ? read_spill_block_header(bytes->data(), bytes->size())
-                     : spill_decode<sf::block_header>::failure(sf::fault::truncated, "header");
-      if (h.ok() && !spill_foreign_block(h.value, layout_).empty()) {
-        sweep(path, r.foreign);
-      } else if (!h.ok() || h.value.name != v || env_.size(path) != h.value.file_bytes ||
-                 h.value.file_bytes != spill_block_file_bytes(layout_, h.value.a, h.value.b)) {
-        sweep(path, r.damaged);
-      } else {
-        blocks[v] = {path, h.value.file_bytes, h.value.a, h.value.b, false, sums_of(h.value.views)};
-      }
+      found_file f;
+      const file_check c = check_block(path, v, f);
+      if (c == file_check::ok)
+        blocks[v] = std::move(f);
+      else
+        sweep(path, c == file_check::foreign ? r.foreign : r.damaged);
     } else if (parse_spill_anchor_file(name, v)) {
-      auto bytes =
-          store::read_record_header(env_, path, sf::anchor_fixed_bytes, max_header(sf::anchor_fixed_bytes));
-      auto h = bytes ? read_spill_anchor_header(bytes->data(), bytes->size())
-                     : spill_decode<sf::anchor_header>::failure(sf::fault::truncated, "header");
-      if (h.ok() && !spill_foreign_anchor(h.value, layout_).empty()) {
-        sweep(path, r.foreign);
-      } else if (!h.ok() || h.value.name != v || env_.size(path) != h.value.file_bytes ||
-                 h.value.file_bytes != spill_anchor_file_bytes(layout_)) {
-        sweep(path, r.damaged);
-      } else {
-        anchors[v] = {path, h.value.file_bytes, h.value.at, 0, h.value.end, sums_of(h.value.sections)};
-      }
+      found_file f;
+      const file_check c = check_anchor(path, v, f);
+      if (c == file_check::ok)
+        anchors[v] = std::move(f);
+      else
+        sweep(path, c == file_check::foreign ? r.foreign : r.damaged);
     } else if (parse_spill_manifest_file(name, v)) {
       const std::optional<std::uint64_t> size = env_.size(path);
       std::vector<unsigned char> bytes;

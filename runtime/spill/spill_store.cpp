@@ -35,6 +35,15 @@ std::string spill_store::path_of(const spill_file_key& k) const {
                    k.kind == spill_file_kind::block ? spill_block_file(k.name) : spill_anchor_file(k.name));
 }
 
+std::vector<std::string> spill_store::paths_of(std::uint64_t id) const {
+  std::vector<std::string> out;
+  const spill_index::manifest_entry* e = index_.find(id);
+  if (!e) return out;
+  for (const spill_file_key& k : e->files) out.push_back(path_of(k));
+  out.push_back(manifest_path(id));
+  return out;
+}
+
 std::string spill_store::manifest_path(std::uint64_t id) const {
   return join_path(folder_, spill_manifest_file(id));
 }

@@ -165,6 +165,8 @@ class spill_store {
   // Every indexed manifest, most recently used first.
   std::vector<const spill_manifest*> manifests() const;
   const spill_manifest* find(std::uint64_t id) const;
+  // The paths of every file manifest `id` names, then its manifest's; empty when not indexed.
+  std::vector<std::string> paths_of(std::uint64_t id) const;
   // The bytes a read of manifest `id` costs (every file it names); 0 when not indexed.
   std::uint64_t read_bytes(std::uint64_t id) const;
 
@@ -190,6 +192,17 @@ class spill_store {
   // since its plan is a failure and deletes nothing.
   spill_fetch_ptr plan_read(std::uint64_t id) const;
   expected<spill_read> finish_read(spill_fetch& f);
+
+  // ---- A conversation from elsewhere ---------------------------------------------------------
+  // A manifest (`encoded`, of conversation `id`) whose block and anchor files another owner put
+  // in the folder (the remote level's fetch: `written`, file names): every file it names is
+  // checked as the scan checks it (header, place, sums, size), room is made, the manifest is
+  // written (atomically) and indexed, replacing the conversation's older one. Refused (false,
+  // `why` says why) when it fails a check, is not newer than the one held, a write of the
+  // conversation is prepared, or it does not fit; then the written files no manifest names are
+  // removed. A read of it verifies every byte, as any other.
+  bool adopt(std::uint64_t id, const std::vector<unsigned char>& encoded,
+             const std::vector<std::string>& written, std::string& why);
 
   // ---- Maintenance --------------------------------------------------------------------------
   // Deletes one manifest (and the files only it names); false when not indexed.
@@ -226,6 +239,20 @@ class spill_store {
     bool unchanged = false;   // the held manifest is this one: nothing to write
     std::set<spill_file_key> pinned;
   };
+
+  // A block or anchor file as the scan finds it.
+  struct found_file {
+    std::string path;
+    std::uint64_t bytes = 0;
+    std::uint64_t a = 0, b = 0;  // a block's place; an anchor's at in a
+    bool end = false;
+    std::vector<spill_sum> sums;
+  };
+  enum class file_check { ok, foreign, damaged };
+  // Reads the header of the block (anchor) file at `path` named `name` and checks it against the
+  // layout, its name and its size; `out` is filled when ok.
+  file_check check_block(const std::string& path, std::uint64_t name, found_file& out) const;
+  file_check check_anchor(const std::string& path, std::uint64_t name, found_file& out) const;
 
   std::string path_of(const spill_file_key& k) const;
   std::string manifest_path(std::uint64_t id) const;

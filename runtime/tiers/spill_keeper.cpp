@@ -115,6 +115,17 @@ std::optional<spill_offer> spill_keeper::offer(const std::vector<token_id>& prom
   return best;
 }
 
+bool spill_keeper::adopt(const fetched_spill& f) {
+  std::string why;
+  if (store_.adopt(f.id, f.manifest, f.written, why)) {
+    log_info() << "session spill: a conversation fetched from the remote cache (" << f.written.size()
+               << " files) is indexed";
+    return true;
+  }
+  log_info() << "session spill: a conversation fetched from the remote cache was not taken (" << why << ")";
+  return false;
+}
+
 expected<spill_read> spill_keeper::read(std::uint64_t id) {
   spill_fetch_ptr f = plan_fetch(id);
   if (!f) {

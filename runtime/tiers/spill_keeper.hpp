@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/disk_messages.hpp"
 #include "protocol/spill_messages.hpp"
 #include "runtime/cache/resident_prefix.hpp"
 #include "runtime/cache/resume_offer.hpp"
@@ -93,6 +94,10 @@ class spill_keeper {
   // its rows; the caller restores the sections from r's anchors). Throws only what an
   // allocation throws, before the first row is written.
   void apply(const spill_read& read, state_adapter& into, kernels::backend where, resident_prefix& r);
+
+  // A conversation the remote level fetched into the folder (spill_store::adopt; a refusal is
+  // logged and removes what the fetch wrote). True when it is now indexed.
+  bool adopt(const fetched_spill& f);
 
   // ---- In flight -----------------------------------------------------------------------------
   // A staged job is in flight from stage_*() until committed(): its conversation is in no

@@ -233,3 +233,69 @@ TEST_CASE("behind HAProxy a session stays on its replica, and moves with its sta
   http_server ref({"--no-cache"});
   CHECK(t3.message == post_turn(ref, body).message);
 }
+
+TEST_CASE("a conversation replica A spilled at its drain resumes on replica B at its end anchor from Redis",
+          "[http][remote][spill]") {
+  redis_server redis;
+  REQUIRE_REDIS(redis);
+  temp_dir dir("anchorage-http-remote-spill");
+  auto flags = [&](const std::string& name) {
+    // No disk anchors: only the spill can bring the conversation to B.
+    return std::vector<std::string>{
+        "--cache-dir",         dir.str() + "/" + name,
+        "--disk-min-tokens",   "1000000",
+        "--remote-cache",      "redis://127.0.0.1:" + std::to_string(redis.port()),
+        "--cache-salt",        "team-1",
+        "--remote-timeout-ms", "2000"};
+  };
+  json messages = agent_messages("List the files in src.");
+  long end_rows = 0;
+  {
+    http_server a(flags("a"));
+    const turn_reply t1 = post_turn(a, greedy_turn(messages, 12));
+    echo_turn(messages, t1, "Now read main.cpp.");
+    const turn_reply t2 = post_turn(a, greedy_turn(messages, 12));
+    CHECK(t2.x_cache["source"] == "end");
+    echo_turn(messages, t2, "And the tests?");
+    end_rows = a.get("/v1/cache/stats").body_json()["tiers"]["resident"]["end_anchor"].get<long>();
+    REQUIRE(end_rows > 0);
+    // The drain spills the conversation and waits for its push.
+    CHECK(a.srv().drain(std::chrono::seconds(30)));
+    const json r = a.get("/v1/cache/stats").body_json()["tiers"]["disk"]["remote"];
+    INFO(r.dump());
+    CHECK(r["spill_pushes"] == 1);
+    CHECK(r["pushes_out"] == 0);
+    CHECK(r["push_failures"] == 0);
+  }
+  // Replica B never saw it; its folder is empty.
+  http_server b(flags("b"));
+  const turn_reply t3 = post_turn(b, greedy_turn(messages, 12));
+  CHECK(t3.x_cache["source"] == "spill");
+  CHECK(t3.x_cache["resumed_at"] == end_rows);
+  const json tiers = b.get("/v1/cache/stats").body_json()["tiers"];
+  CHECK(tiers["disk"]["remote"]["spill_fetches"].get<long>() >= 1);
+  CHECK(tiers["disk"]["remote"]["spill_hits"] == 1);
+  CHECK(tiers["spill"]["hits"] == 1);
+
+  // A server that never stopped, and never had a cache but its resident prefix.
+  http_server ref({"--disk-min-tokens", "1000000"});
+  json again = agent_messages("List the files in src.");
+  const turn_reply r1 = post_turn(ref, greedy_turn(again, 12));
+  echo_turn(again, r1, "Now read main.cpp.");
+  const turn_reply r2 = post_turn(ref, greedy_turn(again, 12));
+  echo_turn(again, r2, "And the tests?");
+  REQUIRE(again == messages);
+  const turn_reply r3 = post_turn(ref, greedy_turn(again, 12));
+  CHECK(r3.x_cache["source"] == "end");
+  CHECK(t3.message == r3.message);
+  CHECK(t3.x_cache["prefilled_tokens"] == r3.x_cache["prefilled_tokens"]);
+
+  SECTION("another tenant's salt does not find it") {
+    auto other = flags("c");
+    other[7] = "team-2";
+    http_server c(other);
+    const turn_reply t = post_turn(c, greedy_turn(messages, 12));
+    CHECK(t.x_cache["source"] == "cold");
+    CHECK(t.message == r3.message);
+  }
+}
