@@ -7,6 +7,7 @@
 #include "protocol/messages.hpp"
 #include "runtime/core/log.hpp"
 #include "runtime/core/secret.hpp"
+#include "runtime/server/holdings.hpp"
 
 namespace anchorage {
 
@@ -62,6 +63,25 @@ admin_actor::behavior_type admin(admin_actor::pointer self, std::string token, c
         self->request(conductor, caf::infinite, disk_entries_atom::value, limit)
             .then([rp](const disk_entry_list& l) mutable { rp.deliver(nlohmann::json(l).dump()); },
                   [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+        return rp;
+      },
+      [=](holdings_atom) -> caf::result<std::string> {  // the stats, then the disk's anchors
+        auto rp = self->make_response_promise<std::string>();
+        self->request(conductor, caf::infinite, stats_atom::value)
+            .then(
+                [=](const std::string& stats) mutable {
+                  auto parsed =
+                      std::make_shared<nlohmann::json>(nlohmann::json::parse(stats, nullptr, false));
+                  self->request(conductor, caf::infinite, disk_entries_atom::value, std::size_t{1000})
+                      .then(
+                          [rp, parsed](const disk_entry_list& l) mutable {
+                            rp.deliver(holdings_of(*parsed, nlohmann::json(l)).dump());
+                          },
+                          [rp, parsed](caf::error&) mutable {  // no disk tier
+                            rp.deliver(holdings_of(*parsed, nullptr).dump());
+                          });
+                },
+                [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
         return rp;
       },
       [=](stats_atom) { return self->delegate(conductor, stats_atom::value); },

@@ -255,6 +255,7 @@ void http_edge::routes() {
   s.Post("/v1/cache/clear", [this](const httplib::Request& q, httplib::Response& r) { cache_clear(q, r); });
   s.Get("/v1/cache/disk/entries",
         [this](const httplib::Request& q, httplib::Response& r) { disk_entries(q, r); });
+  s.Get("/v1/cache/holdings", [this](const httplib::Request& q, httplib::Response& r) { holdings(q, r); });
   s.Get("/v1/cache/settings",
         [this](const httplib::Request& q, httplib::Response& r) { cache_settings_get(q, r); });
   s.Post("/v1/cache/settings",
@@ -428,6 +429,13 @@ void http_edge::disk_entries(const httplib::Request& http, httplib::Response& re
     limit = static_cast<std::size_t>(n);
   }
   ask_admin(sys_, admin_, res, "application/json", disk_entries_atom::value, limit);
+}
+
+// GET /v1/cache/holdings: the sessions and prefixes this replica holds, as hashes and token
+// counts (runtime/server/holdings.hpp), for a balancer or an operator. Public, as the stats are.
+void http_edge::holdings(const httplib::Request& http, httplib::Response& res) {
+  if (secret_in_url(http, res)) return;
+  ask_admin(sys_, admin_, res, "application/json", holdings_atom::value);
 }
 
 // GET /v1/cache/settings: the live settings, their flags, which a flag pins, which this server

@@ -62,6 +62,7 @@ class http_edge {
   void cache_clear(const httplib::Request& http, httplib::Response& res);
   void cache_settings_get(const httplib::Request& http, httplib::Response& res);
   void disk_entries(const httplib::Request& http, httplib::Response& res);
+  void holdings(const httplib::Request& http, httplib::Response& res);
   void cache_settings_set(const httplib::Request& http, httplib::Response& res);
 
   caf::actor_system& sys_;

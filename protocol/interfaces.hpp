@@ -86,6 +86,7 @@ using admin_actor =
                      caf::replies_to<settings_atom>::with<std::string>,
                      caf::replies_to<settings_atom, std::string, std::string>::with<std::string>,
                      caf::replies_to<disk_entries_atom, std::size_t>::with<std::string>,
+                     caf::replies_to<holdings_atom>::with<std::string>,
                      caf::replies_to<stats_atom>::with<std::string>,
                      caf::replies_to<metrics_atom>::with<std::string>>;
 

@@ -23,6 +23,8 @@
 //   edge      -> admin      (disk_entries_atom, limit) -> std::string (the disk's anchors' JSON)
 //   admin     -> conductor  (disk_entries_atom, limit) -> disk_entry_list, or unknown_tier
 //   conductor -> disk       (disk_entries_atom, limit) -> disk_entry_list
+//   edge      -> admin      (holdings_atom) -> std::string (what the replica holds: hashes and
+//                                              token counts, runtime/server/holdings.hpp)
 //   board     -> disk writer (disk_write_atom, disk_job_ptr) -> disk_job_ptr (results filled)
 //
 // The structs carry shared pointers, actor handles and JSON, and travel inside one process
@@ -97,4 +99,5 @@ CAF_ADD_ATOM(anchorage, anchorage, started_atom, "started")
 CAF_ADD_ATOM(anchorage, anchorage, idle_runs_atom, "idleruns")
 CAF_ADD_ATOM(anchorage, anchorage, settings_atom, "settings")
 CAF_ADD_ATOM(anchorage, anchorage, disk_entries_atom, "dskentries")
+CAF_ADD_ATOM(anchorage, anchorage, holdings_atom, "holdings")
 CAF_END_TYPE_ID_BLOCK(anchorage)

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/server/holdings.hpp"
 #include "tests/support/chat_turns.hpp"
 #include "tests/support/haproxy_server.hpp"
 #include "tests/support/redis_server.hpp"
@@ -193,6 +194,29 @@ TEST_CASE("behind HAProxy a session stays on its replica, and moves with its sta
   REQUIRE(on_a + on_b == 2);
   const int holder = on_a == 2 ? 0 : 1;
   REQUIRE(served(*replicas[holder]) == 2);
+
+  // What each replica holds, for a balancer: the holder names the session by its digest with its
+  // tokens (never its id or a word of its text), and its disk's prefixes; the other holds neither.
+  REQUIRE(replicas[holder]->quiesce());
+  const http_reply h = replicas[holder]->get("/v1/cache/holdings");
+  REQUIRE(h.status == 200);
+  const json held = h.body_json();
+  INFO(h.body);
+  bool listed = false;
+  for (const json& s : held["sessions"])
+    if (s["session"] == session_digest("ses_main") && s["where"] == "slot") {
+      listed = true;
+      CHECK(s["tokens"].get<long>() > 1700);
+    }
+  CHECK(listed);
+  CHECK(held["prefixes"]["total"].get<long>() >= 4);
+  CHECK(held["shared"]["enabled"] == true);
+  CHECK(held["shared"]["namespace"] == remote_namespace("team-1"));
+  CHECK(h.body.find("ses_main") == std::string::npos);
+  CHECK(h.body.find("List the files") == std::string::npos);
+  const json other = replicas[1 - holder]->get("/v1/cache/holdings").body_json();
+  CHECK(other["sessions"].empty());
+  CHECK(other["prefixes"]["total"] == 0);
 
   // Other sessions spread over both replicas (a consistent hash of their ids, fixed here).
   for (int i = 0; i < 8; ++i)
