@@ -110,13 +110,34 @@ redis_env::~redis_env() { drop(); }
 void redis_env::drop() {
   if (ctx_) redisFree(ctx_);
   ctx_ = nullptr;
+  armed_ms_ = -1;
+}
+
+int redis_env::call_timeout_ms() const {
+  if (!deadline_) return opts_.timeout_ms;
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_ - std::chrono::steady_clock::now())
+          .count();
+  return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, opts_.timeout_ms));
+}
+
+bool redis_env::arm(int ms) {
+  if (ms == armed_ms_) return true;
+  timeval tv{};
+  tv.tv_sec = ms / 1000;
+  tv.tv_usec = (ms % 1000) * 1000;
+  if (redisSetTimeout(ctx_, tv) != REDIS_OK) return false;
+  armed_ms_ = ms;
+  return true;
 }
 
 file_result redis_env::connect() {
   if (ctx_) return file_result::success();
+  const int ms = call_timeout_ms();
+  if (ms == 0) return file_result::failure(ETIMEDOUT, "connect: past the caller's deadline");
   timeval tv{};
-  tv.tv_sec = opts_.timeout_ms / 1000;
-  tv.tv_usec = (opts_.timeout_ms % 1000) * 1000;
+  tv.tv_sec = ms / 1000;
+  tv.tv_usec = (ms % 1000) * 1000;
   ctx_ = redisConnectWithTimeout(opts_.host.c_str(), opts_.port, tv);
   const std::string where = "redis " + opts_.host + ":" + std::to_string(opts_.port);
   if (!ctx_) return file_result::failure(ENOMEM, "connect " + where + ": no context");
@@ -126,7 +147,7 @@ file_result redis_env::connect() {
     drop();
     return file_result::failure(err, "connect " + where + ": " + why);
   }
-  if (redisSetTimeout(ctx_, tv) != REDIS_OK) {
+  if (!arm(ms)) {
     drop();
     return file_result::failure(EIO, "set the timeout of " + where);
   }
@@ -154,6 +175,16 @@ redis_env::reply redis_env::command(const std::vector<std::string>& args, file_r
       error = c;
       return reply();
     }
+  }
+  const int ms = call_timeout_ms();
+  if (ms == 0) {
+    error = file_result::failure(ETIMEDOUT, step + ": past the caller's deadline (not sent)");
+    return reply();
+  }
+  if (!arm(ms)) {
+    error = file_result::failure(EIO, step + ": could not set the reply timeout");
+    drop();
+    return reply();
   }
   std::vector<const char*> argv;
   std::vector<std::size_t> lens;

@@ -37,6 +37,9 @@
 #include <string>
 #include <vector>
 
+#include <chrono>
+#include <optional>
+
 #include "runtime/io/file_env.hpp"
 
 struct redisContext;
@@ -69,6 +72,10 @@ class redis_env final : public file_env {
 
   // PING: ok when the server answers (dialling first when needed).
   file_result ping();
+  // A caller's deadline over the calls that follow (a fetch's): each connect and reply waits at
+  // most the time left before it (and at most timeout_ms); a call made past it fails at once
+  // with ETIMEDOUT, sending nothing. nullopt: timeout_ms per call again.
+  void set_deadline(std::optional<std::chrono::steady_clock::time_point> deadline) { deadline_ = deadline; }
   const redis_options& options() const { return opts_; }
   // The key of the file at `path` (tests that swap or damage a record in Redis use it).
   std::string file_key(const std::string& path) const { return opts_.ns + ":f:" + path; }
@@ -103,10 +110,16 @@ class redis_env final : public file_env {
   reply command(const std::vector<std::string>& args, file_result& error);
   file_result connect();
   void drop();
+  // The wait of the next call: timeout_ms, or less before the deadline (0: past it).
+  int call_timeout_ms() const;
+  // Sets the connection's reply timeout to `ms` when it is not that already.
+  bool arm(int ms);
   std::string dir_key(const std::string& dir) const { return opts_.ns + ":d:" + dir; }
 
   redis_options opts_;
   redisContext* ctx_ = nullptr;
+  int armed_ms_ = -1;  // the connection's reply timeout now
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
   std::uint64_t next_ticket_ = 1;
   std::map<std::uint64_t, file_result> writes_;
   std::map<std::uint64_t, std::pair<file_result, file_buffer>> reads_;

@@ -212,6 +212,8 @@ remote_fetch_report remote_disk::fetch(disk_store& store, const std::vector<toke
 
   ++counts_.fetches;
   const auto start = std::chrono::steady_clock::now();
+  // Every call waits at most what is left of the deadline: a fetch never outlasts it.
+  const remote_deadline bounded(remote_, start + std::chrono::milliseconds(options_.fetch_deadline_ms));
   auto past_deadline = [&] {
     return std::chrono::steady_clock::now() - start > std::chrono::milliseconds(options_.fetch_deadline_ms);
   };

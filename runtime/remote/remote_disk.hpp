@@ -103,6 +103,18 @@ struct remote_fetch_report {
   std::string error;  // why nothing was fetched, when Redis failed
 };
 
+// The fetch's deadline over every Redis call made while it lives (redis_env::set_deadline).
+class remote_deadline {
+ public:
+  remote_deadline(redis_env& r, std::chrono::steady_clock::time_point at) : r_(r) { r_.set_deadline(at); }
+  ~remote_deadline() { r_.set_deadline(std::nullopt); }
+  remote_deadline(const remote_deadline&) = delete;
+  remote_deadline& operator=(const remote_deadline&) = delete;
+
+ private:
+  redis_env& r_;
+};
+
 class remote_disk {
  public:
   // `remote` must outlive this; `fingerprint` is the engine's layout fingerprint (the remote

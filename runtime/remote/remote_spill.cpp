@@ -58,6 +58,7 @@ std::shared_ptr<fetched_spill> remote_disk::fetch_spill(file_env& local, const s
 
   ++counts_.spill_fetches;
   const auto start = std::chrono::steady_clock::now();
+  const remote_deadline bounded(remote_, start + std::chrono::milliseconds(options_.fetch_deadline_ms));
   auto past_deadline = [&] {
     return std::chrono::steady_clock::now() - start > std::chrono::milliseconds(options_.fetch_deadline_ms);
   };

@@ -248,6 +248,27 @@ TEST_CASE("Redis gone or frozen: a fetch is the cold path within its deadline, c
     CHECK(s < 3.0);
     CHECK_FALSE(rb.store->find(tokens));
   }
+  SECTION("frozen, with a reply timeout longer than the fetch's deadline: the fetch ends at its deadline") {
+    redis_options slow = o;
+    slow.timeout_ms = 3000;  // each call alone could wait this long
+    redis_env frozen(slow);
+    remote_disk_options d;
+    d.fetch_deadline_ms = 300;
+    remote_disk shared_frozen(frozen, b.layout.fingerprint, d);
+    REQUIRE(frozen.ping().ok);
+    server.freeze();
+    const auto t0 = std::chrono::steady_clock::now();
+    const remote_fetch_report got = shared_frozen.fetch(*rb.store, tokens);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    server.thaw();
+    INFO(got.error);
+    CHECK(got.line == 0);
+    CHECK(shared_frozen.counters().timeouts == 1);
+    CHECK(s < 0.9);  // 0.3 s and the call's own overhead, not 3 s per call
+    CHECK(s >= 0.25);
+    // The deadline is the fetch's only: after it, calls wait timeout_ms again.
+    CHECK(frozen.ping().ok);
+  }
 }
 
 TEST_CASE("a push sends an anchor only with its whole chain, and anchor_files names each anchor's files",
