@@ -13,6 +13,7 @@
 #include "tests/support/chat_turns.hpp"
 #include "tests/support/haproxy_server.hpp"
 #include "tests/support/redis_server.hpp"
+#include "tests/support/remote_stats.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace anchorage;
@@ -25,15 +26,6 @@ constexpr long grid = 32;  // --prefix-chunk: the disk tier's chunk and anchor l
 json agent_messages(const std::string& user) {
   return json::array({{{"role", "system"}, {"content", filler(system_prompt, 1700)}},
                       {{"role", "user"}, {"content", user}}});
-}
-
-// The disk tier's stats once every write and push is done (quiesce drains both).
-json disk_stats_of(const http_server& s) {
-  REQUIRE(s.quiesce());
-  const json d = s.get("/v1/cache/stats").body_json()["tiers"]["disk"];
-  INFO(d.dump());
-  REQUIRE(d.contains("remote"));
-  return d;
 }
 
 std::vector<std::string> replica_flags(const temp_dir& dir, const std::string& name,

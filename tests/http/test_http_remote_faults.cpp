@@ -5,11 +5,6 @@
 // answer a server without any cache gives (a session's next turn on its own replica, which resumes
 // at its end anchor: the answer of that replica without the shared tier); the counters say what
 // happened; once Redis is fast again, or filled again by the pushes, replicas resume from it.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +14,7 @@
 
 #include "tests/support/chat_turns.hpp"
 #include "tests/support/latency_proxy.hpp"
+#include "tests/support/remote_stats.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -33,15 +29,6 @@ constexpr long grid = 32;  // --prefix-chunk: the disk tier's chunk and anchor l
 json agent_messages(const std::string& project, const std::string& user) {
   return json::array({{{"role", "system"}, {"content", filler(project + ": " + system_prompt, 1700)}},
                       {{"role", "user"}, {"content", user}}});
-}
-
-// The disk tier's stats once every write and push is done (quiesce drains both).
-json disk_stats_of(const http_server& s) {
-  REQUIRE(s.quiesce());
-  const json d = s.get("/v1/cache/stats").body_json()["tiers"]["disk"];
-  INFO(d.dump());
-  REQUIRE(d.contains("remote"));
-  return d;
 }
 
 // A replica's flags, its shared tier the Redis (or the proxy) on `redis_port`.
@@ -67,36 +54,8 @@ timed_turn timed_post(const http_server& s, const json& body) {
   return {read_turn(r), ms};
 }
 
-// One command to the Redis on `port`, in RESP over a socket of its own; the first line of its
-// reply ("+OK", ":12"), empty when Redis could not be asked.
-std::string redis_say(int port, const std::vector<std::string>& args) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return {};
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  std::string line;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    std::string cmd = "*" + std::to_string(args.size()) + "\r\n";
-    for (const auto& s : args) cmd += "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
-    if (::send(fd, cmd.data(), cmd.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(cmd.size())) {
-      char c = 0;
-      while (::recv(fd, &c, 1, 0) == 1 && c != '\n') line += c;
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-    }
-  }
-  ::close(fd);
-  return line;
-}
-long redis_keys(int port) {
-  const std::string r = redis_say(port, {"DBSIZE"});
-  INFO("DBSIZE: " << r);
-  REQUIRE((r.size() > 1 && r[0] == ':'));
-  return std::stol(r.substr(1));
-}
+// How many keys Redis holds.
+long redis_keys(const redis_server& redis) { return std::stol(redis.command({"DBSIZE"})); }
 
 }  // namespace
 
@@ -192,11 +151,11 @@ TEST_CASE("Redis flushed mid-run: a miss answered cold, refilled by the pushes, 
   const long head = da1["longest_prefix"];
   const long pushed = da1["remote"]["pushed_files"];
   REQUIRE(pushed > 4);
-  REQUIRE(redis_keys(redis.port()) > 0);
+  REQUIRE(redis_keys(redis) > 0);
 
   // Redis loses everything between the session's two turns.
-  REQUIRE(redis_say(redis.port(), {"FLUSHALL"}) == "+OK");
-  REQUIRE(redis_keys(redis.port()) == 0);
+  REQUIRE(redis.command({"FLUSHALL"}) == "OK");
+  REQUIRE(redis_keys(redis) == 0);
 
   // The second turn on A: the answer (and where it resumed) of the same replica without a shared
   // tier serving the same two turns. A's own tiers serve it; the remote's miss is no failure.
@@ -239,7 +198,7 @@ TEST_CASE("Redis flushed mid-run: a miss answered cold, refilled by the pushes, 
     CHECK(rb["pushed_files"].get<long>() > 4);
     CHECK(rb["push_failures"] == 0);
   }
-  CHECK(redis_keys(redis.port()) > 0);
+  CHECK(redis_keys(redis) > 0);
 
   // A goes on with another conversation: its writes are pushed as before the flush.
   const json beta1 = chat_body(agent_messages("beta", "List the files in src."), 31, 8);

@@ -4,7 +4,6 @@
 // to a cold prefill bit for bit; two salts never share a record; a record damaged or swapped in
 // Redis is never restored; Redis gone or frozen is the cold path, counted.
 #include <catch2/catch.hpp>
-#include <hiredis/hiredis.h>
 
 #include <chrono>
 #include <thread>
@@ -18,26 +17,6 @@ using namespace anchorage;
 using namespace anchorage::testing;
 
 namespace {
-
-// One Redis command on a connection of the test's own (to damage or swap a record).
-void redis_do(int port, const std::vector<std::string>& args) {
-  redisContext* c = redisConnect("127.0.0.1", port);
-  REQUIRE(c);
-  REQUIRE(c->err == 0);
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lens;
-  for (const auto& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  auto* r =
-      static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
-  REQUIRE(r);
-  INFO((r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : std::string("ok")));
-  CHECK(r->type != REDIS_REPLY_ERROR);
-  freeReplyObject(r);
-  redisFree(c);
-}
 
 // One replica: a disk store on its own folder and its own connection to the shared Redis.
 struct replica {
@@ -155,17 +134,11 @@ TEST_CASE("a record altered in Redis is never restored", "[remote][disk]") {
       rb.remote.file_key(rb.shared.names().chunk_path(prefix_hash(tokens.data(), b.g)));
 
   SECTION("a flipped byte in a chunk's rows: fetched, then refused by the restore, the engine untouched") {
-    redisContext* c = redisConnect("127.0.0.1", server.port());
-    REQUIRE(c);
-    auto* got = static_cast<redisReply*>(redisCommand(c, "HGET %s 0", chunk2.c_str()));
-    REQUIRE(got);
-    REQUIRE(got->type == REDIS_REPLY_STRING);
-    std::string part(got->str, got->len);
-    freeReplyObject(got);
-    redisFree(c);
+    std::string part = server.command({"HGET", chunk2, "0"});
+    REQUIRE_FALSE(part.empty());
     const std::size_t at = part.size() - 100;  // inside the rows, past the header
     part[at] = static_cast<char>(part[at] ^ 0x01);
-    redis_do(server.port(), {"HSET", chunk2, "0", part});
+    server.command({"HSET", chunk2, "0", part});
 
     const remote_fetch_report fetched = rb.shared.fetch(*rb.store, tokens);
     CHECK(fetched.line == line);  // its header is intact: indexed, to be verified on read
@@ -178,7 +151,7 @@ TEST_CASE("a record altered in Redis is never restored", "[remote][disk]") {
     CHECK_FALSE(rb.store->find(tokens));  // the broken chain is gone locally
   }
   SECTION("another record's bytes under this record's key: refused before it is indexed") {
-    redis_do(server.port(), {"COPY", chunk1, chunk2, "REPLACE"});
+    server.command({"COPY", chunk1, chunk2, "REPLACE"});
     const remote_fetch_report fetched = rb.shared.fetch(*rb.store, tokens);
     CHECK(fetched.line == 0);
     CHECK(rb.shared.counters().failures == 1);
@@ -192,7 +165,7 @@ TEST_CASE("a record altered in Redis is never restored", "[remote][disk]") {
         rb.remote.file_key(rb.shared.names().anchor_path("", prefix_hash(tokens.data(), line)));
     const std::string theirs =
         rb.remote.file_key(rb.shared.names().anchor_path("", prefix_hash(other_tokens.data(), line)));
-    redis_do(server.port(), {"COPY", theirs, mine, "REPLACE"});
+    server.command({"COPY", theirs, mine, "REPLACE"});
     const remote_fetch_report fetched = rb.shared.fetch(*rb.store, tokens);
     CHECK(fetched.line == 0);
     CHECK(rb.shared.counters().failures == 1);

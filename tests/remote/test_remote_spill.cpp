@@ -5,7 +5,6 @@
 // never restored; another session, another head or a prompt that would not start deeper
 // fetches nothing; a fetch over its budget copies nothing.
 #include <catch2/catch.hpp>
-#include <hiredis/hiredis.h>
 
 #include <filesystem>
 
@@ -49,36 +48,6 @@ std::size_t files_in(const std::string& folder) {
     ++n;
   }
   return n;
-}
-
-void redis_cmd(int port, const std::vector<std::string>& args) {
-  redisContext* c = redisConnect("127.0.0.1", port);
-  REQUIRE(c);
-  REQUIRE(c->err == 0);
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lens;
-  for (const auto& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  auto* r =
-      static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
-  REQUIRE(r);
-  CHECK(r->type != REDIS_REPLY_ERROR);
-  freeReplyObject(r);
-  redisFree(c);
-}
-
-std::string redis_part(int port, const std::string& key) {
-  redisContext* c = redisConnect("127.0.0.1", port);
-  REQUIRE(c);
-  auto* got = static_cast<redisReply*>(redisCommand(c, "HGET %s 0", key.c_str()));
-  REQUIRE(got);
-  REQUIRE(got->type == REDIS_REPLY_STRING);
-  std::string part(got->str, got->len);
-  freeReplyObject(got);
-  redisFree(c);
-  return part;
 }
 
 spill_image_options anchors_at(std::vector<std::size_t> grid, std::uint64_t sequence = 1) {
@@ -186,10 +155,10 @@ TEST_CASE("a spill record altered in Redis is never restored, and a fetch over i
   std::string why;
 
   SECTION("a flipped byte in a block's rows: adopted on its header, refused by the read, deleted") {
-    std::string part = redis_part(server.port(), block1);
+    std::string part = server.command({"HGET", block1, "0"});
     const std::size_t at = part.size() - 3;  // inside the rows, past the header
     part[at] = static_cast<char>(part[at] ^ 0x01);
-    redis_cmd(server.port(), {"HSET", block1, "0", part});
+    server.command({"HSET", block1, "0", part});
     remote_fetch_report r;
     auto f = b.fetch("carol", prompt, r);
     REQUIRE(f);
@@ -199,7 +168,7 @@ TEST_CASE("a spill record altered in Redis is never restored, and a fetch over i
     CHECK_FALSE(b.store->find(id));  // the damaged block went, with the manifest naming it
   }
   SECTION("another block's bytes under this block's key: refused before it is indexed, its files removed") {
-    redis_cmd(server.port(), {"COPY", block0, block1, "REPLACE"});
+    server.command({"COPY", block0, block1, "REPLACE"});
     remote_fetch_report r;
     auto f = b.fetch("carol", prompt, r);
     REQUIRE(f);  // the same size: only its header tells
@@ -210,16 +179,16 @@ TEST_CASE("a spill record altered in Redis is never restored, and a fetch over i
   }
   SECTION("the manifest altered: the fetch refuses it, copies nothing") {
     const std::string man = b.key_of(spill_manifest_file(id));
-    std::string part = redis_part(server.port(), man);
+    std::string part = server.command({"HGET", man, "0"});
     part[part.size() / 2] = static_cast<char>(part[part.size() / 2] ^ 0x40);
-    redis_cmd(server.port(), {"HSET", man, "0", part});
+    server.command({"HSET", man, "0", part});
     remote_fetch_report r;
     CHECK_FALSE(b.fetch("carol", prompt, r));
     CHECK(b.shared.counters().failures == 1);
     CHECK(files_in(b.store->folder()) == 0);
   }
   SECTION("a block evicted from Redis: nothing fetched, what was written removed") {
-    redis_cmd(server.port(), {"DEL", block1});
+    server.command({"DEL", block1});
     remote_fetch_report r;
     CHECK_FALSE(b.fetch("carol", prompt, r));
     CHECK(b.shared.counters().failures == 1);

@@ -16,6 +16,9 @@
 #include <thread>
 #include <vector>
 
+#include <catch2/catch.hpp>
+#include <hiredis/hiredis.h>
+
 #include "runtime/remote/redis_env.hpp"
 #include "tests/support/child_process.hpp"
 
@@ -42,6 +45,33 @@ class redis_server {
   bool available() const { return installed() && pid_ > 0; }
   const std::string& why() const { return why_; }
   int port() const { return port_; }
+  // One command on a connection of the test's own (to damage, swap, count or flush records): the
+  // reply as text (a string's bytes, an integer's digits, a status such as "OK"; "" for nil). An
+  // error reply, or no reply, fails the test.
+  std::string command(const std::vector<std::string>& args) const {
+    redisContext* c = redisConnect("127.0.0.1", port_);
+    REQUIRE(c);
+    REQUIRE(c->err == 0);
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    auto* r = static_cast<redisReply*>(
+        redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+    std::string out, error;
+    if (r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)) out.assign(r->str, r->len);
+    if (r && r->type == REDIS_REPLY_INTEGER) out = std::to_string(r->integer);
+    if (r && r->type == REDIS_REPLY_ERROR) error.assign(r->str, r->len);
+    const bool replied = r != nullptr;
+    if (r) freeReplyObject(r);
+    redisFree(c);
+    INFO(args.front() << ": " << error);
+    REQUIRE(replied);
+    REQUIRE(error.empty());
+    return out;
+  }
   redis_options options(const std::string& ns = "t") const {
     redis_options o;
     o.port = port_;
