@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
       followup = std::stoi(v);
     else if (a == "--device")
       device = v;
-    else if (a == "--model" || a == "--weight-storage" || a == "--threads")
+    else if (a == "--model" || a == "--weight-storage" || a == "--threads" || a == "--activations")
       model.parse(a, v);
     else {
       log_error() << "unknown argument " << a;
@@ -77,6 +77,8 @@ int main(int argc, char** argv) {
     const auto where = device == "cuda" ? kernels::backend::cuda : kernels::backend::cpu;
     const std::size_t rss_start = resident_bytes();
     if (model.threads) set_compute_threads(*model.threads);
+    if (model.activations != "auto")
+      set_product_activations(model.activations == "q8" ? product_activations::q8 : product_activations::f32);
     loaded_model m;
     if (model.model_path) {
       model.ctx_size = longest;
@@ -98,6 +100,7 @@ int main(int argc, char** argv) {
     out["resident_bytes_loaded"] = resident_bytes() - rss_start;
     out["device"] = device;
     out["threads"] = compute_threads();
+    out["activations"] = to_string(current_product_activations());
     out["grid"] = c.grid;
     out["arithmetic"] = kernels::arithmetic_flags(where);
     std::size_t params = 0;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "runtime/engine/compute_threads.hpp"
 #include "runtime/engine/engine_batch.hpp"
 #include "runtime/engine/engine_impl.hpp"
 
@@ -66,7 +67,11 @@ engine::impl::impl(std::shared_ptr<const engine_weights> w)
     add_view("mtp.V", mtp_v, static_cast<std::size_t>(cfg.kv_row()));
   }
 
-  const std::string flags = kernels::arithmetic_flags(b) + ";" + arithmetic_config(cfg);
+  // 8-bit activations (compute_threads.hpp) change a stored product's bits on the cpu.
+  const bool q8 = b == kernels::backend::cpu && current_product_activations() == product_activations::q8;
+  const std::string flags =
+      kernels::arithmetic_flags(b) + ";" + arithmetic_config(cfg) + (q8 ? ";activations:q8" : "");
+  scratch.q8 = q8;  // this engine's products keep the setting its fingerprint names
   XXH3_state_t* st = XXH3_createState();
   XXH3_64bits_reset(st);
   const std::uint64_t wd = weights->digest();

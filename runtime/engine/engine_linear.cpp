@@ -20,7 +20,8 @@
 namespace anchorage {
 namespace {
 
-std::atomic<int> threads_wanted{0};  // 0: every core
+std::atomic<int> threads_wanted{0};                                               // 0: every core
+std::atomic<int> activations_wanted{static_cast<int>(product_activations::f32)};  // -1: auto (VNNI: q8)
 
 // The machine's cores for the stored products: the caller takes the first range of rows and
 // each worker one more. One product at a time; a caller that finds the pool busy (another engine
@@ -147,6 +148,23 @@ void panel_product(const kernels::ops& k, const linear_weight::part& p, int m, i
   });
 }
 
+// Under product_activations::q8, for a type int8_reads names, both forms: the rows rounded to 8
+// bits once (each row's blocks from that row alone), then panels of 16 weight rows multiplied as
+// integers, shared out across the pool. int8_matmul gives every output the same bits whatever
+// the other rows and the split, so a decode's rows are a prefill's bit for bit here too.
+constexpr int int8_panel_rows = 16;
+
+void int8_product(const linear_weight::part& p, int m, int kd, const float* x, int ldx, float* y, int ldy,
+                  kernels::cpu::q8_activations& q8) {
+  kernels::cpu::quantize_activations(m, kd, x, ldx, q8);
+  const auto row = static_cast<std::size_t>(kernels::row_bytes(p.type, kd).value_or(0));
+  const int panels = (p.rows + int8_panel_rows - 1) / int8_panel_rows;
+  row_pool::get().run(panels, static_cast<double>(m) * p.rows * kd, [&](int begin, int end) {
+    const int r0 = begin * int8_panel_rows, r1 = std::min(p.rows, end * int8_panel_rows);
+    kernels::cpu::int8_matmul(p.type, q8, r1 - r0, p.data + row * static_cast<std::size_t>(r0), y + r0, ldy);
+  });
+}
+
 // The prefill form of a float32 weight (two rows or more, not the row form): BLAS's gemm on
 // panels of f32_panel_rows weight rows, shared out across the pool. BLAS itself runs on one
 // thread (row_pool): OpenBLAS's products change bits with its thread count and with where it
@@ -174,6 +192,20 @@ void set_compute_threads(int n) {
   (void)row_pool::get();  // its start keeps BLAS on one thread
 }
 
+void set_product_activations(product_activations a) {
+  activations_wanted.store(static_cast<int>(a), std::memory_order_relaxed);
+}
+
+void set_product_activations_auto() { activations_wanted.store(-1, std::memory_order_relaxed); }
+
+product_activations current_product_activations() {
+  const int wanted = activations_wanted.load(std::memory_order_relaxed);
+  if (wanted >= 0) return static_cast<product_activations>(wanted);
+  return kernels::cpu::int8_vectors() ? product_activations::q8 : product_activations::f32;
+}
+
+const char* to_string(product_activations a) { return a == product_activations::q8 ? "q8" : "f32"; }
+
 int compute_threads() {
   const int wanted = threads_wanted.load(std::memory_order_relaxed);
   return wanted > 0 ? std::min(wanted, row_pool::get().cores()) : row_pool::get().cores();
@@ -195,9 +227,12 @@ void linear(const kernels::ops& k, bool rows_kernel, int m, int n, int kd, const
   }
   int off = 0;
   const bool panels = !rows_kernel && m >= panel_min_rows;
+  const bool q8 = s.q8 && k.where == kernels::backend::cpu;
   for (const linear_weight::part& p : w.parts) {
     const auto product = [&](const float* a, int lda, float* c, int ldc) {
-      if (panels)
+      if (q8 && kernels::cpu::int8_reads(p.type))
+        int8_product(p, m, kd, a, lda, c, ldc, s.q8_rows);
+      else if (panels)
         panel_product(k, p, m, kd, a, lda, c, ldc);
       else
         stored_product(p, m, kd, a, lda, c, ldc);

@@ -16,12 +16,16 @@
 // none of the pool's threads). The prefill form (32 rows or more, not `rows_kernel`): the weight rows are
 // dequantized 128 at a time to float32 and multiplied by the ops table's gemm, so a chunk costs
 // about what float32 weights cost and its bits depend only on its rows, as BLAS's do (a resumed
-// prefill runs a cold one's chunks). A GGUF's tiled value heads (stored_weight.hpp) are
-// permuted on the floats before or after the product.
+// prefill runs a cold one's chunks). Under product_activations::q8 (compute_threads.hpp), the
+// block types kernels::cpu::int8_reads names take neither: in both forms the rows are rounded to
+// 8 bits once and multiplied as integers (kernels::cpu::int8_matmul) in panels of 16 weight rows
+// shared out across the pool, every output from its own row and weight row alone. A GGUF's tiled value heads
+// (stored_weight.hpp) are permuted on the floats before or after the product.
 #include <cstdint>
 #include <vector>
 
 #include "kernels/attention.hpp"
+#include "kernels/int8_matmul.hpp"
 #include "kernels/ops.hpp"
 #include "runtime/engine/device_buffer.hpp"
 #include "runtime/engine/engine_weights.hpp"
@@ -31,6 +35,8 @@ namespace anchorage {
 // Buffers a product needs for a permuted input or an accumulated output; one per engine.
 struct linear_scratch {
   std::vector<float> in, out;
+  bool q8 = false;  // product_activations::q8, as the engine was built (its fingerprint's)
+  kernels::cpu::q8_activations q8_rows;  // the rows rounded to 8 bits
 };
 
 // y[m x n] = x[m x kd] W^T, plus y when beta is 1 (a residual); beta is 0 or 1. W is n x kd.

@@ -47,6 +47,10 @@ bool engine_options::parse(const std::string& flag, const std::string& v) {
     weight_storage = v;
   } else if (flag == "--threads") {
     threads = static_cast<int>(parse_int(flag, v, 1));
+  } else if (flag == "--activations") {
+    if (v != "auto" && v != "q8" && v != "f32")
+      throw std::invalid_argument("--activations is auto, q8 or f32, got '" + v + "'");
+    activations = v;
   } else {
     return false;
   }
@@ -63,6 +67,10 @@ model_config engine_options::config() const {
 
 loaded_model engine_options::load() const {
   if (threads) set_compute_threads(*threads);
+  if (activations == "auto")
+    set_product_activations_auto();
+  else
+    set_product_activations(activations == "q8" ? product_activations::q8 : product_activations::f32);
   if (!model_path) {
     loaded_model m;
     m.config = config();

@@ -10,7 +10,7 @@ namespace anchorage {
 
 // What a binary needs to build the engine, from the seed's flags:
 //   --model PATH --preset NAME --weights FILE --weights-seed N --prefix-chunk N --ctx-size N
-//   --device cpu|cuda|auto --weight-storage stored|f32 --threads N
+//   --device cpu|cuda|auto --weight-storage stored|f32 --threads N --activations auto|q8|f32
 struct engine_options {
   // A checkpoint (a Hugging Face directory or a GGUF file, runtime/model/model_load); the
   // preset and its weights otherwise.
@@ -27,6 +27,10 @@ struct engine_options {
   std::string weight_storage = "stored";
   // --threads: the cores the products use (runtime/engine/compute_threads.hpp); all when unset.
   std::optional<int> threads;
+  // --activations: how products by Q8_0, Q4_0, Q4_K and Q5_K matrices take their activations
+  // (runtime/engine/compute_threads.hpp): "q8" rounds them to 8 bits and multiplies integers,
+  // "f32" keeps them (the default); "auto" is q8 where the CPU has AVX-512 VNNI.
+  std::string activations = "f32";
 
   // Consumes `flag value` if it is one of the above; throws std::invalid_argument for a bad value.
   bool parse(const std::string& flag, const std::string& value);

@@ -102,6 +102,11 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) { set_engine(c, "--weight-storage", v); }},
       {"threads", "N", "cores the engine's products use (every core)",
        [](server_config& c, const std::string& v) { set_engine(c, "--threads", v); }},
+      {"activations", "MODE",
+       "products by Q8_0, Q4_0, Q4_K and Q5_K matrices: q8 rounds the activations to 8 bits (integer "
+       "products, as llama.cpp; faster, but a session resume parts from a cold prefill more often), f32 "
+       "keeps them; auto: q8 where the CPU has AVX-512 VNNI (f32)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--activations", v); }},
       {"served-model-name", "NAME", "model id clients name (anchorage)",
        [](server_config& c, const std::string& v) { c.served_model_name = v; }},
       {"admin-token", "TOKEN", "token for admin routes (or ANCHORAGE_ADMIN_TOKEN)",

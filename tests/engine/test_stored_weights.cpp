@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "runtime/engine/engine.hpp"
+#include "runtime/engine/compute_threads.hpp"
 #include "kernels/quantize.hpp"
 #include "runtime/engine/engine_batch.hpp"
 #include "runtime/engine/engine_linear.hpp"
@@ -34,6 +35,7 @@
 #include "tests/support/engine_fixture.hpp"
 #include "tests/support/exact_checks.hpp"
 #include "tests/support/process_probe.hpp"
+#include "tests/support/product_settings.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace anchorage;
@@ -109,6 +111,55 @@ void check_against_converted(const loaded_model& m, float tolerance) {
   CHECK(stored.weights()->digest() != floats.weights()->digest());
 }
 
+// A resume from `line` of `prompt` on fresh engines of `w`, against `cold`, which prefilled all of
+// it: the logits (and the draft's), every section and row, then 8 greedy tokens and the state
+// after them, bit for bit.
+void check_resume_from_line(const std::shared_ptr<const engine_weights>& w, const model_config& c,
+                            const std::vector<token_id>& prompt, std::size_t line, engine& cold) {
+  engine first(w);
+  first.prefill(slice(prompt, 0, line));
+  const snapshot at_line = take_snapshot(first.cache_state());
+  engine resumed(w);
+  restore_snapshot(resumed.cache_state(), at_line);
+  resumed.prefill(slice(prompt, line, prompt.size()));
+  CHECK(same_bytes(resumed.last_logits(), cold.last_logits()));
+  if (c.mtp) CHECK(same_bytes(resumed.last_draft_logits(), cold.last_draft_logits()));
+  require_same_state(take_snapshot(resumed.cache_state()), take_snapshot(cold.cache_state()), cold.layout());
+  generation_request r;
+  r.max_tokens = 8;
+  CHECK(generator(cold, r).run() == generator(resumed, r).run());
+  require_same_state(take_snapshot(resumed.cache_state()), take_snapshot(cold.cache_state()), cold.layout());
+}
+
+// Three slots of `w` stepped together by decode_batch against three decoded alone (logits and
+// state), then a verify round of `round` on slot 0 against one decode per id on its twin.
+void check_batch_and_verify(const std::shared_ptr<const engine_weights>& w,
+                            const std::vector<token_id>& round) {
+  std::vector<std::unique_ptr<engine>> solo, batched;
+  for (int s = 0; s < 3; ++s) {
+    const auto p = test_tokens(20 + 7 * static_cast<std::size_t>(s), 11 + static_cast<std::uint64_t>(s));
+    solo.push_back(std::make_unique<engine>(w));
+    batched.push_back(std::make_unique<engine>(w));
+    solo.back()->prefill(p);
+    batched.back()->prefill(p);
+  }
+  const std::vector<token_id> next = {5, 9, 13};
+  std::vector<engine*> slots;
+  for (auto& e : batched) slots.push_back(e.get());
+  decode_batch(slots, next);
+  for (std::size_t s = 0; s < 3; ++s) {
+    solo[s]->decode(next[s]);
+    CHECK(same_bytes(batched[s]->last_logits(), solo[s]->last_logits()));
+    require_same_state(take_snapshot(batched[s]->cache_state()), take_snapshot(solo[s]->cache_state()),
+                       solo[s]->layout());
+  }
+  batched[0]->forward(round);
+  for (std::size_t i = 0; i < round.size(); ++i) {
+    solo[0]->decode(round[i]);
+    CHECK(same_bytes(batched[0]->row_logits(i), solo[0]->last_logits()));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("a GGUF's matrices are kept in the file's type, and convert to what the F32 path loads",
@@ -169,6 +220,7 @@ TEST_CASE("an engine on stored weights computes the converted engine's logits wi
   const model_config c = config_of(v.preset);
   const loaded_model m = exported(d, c, v.dtype);
   REQUIRE(!m.stored.empty());
+  activations_as f32(product_activations::f32);  // as they are, the default (8 bits: below)
   check_against_converted(m, 2e-4f);  // and the weights are held as stored: no float copy of a matrix
 }
 
@@ -199,19 +251,7 @@ TEST_CASE("on stored weights a resume from a grid line equals a cold prefill bit
   const auto prompt = test_tokens(n);
   engine cold(w);
   cold.prefill(prompt);
-  engine first(w);
-  first.prefill(slice(prompt, 0, line));
-  const snapshot at_line = take_snapshot(first.cache_state());
-  engine resumed(w);
-  restore_snapshot(resumed.cache_state(), at_line);
-  resumed.prefill(slice(prompt, line, n));
-  CHECK(same_bytes(resumed.last_logits(), cold.last_logits()));
-  if (c.mtp) CHECK(same_bytes(resumed.last_draft_logits(), cold.last_draft_logits()));
-  require_same_state(take_snapshot(resumed.cache_state()), take_snapshot(cold.cache_state()), cold.layout());
-  generation_request r;
-  r.max_tokens = 8;
-  CHECK(generator(cold, r).run() == generator(resumed, r).run());
-  require_same_state(take_snapshot(resumed.cache_state()), take_snapshot(cold.cache_state()), cold.layout());
+  check_resume_from_line(w, c, prompt, line, cold);
 }
 
 TEST_CASE("on stored weights a decode batch and a verify round are each slot's solo decode bit for bit",
@@ -219,32 +259,106 @@ TEST_CASE("on stored weights a decode batch and a verify round are each slot's s
   temp_dir d;
   const model_config c = config_of("qwen35-tiny-mtp");
   const loaded_model m = exported(d, c, gguf_dtype::q4_0);
+  check_batch_and_verify(weights_of(m), {7, 3, 21});
+}
+
+TEST_CASE(
+    "with 8-bit activations a resume from a grid line equals a cold prefill bit for bit, "
+    "on one core or two",
+    "[exact][stored][int8][engine]") {
+  temp_dir d;
+  const std::string preset = GENERATE(as<std::string>{}, "qwen35-tiny-mtp", "wide-mtp");
+  INFO(preset);
+  model_config c = config_of(preset);
+  c.grid = 64;  // chunks of 32 rows or more: the prefill form, where the activations are rounded
+  const loaded_model m = exported(d, c, preset == "wide-mtp" ? gguf_dtype::q4_k_m : gguf_dtype::q8_0);
   const auto w = weights_of(m);
-  std::vector<std::unique_ptr<engine>> solo, batched;
-  for (int s = 0; s < 3; ++s) {
-    const auto p = test_tokens(20 + 7 * static_cast<std::size_t>(s), 11 + static_cast<std::uint64_t>(s));
-    solo.push_back(std::make_unique<engine>(w));
-    batched.push_back(std::make_unique<engine>(w));
-    solo.back()->prefill(p);
-    batched.back()->prefill(p);
+  const std::size_t n = 3 * c.grid + 9, line = 2 * c.grid;
+  const auto prompt = test_tokens(n);
+
+  engine floats(w);  // the default: float activations
+  floats.prefill(prompt);
+  activations_as q8(product_activations::q8);
+  engine cold(w);
+  {
+    threads_as one(1);
+    cold.prefill(prompt);
   }
-  const std::vector<token_id> next = {5, 9, 13};
-  std::vector<engine*> slots;
-  for (auto& e : batched) slots.push_back(e.get());
-  decode_batch(slots, next);
-  for (std::size_t s = 0; s < 3; ++s) {
-    solo[s]->decode(next[s]);
-    CHECK(same_bytes(batched[s]->last_logits(), solo[s]->last_logits()));
-    require_same_state(take_snapshot(batched[s]->cache_state()), take_snapshot(solo[s]->cache_state()),
-                       solo[s]->layout());
+  // The rounding ran: other logits than float activations give, by more than float rounding,
+  // and another fingerprint.
+  const float scale = std::max(1.0f, max_abs(floats.last_logits()));
+  CHECK(max_abs_diff(cold.last_logits(), floats.last_logits()) > 1e-4f * scale);
+  CHECK(max_abs_diff(cold.last_logits(), floats.last_logits()) < 5e-2f * scale);
+  CHECK(cold.layout().fingerprint != floats.layout().fingerprint);
+
+  threads_as two(2);
+  check_resume_from_line(w, c, prompt, line, cold);
+}
+
+TEST_CASE("8-bit activations: a decode batch and a verify round are each slot's solo decode bit for bit",
+          "[exact][stored][batch][int8][engine]") {
+  temp_dir d;
+  const model_config c = config_of("wide-mtp");
+  const loaded_model m = exported(d, c, gguf_dtype::q4_k_m);
+  activations_as q8(product_activations::q8);
+  check_batch_and_verify(weights_of(m), {7, 3, 21, 2, 8, 30});  // past few_rows' four rows
+}
+
+TEST_CASE(
+    "8-bit activations: the converted engine's logits within the rounding, float32 weights "
+    "untouched, the flag",
+    "[stored][int8][engine]") {
+  temp_dir d;
+  model_config c = config_of("wide");
+  c.grid = 64;
+  const gguf_dtype dtype = GENERATE(gguf_dtype::q8_0, gguf_dtype::q4_0, gguf_dtype::q5_k, gguf_dtype::q4_k_m);
+  INFO(to_string(dtype));
+  const loaded_model m = exported(d, c, dtype);
+  const loaded_model f = converted(m);
+  engine floats(f.config, f.weights);
+  const auto ids = test_tokens(2 * c.grid + 5);
+  floats.prefill(ids);
+  activations_as q8(product_activations::q8);
+  engine floats_q8(f.config, f.weights);
+  engine stored(weights_of(m));
+  stored.prefill(ids);
+  const std::vector<float> q8_prefill = stored.last_logits();
+  // Rounding each activation to 8 bits moves a product by up to half a step per value, as in
+  // llama.cpp's CPU path: about 1% of the logits' scale here, against 2e-4 with float activations
+  // (the case above), over a prefill and decodes.
+  const float scale = std::max(1.0f, max_abs(floats.last_logits()));
+  CHECK(max_abs_diff(stored.last_logits(), floats.last_logits()) < 3e-2f * scale);
+  floats_q8.prefill(ids);  // float32 weights never take the 8-bit form: the same bits either way
+  CHECK(same_bytes(floats_q8.last_logits(), floats.last_logits()));
+  for (int k = 0; k < 3; ++k) {
+    stored.decode(ids[static_cast<std::size_t>(k)]);
+    floats_q8.decode(ids[static_cast<std::size_t>(k)]);
+    CHECK(max_abs_diff(stored.last_logits(), floats_q8.last_logits()) < 3e-2f * scale);
   }
-  // A verify round of three rows on slot 0 against three decodes on its twin.
-  const std::vector<token_id> round = {7, 3, 21};
-  batched[0]->forward(round);
-  for (std::size_t i = 0; i < round.size(); ++i) {
-    solo[0]->decode(round[i]);
-    CHECK(same_bytes(batched[0]->row_logits(i), solo[0]->last_logits()));
-  }
+
+  engine_options o;
+  CHECK(o.activations == "f32");
+  CHECK_THROWS_WITH(o.parse("--activations", "int4"), Catch::Contains("--activations"));
+  REQUIRE(o.parse("--activations", "f32"));
+  (void)o.load();
+  CHECK(current_product_activations() == product_activations::f32);
+  REQUIRE(o.parse("--activations", "q8"));
+  (void)o.load();
+  CHECK(current_product_activations() == product_activations::q8);
+  REQUIRE(o.parse("--activations", "auto"));
+  (void)o.load();
+  CHECK(current_product_activations() ==
+        (kernels::cpu::int8_vectors() ? product_activations::q8 : product_activations::f32));
+  // An engine keeps the setting it was built under, whatever is set later.
+  engine built_q8(weights_of(m));
+  set_product_activations(product_activations::f32);
+  engine built_f32(weights_of(m));
+  CHECK(built_q8.layout().fingerprint != built_f32.layout().fingerprint);
+  set_product_activations(product_activations::q8);
+  built_q8.prefill(ids);
+  built_f32.prefill(ids);
+  CHECK(same_bytes(built_q8.last_logits(), q8_prefill));
+  CHECK(max_abs_diff(built_f32.last_logits(), q8_prefill) > 0.0f);
 }
 
 TEST_CASE("weights kept as stored, converted to F32 or stored in another type digest apart",

@@ -69,6 +69,17 @@ TEST_CASE("http: a --model that cannot be loaded stops the server at start, nami
 
 namespace {
 
+// `first`, then `extra`: a server's arguments.
+std::vector<std::string> args_then(std::vector<std::string> first, const std::vector<std::string>& extra) {
+  first.insert(first.end(), extra.begin(), extra.end());
+  return first;
+}
+
+// The arguments of a server on the GGUF at `path` on a grid of 64, then `extra`.
+std::vector<std::string> model_args(const std::string& path, const std::vector<std::string>& extra) {
+  return args_then({"--model", path, "--prefix-chunk", "64"}, extra);
+}
+
 json tier_conversation(const std::string& who) {
   return json::array({{{"role", "system"}, {"content", filler(who + " " + system_prompt, 900)}},
                       {{"role", "user"}, {"content", "List the files in src."}}});
@@ -88,11 +99,7 @@ TEST_CASE("http: on a Q8_0 GGUF kept as stored, every tier's restore answers as 
   const model_config c = preset_config(preset);
   const std::string path = d.file("tiny-q8.gguf");
   save_qwen35_gguf(path, c, random_weights(c, 5), nullptr, "", gguf_dtype::q8_0);
-  const std::vector<std::string> model = {"--model", path, "--prefix-chunk", "64"};
-  auto with = [&](std::vector<std::string> extra) {
-    extra.insert(extra.begin(), model.begin(), model.end());
-    return extra;
-  };
+  auto with = [&](std::vector<std::string> extra) { return model_args(path, std::move(extra)); };
   http_server ref(with({"--no-cache"}));
   auto check_cold_answer = [&](const turn_reply& t, const json& body, const char* source) {
     INFO("restored from " << source << ": " << t.x_cache.dump());
@@ -137,5 +144,62 @@ TEST_CASE("http: on a Q8_0 GGUF kept as stored, every tier's restore answers as 
     json c2 = tier_conversation("B");
     c2[1]["content"] = "Read the README.";
     check_cold_answer(post_turn(s, greedy_turn(c2, 10)), greedy_turn(c2, 10), "disk");
+  }
+}
+
+TEST_CASE(
+    "http: with --activations q8 a restore from the disk tier answers as a q8 server without a "
+    "cache, and a cache written under q8 is foreign to f32",
+    "[http][model][stored][int8]") {
+  // Rounding the activations to 8 bits changes every product by a Q8_0 matrix, not the caches'
+  // contract: a restore at a line is a cold prefill's bits. The setting is in the fingerprint, so
+  // a server under the other setting sweeps what this one wrote instead of restoring it.
+  temp_dir d("anchorage-http-q8");
+  const model_config c = preset_config("qwen35-tiny");
+  const std::string path = d.file("tiny-q8.gguf");
+  save_qwen35_gguf(path, c, random_weights(c, 5), nullptr, "", gguf_dtype::q8_0);
+  auto with = [&](std::vector<std::string> extra) { return model_args(path, std::move(extra)); };
+  auto with_disk = [&](std::vector<std::string> extra) {
+    return with(
+        args_then({"--cache-dir", d.file("cache"), "--disk-min-tokens", "256", "--session-spill", "off"},
+                  std::move(extra)));
+  };
+  http_server ref(with({"--no-cache", "--activations", "q8"}));
+  http_server ref_f32(with({"--no-cache"}));
+  json a = tier_conversation("A");
+  {
+    http_server s(with_disk({"--activations", "q8"}));
+    const turn_reply a1 = post_turn(s, greedy_turn(a, 10));
+    CHECK(a1.x_cache["source"] == "cold");
+    const turn_reply r1 = post_turn(ref, greedy_turn(a, 10));
+    CHECK(a1.message == r1.message);
+    REQUIRE(s.quiesce());
+  }
+  json b = tier_conversation("A");
+  b[1]["content"] = "Read the README.";
+  std::string q8_folder;
+  {
+    http_server s(with_disk({"--activations", "q8"}));
+    REQUIRE(s.quiesce());
+    q8_folder = s.get("/v1/cache/stats").body_json()["tiers"]["disk"]["folder"].get<std::string>();
+    const turn_reply t = post_turn(s, greedy_turn(b, 10));
+    INFO("restored: " << t.x_cache.dump());
+    CHECK(t.x_cache["source"] == "disk");
+    CHECK(t.x_cache["resumed_at"].get<long>() >= 256);
+    const turn_reply r = post_turn(ref, greedy_turn(b, 10));
+    CHECK(r.x_cache["source"] == "cold");
+    CHECK(t.message == r.message);
+    CHECK(t.usage["completion_tokens"] == r.usage["completion_tokens"]);
+  }
+  {
+    http_server s(with_disk({}));  // f32: q8's files are another engine's, in another folder
+    REQUIRE(s.quiesce());
+    const json disk_stats = s.get("/v1/cache/stats").body_json()["tiers"]["disk"];
+    INFO(disk_stats.dump());
+    CHECK(disk_stats["folder"].get<std::string>() != q8_folder);
+    CHECK(disk_stats["sweep"]["indexed"] == 0);
+    const turn_reply t = post_turn(s, greedy_turn(b, 10));
+    CHECK(t.x_cache["source"] == "cold");
+    CHECK(t.message == post_turn(ref_f32, greedy_turn(b, 10)).message);
   }
 }

@@ -18,6 +18,7 @@
 
 using namespace anchorage::kernels;
 using anchorage::testing::dot_magnitude;
+using anchorage::testing::stored_rows;
 
 namespace {
 
@@ -44,23 +45,6 @@ std::uint32_t bits(float f) {
   std::uint32_t b;
   std::memcpy(&b, &f, 4);
   return b;
-}
-
-// n weight rows of k values stored as t: rows of different scales, some all positive (K-type
-// mins of zero), some with a few large values (a block scale set by one outlier).
-std::vector<std::uint8_t> weights(weight_type t, int n, int k, std::uint64_t seed) {
-  const auto rb = static_cast<std::size_t>(*row_bytes(t, k));
-  std::vector<std::uint8_t> w(rb * static_cast<std::size_t>(n));
-  std::mt19937_64 rng(seed);
-  std::vector<float> v(static_cast<std::size_t>(k));
-  for (int r = 0; r < n; ++r) {
-    const float s = 0.01f * static_cast<float>(1 + r % 5);
-    std::uniform_real_distribution<float> d(r % 4 == 3 ? 0.0f : -s, s);
-    for (auto& e : v) e = d(rng);
-    if (r % 3 == 1) v[static_cast<std::size_t>(r) % v.size()] = 40.0f * s;
-    quantize_row(t, v.data(), w.data() + rb * static_cast<std::size_t>(r), k);
-  }
-  return w;
 }
 
 // m activation rows of k values at stride ldx (the gaps hold large values, which would show if
@@ -128,7 +112,7 @@ TEST_CASE("quant_matmul gives each row quant_matvec's bits", "[quant]") {
     for (int k : lengths(t)) {
       for (int n : {1, 5, 33}) {
         const auto w =
-            weights(t, n, k, 1000 + static_cast<std::uint64_t>(k) * 7 + static_cast<std::uint64_t>(n));
+            stored_rows(t, n, k, 1000 + static_cast<std::uint64_t>(k) * 7 + static_cast<std::uint64_t>(n));
         for (int m : {1, 2, 3, 7, 16, 64, 257}) {
           for (bool strided : {false, true}) {
             const int ldx = strided ? k + 5 : k, ldy = strided ? n + 3 : n;
@@ -151,7 +135,7 @@ TEST_CASE("a quant_matmul row does not depend on the other rows", "[quant]") {
   for (weight_type t : all_types) {
     const int k = lengths(t).back();
     INFO(weight_type_name(t) << " k " << k);
-    const auto w = weights(t, n, k, 5);
+    const auto w = stored_rows(t, n, k, 5);
     const auto one = activations(1, k, k, 123);
     const auto alone = matmul(t, 1, n, k, one, k, w, n);
     for (std::uint64_t seed : {1u, 2u}) {
@@ -172,7 +156,7 @@ TEST_CASE("quant_matmul is a dot product with the dequantized rows", "[quant]") 
   for (weight_type t : all_types) {
     for (int k : lengths(t)) {
       INFO(weight_type_name(t) << " k " << k);
-      const auto w = weights(t, n, k, 31);
+      const auto w = stored_rows(t, n, k, 31);
       const auto x = activations(m, k, k, 32);
       const auto y = matmul(t, m, n, k, x, k, w, n);
       const auto rb = static_cast<std::size_t>(*row_bytes(t, k));
@@ -198,7 +182,7 @@ TEST_CASE("quant_matmul with no rows writes nothing", "[quant]") {
   for (weight_type t : all_types) {
     const int k = lengths(t).front();
     INFO(weight_type_name(t));
-    const auto w = weights(t, 4, k, 3);
+    const auto w = stored_rows(t, 4, k, 3);
     const auto x = activations(4, k, k, 4);
     // matmul() checks that every value of its buffer past the m x n product kept its sentinel.
     const auto none = matmul(t, 0, 4, k, x, k, w, 4);

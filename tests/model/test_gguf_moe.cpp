@@ -30,6 +30,7 @@
 #include "tests/model/model_checks.hpp"
 #include "tests/support/engine_fixture.hpp"
 #include "tests/support/gguf_bytes.hpp"
+#include "tests/support/product_settings.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace anchorage;
@@ -298,7 +299,8 @@ TEST_CASE("gguf moe: a Q8_0 file keeps every expert matrix as stored and compute
   CHECK(experts == 3 * static_cast<std::size_t>(c.n_layers + 1));
 
   // The engine multiplying the stored rows computes what an engine on their values in F32 does, to
-  // the rounding of the sums' order (measured 1.3e-6).
+  // the rounding of the sums' order (measured 1.3e-6), with the activations as they are.
+  const testing::activations_as f32(product_activations::f32);
   const auto stored = std::make_shared<const engine_weights>(m.config, m.weights, m.stored,
                                                              kernels::backend::cpu, m.stored_types);
   const tensor_map values = as_f32(m);
