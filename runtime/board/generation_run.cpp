@@ -44,6 +44,7 @@ board_events generation_run::start() {
       out.sink = job_.sink;
       disk_offer_request rq;
       rq.prompt.assign(asked_.begin(), asked_.end());
+      rq.floor = tiers.resident_floor(asked_);
       rq.prefill_tokens_per_s = tiers.prefill_tokens_per_s();
       rq.session_key = job_.session_key;
       out.disk_offer = std::move(rq);

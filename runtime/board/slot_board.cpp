@@ -149,8 +149,10 @@ std::optional<slot_choice> slot_board::choose(const board_job& job) const {
     views[k].resident = &runners_[k]->tiers().resident().tokens();
     views[k].session_key = session_of_[k];
     views[k].last_used = last_used_[k];
+    if (views[k].busy) continue;
+    if (const auto o = runners_[k]->tiers().resident().offer(job.prompt)) views[k].resumes = o->at;
   }
-  return policy_.choose(job.prompt, job.session_key, views);
+  return policy_.choose(job.session_key, views);
 }
 
 // tiers.speculative in the stats: the mode and, per drafter, its rounds, drafts and acceptance.

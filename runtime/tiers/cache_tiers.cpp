@@ -92,6 +92,12 @@ resume_offer cache_tiers::plan(const std::vector<token_id>& prompt, const reques
   return o;
 }
 
+std::size_t cache_tiers::resident_floor(const std::vector<token_id>& prompt) const {
+  if (!opts_.enabled || prompt.empty()) return 0;
+  const auto o = device_->resident().offer(prompt);
+  return o && o->via == cache_via::none ? o->at : 0;
+}
+
 tier_fetch cache_tiers::fetch(const resume_offer& o) const {
   if (o.source == cache_source::cold) return {};
   const tier* t = owner_of(o.source);

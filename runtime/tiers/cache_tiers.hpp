@@ -100,6 +100,12 @@ class cache_tiers {
   // Per tier: entries, bytes, limit, hits, misses, evictions, refusals, tokens_saved, ...
   cache_stats stats() const;
 
+  // Where the rows in place resume `prompt` (their end anchor or a grid anchor; 0: nowhere),
+  // counting nothing: the floor a request hands the disk before its plan, so that the disk and
+  // its remote level look only for deeper starts. (The plan may still start deeper, from the
+  // state store or a set-aside prompt; never shallower, since the rows in place are always taken.)
+  std::size_t resident_floor(const std::vector<token_id>& prompt) const;
+
   const resident_prefix& resident() const { return device_->resident(); }
   const state_store& store() const { return device_->store(); }
   const memory_budget& budget() const { return budget_; }

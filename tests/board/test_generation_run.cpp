@@ -124,6 +124,7 @@ TEST_CASE("generation run: with a disk tier a client's request asks the disk for
   CHECK(!out.step_again);
   CHECK(std::vector<token_id>(out.disk_offer->prompt.begin(), out.disk_offer->prompt.end()) == prompt);
   CHECK(out.disk_offer->prefill_tokens_per_s == 0);              // nothing measured yet
+  CHECK(out.disk_offer->floor == 0);                             // nothing held yet
   CHECK(first.offered(disk_offer_reply{}).step_again == false);  // waits for its write admission
   CHECK(first.offered(disk_offer_reply{}).events.empty());       // a second answer is ignored
   const driven a = drive_with_disk(first, first.planned(disk_write_lines{}));
@@ -139,6 +140,9 @@ TEST_CASE("generation run: with a disk tier a client's request asks the disk for
   out = second.start();
   REQUIRE(out.disk_offer);
   CHECK(out.disk_offer->prefill_tokens_per_s == slot.tiers->prefill_tokens_per_s());
+  // The disk (and its remote level) is asked only for what starts deeper than the rows in place
+  // resume it: here their grid anchor below the first prompt's end (the output is not in it).
+  CHECK(out.disk_offer->floor == static_cast<std::size_t>(2 * c.grid));
   // A clear while the offer is asked for: the plan, made when the offer comes, sees it (a plan
   // made before asking would restore the cleared rows).
   for (cache_tier t : {cache_tier::resident, cache_tier::store}) second.cleared(slot.tiers->clear(t));
@@ -146,6 +150,20 @@ TEST_CASE("generation run: with a disk tier a client's request asks the disk for
   REQUIRE(b.done);
   CHECK(b.done->source == cache_source::cold);
   CHECK(b.done->prefilled == static_cast<long>(longer.size()));
+
+  // A follow-up that continues the conversation: the floor is its end anchor, which serves it.
+  auto follow = slot.tiers->resident().tokens();
+  const auto turn = test_tokens(10, 616);
+  follow.insert(follow.end(), turn.begin(), turn.end());
+  generation_run third(slot, job_of(follow, 4, "d3", "A"), steady_ns(), std::nullopt);
+  out = third.start();
+  REQUIRE(out.disk_offer);
+  REQUIRE(slot.tiers->resident().has_end_anchor());
+  CHECK(out.disk_offer->floor == slot.tiers->resident().end_position());
+  CHECK(out.disk_offer->floor > longer.size());
+  const driven f = drive_with_disk(third, std::move(out));
+  REQUIRE(f.done);
+  CHECK(f.done->source == cache_source::end);
 
   // A continuation does not ask: its prompt is the held conversation and its turn.
   const auto rows = slot.tiers->resident().tokens();

@@ -165,6 +165,45 @@ TEST_CASE("slots: a session's follow-up goes back to its slot and resumes there"
   CHECK(b.runner(log.slot_of["b1"]).tiers().resident().tokens().size() >= other.size());
 }
 
+TEST_CASE("slots: tokens shared below every anchor are no reason to take an occupied slot",
+          "[tiers][slots]") {
+  const model_config c = test_config("tiny", 1024);
+  slot_board b(engines(c, 2), small_runner_options());
+  const auto a = test_tokens(static_cast<std::size_t>(2 * c.grid + 30), 741);
+  board_log log;
+  log.take(b.start(job_of(a, 4, "a1", "A")));
+  run_all(b, log);
+  const std::size_t a_slot = log.slot_of["a1"];
+  // B starts as A did for 20 tokens (two system prompts that open alike), less than a grid line:
+  // A's slot would resume it nowhere, so B takes the empty slot and A's conversation stays.
+  auto few = std::vector<token_id>(a.begin(), a.begin() + 20);
+  const auto rest = test_tokens(static_cast<std::size_t>(c.grid + 10), 742);
+  few.insert(few.end(), rest.begin(), rest.end());
+  const auto choice = b.choose(job_of(few, 4, "b1", "B"));
+  REQUIRE(choice);
+  CHECK(choice->slot != a_slot);
+  CHECK(choice->why == slot_reason::empty);
+  // A request that shares a grid line and more with A resumes at A's grid anchor: A's slot.
+  auto line = std::vector<token_id>(a.begin(), a.begin() + c.grid + 5);
+  line.insert(line.end(), rest.begin(), rest.end());
+  const auto at_line = b.choose(job_of(line, 4, "c1", "C"));
+  REQUIRE(at_line);
+  CHECK(at_line->slot == a_slot);
+  CHECK(at_line->why == slot_reason::shared);
+  CHECK(at_line->shared == static_cast<std::size_t>(c.grid));
+  // B runs beside A's conversation, and A's next turn resumes at its end anchor.
+  log.take(b.start(job_of(few, 4, "b1", "B")));
+  run_all(b, log);
+  CHECK(log.slot_of["b1"] != a_slot);
+  auto next = b.runner(a_slot).tiers().resident().tokens();
+  const auto more = test_tokens(12, 743);
+  next.insert(next.end(), more.begin(), more.end());
+  log.take(b.start(job_of(next, 4, "a2", "A")));
+  run_all(b, log);
+  CHECK(log.slot_of["a2"] == a_slot);
+  CHECK(log.finished("a2").cache.source == cache_source::end);
+}
+
 TEST_CASE("slots: the budget is one for all slots", "[tiers][slots]") {
   const model_config c = test_config("tiny", 1024);
   board_runner_options o = small_runner_options();

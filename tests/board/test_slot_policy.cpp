@@ -14,64 +14,62 @@ std::vector<token_id> seq(token_id from, std::size_t n) {
   return v;
 }
 
-std::vector<token_id> join(std::vector<token_id> a, const std::vector<token_id>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 }  // namespace
 
-TEST_CASE("slot policy: a request goes to the slot whose resident prompt it continues", "[slots]") {
+TEST_CASE("slot policy: a request goes to the slot that resumes it deepest", "[slots]") {
   const auto a = seq(0, 100), b = seq(1000, 100);
-  const std::vector<slot_view> slots = {{false, &a, "A", 1}, {false, &b, "B", 2}};
+  // B's slot resumes the request at its end anchor (100); A's at nothing.
+  const std::vector<slot_view> slots = {{false, &a, "A", 1, 0}, {false, &b, "B", 2, 100}};
   const slot_policy p;
-  const auto c = p.choose(join(b, seq(5000, 10)), "B", slots);
+  const auto c = p.choose("B", slots);
   REQUIRE(c);
   CHECK(c->slot == 1);
   CHECK(c->why == slot_reason::shared);
   CHECK(c->shared == 100);
-  // The longest shared prefix wins over the session key; the key breaks a tie.
-  const auto longer = join(seq(0, 60), seq(7000, 40));
-  const std::vector<slot_view> both = {{false, &a, "A", 1}, {false, &longer, "B", 2}};
-  CHECK(p.choose(join(seq(0, 80), seq(9000, 5)), "B", both)->slot == 0);
-  CHECK(p.choose(join(seq(0, 50), seq(9000, 5)), "A", both)->slot == 0);
-  CHECK(p.choose(join(seq(0, 50), seq(9000, 5)), "B", both)->slot == 1);
+  // The deepest resume wins over the session key; the key breaks a tie.
+  const std::vector<slot_view> deeper = {{false, &a, "A", 1, 64}, {false, &b, "B", 2, 32}};
+  CHECK(p.choose("B", deeper)->slot == 0);
+  const std::vector<slot_view> tie = {{false, &a, "A", 1, 32}, {false, &b, "B", 2, 32}};
+  CHECK(p.choose("A", tie)->slot == 0);
+  CHECK(p.choose("B", tie)->slot == 1);
 }
 
-TEST_CASE("slot policy: a busy slot is never taken, however much it shares", "[slots]") {
+TEST_CASE("slot policy: a busy slot is never taken, however deep it would resume", "[slots]") {
   const auto a = seq(0, 100), b = seq(1000, 100);
   const slot_policy p;
-  const std::vector<slot_view> slots = {{true, &a, "A", 1}, {false, &b, "B", 2}};
-  const auto c = p.choose(join(a, seq(5000, 10)), "A", slots);
+  const std::vector<slot_view> slots = {{true, &a, "A", 1, 100}, {false, &b, "B", 2, 0}};
+  const auto c = p.choose("A", slots);
   REQUIRE(c);
   CHECK(c->slot == 1);
   CHECK(c->why == slot_reason::least_worth);
-  const std::vector<slot_view> all_busy = {{true, &a, "A", 1}, {true, &b, "B", 2}};
-  CHECK_FALSE(p.choose(a, "A", all_busy));
+  const std::vector<slot_view> all_busy = {{true, &a, "A", 1, 100}, {true, &b, "B", 2, 0}};
+  CHECK_FALSE(p.choose("A", all_busy));
 }
 
 TEST_CASE("slot policy: a new conversation takes an empty slot before it replaces one", "[slots]") {
   const auto a = seq(0, 100), none = std::vector<token_id>{};
   const slot_policy p;
-  const std::vector<slot_view> slots = {{false, &a, "A", 5}, {false, &none, "", 0}, {false, nullptr, "", 0}};
-  const auto c = p.choose(seq(3000, 20), "C", slots);
+  const std::vector<slot_view> slots = {
+      {false, &a, "A", 5, 0}, {false, &none, "", 0, 0}, {false, nullptr, "", 0, 0}};
+  const auto c = p.choose("C", slots);
   REQUIRE(c);
   CHECK(c->slot == 1);
   CHECK(c->why == slot_reason::empty);
+  // A slot that resumes the request is taken before an empty one.
+  const std::vector<slot_view> resumes = {{false, &none, "", 0, 0}, {false, &a, "A", 5, 64}};
+  CHECK(p.choose("C", resumes)->slot == 1);
 }
 
 TEST_CASE("slot policy: with no empty slot the least recently used prompt is replaced", "[slots]") {
   const auto a = seq(0, 100), b = seq(1000, 300), c3 = seq(2000, 50);
   const slot_policy p;
-  const std::vector<slot_view> slots = {{false, &a, "A", 7}, {false, &b, "B", 3}, {false, &c3, "C", 9}};
-  const auto c = p.choose(seq(5000, 20), "D", slots);
+  const std::vector<slot_view> slots = {
+      {false, &a, "A", 7, 0}, {false, &b, "B", 3, 0}, {false, &c3, "C", 9, 0}};
+  const auto c = p.choose("D", slots);
   REQUIRE(c);
   CHECK(c->slot == 1);
   CHECK(c->why == slot_reason::least_worth);
   // Used at the same time: the shorter resident prompt is worth less.
-  const std::vector<slot_view> tie = {{false, &b, "B", 3}, {false, &c3, "C", 3}};
-  CHECK(p.choose(seq(5000, 20), "D", tie)->slot == 1);
-  // A few shared tokens (a common template head) are no reason to take a slot.
-  const auto head = join(seq(1000, 8), seq(8000, 30));
-  CHECK(p.choose(head, "D", slots)->why == slot_reason::least_worth);
+  const std::vector<slot_view> tie = {{false, &b, "B", 3, 0}, {false, &c3, "C", 3, 0}};
+  CHECK(p.choose("D", tie)->slot == 1);
 }
