@@ -51,7 +51,6 @@ slot_board::slot_board(std::vector<std::shared_ptr<engine>> engines, board_runne
   }
   wants_step_.assign(runners_.size(), false);
   last_used_.assign(runners_.size(), 0);
-  session_of_.assign(runners_.size(), std::string());
   if (opts.spill && opts.cache.enabled) read_back(*opts.spill);
 }
 
@@ -76,10 +75,13 @@ void slot_board::read_back(const spill_keeper& keeper) {
     const std::int64_t t0 = steady_ns();
     if (!runners_[k]->read_back(w.id)) continue;
     used[k] = true;
-    session_of_[k] = w.session;
     log_info() << "session spill: slot " << k << " holds its conversation again (" << w.tokens << " tokens, "
                << static_cast<double>(steady_ns() - t0) / 1e6 << " ms)";
   }
+}
+
+const std::string& slot_board::session_of(std::size_t k) const {
+  return runners_[k]->tiers().device().resident_session();
 }
 
 std::size_t slot_board::idle_slots() const {
@@ -137,7 +139,7 @@ std::optional<slot_choice> slot_board::choose(const board_job& job) const {
         const resident_prefix& r = runners_[k]->tiers().resident();
         const saved_prompt* pk = r.saved(cache_via::park);
         bool fits = false;
-        if (pass == 0) fits = !job.session_key.empty() && session_of_[k] == job.session_key;
+        if (pass == 0) fits = !job.session_key.empty() && session_of(k) == job.session_key;
         if (pass == 1) fits = r.end() && compaction_guard_holds(*plan, tok, r.end()->rows);
         if (pass == 2) fits = pk && pk->end && compaction_guard_holds(*plan, tok, pk->end->rows);
         if (fits) return slot_choice{k, slot_reason::shared, r.tokens().size()};
@@ -147,7 +149,7 @@ std::optional<slot_choice> slot_board::choose(const board_job& job) const {
   for (std::size_t k = 0; k < runners_.size(); ++k) {
     views[k].busy = runners_[k]->busy();
     views[k].resident = &runners_[k]->tiers().resident().tokens();
-    views[k].session_key = session_of_[k];
+    views[k].session_key = session_of(k);
     views[k].last_used = last_used_[k];
     if (views[k].busy) continue;
     if (const auto o = runners_[k]->tiers().resident().offer(job.prompt)) views[k].resumes = o->at;
@@ -179,16 +181,10 @@ slot_events slot_board::start(board_job job) {
   const auto c = choose(job);
   if (!c) throw std::logic_error("slot_board: every slot is busy");
   const std::uint64_t used = last_used_[c->slot];
-  std::string session = std::move(session_of_[c->slot]);
   last_used_[c->slot] = ++clock_;
-  session_of_[c->slot] = job.session_key;
   slot_events out = tagged(c->slot, runners_[c->slot]->start(std::move(job)));
-  // An answer from the response cache leaves the slot's rows as they were: it still holds the
-  // session it held.
-  if (runners_[c->slot]->answering_from_response()) {
-    last_used_[c->slot] = used;
-    session_of_[c->slot] = std::move(session);
-  }
+  // An answer from the response cache leaves the slot's rows as they were.
+  if (runners_[c->slot]->answering_from_response()) last_used_[c->slot] = used;
   return out;
 }
 
@@ -361,7 +357,7 @@ cache_stats slot_board::stats() const {
       st.prefill_cached = p->cached_tokens;
     }
     if (runners_[k]->busy()) st.request = runners_[k]->running_id();
-    st.session_key = session_of_[k];
+    st.session_key = session_of(k);
     total.slots.push_back(std::move(st));
   }
   return total;

@@ -77,6 +77,9 @@ class slot_board {
   bool has_disk() const { return runners_.front()->has_disk(); }
   board_runner& runner(std::size_t slot) { return *runners_.at(slot); }
   const board_runner& runner(std::size_t slot) const { return *runners_.at(slot); }
+  // The session whose conversation slot k's rows hold (its resident prompt's: a guest or an
+  // answer from the response cache leaves it as it was).
+  const std::string& session_of(std::size_t k) const;
   // Whether slot k's request runs (any phase); the slot a running request id is on.
   std::optional<std::size_t> slot_of(const std::string& id) const;
   // A planned stop: every idle slot's resident and parked conversations, staged for the spill
@@ -119,7 +122,6 @@ class slot_board {
   slot_policy policy_;
   std::vector<bool> wants_step_;          // by slot: its last events asked for one more step
   std::vector<std::uint64_t> last_used_;  // by slot: when it last took a request
-  std::vector<std::string> session_of_;   // by slot: the session it served last
   std::uint64_t clock_ = 0;
   std::size_t next_ = 0;           // where the round robin looks first
   std::deque<board_job> waiting_;  // held for a spill's commit, in arrival order

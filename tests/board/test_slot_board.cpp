@@ -204,6 +204,38 @@ TEST_CASE("slots: tokens shared below every anchor are no reason to take an occu
   CHECK(log.finished("a2").cache.source == cache_source::end);
 }
 
+TEST_CASE("slots: a guest on an occupied slot leaves the slot its conversation's session", "[tiers][slots]") {
+  const model_config c = test_config("tiny", 1024);
+  slot_board b(engines(c, 2), small_runner_options());
+  const auto a = test_tokens(static_cast<std::size_t>(2 * c.grid + 30), 751);
+  const auto other = test_tokens(static_cast<std::size_t>(2 * c.grid + 20), 752);
+  board_log log;
+  log.take(b.start(job_of(a, 4, "a1", "A")));
+  run_all(b, log);
+  log.take(b.start(job_of(other, 4, "b1", "B")));
+  run_all(b, log);
+  const std::size_t a_slot = log.slot_of["a1"];
+  REQUIRE(log.slot_of["b1"] != a_slot);
+  CHECK(b.session_of(a_slot) == "A");
+  // A short side request of another session (a title) on the slot used least recently, A's:
+  // it runs stashed, A's rows stay, and so does A's name on the slot.
+  log.take(b.start(job_of(test_tokens(12, 753), 4, "g1", "G")));
+  run_all(b, log);
+  REQUIRE(log.slot_of["g1"] == a_slot);
+  CHECK(log.finished("g1").cache.via == cache_via::stash);
+  CHECK(b.session_of(a_slot) == "A");
+  const cache_stats st = b.stats();
+  CHECK(st.slots.at(a_slot).session_key == "A");
+  // A's next turn resumes at its end anchor there.
+  auto next = b.runner(a_slot).tiers().resident().tokens();
+  const auto more = test_tokens(12, 754);
+  next.insert(next.end(), more.begin(), more.end());
+  log.take(b.start(job_of(next, 4, "a2", "A")));
+  run_all(b, log);
+  CHECK(log.slot_of["a2"] == a_slot);
+  CHECK(log.finished("a2").cache.source == cache_source::end);
+}
+
 TEST_CASE("slots: the budget is one for all slots", "[tiers][slots]") {
   const model_config c = test_config("tiny", 1024);
   board_runner_options o = small_runner_options();
