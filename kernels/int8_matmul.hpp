@@ -20,7 +20,12 @@ struct q8_activations {
   std::vector<std::int8_t> q;  // m * k
   std::vector<float> d, c;     // m * k / 32, row-major
 };
-void quantize_activations(int m, int k, const float* x, int ldx, q8_activations& out);
+// `plain`: the scalar loop, whatever the CPU (the vector form, AVX-512, gives the same bits).
+void quantize_activations(int m, int k, const float* x, int ldx, q8_activations& out, bool plain = false);
+// The same in parts: `out` sized for m rows of k values, then rows [i0, i1) of x rounded into it
+// (rows are independent: any split gives quantize_activations' bits).
+void size_activations(int m, int k, q8_activations& out);
+void quantize_rows(int i0, int i1, const float* x, int ldx, q8_activations& out, bool plain = false);
 
 // The block types int8_matmul reads: q8_0, q4_0, q4_K and q5_K, whose every block of 32 values is
 // A * u + B for bytes u (0..255) and one scale A and offset B (Q8_0: u = q + 128, A = d,

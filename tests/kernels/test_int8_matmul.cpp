@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -84,6 +85,51 @@ TEST_CASE(
   cpu::quantize_activations(1, 96, many.data() + 300, 100, one);
   CHECK(std::memcmp(all.q.data() + 3 * 96, one.q.data(), 96) == 0);
   CHECK(std::memcmp(all.d.data() + 3 * 3, one.d.data(), 3 * sizeof(float)) == 0);
+}
+
+TEST_CASE("activations: the vector rounding gives the plain loop's bits, ties, NaN and infinities included",
+          "[int8][kernels]") {
+  // Blocks built to reach every branch: ties (x * id exactly n + 0.5, both signs), values a ulp
+  // either side of a tie, zeros and -0, a NaN, infinities, a huge value beside tiny ones,
+  // subnormals, then plain normals at several scales.
+  const int k = 32 * 12, m = 7;
+  std::vector<float> x(static_cast<std::size_t>(m) * k);
+  std::mt19937_64 rng(91);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (std::size_t j = 0; j < x.size(); ++j)
+    x[j] = nd(rng) * std::pow(10.0f, static_cast<float>(j % 7) - 3.0f);
+  float* b = x.data();
+  for (int e = 0; e < 32; ++e) b[e] = static_cast<float>(e - 16) + 0.5f;  // block 0: max 15.5 ... ties
+  b[0] = -127.0f;                                                         // d = 1: x * id = x
+  for (int e = 0; e < 32; ++e)
+    b[32 + e] = std::nextafter(static_cast<float>(e - 16) + 0.5f, e % 2 ? 100.0f : -100.0f);
+  b[32] = -127.0f;
+  for (int e = 0; e < 32; ++e) b[64 + e] = e % 3 == 0 ? -0.0f : 0.0f;  // block 2: all zero
+  b[96 + 3] = std::nanf("");                                           // block 3: a NaN among normals
+  b[128 + 7] = std::numeric_limits<float>::infinity();                 // block 4: +inf
+  b[160 + 9] = -std::numeric_limits<float>::infinity();                // block 5: -inf
+  b[192 + 1] = 3e38f;                                                  // block 6: huge beside tiny
+  for (int e = 0; e < 32; ++e) b[224 + e] = std::numeric_limits<float>::denorm_min() * static_cast<float>(e);
+  cpu::q8_activations vec, plain, parts;
+  cpu::quantize_activations(m, k, x.data(), k, vec);
+  cpu::quantize_activations(m, k, x.data(), k, plain, true);
+  REQUIRE(vec.q == plain.q);
+  CHECK(std::memcmp(vec.d.data(), plain.d.data(), vec.d.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(vec.c.data(), plain.c.data(), vec.c.size() * sizeof(float)) == 0);
+  // The ties went away from zero: d = 1 in block 0, so q = round(x).
+  CHECK(vec.q[1] == -15);     // -14.5
+  CHECK(vec.q[17] == 2);      // 1.5
+  CHECK(vec.q[16] == 1);      // 0.5
+  CHECK(vec.q[15] == -1);     // -0.5
+  CHECK(vec.q[96 + 3] == 0);  // the NaN
+  CHECK(vec.d[4] == std::numeric_limits<float>::infinity());
+  for (int e = 0; e < 32; ++e) CHECK(vec.q[static_cast<std::size_t>(128 + e)] == 0);  // inf * 0 and x * 0
+  // Any split of the rows gives the same bits.
+  cpu::size_activations(m, k, parts);
+  cpu::quantize_rows(0, 3, x.data(), k, parts);
+  cpu::quantize_rows(3, m, x.data(), k, parts);
+  CHECK(parts.q == vec.q);
+  CHECK(std::memcmp(parts.c.data(), vec.c.data(), vec.c.size() * sizeof(float)) == 0);
 }
 
 TEST_CASE(
