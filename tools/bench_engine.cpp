@@ -77,8 +77,7 @@ int main(int argc, char** argv) {
     const auto where = device == "cuda" ? kernels::backend::cuda : kernels::backend::cpu;
     const std::size_t rss_start = resident_bytes();
     if (model.threads) set_compute_threads(*model.threads);
-    if (model.activations != "auto")
-      set_product_activations(model.activations == "q8" ? product_activations::q8 : product_activations::f32);
+    set_product_activations(product_activations_named(model.activations).value_or(product_activations::f32));
     loaded_model m;
     if (model.model_path) {
       model.ctx_size = longest;

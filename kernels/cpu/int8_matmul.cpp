@@ -168,9 +168,13 @@ void vector_matmul(weight_type type, const q8_activations& x, int n, const std::
   pb.resize(static_cast<std::size_t>(groups) * panel);
   for (int r0 = 0; r0 < n; r0 += panel) {
     const int rows = std::min(panel, n - r0);
-    std::fill(pk.begin(), pk.end(), std::uint8_t{0});
-    std::fill(pa.begin(), pa.end(), 0.0f);
-    std::fill(pb.begin(), pb.end(), 0.0f);
+    // A full panel writes every byte below; only a short last one leaves rows to clear (their
+    // lanes are masked out of y, and zeros keep them finite).
+    if (rows < panel) {
+      std::fill(pk.begin(), pk.end(), std::uint8_t{0});
+      std::fill(pa.begin(), pa.end(), 0.0f);
+      std::fill(pb.begin(), pb.end(), 0.0f);
+    }
     for (int r = 0; r < rows; ++r) {
       unpack_row(type, w + row * static_cast<std::size_t>(r0 + r), x.k, u.data(), a.data(), b.data());
       for (int g = 0; g < groups; ++g) {

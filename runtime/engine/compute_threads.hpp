@@ -1,4 +1,6 @@
 #pragma once
+#include <optional>
+#include <string>
 // How many of the machine's cores the engine's products use (--threads): the pool of row and
 // panel splitters in runtime/engine/engine_linear.cpp; BLAS itself always runs on one thread.
 // Results do not depend on it: the row products give every row the same bits however the rows
@@ -29,9 +31,11 @@ int compute_threads();
 // value now and then, so its greedy tokens part from a cold server's far more often than with
 // float activations (on the tiny random-weight models of the tests: within a few turns). An engine
 // keeps the setting it was built under (its fingerprint names q8); set it before building engines.
-enum class product_activations { f32, q8 };
+enum class product_activations { f32, q8, automatic };
+// The setting, as --activations names it ("f32", "q8", "auto"); nullopt for any other name.
+std::optional<product_activations> product_activations_named(const std::string& name);
 void set_product_activations(product_activations a);
-void set_product_activations_auto();
+// What the products use now: f32 or q8 (automatic resolved for this CPU).
 product_activations current_product_activations();
 const char* to_string(product_activations a);
 

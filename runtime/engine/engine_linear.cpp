@@ -20,8 +20,8 @@
 namespace anchorage {
 namespace {
 
-std::atomic<int> threads_wanted{0};                                               // 0: every core
-std::atomic<int> activations_wanted{static_cast<int>(product_activations::f32)};  // -1: auto (VNNI: q8)
+std::atomic<int> threads_wanted{0};  // 0: every core
+std::atomic<product_activations> activations_wanted{product_activations::f32};
 
 // The machine's cores for the stored products: the caller takes the first range of rows and
 // each worker one more. One product at a time; a caller that finds the pool busy (another engine
@@ -196,19 +196,33 @@ void set_compute_threads(int n) {
   (void)row_pool::get();  // its start keeps BLAS on one thread
 }
 
-void set_product_activations(product_activations a) {
-  activations_wanted.store(static_cast<int>(a), std::memory_order_relaxed);
+std::optional<product_activations> product_activations_named(const std::string& name) {
+  for (const auto a : {product_activations::f32, product_activations::q8, product_activations::automatic})
+    if (name == to_string(a)) return a;
+  return std::nullopt;
 }
 
-void set_product_activations_auto() { activations_wanted.store(-1, std::memory_order_relaxed); }
+void set_product_activations(product_activations a) {
+  activations_wanted.store(a, std::memory_order_relaxed);
+}
 
 product_activations current_product_activations() {
-  const int wanted = activations_wanted.load(std::memory_order_relaxed);
-  if (wanted >= 0) return static_cast<product_activations>(wanted);
+  const product_activations wanted = activations_wanted.load(std::memory_order_relaxed);
+  if (wanted != product_activations::automatic) return wanted;
   return kernels::cpu::int8_vectors() ? product_activations::q8 : product_activations::f32;
 }
 
-const char* to_string(product_activations a) { return a == product_activations::q8 ? "q8" : "f32"; }
+const char* to_string(product_activations a) {
+  switch (a) {
+    case product_activations::f32:
+      return "f32";
+    case product_activations::q8:
+      return "q8";
+    case product_activations::automatic:
+      return "auto";
+  }
+  return "?";
+}
 
 int compute_threads() {
   const int wanted = threads_wanted.load(std::memory_order_relaxed);

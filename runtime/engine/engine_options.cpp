@@ -48,7 +48,7 @@ bool engine_options::parse(const std::string& flag, const std::string& v) {
   } else if (flag == "--threads") {
     threads = static_cast<int>(parse_int(flag, v, 1));
   } else if (flag == "--activations") {
-    if (v != "auto" && v != "q8" && v != "f32")
+    if (!product_activations_named(v))
       throw std::invalid_argument("--activations is auto, q8 or f32, got '" + v + "'");
     activations = v;
   } else {
@@ -67,10 +67,7 @@ model_config engine_options::config() const {
 
 loaded_model engine_options::load() const {
   if (threads) set_compute_threads(*threads);
-  if (activations == "auto")
-    set_product_activations_auto();
-  else
-    set_product_activations(activations == "q8" ? product_activations::q8 : product_activations::f32);
+  set_product_activations(product_activations_named(activations).value_or(product_activations::f32));
   if (!model_path) {
     loaded_model m;
     m.config = config();

@@ -349,6 +349,10 @@ TEST_CASE(
   (void)o.load();
   CHECK(current_product_activations() ==
         (kernels::cpu::int8_vectors() ? product_activations::q8 : product_activations::f32));
+  for (const auto a : {product_activations::f32, product_activations::q8, product_activations::automatic})
+    CHECK(product_activations_named(to_string(a)) == a);
+  CHECK(std::string(to_string(product_activations::automatic)) == "auto");
+  CHECK_FALSE(product_activations_named("q4"));
   // An engine keeps the setting it was built under, whatever is set later.
   engine built_q8(weights_of(m));
   set_product_activations(product_activations::f32);
