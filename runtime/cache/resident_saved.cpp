@@ -32,7 +32,9 @@ bool resident_prefix::set_aside(const state_adapter& state, kernels::backend whe
   const std::size_t row_b = std::max<std::size_t>(l.row_bytes(), 1);
 
   // Which anchors go with the rows: a pinned head keeps up to 8 spread over it, a parked
-  // session its newest 4 (the next turn resumes near its end) and its end anchor.
+  // session its newest 4 (the next turn resumes near its end), up to 4 more spread over its
+  // older ones (a client that rewrites its prompt at a moving point, as Qwen Code moves its
+  // reminders to the newest user message, parts below the newest), and its end anchor.
   std::vector<std::size_t> above;
   for (const auto& [pos, stamp] : anchors_.positions())
     if (pos > from) above.push_back(pos);
@@ -42,7 +44,11 @@ bool resident_prefix::set_aside(const state_adapter& state, kernels::backend whe
     std::vector<std::pair<std::uint64_t, std::size_t>> newest;
     for (std::size_t p : above) newest.emplace_back(by_age[p], p);
     std::sort(newest.begin(), newest.end(), std::greater<>());
-    for (std::size_t i = 0; i < newest.size() && i < 4; ++i) chosen.push_back(newest[i].second);
+    std::vector<std::size_t> older;
+    for (std::size_t i = 0; i < newest.size(); ++i) (i < 4 ? chosen : older).push_back(newest[i].second);
+    std::sort(older.begin(), older.end());
+    const std::vector<std::size_t> spread_older = spread(older, 4);
+    chosen.insert(chosen.end(), spread_older.begin(), spread_older.end());
     std::sort(chosen.begin(), chosen.end());
   } else {
     chosen = spread(above, 8);

@@ -139,6 +139,39 @@ TEST_CASE("sessions used in turn swap through the park bit for bit", "[resident]
   CHECK(nlohmann::json(tiers.stats())["resident"]["park_hits"].get<long>() >= 4);
 }
 
+TEST_CASE(
+    "a parked session keeps older anchors spread below its newest, for a client that rewrites below them",
+    "[resident][park]") {
+  const model_config c = test_config("tiny");
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  cache_options o = small_cache(true);
+  o.session_cache = o.prefix_cache = false;  // only the resident prefix and its park can answer
+  cache_tiers tiers(o);
+  auto e = make_engine(c);
+  // A's conversation, anchored at every line from g to 12 g.
+  const auto a1 = test_tokens(12 * g + 7, 260);
+  serve_turn(tiers, *e, a1, 4, "a");
+  REQUIRE(tiers.resident().anchors().positions().size() >= 12);
+  // Another session parks it.
+  serve_turn(tiers, *e, test_tokens(13 * g, 261), 4, "b");  // as long: no guest
+  const saved_prompt* parked = tiers.resident().saved(cache_via::park);
+  REQUIRE(parked != nullptr);
+  // Its newest 4 (9 g to 12 g) and 4 spread over the 8 older ones.
+  std::vector<std::size_t> kept;
+  for (const auto& [pos, copy] : parked->anchors) kept.push_back(pos);
+  CHECK(kept == std::vector<std::size_t>{2 * g, 4 * g, 6 * g, 8 * g, 9 * g, 10 * g, 11 * g, 12 * g});
+  // A's next turn rewrote its prompt at 5 g + 9, below every one of the newest 4 anchors: it
+  // resumes from the park at 4 g, a cold prefill's bits.
+  const auto back = concat(slice(a1, 0, 5 * g + 9), test_tokens(40, 262));
+  const auto rb = serve_turn(tiers, *e, back, 0, "a");
+  CHECK(rb.via == cache_via::park);
+  CHECK(rb.offer.source == cache_source::resident);
+  CHECK(rb.offer.at == 4 * g);
+  auto cold = make_engine(c);
+  cold->prefill(back);
+  require_same_as(*e, *cold);
+}
+
 TEST_CASE("a pinned head comes back for the same session after a replacing request", "[resident][pin]") {
   const model_config c = test_config("tiny");
   const std::size_t g = static_cast<std::size_t>(c.grid);
