@@ -15,6 +15,7 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
   ro.cache = opts.cache;
   ro.disk = opts.disk;
   ro.spill = opts.spill;
+  ro.vision = opts.vision;
   init.spill_writer = opts.spill_writer;
   init.spill_reader = opts.spill_reader;
   if (opts.suffix_writer) {

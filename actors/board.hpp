@@ -40,6 +40,8 @@ struct board_options {
   suffix_writer_actor suffix_writer;
   std::string suffix_path;
   std::string suffix_off;
+  // The model's vision tower and its cache (docs/IMAGES.md); null: the model has none.
+  std::shared_ptr<vision_tower> vision;
 };
 
 // The board: the only owner of the engines and of the device tiers (each slot's resident prefix

@@ -15,6 +15,11 @@
 #include "actors/suffix_writer.hpp"
 #include "runtime/text/tokenizer/tokenizer_digest.hpp"
 #include "runtime/core/log.hpp"
+#include "runtime/image/image_processor_config.hpp"
+#include "runtime/model/loaded_vision.hpp"
+#include "runtime/vision/vision_config.hpp"
+#include "runtime/vision/vision_tower.hpp"
+#include "runtime/vision/vision_weights.hpp"
 #include "runtime/model/model_weights.hpp"
 #include "runtime/io/private_dir.hpp"
 #include "runtime/io/uring_env.hpp"
@@ -137,6 +142,72 @@ bool ask_conductor(caf::actor_system& sys, const conductor_actor& c, std::chrono
   return yes;
 }
 
+// The vision tower the model serves images with: --vision-preset's random one, else the
+// checkpoint's own; none for a text model. Its weights' digest goes into the engine's
+// fingerprint; the processor config into the prompt renderer.
+struct served_vision {
+  std::shared_ptr<vision_tower> tower;
+  std::shared_ptr<const image_processor_config> processor;
+  std::uint64_t digest = 0;
+};
+
+served_vision vision_of(const server_config& cfg, loaded_model& model) {
+  served_vision out;
+  const std::string& preset = cfg.engine.vision_preset;
+  if (preset == "none" && !model.vision) return out;
+  const model_config& mc = model.config;
+  if (mc.layout != model_layout::qwen35)
+    throw std::invalid_argument("a vision tower needs a qwen35 model (its multimodal rotary positions); " +
+                                model.source + " is not one");
+  loaded_vision lv;
+  if (preset != "none") {
+    const vision_config vc =
+        preset == "tiny" ? tiny_vision_config(mc.d_model) : small_vision_config(mc.d_model);
+    lv.config = {{"vision_preset", preset}, {"weights_seed", cfg.engine.weights_seed}};
+    lv.weights = random_vision_weights(vc, cfg.engine.weights_seed);
+    lv.source = "--vision-preset " + preset;
+    out.digest = vision_digest(lv);
+    out.tower = std::make_shared<vision_tower>(
+        std::make_shared<const vision_weights>(load_vision_weights(vc, std::move(lv.weights), lv.source)),
+        cfg.cache.image_cache_bytes);
+  } else {
+    lv = std::move(*model.vision);
+    model.vision.reset();
+    out.digest = vision_digest(lv);
+    try {
+      const vision_config vc = vision_config_from_json(lv.config, lv.source);
+      out.tower = std::make_shared<vision_tower>(
+          std::make_shared<const vision_weights>(load_vision_weights(vc, std::move(lv.weights), lv.source)),
+          cfg.cache.image_cache_bytes);
+    } catch (const std::exception& e) {
+      // A text export that kept a stray part of the tower: images stay placeholders.
+      log_warn() << "vision: the checkpoint's vision tower is not usable (" << e.what()
+                 << "); the model is shown images as placeholders only";
+      return served_vision{};
+    }
+  }
+  const vision_config& vc = out.tower->config();
+  if (vc.out_hidden_size != mc.d_model)
+    throw std::invalid_argument(lv.source + ": the vision tower's out_hidden_size " +
+                                std::to_string(vc.out_hidden_size) + " is not the model's hidden size " +
+                                std::to_string(mc.d_model));
+  image_processor_config proc;
+  if (!lv.processor_config.empty()) {
+    expected<image_processor_config> read = image_processor_config_from_json(lv.processor_config);
+    if (!read) throw std::invalid_argument(lv.source + ": preprocessor_config.json: " + read.error().error());
+    proc = *read;
+  }
+  if (proc.patch_size != vc.patch_size || proc.merge_size != vc.spatial_merge_size ||
+      proc.temporal_patch_size != vc.temporal_patch_size)
+    throw std::invalid_argument(lv.source + ": the processor's patch, merge and temporal sizes (" +
+                                std::to_string(proc.patch_size) + ", " + std::to_string(proc.merge_size) +
+                                ", " + std::to_string(proc.temporal_patch_size) + ") are not the tower's");
+  out.processor = std::make_shared<const image_processor_config>(proc);
+  log_info() << "vision: " << lv.source << " (" << vc.depth << " blocks, hidden " << vc.hidden_size
+             << "), image cache " << (cfg.cache.image_cache_bytes >> 20) << " MiB";
+  return out;
+}
+
 }  // namespace
 
 server::server(const server_config& cfg) : cfg_(cfg) {
@@ -161,14 +232,19 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   cfg_.model_override = mc;
   const tokenizer tok = tokenizer_of(cfg_, model);
   const template_choice chat = chat_template_of(cfg_, model);
+  const served_vision vision = vision_of(cfg_, model);
   // One converted weight set for every slot (runtime/engine/engine_weights.hpp).
-  const auto weights = std::make_shared<const engine_weights>(mc, model.weights, model.stored,
-                                                              cfg_.engine.backend(), model.stored_types);
+  auto converted = std::make_shared<engine_weights>(mc, model.weights, model.stored, cfg_.engine.backend(),
+                                                    model.stored_types);
+  if (vision.tower) converted->add_vision(vision.digest);
+  const std::shared_ptr<const engine_weights> weights = std::move(converted);
   auto eng = std::make_shared<engine>(weights);
   system_ = std::make_unique<caf::actor_system>(sys_cfg_);
 
   conductor_options opts = conductor_options_of(cfg_, mc, chat.renderer, tok);
   board_options bo = board_options_of(cfg_, mc);
+  opts.limits.image_processor = vision.processor;
+  bo.vision = vision.tower;
   if (auto d = disk_options_of(cfg_)) {
     bo.disk = *d;
     // The disk tier's own actor: it scans the folder at its start, on its own thread.

@@ -13,7 +13,7 @@ namespace {
   ops {                                                                                                  \
     backend::ns, &ns::gemm, &ns::rmsnorm, &ns::gated_rmsnorm, &ns::rope, &ns::sigmoid_gate, &ns::swiglu, \
         &ns::causal_conv1d, &ns::l2norm, &ns::gdn_gates, &ns::gdn_chunk, &ns::gdn_step, &ns::attention,  \
-        &ns::embed, &ns::add, &ns::block_checksum, &ns::gemm_rows                                        \
+        &ns::embed, &ns::add, &ns::block_checksum, &ns::gemm_rows, &ns::rope_multi                       \
   }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "kernels/l2norm.hpp"
 #include "kernels/rmsnorm.hpp"
 #include "kernels/rope.hpp"
+#include "kernels/rope_multi.hpp"
 #include "kernels/sigmoid_gate.hpp"
 #include "kernels/swiglu.hpp"
 
@@ -39,6 +40,7 @@ struct ops {
   decltype(&cpu::add) add;
   decltype(&cpu::block_checksum) block_checksum;
   decltype(&cpu::gemm_rows) gemm_rows;
+  decltype(&cpu::rope_multi) rope_multi;
 };
 
 // The table for `b`. Asking for cuda when !cuda_available() is a programmer error.

@@ -17,6 +17,7 @@
 #include "protocol/ledger_entry.hpp"
 #include "protocol/openai_types.hpp"
 #include "protocol/output_rules.hpp"
+#include "protocol/prompt_image.hpp"
 
 namespace anchorage {
 
@@ -106,6 +107,9 @@ struct board_job {
   request_kind route = request_kind::completion;
   std::string session_key;
   std::vector<std::int32_t> prompt;
+  // The prompt's images, in order (empty for text): their rows in `prompt` carry key ids, not
+  // vocabulary ids (runtime/image/image_rows.hpp).
+  std::vector<prompt_image> images;
   // The tokenizer the prompt was rendered with, which the board decodes and samples with; null:
   // the byte tokenizer.
   std::shared_ptr<const tokenizer> tok;

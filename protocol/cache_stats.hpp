@@ -119,6 +119,26 @@ struct response_stats {
   }
 };
 
+// The vision cache (--image-cache-mb; runtime/vision/vision_tower.hpp): the encoder's output by
+// image digest, one for every slot.
+struct vision_stats {
+  std::uint64_t entries = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t limit_bytes = 0;
+  std::uint64_t hits = 0;     // images answered from the cache
+  std::uint64_t encodes = 0;  // images run through the encoder
+  double encode_ms = 0;       // the encoder's time, every image together
+
+  static constexpr auto fields() {
+    using s = vision_stats;
+    using t = tier_series;
+    return std::make_tuple(
+        probe::keep("entries", &s::entries, t::entries), probe::keep("bytes", &s::bytes, t::bytes),
+        probe::keep("limit_bytes", &s::limit_bytes, t::limit_bytes), probe::keep("hits", &s::hits, t::hits),
+        probe::keep("encodes", &s::encodes), probe::keep("encode_ms", &s::encode_ms));
+  }
+};
+
 // The compaction worker's idle runs (docs/COMPACTION.md).
 struct compaction_worker_stats {
   long started = 0, preempted = 0, finished = 0;
@@ -225,6 +245,8 @@ struct cache_stats {
   std::optional<spill_tier_stats> spill;
   // The response cache's, one for every slot; none when it is off.
   std::optional<response_stats> response;
+  // The vision cache's (docs/IMAGES.md); none without a vision tower.
+  std::optional<vision_stats> vision;
   // The persistent suffix store's (docs/SUFFIX_STORE.md); none when it is off.
   std::optional<suffix_tier_stats> suffix;
   // Compaction requests served as continuations and as sent (the board's).
@@ -255,6 +277,7 @@ inline void to_json(nlohmann::json& j, const cache_stats& s) {
   j["spill"] = optional_tier(s.spill);
   j["response"] = optional_tier(s.response);
   j["suffix"] = s.suffix ? nlohmann::json(*s.suffix) : nlohmann::json{{"enabled", false}};
+  j["vision"] = optional_tier(s.vision);
   if (s.compaction) j["compaction"] = *s.compaction;
   if (s.speculative) j["speculative"] = *s.speculative;
   j["miss_reasons"] = s.miss_reasons;

@@ -1,8 +1,11 @@
 #pragma once
 // A conversation as the chat template and the OpenAI edge see it: plain data, no behaviour.
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "protocol/image_input.hpp"
 
 namespace anchorage {
 
@@ -13,11 +16,13 @@ struct tool_call {
 };
 
 // One part of a content array ([{"type":"text","text":...}, {"type":"image_url",...}, ...]).
-// Images and videos are kept as their kind only: the templates render a placeholder for each
-// (the pixels themselves come with a later issue).
+// The templates render a placeholder for each image and video. An image carries its pixels,
+// decoded from the request's data URI or base64 source (runtime/api/image_part.hpp); a video is
+// kept as its kind only.
 struct content_part {
   enum class kind { text, image, video } what = kind::text;
-  std::string text;  // kind::text
+  std::string text;                        // kind::text
+  std::shared_ptr<const rgb_image> image;  // kind::image: never null once a request is parsed
 };
 
 struct chat_message {

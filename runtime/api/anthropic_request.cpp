@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/api/image_part.hpp"
 #include "runtime/api/request_fields.hpp"
 
 namespace anchorage {
@@ -48,7 +49,7 @@ void add_text(chat_message& m, const std::string& text) {
   });
   if (!first) m.content += "\n";
   m.content += text;
-  m.parts.push_back({content_part::kind::text, text});
+  m.parts.push_back({content_part::kind::text, text, nullptr});
 }
 
 failure read_text_block(const json& block, const std::string& p, std::string& text) {
@@ -59,10 +60,10 @@ failure read_text_block(const json& block, const std::string& p, std::string& te
   return std::nullopt;
 }
 
-failure read_image_block(const json& block, const std::string& p) {
+failure read_image_block(const json& block, const std::string& p, content_part& out) {
   const json* source = field(block, "source");
   if (!source || !source->is_object()) return invalid(p + ".source", p + ".source must be an object");
-  return std::nullopt;
+  return read_image_source(*source, p + ".source", out);
 }
 
 // A tool_result's content (a string or blocks of text and images) into a message of role tool.
@@ -88,8 +89,9 @@ failure read_tool_result(const json& block, const std::string& p, chat_message& 
       if (auto e = read_text_block((*content)[k], bp, text)) return e;
       add_text(tool, text);
     } else if (type == "image") {
-      if (auto e = read_image_block((*content)[k], bp)) return e;
-      tool.parts.push_back({content_part::kind::image, ""});
+      content_part image;
+      if (auto e = read_image_block((*content)[k], bp, image)) return e;
+      tool.parts.push_back(std::move(image));
     }
     // other result blocks (search_result, document, tool_reference) carry nothing renderable
   }
@@ -127,8 +129,9 @@ failure read_message(const json& v, std::size_t index, std::vector<chat_message>
         if (auto e = read_text_block(block, bp, text)) return e;
         add_text(m, text);
       } else if (type == "image" && r != "assistant") {
-        if (auto e = read_image_block(block, bp)) return e;
-        m.parts.push_back({content_part::kind::image, ""});
+        content_part image;
+        if (auto e = read_image_block(block, bp, image)) return e;
+        m.parts.push_back(std::move(image));
       } else if (type == "thinking" && r == "assistant") {
         std::string thinking;
         if (auto e = opt_string(block, "thinking", bp + ".thinking", thinking)) return e;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/api/image_part.hpp"
 #include "runtime/api/request_fields.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 
@@ -228,6 +229,22 @@ std::optional<content_part::kind> part_kind(const std::string& type) {
   return std::nullopt;
 }
 
+// An image part's pixels: the URL in image_url ({"url": ...} or the URL string; input_image
+// parts too) or in image (Qwen's own {"type": "image", "image": ...}).
+failure read_image_part(const json& part, const std::string& p, content_part& out) {
+  if (const json* iu = field(part, "image_url")) {
+    if (iu->is_object()) {
+      const json* url = field(*iu, "url");
+      if (!url)
+        return invalid(p + ".image_url.url", p + ".image_url.url is required (the image as a data URI)");
+      return read_image_url(*url, p + ".image_url.url", out);
+    }
+    return read_image_url(*iu, p + ".image_url", out);
+  }
+  if (const json* im = field(part, "image")) return read_image_url(*im, p + ".image", out);
+  return invalid(p + ".image_url", p + ".image_url is required: {\"url\": \"data:image/png;base64,...\"}");
+}
+
 // content: a string, null (""), or an array of parts, kept in m.parts; m.content gets the text
 // parts joined with "\n".
 failure read_content(const json& v, const std::string& param, chat_message& m) {
@@ -263,6 +280,8 @@ failure read_content(const json& v, const std::string& param, chat_message& m) {
       if (!first_text) m.content += "\n";
       m.content += out.text;
       first_text = false;
+    } else if (*kind == content_part::kind::image) {
+      if (auto e = read_image_part(part, part_param, out)) return e;
     }
     m.parts.push_back(std::move(out));
   }

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "runtime/api/image_part.hpp"
 #include "runtime/api/request_fields.hpp"
 
 namespace anchorage {
@@ -42,15 +43,23 @@ failure read_part(const json& part, const std::string& p, bool assistant, std::s
     piece = v->get<std::string>();
   } else if (type == "refusal" && assistant) {
     if (auto e = opt_string(part, "refusal", p + ".refusal", piece)) return e;
-  } else if (type == "input_image" && !assistant && parts) {
-    parts->push_back({content_part::kind::image, ""});
+  } else if (type == "input_image" && !assistant) {
+    const json* url = field(part, "image_url");
+    if (!url) {
+      const char* why = field(part, "file_id") ? " (file_id images are not stored by this server)" : "";
+      return invalid(p + ".image_url",
+                     p + ".image_url is required: the image as a data URI" + std::string(why));
+    }
+    content_part image;
+    if (auto e = read_image_url(*url, p + ".image_url", image)) return e;
+    if (parts) parts->push_back(std::move(image));
     return std::nullopt;
   } else {
     return invalid(p + ".type", "content part type '" + type + "' is not supported here: input_text, " +
                                     "output_text and input_image (user) or refusal (assistant) are");
   }
   append_line(text, piece);
-  if (parts) parts->push_back({content_part::kind::text, piece});
+  if (parts) parts->push_back({content_part::kind::text, piece, nullptr});
   return std::nullopt;
 }
 

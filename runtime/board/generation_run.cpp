@@ -196,6 +196,7 @@ cache_source generation_run::restore_start(resume_offer& o) {
 // starts cold instead. Throws when even that fails (or a cold one does not fit).
 void generation_run::start_session(resume_offer& o) {
   try {
+    slot_.set_media(job_);
     session_ = std::make_unique<generation_session>(*slot_.eng, session_job());
     return;
   } catch (const std::exception&) {
@@ -206,6 +207,7 @@ void generation_run::start_session(resume_offer& o) {
     job_.prompt.assign(asked_.begin(), asked_.end());
     job_.cache = x_cache_info{};
   }
+  slot_.set_media(job_);
   session_ = std::make_unique<generation_session>(*slot_.eng, session_job());
 }
 
@@ -294,6 +296,7 @@ bool generation_run::resume_checkpoint(const verified_checkpoint& c, board_event
   generation_job g = session_job();
   g.resume_output.assign(meta.tokens.begin() + static_cast<long>(meta.prompt_tokens), meta.tokens.end());
   try {
+    slot_.set_media(job_);
     session_ = std::make_unique<generation_session>(e, std::move(g));
   } catch (const std::exception& ex) {
     log_warn() << "a generation checkpoint does not resume (" << ex.what() << ")";

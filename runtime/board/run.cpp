@@ -59,6 +59,7 @@ speculative_counters run::speculation() const {
 }
 
 void run::begin_session(generation_job g) {
+  slot_.set_media(job_);
   session_ = std::make_unique<generation_session>(*slot_.eng, std::move(g));
   if (cancel_pending_) session_->cancel();
 }

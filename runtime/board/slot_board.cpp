@@ -40,6 +40,7 @@ slot_board::slot_board(std::vector<std::shared_ptr<engine>> engines, board_runne
   if (!opts.responses && opts.cache.enabled && opts.cache.response_cache_bytes > 0)
     opts.responses = std::make_shared<response_cache>(opts.cache.response_cache_bytes);
   responses_ = opts.responses;
+  vision_ = opts.vision;
   speculative_ = opts.speculative;
   if (opts.disk && engines.size() > 1) {
     // The staging pool is the server's, not each slot's.
@@ -60,12 +61,11 @@ void slot_board::read_back(const spill_keeper& keeper) {
   struct wanted {
     std::uint64_t id;
     int slot;
-    std::string session;
     std::size_t tokens;
   };
   std::vector<wanted> all;
   for (const spill_manifest* m : keeper.resident_manifests())
-    all.push_back({m->id, m->slot, m->session_key, m->tokens.size()});
+    all.push_back({m->id, m->slot, m->tokens.size()});
   std::vector<bool> used(runners_.size(), false);
   for (const wanted& w : all) {
     std::size_t k = w.slot >= 0 && static_cast<std::size_t>(w.slot) < runners_.size() && !used[w.slot]
@@ -342,6 +342,7 @@ cache_stats slot_board::stats() const {
   }
   total.compaction->prewrites_kept = prewrites_->size();
   if (responses_) total.response = responses_->stats();
+  if (vision_) total.vision = vision_->stats();
   total.speculative = speculative_probe(speculative_, speculation());
   for (std::size_t k = 0; k < runners_.size(); ++k) {
     slot_stats st;

@@ -119,6 +119,7 @@ class slot_board {
   std::shared_ptr<spill_keeper> spill_;
   std::shared_ptr<compaction_prewrites> prewrites_;
   std::shared_ptr<response_cache> responses_;
+  std::shared_ptr<vision_tower> vision_;  // the model's vision tower (opts.vision), shared by the slots
   slot_policy policy_;
   std::vector<bool> wants_step_;          // by slot: its last events asked for one more step
   std::vector<std::uint64_t> last_used_;  // by slot: when it last took a request

@@ -16,6 +16,7 @@
 #include "protocol/disk_messages.hpp"
 #include "protocol/spill_messages.hpp"
 #include "runtime/board/compaction_prewrites.hpp"
+#include "runtime/board/image_media.hpp"
 #include "runtime/cache/response_cache.hpp"
 #include "runtime/core/log.hpp"
 #include "runtime/disk/disk_staging.hpp"
@@ -93,6 +94,9 @@ struct board_runner_options {
   // request's own tokens only.
   speculative_options speculative;
   std::shared_ptr<lookup_source> lookup;
+  // The model's vision tower and its cache (one for every slot); null: no images reach the
+  // engine (image_media.hpp).
+  std::shared_ptr<vision_tower> vision;
 };
 
 struct slot_state {
@@ -135,6 +139,12 @@ struct slot_state {
       log_warn() << "a cache tier failed (" << e.what() << "); the resident prefix is dropped";
       tiers->clear(cache_tier::resident);
     }
+  }
+  // Hands the engine `job`'s images for its prompt (set before a session starts, after any
+  // restore: the rows the engine holds need no embeddings). Throws what image_media throws.
+  void set_media(const board_job& job) {
+    eng->set_media(
+        image_media(job.prompt, eng->length(), job.images, opts.vision.get(), eng->config().d_model));
   }
   void take_spills(board_events& out) {
     for (auto& j : pending_spills) out.spill_writes.push_back(std::move(j));

@@ -19,6 +19,7 @@ struct cache_options {
   std::size_t park_bytes = 4096ULL << 20;         // --resident-park-gb 4
   int parallel = 2;                               // --parallel N: slots serving requests at once
   std::size_t response_cache_bytes = 0;           // --response-cache-mb 0: the response cache off
+  std::size_t image_cache_bytes = 512ULL << 20;   // --image-cache-mb 512: the vision encoder's output
 };
 
 }  // namespace anchorage

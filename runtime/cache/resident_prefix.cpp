@@ -125,7 +125,12 @@ void resident_prefix::after_prefill_step(const state_adapter& state, kernels::ba
   if (len > served_.size()) return;  // cleared while this prefill ran: nothing to track
   tokens_.assign(served_.begin(), served_.begin() + static_cast<long>(len));
   const std::size_t grid = static_cast<std::size_t>(state.layout().grid);
-  if (!exact_run_ || len == 0 || len % grid != 0) return;
+  // An anchor at every line, and right after every image: the engine ends a chunk there too
+  // (engine.hpp), so a prompt that parts after an image resumes after it, bit for bit.
+  if (!exact_run_ || len == 0) return;
+  const bool image_end =
+      is_image_row(served_[len - 1]) && (len == served_.size() || !is_image_row(served_[len]));
+  if (len % grid != 0 && !image_end) return;
   taint_ = len;
   anchors_.take(state, where);
 }

@@ -93,7 +93,8 @@ class resident_prefix {
   // o.exact_to are a cold prefill's.
   void begin(const resume_offer& o);
 
-  // After a prefill chunk: anchors the state if it stands on a line at or below the taint.
+  // After a prefill chunk: anchors the state if it stands on a line, or right after an image's
+  // rows (where the engine ends a chunk too), and the run is exact.
   void after_prefill_step(const state_adapter& state, kernels::backend where);
 
   // After a generation: the rows hold record.rows (the served prompt and the forwarded output);

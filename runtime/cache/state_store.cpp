@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "runtime/core/token_prefix.hpp"
+
 namespace anchorage {
 
 std::uint64_t state_store::default_hash(const token_id* ids, std::size_t n) {
@@ -117,6 +119,7 @@ std::optional<state_store::hit> state_store::lookup(const std::vector<token_id>&
   // Longest length first; the prompt's prefix is hashed once per distinct stored length.
   for (auto by_len = by_length_.lower_bound(cap); by_len != by_length_.end(); ++by_len) {
     const std::size_t n = by_len->first;
+    if (ends_in_image_key_rows(prompt, n)) continue;
     const std::uint64_t h = hash_(prompt.data(), n);
     auto range = by_len->second.equal_range(h);
     for (auto it = range.first; it != range.second; ++it) {

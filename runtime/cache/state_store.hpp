@@ -71,8 +71,11 @@ class state_store {
   bool insert(const std::vector<token_id>& tokens, const state_adapter& from, kernels::backend where, kind k);
 
   // The longest entry whose tokens are a prefix of `prompt` and whose length is <= max_len (a
-  // caller that must forward at least one token passes prompt.size() - 1). A hit is touched as
-  // most recently used and counted; otherwise a miss is counted.
+  // caller that must forward at least one token passes prompt.size() - 1), never one that ends
+  // inside an image's first image_key_rows rows of the prompt (runtime/core/token_prefix.hpp's
+  // rule: those rows pin only part of the image's digest; an entry there may hold another
+  // image's rows). Tokens are compared as ids, an image's negative row ids included. A hit is
+  // touched as most recently used and counted; otherwise a miss is counted.
   std::optional<hit> lookup(const std::vector<token_id>& prompt, std::size_t max_len);
 
   // The caller reports that it restored a hit of `tokens` tokens: tokens_saved() sums these.

@@ -15,6 +15,7 @@
 #include "protocol/disk_format.hpp"
 #include "runtime/engine/state_adapter.hpp"
 #include "runtime/core/token.hpp"
+#include "runtime/core/token_prefix.hpp"
 #include "runtime/store/record.hpp"
 
 namespace anchorage {

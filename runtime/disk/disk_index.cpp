@@ -134,6 +134,7 @@ std::optional<disk_hit> disk_index::find(const std::vector<token_id>& prompt, co
   if (top == 0) return std::nullopt;
   const std::vector<std::uint64_t> hashes = chunk_hashes(prompt, top, grid_);
   for (std::size_t i = hashes.size(); i-- > 0;) {
+    if (ends_in_image_key_rows(prompt, (i + 1) * grid_)) continue;
     auto it = anchors_.find(disk_names::anchor_id(ns, hashes[i]));
     if (it == anchors_.end() || it->second.ns != ns || !chain_indexed(it->second.chain)) continue;
     return hit_of(it->second);

@@ -94,7 +94,8 @@ class disk_index {
 
   // ---- Lookups ------------------------------------------------------------------------------
   // The longest usable anchor of `ns` for `prompt` at a line <= prompt.size() - 1 whose key is
-  // the prompt's prefix hash there (a hash match: the read checks the ids); nullopt when none.
+  // the prompt's prefix hash there (a hash match: the read checks the ids) and that is not
+  // inside an image's first image_key_rows rows (ends_in_image_key_rows); nullopt when none.
   std::optional<disk_hit> find(const std::vector<token_id>& prompt, const std::string& ns = "") const;
   // The anchor of `ns` at exactly tokens.size() (on the grid); nullopt when none.
   std::optional<disk_hit> find_exact(const std::vector<token_id>& tokens, const std::string& ns = "") const;

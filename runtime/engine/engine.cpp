@@ -142,14 +142,36 @@ void engine::reset() {
   p_->logits.clear();
   p_->draft_logits.clear();
   p_->round = impl::round_record{};
+  p_->media = prompt_media();
 }
+
+void engine::set_media(prompt_media media) {
+  if (!media.empty() && p_->cfg.layout != model_layout::qwen35)
+    throw std::invalid_argument("images need the qwen35 layout (its multimodal rotary positions)");
+  for (const image_span& s : media.images())
+    if (s.embeddings && s.embeddings->size() != s.rows() * static_cast<std::size_t>(p_->cfg.d_model))
+      throw std::invalid_argument("image rows from " + std::to_string(s.start) + " need " +
+                                  std::to_string(s.rows()) +
+                                  " embeddings of d_model = " + std::to_string(p_->cfg.d_model) + " floats");
+  p_->media = std::move(media);
+}
+
+const prompt_media& engine::media() const { return p_->media; }
 
 void engine::begin_prefill(const std::vector<token_id>& tokens) {
   if (prefill_remaining() > 0) throw std::logic_error("begin_prefill while another prefill is queued");
-  for (token_id t : tokens)
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    const token_id t = tokens[i];
+    if (t < 0) {
+      const image_span* s = p_->media.span_of(length() + i);
+      if (s && s->embeddings) continue;  // an image row
+    }
     if (t < 0 || t >= p_->cfg.vocab)
-      throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary [0, " +
-                                  std::to_string(p_->cfg.vocab) + ")");
+      throw std::invalid_argument(
+          "token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+          std::to_string(p_->cfg.vocab) + ")" +
+          (t < 0 ? " and at a row no image of set_media (with its embeddings) covers" : ""));
+  }
   const std::size_t end = length() + tokens.size();
   if (end > static_cast<std::size_t>(p_->cfg.ctx_size))
     throw std::length_error("sequence of " + std::to_string(end) + " tokens exceeds the context size " +
@@ -171,7 +193,9 @@ bool engine::prefill_step() {
   const std::size_t grid = static_cast<std::size_t>(p_->cfg.grid);
   const std::size_t pos = length();
   const std::size_t next_line = (pos / grid + 1) * grid;
-  const std::size_t m = std::min(left, next_line - pos);
+  // A chunk also ends where an image does, in a cold prefill and a resumed one alike, so a state
+  // kept right after an image (its anchor) is the cold prefill's there, bit for bit.
+  const std::size_t m = std::min({left, next_line - pos, p_->media.next_end(pos) - pos});
   p_->round.rows = 0;
   p_->forward_rows(p_->queued.data() + p_->queued_at, static_cast<int>(m), true);
   p_->queued_at += m;

@@ -6,6 +6,7 @@
 
 #include "kernels/device.hpp"
 #include "runtime/engine/engine_weights.hpp"
+#include "runtime/engine/prompt_media.hpp"
 #include "runtime/model/model_config.hpp"
 #include "runtime/engine/state_adapter.hpp"
 #include "runtime/core/tensor.hpp"
@@ -22,8 +23,9 @@ inline constexpr const char* engine_code_version = "anchorage-engine/3";
 // tensors once at construction (engine_tensors.hpp) and computes transformers' forward
 // (tests/engine/test_qwen35_forward.cpp checks it against a naive reference).
 //
-// Prefill runs on the grid: chunks end on multiples of config().grid (the lines), so a prefill
-// resumed from a line runs exactly the chunks a cold prefill runs and produces the same bits.
+// Prefill runs on the grid: chunks end on multiples of config().grid (the lines), and where an
+// image of the prompt ends (set_media), so a prefill resumed from a line or an image's end runs
+// exactly the chunks a cold prefill runs and produces the same bits.
 // A prefill that starts off the grid first runs up to the next line: that is a session
 // resume (its rows differ in the last bits from a cold prefill's, see tests/engine/test_engine_exact.cpp).
 // A chunk's bits depend on both its ends: the rows of a short last chunk (above the last line)
@@ -57,11 +59,22 @@ class engine {
   const state_layout& layout() const { return cache_state().layout(); }
 
   std::size_t length() const { return cache_state().valid_length(); }
-  // An empty sequence: length 0, every section zero.
+  // An empty sequence: length 0, every section zero, no images.
   void reset();
 
+  // The images of the prompt being served (prompt_media.hpp), in prompt rows: their rows'
+  // embeddings and the multimodal positions of every row from the first image on, generated
+  // rows included. Set before the prompt's prefill (or the prefill of its rows above a restored
+  // prefix) and kept until the next set_media or reset; an empty one for a text prompt. Rows
+  // below the first image get the same bits with or without it, so a text prefix cached before
+  // serves a prompt with images after it. Throws std::invalid_argument (nothing changed) for
+  // embeddings not d_model wide, or a multimodal prompt on a layout other than qwen35.
+  void set_media(prompt_media media);
+  const prompt_media& media() const;
+
   // Appends `tokens` and runs them through the model, chunk by chunk. Throws
-  // std::invalid_argument for an id outside the vocabulary and std::length_error when the
+  // std::invalid_argument for an id outside the vocabulary (an image row's key id, below 0, is
+  // accepted at a row that an image of set_media covers with its embeddings) and std::length_error when the
   // sequence would pass ctx_size; in both cases nothing has been run.
   void prefill(const std::vector<token_id>& tokens);
 

@@ -257,8 +257,10 @@ void engine_batch::attention_block(const std::string& p, float* xs, int la, bool
     const int pos = at(r).pos;
     float* q = L.attn_q.data() + static_cast<long>(r) * nq * hd;
     float* kb = bk + static_cast<long>(r) * row;
-    k().rope(q, nq * hd, 1, nq, hd, rot, pos, c.rope_base);
-    k().rope(kb, row, 1, nkv, hd, rot, pos, c.rope_base);
+    // A generated (text) row: its rotary position is its row less what the prompt's images skip.
+    const int rp = e.text_position(static_cast<std::size_t>(pos));
+    k().rope(q, nq * hd, 1, nq, hd, rot, rp, c.rope_base);
+    k().rope(kb, row, 1, nkv, hd, rot, rp, c.rope_base);
     // The slot's K/V of this layer from row 0, and where this token's row goes.
     const int stride = draft ? row : c.count_attention() * row;
     float* k0 = draft ? e.mtp_k.data() : e.kv_k.data() + static_cast<long>(la) * row;

@@ -14,10 +14,30 @@ void engine::impl::forward_rows(const token_id* tok, int m, bool chunked) {
   const int pos0 = static_cast<int>(state->valid_length());
   // ids lives in engine memory; the previous forward ended with a device_sync in head().
   std::memcpy(ids.data(), tok, sizeof(token_id) * static_cast<std::size_t>(m));
+  // Image rows carry key ids, not vocabulary ids (begin_prefill checked each lies in an image):
+  // they embed as id 0 and then take their image's rows.
+  bool images = false;
+  for (int r = 0; r < m; ++r) {
+    if (tok[r] >= 0) continue;
+    ids.data()[r] = 0;
+    images = true;
+  }
   embed_rows(k, reinterpret_cast<const std::int32_t*>(ids.data()), weights->linear("embed"), x.data(), m, d);
   if (cfg.mtp)
     embed_rows(k, reinterpret_cast<const std::int32_t*>(ids.data()), weights->linear("embed"), emb.data(), m,
                d);
+  if (images) {
+    kernels::device_sync(where);
+    for (int r = 0; r < m; ++r) {
+      if (tok[r] >= 0) continue;
+      const std::size_t row = static_cast<std::size_t>(pos0 + r);
+      const image_span* s = media.span_of(row);
+      const float* src = s->embeddings->data() + (row - s->start) * static_cast<std::size_t>(d);
+      std::memcpy(x.data() + static_cast<long>(r) * d, src, sizeof(float) * static_cast<std::size_t>(d));
+      if (cfg.mtp)
+        std::memcpy(emb.data() + static_cast<long>(r) * d, src, sizeof(float) * static_cast<std::size_t>(d));
+    }
+  }
 
   const int kv_stride = cfg.count_attention() * cfg.kv_row();
   int lg = 0, la = 0;
@@ -33,6 +53,17 @@ void engine::impl::forward_rows(const token_id* tok, int m, bool chunked) {
   }
   if (cfg.mtp) mtp_layer(m);
   head(x.data() + static_cast<long>(m - 1) * d, "final_norm", logits_dev.data(), logits);
+}
+
+void engine::impl::rope_rows(float* rows, int stride, int m, int heads, int pos0) {
+  const int rot = cfg.rotary_dims();
+  if (media.empty()) {
+    k.rope(rows, stride, m, heads, cfg.head_dim, rot, pos0, cfg.rope_base);
+    return;
+  }
+  const std::vector<int> pos = media.positions(static_cast<std::size_t>(pos0), static_cast<std::size_t>(m));
+  k.rope_multi(rows, stride, m, heads, cfg.head_dim, rot, pos.data(), cfg.mrope_section.data(),
+               cfg.rope_base);
 }
 
 void engine::impl::product(int m, int n, int kd, const float* in, int ldx, const std::string& name, float add,
@@ -87,9 +118,8 @@ void engine::impl::attention_block(const std::string& p, float* xs, float* k_row
     product(m, nkv * hd, d, xn.data(), d, p + "attn.k", 0.0f, k_rows, kv_stride);
   }
   product(m, nkv * hd, d, xn.data(), d, p + "attn.v", 0.0f, v_rows, kv_stride);
-  const int rot = cfg.rotary_dims();
-  k.rope(attn_q.data(), nq * hd, m, nq, hd, rot, pos0, cfg.rope_base);
-  k.rope(k_rows, kv_stride, m, nkv, hd, rot, pos0, cfg.rope_base);
+  rope_rows(attn_q.data(), nq * hd, m, nq, pos0);
+  rope_rows(k_rows, kv_stride, m, nkv, pos0);
 
   const kernels::attention_shape sh{
       m, pos0, nq, nkv, hd, nq * hd, kv_stride, nq * hd, 1.0f / std::sqrt(static_cast<float>(hd))};

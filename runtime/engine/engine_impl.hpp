@@ -10,6 +10,7 @@
 #include "runtime/engine/engine.hpp"
 #include "runtime/engine/engine_linear.hpp"
 #include "runtime/engine/engine_moe.hpp"
+#include "runtime/engine/prompt_media.hpp"
 
 namespace anchorage {
 
@@ -53,6 +54,13 @@ struct engine::impl {
 
   // Runs rows [pos0, pos0 + ids.size()) through the model; chunked form when `chunked`.
   void forward_rows(const token_id* ids, int m, bool chunked);
+  // Rotary on rows [pos0, pos0 + m) of `rows` (heads heads each, `stride` floats apart): plain
+  // rope at the rows' text positions, or Qwen3.5's multimodal rope when the prompt has images.
+  void rope_rows(float* rows, int stride, int m, int heads, int pos0);
+  // The rotary position of text row `row` (row itself, less what earlier images skip).
+  int text_position(std::size_t row) const { return media.position(row)[0]; }
+
+  prompt_media media;  // the prompt's images (set_media); empty for text
 
   const float* weight(const std::string& name) const { return weights->get(name); }
   // out[m x n] = in[m x kd] W^T (+ out when `add` is 1) for the matrix `name` (engine_linear.hpp).

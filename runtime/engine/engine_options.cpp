@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "runtime/engine/compute_threads.hpp"
+#include "runtime/model/mmproj_gguf.hpp"
 #include "runtime/model/model_load.hpp"
 #include "runtime/model/model_weights.hpp"
 
@@ -47,6 +48,13 @@ bool engine_options::parse(const std::string& flag, const std::string& v) {
     weight_storage = v;
   } else if (flag == "--threads") {
     threads = static_cast<int>(parse_int(flag, v, 1));
+  } else if (flag == "--mmproj") {
+    if (v.empty()) throw std::invalid_argument("--mmproj wants a file");
+    mmproj_path = v;
+  } else if (flag == "--vision-preset") {
+    if (v != "none" && v != "tiny" && v != "small")
+      throw std::invalid_argument("--vision-preset is none, tiny or small, got '" + v + "'");
+    vision_preset = v;
   } else if (flag == "--activations") {
     if (!product_activations_named(v))
       throw std::invalid_argument("--activations is auto, q8 or f32, got '" + v + "'");
@@ -68,6 +76,7 @@ model_config engine_options::config() const {
 loaded_model engine_options::load() const {
   if (threads) set_compute_threads(*threads);
   set_product_activations(product_activations_named(activations).value_or(product_activations::f32));
+  if (mmproj_path && !model_path) throw std::invalid_argument("--mmproj goes with a --model checkpoint");
   if (!model_path) {
     loaded_model m;
     m.config = config();
@@ -76,6 +85,7 @@ loaded_model engine_options::load() const {
     return m;
   }
   loaded_model m = load_model(*model_path);
+  if (mmproj_path) m.vision = load_mmproj(*mmproj_path);
   if (weight_storage == "f32") convert_stored_to_f32(m);
   if (prefix_chunk) m.config.grid = *prefix_chunk;
   if (ctx_size) m.config.ctx_size = *ctx_size;

@@ -11,6 +11,7 @@ namespace anchorage {
 // What a binary needs to build the engine, from the seed's flags:
 //   --model PATH --preset NAME --weights FILE --weights-seed N --prefix-chunk N --ctx-size N
 //   --device cpu|cuda|auto --weight-storage stored|f32 --threads N --activations auto|q8|f32
+//   --vision-preset none|tiny|small --mmproj FILE
 struct engine_options {
   // A checkpoint (a Hugging Face directory or a GGUF file, runtime/model/model_load); the
   // preset and its weights otherwise.
@@ -31,6 +32,13 @@ struct engine_options {
   // (runtime/engine/compute_threads.hpp): "q8" rounds them to 8 bits and multiplies integers,
   // "f32" keeps them (the default); "auto" is q8 where the CPU has AVX-512 VNNI.
   std::string activations = "f32";
+  // --vision-preset: a random vision tower (runtime/vision: "tiny" or "small") beside a preset's
+  // or a checkpoint's language model that has none, for tests and benchmarks; "none" (the
+  // default) serves the checkpoint's own tower, if it has one.
+  std::string vision_preset = "none";
+  // --mmproj: llama.cpp's vision file (runtime/model/mmproj_gguf.hpp) beside a GGUF --model
+  // whose file holds the text model alone.
+  std::optional<std::string> mmproj_path;
 
   // Consumes `flag value` if it is one of the above; throws std::invalid_argument for a bad value.
   bool parse(const std::string& flag, const std::string& value);

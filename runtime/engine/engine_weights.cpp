@@ -1,5 +1,7 @@
 #include "runtime/engine/engine_weights.hpp"
 
+#include <xxhash.h>
+
 #include <cstdint>
 #include <stdexcept>
 
@@ -106,6 +108,11 @@ engine_weights::engine_weights(const model_config& c, const tensor_map& w, const
       linear_[t.name] = linear_.at(t.alias_of);
     }
   digest_ = weights_digest(floats, stored_types, stored_);
+}
+
+void engine_weights::add_vision(std::uint64_t vision_digest) {
+  const std::uint64_t both[2] = {digest_, vision_digest};
+  digest_ = XXH3_64bits(both, sizeof both);
 }
 
 }  // namespace anchorage

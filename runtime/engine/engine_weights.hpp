@@ -52,6 +52,12 @@ class engine_weights {
   engine_weights(const engine_weights&) = delete;
   engine_weights& operator=(const engine_weights&) = delete;
 
+  // Folds the model's vision tower (the digest of its weights) into digest(): an image row's
+  // state comes from the tower's output, so caches written under one tower are never read
+  // under another. A text model (no call) keeps the digest of its own weights alone. Call
+  // before any engine is built on these weights.
+  void add_vision(std::uint64_t vision_digest);
+
   // The config the engines built on these weights use (grid and ctx_size included).
   const model_config& config() const { return cfg_; }
   kernels::backend where() const { return where_; }

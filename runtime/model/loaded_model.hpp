@@ -4,9 +4,11 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "runtime/core/tensor.hpp"
+#include "runtime/model/loaded_vision.hpp"
 #include "runtime/model/model_config.hpp"
 #include "runtime/model/stored_weight.hpp"
 
@@ -37,6 +39,11 @@ struct loaded_model {
   // values are exact in F32). Part of the weights' digest: a cache written under one stored
   // type is never read under another (weights_digest).
   std::map<std::string, std::string> stored_types;
+  // The vision tower, when the checkpoint has one (a Hugging Face folder whose config.json has a
+  // vision_config and whose shards hold model.visual.* tensors); empty for a text-only checkpoint
+  // and for a GGUF file (its tower is a separate mmproj file: load_mmproj). Not part of the
+  // weights' digest (weights_digest covers `weights` and `stored` only): see vision_digest.
+  std::optional<loaded_vision> vision;
 };
 
 // Converts every weight in `m.stored` to float32 into `m.weights` (to_f32), leaving `stored`

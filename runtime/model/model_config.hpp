@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,7 +44,10 @@ struct model_config {
   bool mtp = false;
   // the model family and its options
   model_layout layout = model_layout::reference;
-  int rope_dims = 0;             // rotary dimensions at the start of each head; 0 means head_dim
+  int rope_dims = 0;  // rotary dimensions at the start of each head; 0 means head_dim
+  // qwen35: the interleaved multimodal rotary's sections (temporal, height, width) over the
+  // rotary frequency pairs (kernels/rope_multi.hpp); only image rows make them matter.
+  std::array<int, 3> mrope_section{11, 11, 10};
   bool tied_embeddings = false;  // qwen35: the output projection is the token embedding
   // Mixture of experts (the qwen35 layout only; Qwen3.5 MoE, llama.cpp's qwen35moe): with
   // n_experts > 0 every layer's MLP (the draft layer's too) is a router over n_experts routed

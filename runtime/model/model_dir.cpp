@@ -53,6 +53,15 @@ std::string text_name(const std::string& stored) {
   return stored;
 }
 
+// The name a tensor of the vision tower stored as `stored` is kept under in loaded_vision
+// ("model.visual." + its Hugging Face name, "visual.*" renamed so); empty for any other tensor.
+std::string vision_name(const std::string& stored) {
+  static const std::string full = "model.visual.", short_form = "visual.";
+  if (starts_with(stored, full)) return stored;
+  if (starts_with(stored, short_form)) return full + stored.substr(short_form.size());
+  return {};
+}
+
 // Where a tensor is: its shard (index into shards) and its name there.
 struct stored_tensor {
   std::size_t shard = 0;
@@ -65,6 +74,12 @@ struct checkpoint_files {
   std::vector<std::shared_ptr<const safetensors_view>>
       shards;  // shared: weights kept as stored point into them
   std::map<std::string, stored_tensor> tensors;
+  // The vision tower's tensors by vision_name, collected only when `want_vision` (the config has a
+  // vision_config); a shard of the index that holds only vision tensors and is not there is noted
+  // in `missing_vision_shard` instead of failing the load (the text model does not need it).
+  bool want_vision = false;
+  std::map<std::string, stored_tensor> vision;
+  std::string missing_vision_shard;
 
   std::size_t open_shard(const fs::path& file, const std::string& listed_in) {
     const std::string p = (dir / file).string();
@@ -82,17 +97,26 @@ struct checkpoint_files {
 
   void add(const std::string& stored, std::size_t shard) {
     const std::string name = text_name(stored);
-    if (name.empty()) return;
-    const auto [it, fresh] = tensors.emplace(name, stored_tensor{shard, stored});
+    if (name.empty()) {
+      if (want_vision) add_to(vision, vision_name(stored), stored, shard);
+      return;
+    }
+    add_to(tensors, name, stored, shard);
+  }
+
+  void add_to(std::map<std::string, stored_tensor>& to, const std::string& name, const std::string& stored,
+              std::size_t shard) {
+    const auto [it, fresh] = to.emplace(name, stored_tensor{shard, stored});
     if (!fresh)
       throw model_load_error(shards[shard]->path() + ": tensor '" + stored + "' is also stored as '" +
                              it->second.name + "' (in " + shards[it->second.shard]->path() + ")");
   }
 };
 
-checkpoint_files find_tensors(const fs::path& dir) {
+checkpoint_files find_tensors(const fs::path& dir, bool want_vision) {
   checkpoint_files f;
   f.dir = dir;
+  f.want_vision = want_vision;
   const fs::path index_path = dir / "model.safetensors.index.json";
   if (fs::exists(index_path)) {
     const json index = read_json_file(index_path);
@@ -101,7 +125,14 @@ checkpoint_files find_tensors(const fs::path& dir) {
       throw model_load_error(where + ": no 'weight_map' object");
     for (const auto& [stored, file] : index["weight_map"].items()) {
       if (!file.is_string()) throw model_load_error(where + ": weight_map['" + stored + "'] is not a string");
-      if (text_name(stored).empty()) continue;  // a vision shard need not even be there
+      if (text_name(stored).empty()) {
+        // A vision shard need not even be there: without it the model loads text-only.
+        if (!want_vision) continue;
+        if (!fs::exists(dir / file.get<std::string>())) {
+          if (f.missing_vision_shard.empty()) f.missing_vision_shard = file.get<std::string>();
+          continue;
+        }
+      }
       const std::size_t s = f.open_shard(file.get<std::string>(), where);
       if (f.shards[s]->find(stored) == nullptr)
         throw model_load_error(f.shards[s]->path() + ": tensor '" + stored + "', listed in " + where +
@@ -293,6 +324,52 @@ std::string chat_template_of(const fs::path& dir, const json& tokenizer_config) 
   return {};
 }
 
+// The vision tower (loaded_vision.hpp): every tensor collected under model.visual.* / visual.*,
+// converted to float32 in file order, and preprocessor_config.json's text. None when the
+// checkpoint holds no vision tensor, or when a shard the index lists for them is missing (then
+// logged as a warning).
+std::optional<loaded_vision> read_vision(const json& vision_config, const checkpoint_files& f,
+                                         const std::string& path) {
+  if (f.vision.empty() && f.missing_vision_shard.empty()) {
+    log_debug() << path << ": config.json has a vision_config but the weights hold no vision tensors";
+    return std::nullopt;
+  }
+  if (!f.missing_vision_shard.empty()) {
+    log_warn() << path << ": the vision tower's shard '" << f.missing_vision_shard
+               << "' (listed in model.safetensors.index.json) is missing: loading without vision";
+    return std::nullopt;
+  }
+  std::vector<source_tensor> order;
+  for (const auto& [name, where] : f.vision) {
+    const safetensors_view& shard = *f.shards[where.shard];
+    const safetensors_entry* e = shard.find(where.name);
+    if (!is_float_dtype(e->dtype))
+      throw model_load_error(shard.path() + ": tensor '" + e->name + "' has dtype " + e->dtype +
+                             " (supported: F32, F16, BF16)");
+    order.push_back({where.shard, e});
+  }
+  std::sort(order.begin(), order.end(), [](const source_tensor& a, const source_tensor& b) {
+    return a.shard != b.shard ? a.shard < b.shard : a.entry->begin < b.entry->begin;
+  });
+  loaded_vision v;
+  v.source = path;
+  v.config = vision_config;
+  std::int64_t values = 0;
+  for (const source_tensor& t : order) {
+    const safetensors_view& shard = *f.shards[t.shard];
+    tensor x = shard.read(*t.entry);
+    shard.release(*t.entry);
+    values += x.numel();
+    v.weights.emplace(vision_name(t.entry->name), std::move(x));
+  }
+  const fs::path processor = f.dir / "preprocessor_config.json";
+  if (fs::exists(processor)) v.processor_config = read_text_file(processor);
+  log_info() << path << ": vision tower: " << v.weights.size() << " tensors, " << values
+             << " parameters, converted to float32"
+             << (v.processor_config.empty() ? ", no preprocessor_config.json" : "");
+  return v;
+}
+
 void read_tokenizer_files(loaded_model& m, const fs::path& dir) {
   if (fs::exists(dir / "tokenizer.json")) m.tokenizer = read_json_file(dir / "tokenizer.json");
   if (fs::exists(dir / "tokenizer_config.json"))
@@ -312,10 +389,14 @@ loaded_model load_model_dir(const std::string& path) {
 
   loaded_model m;
   m.source = path;
-  m.config = qwen35_config_from_json(read_json_file(config_path), config_path.string());
+  const json config_json = read_json_file(config_path);
+  m.config = qwen35_config_from_json(config_json, config_path.string());
   // The model's name where a preset's would be: the directory's ("Qwen3.5-0.8B").
   m.config.preset = (dir.filename().empty() ? dir.parent_path() : dir).filename().string();
-  checkpoint_files files = find_tensors(dir);
+  // The vision tower is read when the config describes one (the official multimodal form).
+  const bool want_vision = config_json.is_object() && config_json.contains("vision_config") &&
+                           config_json["vision_config"].is_object();
+  checkpoint_files files = find_tensors(dir, want_vision);
   settle_mtp(m.config, files, path);
   if (m.config.tied_embeddings && files.tensors.count("lm_head.weight") != 0)
     log_debug() << path << ": tied embeddings: lm_head.weight is not read";
@@ -356,6 +437,7 @@ loaded_model load_model_dir(const std::string& path) {
     m.weights.emplace(r.spec->name, std::move(t));
   }
   read_tokenizer_files(m, dir);
+  if (want_vision) m.vision = read_vision(config_json["vision_config"], files, path);
 
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();

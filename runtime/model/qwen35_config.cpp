@@ -246,6 +246,17 @@ model_config qwen35_config_from_json(const json& j, const std::string& source) {
     r.fail("partial_rotary_factor", "= " + std::to_string(factor) + " does not give an even number of the " +
                                         std::to_string(c.head_dim) + " head dimensions");
   c.rope_dims = static_cast<int>(dims);
+  if (rope.contains("mrope_section")) {
+    const json& sec = rope["mrope_section"];
+    const bool three = sec.is_array() && sec.size() >= 3 && sec[0].is_number_integer() &&
+                       sec[1].is_number_integer() && sec[2].is_number_integer();
+    if (!three) r.fail("rope_parameters.mrope_section", "must be an array of three integers");
+    // Sections past the rotary pairs are cut as transformers' slices cut them.
+    for (int a = 0; a < 3; ++a) {
+      c.mrope_section[a] = sec[a].get<int>();
+      if (c.mrope_section[a] < 0) r.fail("rope_parameters.mrope_section", "has a negative section");
+    }
+  }
 
   c.tied_embeddings = j.contains("tie_word_embeddings") && nested
                           ? key_reader{j, source, ""}.boolean(j, "tie_word_embeddings", false)

@@ -229,6 +229,10 @@ remote_fetch_report remote_disk::fetch(disk_store& store, const std::vector<toke
   const std::size_t first = local_line / grid;  // hashes[i] is the line (i + 1) * grid
   std::vector<std::string> names;
   for (std::size_t i = first; i < hashes.size(); ++i) names.push_back(names_.anchor_name(hashes[i]));
+  // A line inside an image's first rows is never resumed (disk_index::find): not worth a fetch.
+  std::vector<bool> usable(names.size());
+  for (std::size_t j = 0; j < names.size(); ++j)
+    usable[j] = !ends_in_image_key_rows(prompt, (first + j + 1) * grid);
   file_result error;
   const auto present = remote_.has_names(names_.anchor_dir(ns), names, error);
   if (!present) {
@@ -237,7 +241,7 @@ remote_fetch_report remote_disk::fetch(disk_store& store, const std::vector<toke
   }
   std::size_t deepest = 0;  // 1 + the index into hashes, 0: none
   for (std::size_t j = names.size(); j-- > 0;)
-    if ((*present)[j]) {
+    if ((*present)[j] && usable[j]) {
       deepest = first + j + 1;
       break;
     }

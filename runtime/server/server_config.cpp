@@ -107,6 +107,10 @@ const std::vector<option>& options() {
        "products, as llama.cpp; faster, but a session resume parts from a cold prefill more often), f32 "
        "keeps them; auto: q8 where the CPU has AVX-512 VNNI (f32)",
        [](server_config& c, const std::string& v) { set_engine(c, "--activations", v); }},
+      {"vision-preset", "NAME",
+       "none, tiny or small: a random vision tower beside a model that has none, for tests and "
+       "benchmarks (none: the checkpoint's own, if any)",
+       [](server_config& c, const std::string& v) { set_engine(c, "--vision-preset", v); }},
       {"served-model-name", "NAME", "model id clients name (anchorage)",
        [](server_config& c, const std::string& v) { c.served_model_name = v; }},
       {"admin-token", "TOKEN", "token for admin routes (or ANCHORAGE_ADMIN_TOKEN)",
@@ -260,6 +264,13 @@ const std::vector<option>& options() {
        [](server_config& c, const std::string& v) {
          c.cache.response_cache_bytes =
              static_cast<std::size_t>(parse_long("response-cache-mb", v, 0, 1L << 24)) << 20;
+       }},
+      {"image-cache-mb", "N",
+       "memory for the vision encoder's output by image digest: an image a conversation sends "
+       "every turn is encoded once (512)",
+       [](server_config& c, const std::string& v) {
+         c.cache.image_cache_bytes = static_cast<std::size_t>(parse_long("image-cache-mb", v, 0, 1L << 24))
+                                     << 20;
        }},
       {"parallel", "N", "slots: requests served at once, each with its own rows and resident prefix (2)",
        [](server_config& c, const std::string& v) {

@@ -35,6 +35,18 @@ drafter_counters& speculative_counters::of(draft_kind k) {
   }
 }
 
+namespace {
+
+// A lookup draft stops before its first id outside the vocabulary [0, vocab): an image's row
+// (its negative key id, runtime/core/token.hpp), which a request's own prompt holds, is never a
+// draft (the verify round would refuse the whole round).
+void cut_at_foreign_id(std::vector<token_id>& ids, int vocab) {
+  const auto bad = std::find_if(ids.begin(), ids.end(), [vocab](token_id t) { return t < 0 || t >= vocab; });
+  ids.erase(bad, ids.end());
+}
+
+}  // namespace
+
 drafter::drafter(const speculative_options& options, lookup_source* store)
     : options_(options),
       store_(options.uses_lookup() ? store : nullptr),
@@ -81,9 +93,11 @@ draft_proposal drafter::propose(engine& e, const std::vector<token_id>& prompt,
       own.index = &no_index;
       if (options_.lookup_own) p.ids = anchorage::propose(own, tail, recent, want, suffix_query_options{});
       p.from = draft_kind::lookup;
+      cut_at_foreign_id(p.ids, e.config().vocab);
       if (p.ids.empty() && store_ != nullptr) {
         p.ids = store_->propose(tail, recent, want);
         p.from = draft_kind::store;
+        cut_at_foreign_id(p.ids, e.config().vocab);
       }
       if (!p.ids.empty()) return p;
     }

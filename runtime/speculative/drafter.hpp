@@ -68,7 +68,9 @@ class drafter {
 
   // The drafts to follow `pending` (the generation's last emitted token, not yet forwarded):
   // `prompt`, then `output` (every emitted id, pending last), the forced ids still queued, the
-  // ids the sampler may choose (null: all) and at most `room` drafts.
+  // ids the sampler may choose (null: all) and at most `room` drafts. `prompt` may hold an
+  // image's rows (negative key ids): a match may run through them, but every draft is a
+  // vocabulary id of `e` (a lookup draft stops before the first id that is not).
   draft_proposal propose(engine& e, const std::vector<token_id>& prompt, const std::vector<token_id>& output,
                          const std::vector<token_id>& forced, const std::vector<bool>* allowed,
                          std::size_t room);

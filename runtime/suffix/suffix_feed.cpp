@@ -34,6 +34,11 @@ suffix_feed_out suffix_feed::add(const std::vector<token_id>& tokens) {
   d->continues = out.report.continued;
   const auto& ids = store_.ids();
   d->ids.assign(ids.end() - static_cast<std::ptrdiff_t>(out.report.appended), ids.end());
+  // The segments the add started past its first id (it cut the request at an image's rows).
+  const auto& starts = store_.segment_starts();
+  auto first = starts.end();
+  while (first != starts.begin() && *(first - 1) > before) --first;
+  for (auto it = first; it != starts.end(); ++it) d->starts.push_back(*it - before);
   out.delta = std::move(d);
   return out;
 }

@@ -26,7 +26,9 @@ class suffix_index {
   // Builds the index over ids[0, n) cut into segments at seg_starts (ascending, the first 0 when
   // n > 0; starts at or past n are ignored). The ids are mapped to a dense alphabet (order kept),
   // every segment is closed by one separator smaller than any id, and SA-IS sorts the result;
-  // separator slots are dropped. Ids must be >= 0 (asserted).
+  // separator slots are dropped. Ids must be >= 0 (asserted; the
+  // symbols' order puts the separator, -1, below every id): the store never holds an image's
+  // negative row ids (suffix_store::add, suffix_log::parse).
   static suffix_index build(const token_id* ids, std::size_t n, const std::vector<std::size_t>& seg_starts);
 
   std::size_t end() const { return end_; }  // ids covered

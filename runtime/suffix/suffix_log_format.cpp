@@ -64,6 +64,10 @@ parsed_log parse(const unsigned char* bytes, std::size_t n, std::uint64_t expect
     if (count == 0 || (n - at - record_overhead) / 4 < count) break;
     const std::size_t body = 8 + 4 * std::size_t{count};
     if (get_u32(bytes + at + body) != crc32(bytes + at, body)) break;
+    bool negative = false;  // an id the store never writes (an image row's key): damage
+    for (std::size_t i = 0; i < count && !negative; ++i)
+      negative = (get_u32(bytes + at + 8 + 4 * i) >> 31) != 0;
+    if (negative) break;
     if (!(flags & flag_continues) || log.ids.empty()) log.seg_starts.push_back(log.ids.size());
     for (std::size_t i = 0; i < count; ++i)
       log.ids.push_back(static_cast<token_id>(get_u32(bytes + at + 8 + 4 * i)));

@@ -12,7 +12,7 @@
 //   then records, each 12 + 4 * count bytes:
 //     [0, 4)    count: ids in the record, >= 1
 //     [4, 8)    flags: bit 0 set when the record continues the previous record's segment
-//     [8, 8 + 4 * count)  the ids, each a u32
+//     [8, 8 + 4 * count)  the ids, each a u32 below 2^31 (text ids only: never an image's rows)
 //     then      crc32 of everything before it in the record
 //
 // A segment is a run of ids the engine read or wrote in that order: one record, or a record and
@@ -63,7 +63,9 @@ struct parsed_log {
 
 // Parses a log's bytes against the digest its name says. A header that fails any check is
 // reported and nothing else is read; records are read up to the first one that is partial, has
-// a count of 0 or fails its crc, and everything from there on is the torn tail.
+// a count of 0, fails its crc or holds an id >= 2^31 (negative as an int32: an image row's key,
+// which suffix_store::add never writes and the index cannot hold), and everything from there on
+// is the torn tail.
 parsed_log parse(const unsigned char* bytes, std::size_t n, std::uint64_t expected_digest);
 
 const char* describe(parsed_log::header_state s);

@@ -166,12 +166,13 @@ std::vector<token_id> propose(const suffix_corpus& corpus, const token_id* recen
     std::uint64_t best_count = 0;
     for (const auto& [id, count] : counts) {  // ascending ids: the first of equal counts wins
       total += count;
+      if (id < 0) continue;  // an image's row is never drafted, but counts in the total
       if (count > best_count) {
         best = id;
         best_count = count;
       }
     }
-    if (total == 0) break;
+    if (best_count == 0) break;  // nothing, or only an image's rows, follows: the draft stops before them
     probability *= static_cast<double>(best_count) / static_cast<double>(total);
     if (probability < options.min_probability) break;
     draft.push_back(best);

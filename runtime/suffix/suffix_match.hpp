@@ -58,6 +58,10 @@ suffix_match longest_match(const suffix_corpus& corpus, const token_id* recent, 
 // frequent continuation (ties: the smaller id), then the most frequent continuation of the match
 // extended by it, and so on, while the product of each step's count / total stays at least
 // min_probability. Empty when there is no match: zero drafts is a normal answer.
+// Never an image's row (a negative id, runtime/core/token.hpp; a corpus of a request's own
+// prompt holds them): such a continuation is never chosen, but its occurrences count in the
+// step's total, and a step that only an image's rows follow ends the draft before them. A match
+// may run through an image's rows (equal rows: the same image).
 std::vector<token_id> propose(const suffix_corpus& corpus, const token_id* recent, std::size_t n,
                               std::size_t max_draft, const suffix_query_options& options);
 

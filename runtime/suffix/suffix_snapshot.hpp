@@ -34,6 +34,9 @@ struct suffix_delta {
   std::size_t at = 0;      // the first id's position in the log
   bool continues = false;  // the first id joins the log's last segment (else it starts one)
   std::vector<token_id> ids;
+  // Where in `ids` (ascending, each > 0) a further segment starts: an add cut at an image's rows
+  // appends one segment per run of text between them (suffix_store::add).
+  std::vector<std::size_t> starts;
 };
 
 }  // namespace anchorage

@@ -1,7 +1,6 @@
 #include "runtime/suffix/suffix_store.hpp"
 
 #include <algorithm>
-#include <cassert>
 #include <chrono>
 #include <utility>
 
@@ -65,11 +64,13 @@ void suffix_store::open_log() {
 suffix_add_report suffix_store::add(const std::vector<token_id>& tokens) {
   suffix_add_report report;
   if (!is_open()) return report;
-  assert(std::all_of(tokens.begin(), tokens.end(), [](token_id t) { return t >= 0; }));
   ++stats_.adds;
+  // The dedupe compares whole requests, image rows included (equal rows: the same image).
   const suffix_admission admission = dedupe_.admit(tokens);
   report.skipped = admission.skip;
   stats_.ids_skipped += admission.skip;
+  // The log's last id is the request's last only when that is a text id.
+  const bool ends_in_text = !tokens.empty() && tokens.back() >= 0;
   if (admission.skip == tokens.size()) {
     dedupe_.remember(tokens, admission.continues);
     return report;
@@ -86,8 +87,41 @@ suffix_add_report suffix_store::add(const std::vector<token_id>& tokens) {
     begin = tokens.end() - static_cast<std::ptrdiff_t>(most);
     continues = false;
   }
-  const auto count = static_cast<std::size_t>(tokens.end() - begin);
-  while (!ids_.empty() && log_.size() + suffix_log::record_bytes(count) > options_.cap_bytes) {
+  // The runs of text ids, each a record of its own segment (the first may continue the log's
+  // last): every run of negative ids (an image's rows) is left out and cuts the segment there.
+  std::vector<std::pair<std::size_t, std::size_t>> runs;  // [first, last) into tokens
+  for (auto it = begin; it != tokens.end();) {
+    if (*it < 0) {
+      ++it;
+      continue;
+    }
+    const auto end = std::find_if(it, tokens.end(), [](token_id t) { return t < 0; });
+    runs.emplace_back(static_cast<std::size_t>(it - tokens.begin()),
+                      static_cast<std::size_t>(end - tokens.begin()));
+    it = end;
+  }
+  if (runs.empty()) {  // nothing but image rows: the log's tail is still what it was
+    dedupe_.remember(tokens, false);
+    return report;
+  }
+  if (runs.front().first != static_cast<std::size_t>(begin - tokens.begin())) continues = false;
+  std::size_t count = 0;
+  std::uint64_t bytes = 0;
+  for (const auto& [a, b] : runs) {
+    count += b - a;
+    bytes += suffix_log::record_bytes(b - a);
+  }
+  // Records of many short runs still keep to half the cap: the oldest runs go first.
+  std::size_t dropped = 0;
+  while (runs.size() - dropped > 1 && bytes > room / 2) {
+    const std::size_t n = runs[dropped].second - runs[dropped].first;
+    count -= n;
+    bytes -= suffix_log::record_bytes(n);
+    ++dropped;
+    continues = false;
+  }
+  runs.erase(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(dropped));
+  while (!ids_.empty() && log_.size() + bytes > options_.cap_bytes) {
     if (status s = forget_oldest_half(); !s) {
       ++stats_.write_failures;
       return report;
@@ -97,17 +131,22 @@ suffix_add_report suffix_store::add(const std::vector<token_id>& tokens) {
   if (ids_.empty()) continues = false;
 
   std::vector<unsigned char> record;
-  suffix_log::encode_record(record, &*begin, count, continues);
+  for (std::size_t r = 0; r < runs.size(); ++r)
+    suffix_log::encode_record(record, tokens.data() + runs[r].first, runs[r].second - runs[r].first,
+                              r == 0 && continues);
   if (status s = log_.append(record, options_.sync_appends); !s) {
     ++stats_.write_failures;
     return report;
   }
-  if (!continues) seg_starts_.push_back(ids_.size());
-  ids_.insert(ids_.end(), begin, tokens.end());
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    if (r > 0 || !continues) seg_starts_.push_back(ids_.size());
+    ids_.insert(ids_.end(), tokens.begin() + static_cast<std::ptrdiff_t>(runs[r].first),
+                tokens.begin() + static_cast<std::ptrdiff_t>(runs[r].second));
+  }
   report.appended = count;
   report.continued = continues;
   stats_.ids_appended += count;
-  dedupe_.remember(tokens, true);
+  dedupe_.remember(tokens, ends_in_text);
   maybe_rebuild();
   return report;
 }

@@ -78,8 +78,11 @@ class suffix_store {
   std::string path() const;
 
   // Adds one request's ids (its prompt then its output): only what none of the last
-  // dedupe_window requests already added is appended. Ids must be >= 0. A refused store adds
-  // nothing; a failed write is counted and the store stays as it was.
+  // dedupe_window requests already added is appended. Only text ids are: an image's rows (their
+  // negative key ids, runtime/core/token.hpp; any id < 0) never enter the log, and each run of
+  // them cuts the request there into segments of their own, so that no match and no draft
+  // crosses an image (the dedupe still compares the whole request, rows included). A refused
+  // store adds nothing; a failed write is counted and the store stays as it was.
   suffix_add_report add(const std::vector<token_id>& tokens);
 
   suffix_match longest_match(const std::vector<token_id>& recent, std::size_t min_len);

@@ -15,6 +15,9 @@ void suffix_view::install(std::shared_ptr<const suffix_snapshot> snapshot) {
 bool suffix_view::extend(const suffix_delta& delta) {
   if (delta.generation != base_->generation || delta.at != ids() || delta.ids.empty()) return false;
   if (!delta.continues || ids() == 0) seg_starts_.push_back(ids());
+  for (std::size_t s : delta.starts)
+    if (s > 0 && s < delta.ids.size() && (seg_starts_.empty() || ids() + s > seg_starts_.back()))
+      seg_starts_.push_back(ids() + s);
   tail_.insert(tail_.end(), delta.ids.begin(), delta.ids.end());
   return true;
 }

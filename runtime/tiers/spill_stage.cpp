@@ -231,10 +231,12 @@ spill_job_ptr spill_keeper::stage_resident(const resident_prefix& r, const state
   c.hidden = &r.hidden();
   c.answers = &r.answers();
   c.think_close = r.think_close();
-  // The newest 4 grid anchors (the next turn resumes near the end).
+  // The newest 4 grid anchors (the next turn resumes near the end). The anchors right after an
+  // image stay behind: the spill's format keeps anchors on lines (docs/SPILL_FORMAT.md).
+  const std::size_t grid = static_cast<std::size_t>(std::max(1, state.layout().grid));
   std::vector<std::pair<std::uint64_t, std::size_t>> by_age;
   for (const auto& [pos, stamp] : r.anchors().positions())
-    if (pos <= r.taint() && pos <= r.tokens().size()) by_age.emplace_back(stamp, pos);
+    if (pos <= r.taint() && pos <= r.tokens().size() && pos % grid == 0) by_age.emplace_back(stamp, pos);
   std::sort(by_age.begin(), by_age.end(), std::greater<>());
   if (by_age.size() > 4) by_age.resize(4);
   std::vector<std::size_t> chosen;
@@ -271,7 +273,9 @@ spill_job_ptr spill_keeper::stage_parked(const resident_prefix& r, const state_a
   c.hidden = &s->hidden;
   c.answers = &s->answers;
   c.think_close = r.think_close();
-  for (const auto& [pos, copy] : s->anchors) c.anchors.emplace_back(pos, &copy);
+  const std::size_t grid = static_cast<std::size_t>(std::max(1, state.layout().grid));
+  for (const auto& [pos, copy] : s->anchors)
+    if (pos % grid == 0) c.anchors.emplace_back(pos, &copy);  // lines only, as stage_resident
   c.end = s->end ? &*s->end : nullptr;
   c.end_copy = &s->end_copy;
   c.session = session;

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 #include <variant>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "runtime/text/template/chat_renderer.hpp"
 #include "runtime/text/template/prompt_render.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
+#include "tests/support/test_images.hpp"
 
 using namespace anchorage;
 using json = nlohmann::ordered_json;
@@ -152,7 +154,8 @@ TEST_CASE("anthropic: the billing block is left out of the rendered prompt", "[a
 TEST_CASE("anthropic: content blocks map onto the chat route's messages", "[api][anthropic]") {
   const completion_request r = accept(R"({"max_tokens": 8, "messages": [
     {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "text", "text": ""},
-      {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+      {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": ")" +
+                                      std::string(test::png_2x2_base64) + R"("}},
       {"type": "text", "text": "at this", "cache_control": {"type": "ephemeral"}}]},
     {"role": "assistant", "content": [
       {"type": "thinking", "thinking": "I should read it.", "signature": "sig-anything"},
@@ -172,6 +175,8 @@ TEST_CASE("anthropic: content blocks map onto the chat route's messages", "[api]
   CHECK(u.content == "look\nat this");
   REQUIRE(u.parts.size() == 3);  // the empty text block is dropped
   CHECK(u.parts[1].what == content_part::kind::image);
+  REQUIRE(u.parts[1].image);
+  CHECK(u.parts[1].image->rgb == std::vector<std::uint8_t>{255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 255, 255});
 
   const chat_message& a = r.messages[1];
   CHECK(a.role == "assistant");
@@ -334,4 +339,29 @@ TEST_CASE("anthropic: budget_tokens is the job's reasoning budget within --reaso
   CHECK(budget(R"({"type": "adaptive"})", -1) == -1);
   CHECK(budget(R"({"type": "adaptive"})", 9) == 9);
   CHECK(budget(R"({"type": "disabled"})", 9) == -1);  // no thinking, no budget
+}
+
+TEST_CASE("anthropic: an image block that is no inline image gets a 400 naming its source",
+          "[api][anthropic][images]") {
+  const auto with = [](const std::string& source) {
+    return R"({"max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "text", "text": "a"},
+      {"type": "image", "source": )" +
+           source + "}]}]}";
+  };
+  api_error e = reject(with(R"({"type": "url", "url": "https://example.com/cat.png"})"));
+  CHECK(e.param == "messages[0].content[1].source.url");
+  CHECK_THAT(e.message, Catch::Contains("fetches no image URLs"));
+  e = reject(with(R"({"type": "base64", "media_type": "image/png", "data": "not base64!"})"));
+  CHECK(e.param == "messages[0].content[1].source.data");
+  e = reject(with(R"({"type": "base64", "media_type": "image/png", "data": "AAAAAAAA"})"));
+  CHECK(e.param == "messages[0].content[1].source");
+  CHECK_THAT(e.message, Catch::Contains("not a PNG, JPEG, GIF or WebP"));
+  e = reject(with(R"({"type": "base64", "media_type": "image/png"})"));
+  CHECK(e.param == "messages[0].content[1].source.data");
+  e = reject(with(R"({"type": "file", "file_id": "f_1"})"));
+  CHECK(e.param == "messages[0].content[1].source.type");
+  // inside a tool result too
+  e = reject(R"({"max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "tool_result",
+    "tool_use_id": "t", "content": [{"type": "image", "source": {"type": "url", "url": "http://x"}}]}]}]})");
+  CHECK(e.param == "messages[0].content[0].content[0].source.url");
 }

@@ -14,6 +14,7 @@
 #include "runtime/api/responses_response.hpp"
 #include "runtime/text/template/chat_renderer.hpp"
 #include "runtime/text/template/prompt_render.hpp"
+#include "tests/support/test_images.hpp"
 
 using namespace anchorage;
 using json = nlohmann::ordered_json;
@@ -276,4 +277,28 @@ TEST_CASE("responses: bad input is a 400 naming the field", "[api][responses]") 
   CHECK(e->param == "input");
   // deep nesting is refused, not a crash
   CHECK(reject("{\"input\": " + std::string(600, '[') + std::string(600, ']') + "}").param.empty());
+}
+
+TEST_CASE("responses: input_image carries its pixels, a remote or missing image is a 400 naming it",
+          "[api][responses][images]") {
+  const std::string png = std::string("data:image/png;base64,") + test::png_2x2_base64;
+  const responses_request r = accept(R"({"input": [{"role": "user", "content": [
+    {"type": "input_text", "text": "what is this?"}, {"type": "input_image", "image_url": ")" +
+                                     png + R"(", "detail": "auto"}]}]})");
+  const chat_message& m = r.chat.messages.back();
+  REQUIRE(m.parts.size() == 2);
+  CHECK(m.parts[1].what == content_part::kind::image);
+  REQUIRE(m.parts[1].image);
+  CHECK(m.parts[1].image->width == 2);
+
+  api_error e = reject(R"({"input": [{"role": "user", "content": [
+    {"type": "input_image", "image_url": "https://example.com/a.png"}]}]})");
+  CHECK(e.param == "input[0].content[0].image_url");
+  CHECK_THAT(e.message, Catch::Contains("fetches no image URLs"));
+  e = reject(R"({"input": [{"role": "user", "content": [{"type": "input_image", "file_id": "file-1"}]}]})");
+  CHECK(e.param == "input[0].content[0].image_url");
+  CHECK_THAT(e.message, Catch::Contains("file_id"));
+  e = reject(R"({"input": [{"role": "user", "content": [
+    {"type": "input_image", "image_url": "data:image/png;base64,AAAAAAAA"}]}]})");
+  CHECK(e.param == "input[0].content[0].image_url");
 }

@@ -109,6 +109,23 @@ TEST_CASE("cuda rope matches cpu", "[cuda]") {
   expect_close(x_cpu, dx.download(), kRtol, kAtol, "rope");
 }
 
+TEST_CASE("cuda rope_multi matches cpu", "[cuda]") {
+  SKIP_WITHOUT_CUDA();
+  const int rows = 6, heads = 2, head_dim = 256, rot = 64, stride = heads * head_dim + 5;
+  const int sections[3] = {11, 11, 10};
+  const float base = 1e7f;
+  const auto x = random_floats(static_cast<std::size_t>(rows) * stride, 43);
+  std::vector<int> pos;
+  for (int r = 0; r < rows; ++r) pos.insert(pos.end(), {900, 900 + r / 3, 900 + r % 3});
+  auto x_cpu = x;
+  kn::cpu::rope_multi(x_cpu.data(), stride, rows, heads, head_dim, rot, pos.data(), sections, base);
+
+  managed<float> dx(x);
+  kn::cuda::rope_multi(dx.get(), stride, rows, heads, head_dim, rot, pos.data(), sections, base);
+  wait_cuda();
+  expect_close(x_cpu, dx.download(), kRtol, kAtol, "rope_multi");
+}
+
 TEST_CASE("cuda swiglu matches cpu", "[cuda]") {
   SKIP_WITHOUT_CUDA();
   const int rows = 6, hidden = 333;

@@ -86,17 +86,30 @@ json qwen35_config_json(const model_config& c, const checkpoint_options& o) {
     t["architectures"] = {"Qwen3_5ForCausalLM"};
     return t;
   }
-  return {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
-          {"model_type", "qwen3_5"},
-          {"image_token_id", 248056},
-          {"video_token_id", 248057},
-          {"vision_start_token_id", 248053},
-          {"vision_end_token_id", 248054},
-          {"tie_word_embeddings", c.tied_embeddings},
-          {"transformers_version", "4.57.0.dev0"},
-          {"text_config", t},
-          {"vision_config",
-           {{"model_type", "qwen3_5"}, {"depth", 1}, {"hidden_size", 8}, {"out_hidden_size", c.d_model}}}};
+  return {
+      {"architectures", {"Qwen3_5ForConditionalGeneration"}},
+      {"model_type", "qwen3_5"},
+      {"image_token_id", 248056},
+      {"video_token_id", 248057},
+      {"vision_start_token_id", 248053},
+      {"vision_end_token_id", 248054},
+      {"tie_word_embeddings", c.tied_embeddings},
+      {"transformers_version", "4.57.0.dev0"},
+      {"text_config", t},
+      {"vision_config",
+       o.vision_config.is_null()
+           ? json{{"model_type", "qwen3_5"}, {"depth", 1}, {"hidden_size", 8}, {"out_hidden_size", c.d_model}}
+           : o.vision_config}};
+}
+
+tensor_map renamed_vision(const tensor_map& vision, const std::string& store_prefix) {
+  static const std::string full = "model.visual.";
+  tensor_map out;
+  for (const auto& [name, t] : vision) {
+    if (!starts_with(name, full)) throw std::invalid_argument("not a model.visual.* name: " + name);
+    out.emplace(store_prefix + name.substr(full.size()), t);
+  }
+  return out;
 }
 
 std::string multimodal_name(const std::string& text_name) {
@@ -119,10 +132,15 @@ void write_checkpoint(const std::string& dir, const model_config& c, const tenso
 
   tensor_map stored;
   for (const auto& [name, t] : weights) stored.emplace(o.multimodal ? multimodal_name(name) : name, t);
-  if (o.visual) {
-    stored["model.visual.patch_embed.proj.weight"] = tensor{{8, 3, 2, 2}, std::vector<float>(96, 0.5f)};
-    stored["model.visual.blocks.0.attn.qkv.weight"] = tensor{{24, 8}, std::vector<float>(192, -0.25f)};
+  tensor_map vision;
+  if (o.visual && o.vision_weights.empty()) {
+    vision["model.visual.patch_embed.proj.weight"] = tensor{{8, 3, 2, 2}, std::vector<float>(96, 0.5f)};
+    vision["model.visual.blocks.0.attn.qkv.weight"] = tensor{{24, 8}, std::vector<float>(192, -0.25f)};
+  } else if (o.visual) {
+    vision = renamed_vision(o.vision_weights, o.vision_store_prefix);
   }
+  const bool own_shard = o.vision_shard && o.shards > 0;
+  if (!own_shard) stored.insert(vision.begin(), vision.end());
   safetensors_write_options options;
   options.dtype = o.dtype;
   if (o.f32_ssm_params)
@@ -147,6 +165,11 @@ void write_checkpoint(const std::string& dir, const model_config& c, const tenso
       std::snprintf(file, sizeof file, "model-%05zu-of-%05d.safetensors", s + 1, o.shards);
       save_safetensors((fs::path(dir) / file).string(), parts[s], {{"format", "pt"}}, options);
     }
+    if (own_shard && !vision.empty()) {
+      const char* file = "model-vision.safetensors";
+      for (const auto& [name, t] : vision) weight_map[name] = file;
+      save_safetensors((fs::path(dir) / file).string(), vision, {{"format", "pt"}}, options);
+    }
     write_text(fs::path(dir) / "model.safetensors.index.json",
                json{{"metadata", {{"total_size", 0}}}, {"weight_map", weight_map}}.dump(2));
   }
@@ -155,6 +178,8 @@ void write_checkpoint(const std::string& dir, const model_config& c, const tenso
     write_text(fs::path(dir) / "tokenizer_config.json", test_tokenizer_config_json().dump());
   }
   if (o.chat_template_file) write_text(fs::path(dir) / "chat_template.jinja", test_chat_template_file);
+  if (!o.preprocessor_config.empty())
+    write_text(fs::path(dir) / "preprocessor_config.json", o.preprocessor_config);
 }
 
 void write_raw_safetensors(const std::string& path, const json& header, const std::string& data) {

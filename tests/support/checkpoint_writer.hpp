@@ -20,10 +20,21 @@ struct checkpoint_options {
   int shards = 3;          // 0: one model.safetensors without an index
   safetensors_dtype dtype = safetensors_dtype::bf16;
   bool f32_ssm_params = false;      // A_log and dt_bias as F32 (as some official checkpoints store them)
-  bool visual = true;               // add model.visual.* tensors (the loader must ignore them)
+  bool visual = true;               // add model.visual.* tensors (the text model ignores them)
   int max_position = 262144;        // max_position_embeddings
   bool tokenizer_files = false;     // tokenizer.json, tokenizer_config.json (with a chat_template)
   bool chat_template_file = false;  // chat_template.jinja
+  // A real vision tower (with `visual`, in the multimodal form): when `vision_weights` is not empty
+  // (tensors under "model.visual." names), they are written in place of the two placeholder
+  // tensors, renamed to `vision_store_prefix` + the rest ("visual." for the short form), and rounded
+  // to `dtype` like the rest. `vision_config`, when not null, is config.json's vision_config in
+  // place of the placeholder {depth 1, hidden_size 8}; `vision_shard` puts every vision tensor
+  // in a shard of its own, "model-vision.safetensors" (with `shards` > 0), as some exports do.
+  tensor_map vision_weights;
+  std::string vision_store_prefix = "model.visual.";
+  nlohmann::json vision_config;
+  bool vision_shard = false;
+  std::string preprocessor_config;  // not empty: written as preprocessor_config.json
 };
 
 // config.json for `c` (layout qwen35) in the form `o` asks for.
@@ -36,6 +47,9 @@ void write_checkpoint(const std::string& dir, const model_config& c, const tenso
 
 // The values `w` holds once stored as dtype `d` (round to nearest even); f32 returns `w`.
 tensor_map round_to(const tensor_map& w, safetensors_dtype d);
+
+// The vision tower's tensors named as `store_prefix` + the part after "model.visual.".
+tensor_map renamed_vision(const tensor_map& vision, const std::string& store_prefix);
 
 // The checkpoint name of a text-only tensor name in the multimodal form.
 std::string multimodal_name(const std::string& text_name);

@@ -186,12 +186,13 @@ class end_walk {
     const std::size_t from_i = i_, from_j = j_;
     // Start where the text does: back over the tokens matched one for one since the last rule
     // (a character may have matched by its first byte alone), not past a special or a boundary.
-    while (i_ > exact_i_ && j_ > exact_j_ && !tok_.is_special(rows_[i_ - 1]) && !is_boundary(i_)) {
+    while (i_ > exact_i_ && j_ > exact_j_ && !tok_.is_special(rows_[i_ - 1]) &&
+           !is_image_row(rows_[i_ - 1]) && !is_boundary(i_)) {
       --i_;
       --j_;
     }
-    const bool starts_text =
-        i_ == 0 || tok_.is_special(rows_[i_ - 1]) || is_boundary(i_) || skipped_to_ == i_;
+    const bool starts_text = i_ == 0 || tok_.is_special(rows_[i_ - 1]) || is_image_row(rows_[i_ - 1]) ||
+                             is_boundary(i_) || skipped_to_ == i_;
     end_text::query q{rows_, client_, tok_};
     q.i = i_;
     q.j = j_;

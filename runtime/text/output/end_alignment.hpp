@@ -51,6 +51,11 @@
 //  * Trailing: once R is consumed, the bridge and C's remaining tokens are appended as they are
 //    (no whitespace rule there). There must be at least one: an alignment always has something
 //    new to forward.
+//  * Images: an image's rows (their key ids, runtime/core/token.hpp's is_image_row) in R or C
+//    are never text and never whitespace: only the same ids match them (the client sends the
+//    same image back, which expands to the same rows), and the text rule stops at them and does
+//    not start its stretch back before one (end_text_match.hpp). A differing image gives no
+//    alignment at its rows.
 //  * A record that is not well_formed() gets no alignment.
 #include <cstddef>
 #include <optional>

@@ -49,6 +49,10 @@ rows_text read_rows(const query& q, std::size_t client_special) {
   std::size_t a = q.i;
   for (; a < q.limit; ++a) {
     const token_id t = q.rows[a];
+    if (is_image_row(t)) {  // an image is never text: the stretch ends before its rows
+      r.at_shared_special = client_special < q.client.size() && q.client[client_special] == t;
+      break;
+    }
     if (!q.tok.is_special(t)) {
       run += q.tok.token_text(t);
       continue;
@@ -98,7 +102,7 @@ std::optional<match> match_text(const query& q) {
   const std::size_t e = q.rows.size();
   const std::size_t n = q.client.size();
   std::size_t b = q.j;
-  while (b < n && !q.tok.is_special(q.client[b])) ++b;
+  while (b < n && !q.tok.is_special(q.client[b]) && !is_image_row(q.client[b])) ++b;
   const rows_text r = read_rows(q, b);
   const std::string client_text = q.tok.decode(q.client.data() + q.j, b - q.j);
   const std::size_t c_lead = q.lead_trim ? leading_space(client_text) : 0;

@@ -32,8 +32,12 @@ struct match {
 };
 
 // R's stretch is R[i, a): text tokens, and special tokens the client does not hold at its next
-// special token (ones the server never showed), up to `limit` or a special token C's next one
-// equals. C's stretch is C[j, b), up to C's next special token. R's text is what the server
+// special token (ones the server never showed), up to `limit`, a special token C's next one
+// equals, or an image's row (runtime/core/token.hpp's is_image_row). C's stretch is C[j, b), up
+// to C's next special token or image row. An image's rows stand for no text here (every image
+// would decode to the same placeholder): no stretch holds them, so the walk matches them id for
+// id, and a stretch that stops at one counts as stopping at a shared special token only when C's
+// stops at the same id. R's text is what the server
 // showed for it: each run of text tokens between special tokens as shown_text() shows it
 // (output_parser.hpp); at R's end a truncated UTF-8 sequence is also tried as raw bytes, which
 // the client's next character may complete (the pending token's bytes).

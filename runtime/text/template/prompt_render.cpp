@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "runtime/text/template/prompt_images.hpp"
+
 namespace anchorage {
 namespace {
 
@@ -78,11 +80,18 @@ std::variant<board_job, api_error> render_request(const completion_request& r, c
     }
     const auto ids = tok.encode(text, true);
     j.prompt.assign(ids.begin(), ids.end());
+    // With a vision tower each image's placeholder becomes its rows (prompt_images.hpp); without
+    // one the model reads the placeholder alone.
+    if (lim.image_processor) {
+      if (auto e = expand_images(r.messages, *lim.image_processor, tok.ids().image_pad, j.prompt, j.images))
+        return *e;
+    }
     // Where the last user message starts (the disk tier anchors a session's first request
     // below it): the last "<|im_start|>user" the template rendered.
     const auto mark = tok.encode("<|im_start|>user", true);
-    if (auto at = std::find_end(ids.begin(), ids.end(), mark.begin(), mark.end()); at != ids.end())
-      c.user_start = static_cast<long>(at - ids.begin());
+    if (auto at = std::find_end(j.prompt.begin(), j.prompt.end(), mark.begin(), mark.end());
+        at != j.prompt.end())
+      c.user_start = static_cast<long>(at - j.prompt.begin());
     j.rules.parse_reasoning = r.enable_thinking;
     j.rules.parse_tool_calls = tools;
     if (tools) j.rules.tools = std::make_shared<const nlohmann::ordered_json>(r.tools);

@@ -1,9 +1,11 @@
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <variant>
 
 #include "protocol/board_job.hpp"
 #include "protocol/openai_types.hpp"
+#include "runtime/image/image_processor_config.hpp"
 #include "runtime/text/template/chat_renderer.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 
@@ -14,6 +16,9 @@ struct render_limits {
   long default_completion_max_tokens = 16;  // OpenAI's default for /v1/completions
   long reasoning_budget = -1;  // --reasoning-budget: reasoning tokens before a hidden close; -1 none
   chat_renderer renderer = chat_renderer::builtin;  // the chat template the server chose at start
+  // The model's image processor when it has a vision tower: each image part becomes its rows
+  // (prompt_images.hpp, board_job::images). Null: images stay the template's placeholders.
+  std::shared_ptr<const image_processor_config> image_processor;
 };
 
 // Turns a parsed request into the board's job: the chat template lim.renderer names (tools

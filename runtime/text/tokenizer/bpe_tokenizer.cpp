@@ -11,6 +11,7 @@
 
 #include "runtime/text/tokenizer/bpe_model.hpp"
 #include "runtime/text/tokenizer/bpe_pretokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace anchorage {
 
@@ -152,6 +153,10 @@ std::string bpe_tokenizer::decode(const std::vector<token_id>& ids) const {
 std::string bpe_tokenizer::decode(const token_id* ids, std::size_t count) const {
   std::string out;
   for (std::size_t i = 0; i < count; ++i) {
+    if (is_image_row(ids[i])) {
+      if (i == 0 || !is_image_row(ids[i - 1])) out += image_rows_text;
+      continue;
+    }
     if (!is_defined(ids[i])) {
       throw std::out_of_range("bpe_tokenizer::decode: id " + std::to_string(ids[i]) + " at position " +
                               std::to_string(i) + " is not defined by " + t_->path);

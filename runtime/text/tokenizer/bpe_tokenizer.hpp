@@ -54,8 +54,9 @@ class bpe_tokenizer {
   // added tokens; decode() of the result gives `bytes` back.
   std::vector<token_id> encode_bytes(std::string_view bytes) const;
 
-  // Concatenation of token_bytes over the ids. Throws std::out_of_range for an id that is not
-  // defined (the message names the id and its position).
+  // Concatenation of token_bytes over the ids, each run of an image's rows (a prompt's key ids,
+  // runtime/core/token.hpp) as image_rows_text (tokenizer.hpp). Throws std::out_of_range for any
+  // other id that is not defined (the message names the id and its position).
   std::string decode(const std::vector<token_id>& ids) const;
   std::string decode(const token_id* ids, std::size_t count) const;
 

@@ -97,6 +97,10 @@ std::string byte_decode(const token_id* ids, std::size_t count) {
   std::string out;
   out.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
+    if (is_image_row(ids[i])) {
+      if (i == 0 || !is_image_row(ids[i - 1])) out.append(image_rows_text);
+      continue;
+    }
     if (ids[i] < 0 || ids[i] >= vocab_size()) {
       check_range(ids[i], " at position " + std::to_string(i));
     }

@@ -59,6 +59,13 @@ std::string token_text(token_id id);
 // An id a tokenizer does not have (an optional chat token absent from a BPE file).
 inline constexpr token_id no_token = -1;
 
+// What decode() gives for a run of an image's rows (their key ids, runtime/core/token.hpp's
+// is_image_row): the placeholder the chat template rendered where the rows now stand, once per
+// run (one run is one image: the template puts text between two images). Not an answer to "which
+// image": every image decodes to it, so text compared after decode() cannot tell two images
+// apart (compare the ids).
+inline constexpr std::string_view image_rows_text = "<|image_pad|>";
+
 // The ids of the chat markers, looked up by their text. im_start and im_end are always present
 // (a BPE file without them is refused); every other one may be no_token, which no generated id
 // equals, so code comparing against it behaves as if the model never emits that marker.
@@ -107,8 +114,9 @@ class tokenizer {
   // its model (no pre-tokenizer, which needs valid UTF-8).
   std::vector<token_id> encode_bytes(std::string_view bytes) const;
 
-  // Concatenation of token_text over the ids. Throws std::out_of_range on an id that is not
-  // defined (the message names the id and its position).
+  // Concatenation of token_text over the ids, each run of an image's rows (a prompt's) as
+  // image_rows_text. Throws std::out_of_range on any other id that is not defined (the message
+  // names the id and its position).
   std::string decode(const std::vector<token_id>& ids) const;
   // Same, over ids[0 .. count); ids may be null when count is 0.
   std::string decode(const token_id* ids, std::size_t count) const;
@@ -124,7 +132,8 @@ class tokenizer {
   // The id of the special (for BPE: added) token whose text is exactly `text`, or nullopt.
   std::optional<token_id> special_id(std::string_view text) const;
   // The bytes `id` decodes to ("" for the byte tokenizer's reserved ids). Throws
-  // std::out_of_range when !is_defined(id).
+  // std::out_of_range when !is_defined(id), an image's row included (a run of rows is one
+  // placeholder: decode() says so).
   std::string token_text(token_id id) const;
   // A token whose bytes are non-empty and all ' ', '\n', '\t' or '\r' (never a special).
   bool is_whitespace(token_id id) const;

@@ -22,6 +22,7 @@
 #include "runtime/text/template/template_conversation.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/test_images.hpp"
 #include "tests/support/tokenizer_files.hpp"
 
 using namespace anchorage;
@@ -234,7 +235,8 @@ TEST_CASE("render_request: content parts as each template renders them", "[rende
              Catch::StartsWith("<|im_start|>user\nlook \n here<|im_end|>"));
 
   const std::string media = R"({"messages": [{"role": "user", "content": [
-      {"type": "text", "text": "look "}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}},
+      {"type": "text", "text": "look "}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,)" +
+                            std::string(test::png_2x2_base64) + R"("}},
       {"type": "text", "text": " and "}, {"type": "video_url", "video_url": {"url": "http://v"}}]}]})";
   const completion_request m = parse_chat(media);
   CHECK_THAT(text_of(rendered(m, chat_renderer::qwen35, tokenizer())),

@@ -1,0 +1,22 @@
+#pragma once
+// The engine's images for a prompt the board serves (docs/IMAGES.md, "The board"): every run of
+// image rows in the prompt is one image, its grid read from its key ids
+// (runtime/image/image_rows.hpp); the images with rows the prefill forwards (at or above `from`)
+// get their embeddings from the vision tower, by the request's image of the same digest.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "protocol/prompt_image.hpp"
+#include "runtime/engine/prompt_media.hpp"
+#include "runtime/vision/vision_tower.hpp"
+
+namespace anchorage {
+
+// Throws std::invalid_argument (the request fails with it) when a run of image rows is no
+// image's (too short, ids no image sets, a length its grid does not give), when rows to forward
+// belong to an image `images` does not hold, or when there is no tower to encode it.
+prompt_media image_media(const std::vector<std::int32_t>& prompt, std::size_t from,
+                         const std::vector<prompt_image>& images, vision_tower* tower, int d_model);
+
+}  // namespace anchorage

@@ -1,0 +1,48 @@
+#pragma once
+// A model's vision tower as the board uses it (docs/IMAGES.md, "The vision cache"): the
+// encoder's weights and the cache of its output by image digest, so a conversation that sends its
+// image every turn encodes it once (--image-cache-mb, 512). Least recently used entries go first
+// when the budget is passed; an image larger than the whole budget is encoded and not kept.
+// Not thread-safe: the board's thread owns it.
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "protocol/cache_stats.hpp"
+#include "protocol/prompt_image.hpp"
+#include "runtime/vision/vision_weights.hpp"
+
+namespace anchorage {
+
+class vision_tower {
+ public:
+  vision_tower(std::shared_ptr<const vision_weights> weights, std::size_t cache_bytes);
+
+  const vision_config& config() const { return weights_->config; }
+  // The embeddings of `image`'s rows (rows() x out_hidden_size floats): from the cache by its
+  // digest, else encoded from its patches (and kept). Throws std::invalid_argument when the
+  // image has no patches, a grid the encoder refuses, or a merge size other than the tower's.
+  std::shared_ptr<const std::vector<float>> embeddings(const prompt_image& image);
+  // Whether the cache holds `image`'s rows (no encoding, no change to the order).
+  bool cached(const prompt_image& image) const;
+  vision_stats stats() const;
+
+ private:
+  using key = std::pair<std::uint64_t, std::uint64_t>;
+  struct entry {
+    std::shared_ptr<const std::vector<float>> rows;
+    std::list<key>::iterator age;
+  };
+  void keep(const key& k, std::shared_ptr<const std::vector<float>> rows);
+
+  std::shared_ptr<const vision_weights> weights_;
+  std::map<key, entry> cache_;
+  std::list<key> ages_;  // most recent first
+  vision_stats stats_;
+};
+
+}  // namespace anchorage
