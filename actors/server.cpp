@@ -153,6 +153,9 @@ struct served_vision {
 
 served_vision vision_of(const server_config& cfg, loaded_model& model) {
   served_vision out;
+  // --no-cache: every image is encoded for its request and none is kept. The encoder runs where
+  // the engine does (--device).
+  const std::size_t cache_bytes = cfg.no_cache ? 0 : cfg.cache.image_cache_bytes;
   const std::string& preset = cfg.engine.vision_preset;
   if (preset == "none" && !model.vision) return out;
   const model_config& mc = model.config;
@@ -169,7 +172,7 @@ served_vision vision_of(const server_config& cfg, loaded_model& model) {
     out.digest = vision_digest(lv);
     out.tower = std::make_shared<vision_tower>(
         std::make_shared<const vision_weights>(load_vision_weights(vc, std::move(lv.weights), lv.source)),
-        cfg.cache.image_cache_bytes);
+        cache_bytes, cfg.engine.backend());
   } else {
     lv = std::move(*model.vision);
     model.vision.reset();
@@ -178,7 +181,7 @@ served_vision vision_of(const server_config& cfg, loaded_model& model) {
       const vision_config vc = vision_config_from_json(lv.config, lv.source);
       out.tower = std::make_shared<vision_tower>(
           std::make_shared<const vision_weights>(load_vision_weights(vc, std::move(lv.weights), lv.source)),
-          cfg.cache.image_cache_bytes);
+          cache_bytes, cfg.engine.backend());
     } catch (const std::exception& e) {
       // A text export that kept a stray part of the tower: images stay placeholders.
       log_warn() << "vision: the checkpoint's vision tower is not usable (" << e.what()
@@ -204,7 +207,7 @@ served_vision vision_of(const server_config& cfg, loaded_model& model) {
                                 ", " + std::to_string(proc.temporal_patch_size) + ") are not the tower's");
   out.processor = std::make_shared<const image_processor_config>(proc);
   log_info() << "vision: " << lv.source << " (" << vc.depth << " blocks, hidden " << vc.hidden_size
-             << "), image cache " << (cfg.cache.image_cache_bytes >> 20) << " MiB";
+             << "), image cache " << (cache_bytes >> 20) << " MiB";
   return out;
 }
 

@@ -58,12 +58,6 @@ speculative_counters run::speculation() const {
   return session_ && !session_->done() ? session_->speculation() : speculative_counters{};
 }
 
-void run::begin_session(generation_job g) {
-  slot_.set_media(job_);
-  session_ = std::make_unique<generation_session>(*slot_.eng, std::move(g));
-  if (cancel_pending_) session_->cancel();
-}
-
 board_events run::running_events() {
   board_events out;
   out.sink = job_.sink;

@@ -94,8 +94,6 @@ class run {
   virtual board_events after_step(generation_session::step_result r, bool was_prefilling);
   // The finished event and the ledger entry (run_report.cpp).
   void report(board_events& out);
-  // A session over `g` on the slot's engine; a cancel that came early ends it at its first step.
-  void begin_session(generation_job g);
   board_events running_events();
   void log_progress(const stream_event& ev);
 

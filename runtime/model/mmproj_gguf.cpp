@@ -8,6 +8,7 @@
 
 #include "runtime/core/log.hpp"
 #include "runtime/model/gguf_file.hpp"
+#include "runtime/model/gguf_meta.hpp"
 
 namespace anchorage {
 namespace {
@@ -21,17 +22,7 @@ constexpr const char* qwen3vl_projector = "qwen3vl_merger";
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 
 // Typed reads of the file's metadata; errors name the file and the key.
-struct clip_meta {
-  const gguf_reader& r;
-
-  [[noreturn]] void fail(const std::string& key, const std::string& why) const {
-    throw model_load_error(r.path() + ": metadata '" + key + "' " + why);
-  }
-  const gguf_value& need(const std::string& key) const {
-    const gguf_value* v = r.find(key);
-    if (v == nullptr) throw model_load_error(r.path() + ": missing metadata '" + key + "'");
-    return *v;
-  }
+struct clip_meta : gguf_meta {
   int positive(const std::string& key) const {
     const gguf_value& v = need(key);
     if (!v.is_integer() || v.type == gguf_type::boolean)
@@ -238,7 +229,7 @@ std::string processor_config_of(const clip_meta& m, const tower& t) {
 
 loaded_vision load_mmproj(const std::string& path) {
   const gguf_reader r(path);
-  const clip_meta m{r};
+  const clip_meta m{{r}};
   const tower t = read_tower(m);
   const std::vector<mapped> plan = tensor_plan(t);
   check_plan(r, plan);

@@ -9,6 +9,7 @@
 
 #include "kernels/weight_type.hpp"
 #include "runtime/model/gguf_file.hpp"
+#include "runtime/model/gguf_meta.hpp"
 #include "runtime/model/qwen35_gguf_tensors.hpp"
 #include "runtime/model/qwen35_gguf_vocab.hpp"
 #include "runtime/model/qwen35_names.hpp"
@@ -77,19 +78,10 @@ void add_config(kv_list& kv, const model_config& c) {
 
 // Typed reads of required and optional metadata under the file's architecture prefix; errors
 // name the file and the key.
-struct meta {
-  const gguf_reader& r;
+struct meta : gguf_meta {
   std::string arch;
   std::string key(const std::string& k) const { return arch + "." + k; }
   bool has(const std::string& k) const { return r.find(k) != nullptr; }
-  [[noreturn]] void fail(const std::string& k, const std::string& why) const {
-    throw model_load_error(r.path() + ": metadata '" + k + "' " + why);
-  }
-  const gguf_value& need(const std::string& k) const {
-    const gguf_value* v = r.find(k);
-    if (v == nullptr) throw model_load_error(r.path() + ": missing metadata '" + k + "'");
-    return *v;
-  }
   int integer(const std::string& k) const {
     const gguf_value& v = need(k);
     if (!v.is_integer()) fail(k, std::string("has type ") + to_string(v.type) + ", expected an integer");
@@ -125,11 +117,11 @@ void read_experts(const meta& m, model_config& c) {
 }
 
 model_config read_config(const gguf_reader& r) {
-  const gguf_value& a = meta{r, ""}.need("general.architecture");
+  const gguf_value& a = meta{{r}, ""}.need("general.architecture");
   if (a.type != gguf_type::string || (a.s != dense_arch && a.s != moe_arch))
     throw model_load_error(r.path() + ": general.architecture is '" + a.s + "', expected '" + dense_arch +
                            "' or '" + moe_arch + "'");
-  const meta m{r, a.s};
+  const meta m{{r}, a.s};
   auto key = [&](const std::string& k) { return m.key(k); };
   model_config c;
   c.layout = model_layout::qwen35;

@@ -14,15 +14,6 @@
 namespace anchorage {
 namespace {
 
-void check_grid(const vision_config& c, int grid_t, int grid_h, int grid_w) {
-  const int m = c.spatial_merge_size;
-  if (grid_t < 1 || grid_h < 1 || grid_w < 1 || grid_h % m != 0 || grid_w % m != 0)
-    throw std::invalid_argument("encode_image: grid (" + std::to_string(grid_t) + ", " +
-                                std::to_string(grid_h) + ", " + std::to_string(grid_w) +
-                                ") needs t >= 1 and h, w positive multiples of " + "spatial_merge_size " +
-                                std::to_string(m));
-}
-
 // One pre-norm block over all frames of `x` ([frames * per_frame, hidden]), in place.
 struct block_buffers {
   std::vector<float> normed, qkv, attended, mlp, scores;
@@ -52,10 +43,19 @@ void run_block(const vision_config& c, const vision_block_weights& b, const visi
 
 }  // namespace
 
+void check_vision_grid(const vision_config& c, int grid_t, int grid_h, int grid_w) {
+  const int m = c.spatial_merge_size;
+  if (grid_t < 1 || grid_h < 1 || grid_w < 1 || grid_h % m != 0 || grid_w % m != 0)
+    throw std::invalid_argument("encode_image: grid (" + std::to_string(grid_t) + ", " +
+                                std::to_string(grid_h) + ", " + std::to_string(grid_w) +
+                                ") needs t >= 1 and h, w positive multiples of " + "spatial_merge_size " +
+                                std::to_string(m));
+}
+
 std::vector<float> encode_image(const vision_weights& w, const float* patches, int grid_t, int grid_h,
                                 int grid_w) {
   const vision_config& c = w.config;
-  check_grid(c, grid_t, grid_h, grid_w);
+  check_vision_grid(c, grid_t, grid_h, grid_w);
   const int per_frame = grid_h * grid_w, n = grid_t * per_frame, h = c.hidden_size;
   const std::size_t rows = static_cast<std::size_t>(n);
 

@@ -27,4 +27,9 @@ namespace anchorage {
 std::vector<float> encode_image(const vision_weights& w, const float* patches, int grid_t, int grid_h,
                                 int grid_w);
 
+// The grid check encode_image (and the CUDA encoder, cuda_vision_encoder.hpp) starts with: throws
+// std::invalid_argument naming the grid unless every dimension is at least 1 and grid_h and grid_w
+// are multiples of c.spatial_merge_size.
+void check_vision_grid(const vision_config& c, int grid_t, int grid_h, int grid_w);
+
 }  // namespace anchorage

@@ -36,19 +36,30 @@ std::vector<patch_position> merge_block_positions(int grid_h, int grid_w, int me
   return out;
 }
 
+std::vector<position_taps> position_table_taps(int side, const std::vector<patch_position>& positions,
+                                               int grid_h, int grid_w) {
+  std::vector<position_taps> out(positions.size());
+  for (std::size_t p = 0; p < positions.size(); ++p) {
+    const axis_tap y = tap(positions[p].row, grid_h, side), x = tap(positions[p].col, grid_w, side);
+    out[p] = position_taps{
+        {y.lo * side + x.lo, y.lo * side + x.hi, y.hi * side + x.lo, y.hi * side + x.hi},
+        {static_cast<float>((1 - y.frac) * (1 - x.frac)), static_cast<float>((1 - y.frac) * x.frac),
+         static_cast<float>(y.frac * (1 - x.frac)), static_cast<float>(y.frac * x.frac)}};
+  }
+  return out;
+}
+
 std::vector<float> interpolate_position_table(const float* table, int side, int hidden,
                                               const std::vector<patch_position>& positions, int grid_h,
                                               int grid_w) {
+  const std::vector<position_taps> taps = position_table_taps(side, positions, grid_h, grid_w);
   std::vector<float> out(positions.size() * static_cast<std::size_t>(hidden));
   for (std::size_t p = 0; p < positions.size(); ++p) {
-    const axis_tap y = tap(positions[p].row, grid_h, side), x = tap(positions[p].col, grid_w, side);
-    const float w[4] = {static_cast<float>((1 - y.frac) * (1 - x.frac)),
-                        static_cast<float>((1 - y.frac) * x.frac), static_cast<float>(y.frac * (1 - x.frac)),
-                        static_cast<float>(y.frac * x.frac)};
-    const float* src[4] = {table + (static_cast<std::size_t>(y.lo) * side + x.lo) * hidden,
-                           table + (static_cast<std::size_t>(y.lo) * side + x.hi) * hidden,
-                           table + (static_cast<std::size_t>(y.hi) * side + x.lo) * hidden,
-                           table + (static_cast<std::size_t>(y.hi) * side + x.hi) * hidden};
+    const float* w = taps[p].weight;
+    const float* src[4] = {table + static_cast<std::size_t>(taps[p].row[0]) * hidden,
+                           table + static_cast<std::size_t>(taps[p].row[1]) * hidden,
+                           table + static_cast<std::size_t>(taps[p].row[2]) * hidden,
+                           table + static_cast<std::size_t>(taps[p].row[3]) * hidden};
     float* dst = out.data() + p * hidden;
     for (int i = 0; i < hidden; ++i)
       dst[i] = w[0] * src[0][i] + w[1] * src[1][i] + w[2] * src[2][i] + w[3] * src[3][i];

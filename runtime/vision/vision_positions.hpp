@@ -16,11 +16,22 @@ struct patch_position {
 // multiples of `merge` (the caller checks).
 std::vector<patch_position> merge_block_positions(int grid_h, int grid_w, int merge);
 
+// One patch's bilinear taps into the `side` x `side` position table: the table rows of its four
+// neighbours, (lo_y, lo_x), (lo_y, hi_x), (hi_y, lo_x), (hi_y, hi_x), and their weights, as
+// interpolate_position_table reads them (so a device can do the same sums from the same taps).
+struct position_taps {
+  int row[4];
+  float weight[4];
+};
+std::vector<position_taps> position_table_taps(int side, const std::vector<patch_position>& positions,
+                                               int grid_h, int grid_w);
+
 // The learned `side` x `side` position table (`table`, [side * side, hidden], row-major over
 // (row, col)) resampled bilinearly to grid_h x grid_w with align_corners = True: patch (r, c)
 // reads table coordinate (r (side - 1) / (grid_h - 1), c (side - 1) / (grid_w - 1)), 0 on an axis
 // of length 1, from its four neighbours (floor and floor + 1, clamped to side - 1) with linear
-// weights. One row of `hidden` floats per entry of `positions`, in that order.
+// weights (position_table_taps): entry p is the sum of weight[k] * table[row[k]] over k = 0, 1, 2, 3,
+// in that order. One row of `hidden` floats per entry of `positions`, in that order.
 std::vector<float> interpolate_position_table(const float* table, int side, int hidden,
                                               const std::vector<patch_position>& positions, int grid_h,
                                               int grid_w);

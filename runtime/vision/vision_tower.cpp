@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "runtime/vision/cuda_vision_encoder.hpp"
 #include "runtime/vision/vision_encoder.hpp"
 
 namespace anchorage {
@@ -13,9 +14,11 @@ std::uint64_t bytes_of(const std::vector<float>& rows) { return rows.size() * si
 
 }  // namespace
 
-vision_tower::vision_tower(std::shared_ptr<const vision_weights> weights, std::size_t cache_bytes)
+vision_tower::vision_tower(std::shared_ptr<const vision_weights> weights, std::size_t cache_bytes,
+                           kernels::backend where)
     : weights_(std::move(weights)) {
   if (!weights_) throw std::invalid_argument("vision_tower: no weights");
+  if (where == kernels::backend::cuda) cuda_ = std::make_shared<const cuda_vision_encoder>(*weights_);
   stats_.limit_bytes = cache_bytes;
 }
 
@@ -41,7 +44,8 @@ std::shared_ptr<const std::vector<float>> vision_tower::embeddings(const prompt_
                                 " values a patch");
   const auto t0 = std::chrono::steady_clock::now();
   auto rows = std::make_shared<const std::vector<float>>(
-      encode_image(*weights_, image.patches->data(), image.grid_t, image.grid_h, image.grid_w));
+      cuda_ ? cuda_->encode(image.patches->data(), image.grid_t, image.grid_h, image.grid_w)
+            : encode_image(*weights_, image.patches->data(), image.grid_t, image.grid_h, image.grid_w));
   stats_.encode_ms +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ++stats_.encodes;

@@ -3,7 +3,9 @@
 // encoder's weights and the cache of its output by image digest, so a conversation that sends its
 // image every turn encodes it once (--image-cache-mb, 512). Least recently used entries go first
 // when the budget is passed; an image larger than the whole budget is encoded and not kept.
-// Not thread-safe: the board's thread owns it.
+// The encoder runs where the tower was built to run it: on the CPU (encode_image) or on the CUDA
+// device (cuda_vision_encoder, its weights uploaded once by the constructor); the cache is the
+// same either way. Not thread-safe: the board's thread owns it.
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -12,17 +14,27 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/device.hpp"
 #include "protocol/cache_stats.hpp"
 #include "protocol/prompt_image.hpp"
 #include "runtime/vision/vision_weights.hpp"
 
 namespace anchorage {
 
+class cuda_vision_encoder;
+
 class vision_tower {
  public:
-  vision_tower(std::shared_ptr<const vision_weights> weights, std::size_t cache_bytes);
+  // `where` picks the encoder. cuda copies the weights to the device here and throws
+  // std::invalid_argument when this build has no CUDA kernels (no fallback to the CPU: a caller
+  // that asked for the device learns at once that it has none) or no device is present, and
+  // std::runtime_error when the copy fails (out of device memory). Throws std::invalid_argument
+  // without weights.
+  vision_tower(std::shared_ptr<const vision_weights> weights, std::size_t cache_bytes,
+               kernels::backend where = kernels::backend::cpu);
 
   const vision_config& config() const { return weights_->config; }
+  kernels::backend where() const { return cuda_ ? kernels::backend::cuda : kernels::backend::cpu; }
   // The embeddings of `image`'s rows (rows() x out_hidden_size floats): from the cache by its
   // digest, else encoded from its patches (and kept). Throws std::invalid_argument when the
   // image has no patches, a grid the encoder refuses, or a merge size other than the tower's.
@@ -40,6 +52,7 @@ class vision_tower {
   void keep(const key& k, std::shared_ptr<const std::vector<float>> rows);
 
   std::shared_ptr<const vision_weights> weights_;
+  std::shared_ptr<const cuda_vision_encoder> cuda_;  // set when the tower encodes on the device
   std::map<key, entry> cache_;
   std::list<key> ages_;  // most recent first
   vision_stats stats_;

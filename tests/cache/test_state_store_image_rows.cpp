@@ -11,23 +11,18 @@
 #include "runtime/cache/response_key.hpp"
 #include "runtime/cache/state_store.hpp"
 #include "tests/support/engine_fixture.hpp"
+#include "tests/support/image_row_fixtures.hpp"
 
 using namespace anchorage;
 using namespace anchorage::testing;
 
 namespace {
 
-token_id row_id(std::uint32_t image, std::size_t row) {
-  return static_cast<token_id>(image_row_id_first + image * 1000 + static_cast<std::int64_t>(row));
-}
-
-// n ids: text, with image `image`'s rows at [from, from + rows).
+// n ids: text (40 + i % 200), with image `image`'s rows at [from, from + rows).
 std::vector<token_id> prompt_with_image(std::size_t n, std::size_t from, std::size_t rows,
                                         std::uint32_t image = 1) {
-  std::vector<token_id> t(n);
-  for (std::size_t i = 0; i < n; ++i)
-    t[i] = i >= from && i < from + rows ? row_id(image, i - from) : static_cast<token_id>(40 + i % 200);
-  return t;
+  return testing::prompt_with_image(n, from, rows, image,
+                                    [](std::size_t i) { return static_cast<token_id>(40 + i % 200); });
 }
 
 std::vector<token_id> head(const std::vector<token_id>& t, std::size_t n) {
@@ -62,7 +57,7 @@ TEST_CASE("state store: a snapshot ending inside an image's first rows is never 
   CHECK(hit->length == 8);
   // One of the image's later rows differs: the snapshot at 15 is not its prefix.
   auto later = prompt;
-  later[14] = row_id(3, 4);
+  later[14] = image_row_id(3, 4);
   hit = store.lookup(later, later.size() - 1);
   REQUIRE(hit);
   CHECK(hit->length == 8);

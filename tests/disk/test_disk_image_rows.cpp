@@ -15,6 +15,7 @@
 #include "runtime/disk/disk_index.hpp"
 #include "runtime/disk/disk_names.hpp"
 #include "tests/support/engine_fixture.hpp"
+#include "tests/support/image_row_fixtures.hpp"
 
 using namespace anchorage;
 using namespace anchorage::testing;
@@ -22,17 +23,11 @@ namespace df = anchorage::disk_format;
 
 namespace {
 
-token_id row_id(std::uint32_t image, std::size_t row) {
-  return static_cast<token_id>(image_row_id_first + image * 1000 + static_cast<std::int64_t>(row));
-}
-
-// n ids: text, with an image's rows at [from, from + rows).
+// n ids: text (100 + i), with an image's rows at [from, from + rows).
 std::vector<token_id> prompt_with_image(std::size_t n, std::size_t from, std::size_t rows,
                                         std::uint32_t image = 1) {
-  std::vector<token_id> t(n);
-  for (std::size_t i = 0; i < n; ++i)
-    t[i] = i >= from && i < from + rows ? row_id(image, i - from) : static_cast<token_id>(100 + i);
-  return t;
+  return testing::prompt_with_image(n, from, rows, image,
+                                    [](std::size_t i) { return static_cast<token_id>(100 + i); });
 }
 
 }  // namespace
@@ -47,7 +42,7 @@ TEST_CASE("disk: a prefix's key hashes an image's rows as int32 bytes and one ro
       le.push_back(static_cast<unsigned char>(static_cast<std::uint32_t>(t) >> (8 * k)));
   CHECK(prefix_hash(p.data(), p.size()) == XXH3_64bits(le.data(), le.size()));
   auto q = p;
-  q[12] = row_id(2, 6);  // another image's row
+  q[12] = image_row_id(2, 6);  // another image's row
   CHECK(prefix_hash(q.data(), q.size()) != prefix_hash(p.data(), p.size()));
   const auto hp = chunk_hashes(p, 24, 4), hq = chunk_hashes(q, 24, 4);
   CHECK(hp[0] == hq[0]);
@@ -144,6 +139,6 @@ TEST_CASE("disk: a generation checkpoint with an image's rows in its prompt roun
   REQUIRE(ids.ok());
   CHECK(ids.value == m.tokens);
   auto other = prompt;
-  other[4] = row_id(2, 2);
+  other[4] = image_row_id(2, 2);
   CHECK(decode_checkpoint(f, eng->layout(), other, 0xabc).fault == df::fault::wrong_prefix);
 }

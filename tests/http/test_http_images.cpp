@@ -226,6 +226,12 @@ TEST_CASE("http images: every tier's restore after an image answers as a server 
     c2.push_back({{"role", "user"}, {"content", "Read the README."}});
     check_cold_answer(post_turn(s, greedy_turn(c2, 8)), greedy_turn(c2, 8), "disk");
   }
+  // The server without a cache encoded each of its images for its request and kept none.
+  const json v = vision_of(ref);
+  CHECK(v["encodes"].get<long>() >= 4);
+  CHECK(v["hits"].get<long>() == 0);
+  CHECK(v["entries"].get<long>() == 0);
+  CHECK(v["limit_bytes"].get<long>() == 0);
 }
 
 TEST_CASE("http images: a bad image is a 400 naming the part, a model without a tower keeps placeholders",

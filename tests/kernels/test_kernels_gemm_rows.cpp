@@ -3,24 +3,13 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "kernels/ops.hpp"
+#include "tests/support/random_floats.hpp"
 
 using namespace anchorage::kernels;
-
-namespace {
-
-std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
-}  // namespace
+using anchorage::testing::random_floats;
 
 TEST_CASE("gemm_rows computes A B^T + beta C for a few rows", "[kernels][batch]") {
   const int m = GENERATE(1, 2, 3, 4, 5, 8, 11);

@@ -5,22 +5,15 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "kernels/ops.hpp"
+#include "tests/support/random_floats.hpp"
 
 using namespace anchorage::kernels;
+using anchorage::testing::random_floats;
 
 namespace {
-
-std::vector<float> random_rows(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 // Qwen3.5's layout: head_dim 256, 64 rotary dims (32 pairs), sections [11, 11, 10].
 constexpr int heads = 2, head_dim = 256, rot = 64, stride = heads * head_dim + 3;
@@ -31,7 +24,7 @@ constexpr float base = 1e7f;
 
 TEST_CASE("rope_multi with equal positions is rope, bit for bit", "[kernels][mrope]") {
   const int rows = 5, pos0 = 1234;
-  const auto x = random_rows(static_cast<std::size_t>(rows) * stride, 7);
+  const auto x = random_floats(static_cast<std::size_t>(rows) * stride, 7);
   auto a = x, b = x;
   cpu::rope(a.data(), stride, rows, heads, head_dim, rot, pos0, base);
   std::vector<int> pos;
@@ -52,7 +45,7 @@ TEST_CASE("rope_multi gives each frequency pair the axis apply_interleaved_mrope
 
   // One image row at (t, h, w) = (40, 43, 47): each pair is rope at its axis' position.
   const int t = 40, h = 43, w = 47;
-  const auto x = random_rows(stride, 11);
+  const auto x = random_floats(stride, 11);
   auto got = x;
   const int p[3] = {t, h, w};
   cpu::rope_multi(got.data(), stride, 1, heads, head_dim, rot, p, sections, base);

@@ -9,24 +9,12 @@
 
 #include "runtime/speculative/drafter.hpp"
 #include "tests/support/engine_fixture.hpp"
+#include "tests/support/image_row_fixtures.hpp"
 
 using namespace anchorage;
 using namespace anchorage::testing;
 
 namespace {
-
-std::vector<token_id> image_rows(std::uint32_t image, std::size_t n) {
-  std::vector<token_id> rows;
-  for (std::size_t r = 0; r < n; ++r)
-    rows.push_back(static_cast<token_id>(image_row_id_first + image * 1000 + static_cast<std::int64_t>(r)));
-  return rows;
-}
-
-std::vector<token_id> cat(std::initializer_list<std::vector<token_id>> parts) {
-  std::vector<token_id> out;
-  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
-  return out;
-}
 
 // A store that drafts what the test says.
 class fixed_source final : public lookup_source {

@@ -15,28 +15,22 @@
 #include "runtime/suffix/suffix_log_format.hpp"
 #include "runtime/suffix/suffix_match.hpp"
 #include "runtime/suffix/suffix_store.hpp"
+#include "tests/support/image_row_fixtures.hpp"
 #include "tests/support/suffix_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace anchorage;
+using anchorage::testing::cat;
 using anchorage::testing::suffix_options;
 using anchorage::testing::temp_dir;
 
 namespace {
 
-// An image's rows: n key ids, distinct per (image, row).
+// An image's rows: n key ids, distinct per (image, row), each checked to be an image row.
 std::vector<token_id> image_rows(std::uint32_t image, std::size_t n) {
-  std::vector<token_id> rows;
-  for (std::size_t r = 0; r < n; ++r)
-    rows.push_back(static_cast<token_id>(image_row_id_first + image * 1000 + static_cast<std::int64_t>(r)));
+  std::vector<token_id> rows = testing::image_rows(image, n);
   for (token_id t : rows) REQUIRE(is_image_row(t));
   return rows;
-}
-
-std::vector<token_id> cat(std::initializer_list<std::vector<token_id>> parts) {
-  std::vector<token_id> out;
-  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
-  return out;
 }
 
 bool all_text(const std::vector<token_id>& ids) {

@@ -10,27 +10,17 @@
 #include "runtime/text/output/end_alignment.hpp"
 #include "runtime/text/output/end_text_match.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
+#include "tests/support/image_row_fixtures.hpp"
 
 using namespace anchorage;
+using anchorage::testing::cat;
+using anchorage::testing::image_rows;
 
 namespace {
 
 const tokenizer tok;
 
 std::vector<token_id> enc(const std::string& text) { return tok.encode(text, true); }
-
-std::vector<token_id> image_rows(std::uint32_t image, std::size_t n) {
-  std::vector<token_id> rows;
-  for (std::size_t r = 0; r < n; ++r)
-    rows.push_back(static_cast<token_id>(image_row_id_first + image * 1000 + static_cast<std::int64_t>(r)));
-  return rows;
-}
-
-std::vector<token_id> cat(std::initializer_list<std::vector<token_id>> parts) {
-  std::vector<token_id> out;
-  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
-  return out;
-}
 
 // R: an earlier answer in the prompt (so the rules apply from its start), then a user turn with
 // image `image` and text, then the new answer "yo".

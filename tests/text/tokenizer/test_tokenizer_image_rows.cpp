@@ -10,25 +10,15 @@
 
 #include "runtime/text/tokenizer/bpe_tokenizer.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
+#include "tests/support/image_row_fixtures.hpp"
 #include "tests/support/tokenizer_files.hpp"
 
 using namespace anchorage;
 using anchorage::testing::bpe_fixture;
+using anchorage::testing::cat;
+using anchorage::testing::image_rows;
 
 namespace {
-
-std::vector<token_id> image_rows(std::uint32_t image, std::size_t n) {
-  std::vector<token_id> rows;
-  for (std::size_t r = 0; r < n; ++r)
-    rows.push_back(static_cast<token_id>(image_row_id_first + image * 1000 + static_cast<std::int64_t>(r)));
-  return rows;
-}
-
-std::vector<token_id> cat(std::initializer_list<std::vector<token_id>> parts) {
-  std::vector<token_id> out;
-  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
-  return out;
-}
 
 void check_decodes_images(const tokenizer& tok) {
   const auto a = tok.encode("look: ", false), b = tok.encode(" and ", false), c = tok.encode("!", false);
