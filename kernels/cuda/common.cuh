@@ -45,11 +45,11 @@ class stream_buffer {
   void* p_;
 };
 
-// Sum of one value per thread over the block, by a fixed shared-memory tree (deterministic).
-// THREADS is blockDim.x, a power of two; red holds THREADS floats. Every thread gets the sum.
-// Must be called by all threads of the block.
-template <int THREADS>
-__device__ __forceinline__ float block_sum(float v, float* red) {
+// Sum of one value per thread over the block, by a fixed shared-memory tree (deterministic), in
+// T (float, or double where a sum needs it). THREADS is blockDim.x, a power of two; red holds
+// THREADS values. Every thread gets the sum. Must be called by all threads of the block.
+template <int THREADS, class T>
+__device__ __forceinline__ T block_sum(T v, T* red) {
   static_assert((THREADS & (THREADS - 1)) == 0, "THREADS must be a power of two");
   const int tid = threadIdx.x;
   red[tid] = v;
@@ -59,7 +59,7 @@ __device__ __forceinline__ float block_sum(float v, float* red) {
     if (tid < s) red[tid] = red[tid] + red[tid + s];
     __syncthreads();
   }
-  const float r = red[0];
+  const T r = red[0];
   __syncthreads();  // red may be reused right after
   return r;
 }

@@ -153,9 +153,7 @@ TEST_CASE("a disk restore that fails falls back to the cold path with the same o
   uring_env base;  // outlives every runner below
   auto env = std::make_shared<fault_env>(base);
   board_runner_options o = small_runner_options();
-  disk_tier_options d;
-  d.store.dir = dir.str();
-  d.store.eviction.min_free_bytes = 0;
+  disk_tier_options d = test_disk_options(dir.str());
   d.admission.min_tokens = 64;
   o.disk = d;
   const auto head = test_tokens(4 * g, 603);
@@ -208,9 +206,7 @@ TEST_CASE("an identical request resumes a cut generation from its checkpoint",
   uring_env env;  // outlives every runner below
   board_runner_options o = small_runner_options();
   o.decode_block = 1;
-  disk_tier_options d;
-  d.store.dir = dir.str();
-  d.store.eviction.min_free_bytes = 0;
+  disk_tier_options d = test_disk_options(dir.str());
   d.checkpoint_tokens = 8;
   o.disk = d;
   const auto prompt = test_tokens(static_cast<std::size_t>(2 * c.grid), 605);

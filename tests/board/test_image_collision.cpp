@@ -13,10 +13,10 @@
 
 #include "runtime/image/image_rows.hpp"
 #include "runtime/vision/vision_tower.hpp"
-#include "runtime/vision/vision_weights.hpp"
 #include "tests/support/disk_driver.hpp"
 #include "tests/support/engine_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/vision_fixtures.hpp"
 
 using namespace anchorage;
 using namespace anchorage::testing;
@@ -27,12 +27,11 @@ constexpr int patch_side = 8;  // 8 x 8 patches: 4 x 4 rows after the 2 x 2 merg
 
 std::shared_ptr<vision_tower> tower_for(const model_config& c) {
   const vision_config v = tiny_vision_config(c.d_model);
-  auto w =
-      std::make_shared<const vision_weights>(load_vision_weights(v, random_vision_weights(v, 41), "random"));
+  auto w = std::make_shared<const vision_weights>(random_tower_weights(v, 41));
   return std::make_shared<vision_tower>(std::move(w), 64u << 20);
 }
 
-// One image of patch_side x patch_side patches of deterministic values, at `start`.
+// One image of patch_side x patch_side random patches, at `start`.
 prompt_image image_at(const vision_config& v, std::size_t start, image_digest digest, std::uint64_t seed) {
   prompt_image p;
   p.start = start;
@@ -40,15 +39,7 @@ prompt_image image_at(const vision_config& v, std::size_t start, image_digest di
   p.merge = v.spatial_merge_size;
   p.digest_lo = digest.lo;
   p.digest_hi = digest.hi;
-  std::vector<float> values(static_cast<std::size_t>(patch_side * patch_side * v.patch_values()));
-  std::uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;
-  for (float& f : values) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    f = static_cast<float>(x % 2001) / 1000.0f - 1.0f;
-  }
-  p.patches = std::make_shared<const std::vector<float>>(std::move(values));
+  p.patches = std::make_shared<const std::vector<float>>(random_patches(v, 1, patch_side, patch_side, seed));
   return p;
 }
 
@@ -182,9 +173,7 @@ TEST_CASE("image collision: digests equal in their low 64 bits share no disk anc
   temp_dir dir("anchorage-image-collision");
   uring_env env;  // outlives every runner below
   board_runner_options o = small_runner_options();
-  disk_tier_options d;
-  d.store.dir = dir.str();
-  d.store.eviction.min_free_bytes = 0;
+  disk_tier_options d = test_disk_options(dir.str());
   d.admission.min_tokens = 64;
   o.disk = d;
   {

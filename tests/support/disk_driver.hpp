@@ -110,6 +110,15 @@ inline board_runner_options small_runner_options() {
   return o;
 }
 
+// A disk tier in `dir` for tests: no free-space floor, so what a test writes never depends on
+// the machine's free space.
+inline disk_tier_options test_disk_options(const std::string& dir) {
+  disk_tier_options d;
+  d.store.dir = dir;
+  d.store.eviction.min_free_bytes = 0;
+  return d;
+}
+
 inline board_job job_of(const std::vector<token_id>& prompt, long max_tokens, const std::string& id = "r1",
                         const std::string& session = "s") {
   board_job j;

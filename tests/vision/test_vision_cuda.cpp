@@ -31,27 +31,15 @@ TEST_CASE("cuda vision encoder", "[cuda]") { WARN("CUDA kernels not built: skipp
 #include "runtime/vision/vision_positions.hpp"
 #include "runtime/vision/vision_tower.hpp"
 #include "tests/support/cuda_parity.hpp"
+#include "tests/support/vision_fixtures.hpp"
 
 using namespace anchorage::testing::cuda_parity;
 namespace av = anchorage;
 
 namespace {
 
-// Patch values uniform in [-1, 1), as test_vision_encoder.cpp makes them.
-std::vector<float> random_patches(const av::vision_config& c, int grid_t, int grid_h, int grid_w,
-                                  std::uint64_t seed) {
-  std::vector<float> p(static_cast<std::size_t>(grid_t) * grid_h * grid_w * c.patch_values());
-  std::uint64_t x = seed;
-  for (float& v : p) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    v = static_cast<float>(static_cast<double>(x >> 40) * (2.0 / 16777216.0) - 1.0);
-  }
-  return p;
-}
-
-av::vision_weights weights_for(const av::vision_config& c, std::uint64_t seed) {
-  return av::load_vision_weights(c, av::random_vision_weights(c, seed), "random");
-}
+using anchorage::testing::random_patches;
+using anchorage::testing::random_tower_weights;
 
 // The whole forward's tolerance, relative to the output's scale (max |cpu|). Both sides are
 // float32 with the same ops in the same order; they differ where the sums do: cuBLAS sgemm and
@@ -253,7 +241,7 @@ TEST_CASE("cuda vision encoder matches encode_image", "[cuda]") {
                               {false, 1, 20, 34}, {true, 1, 8, 8},  {true, 1, 6, 10}, {true, 2, 4, 6}};
   for (bool small : {false, true}) {
     const av::vision_config c = small ? av::small_vision_config(96) : av::tiny_vision_config(48);
-    const av::vision_weights w = weights_for(c, small ? 11 : 7);
+    const av::vision_weights w = random_tower_weights(c, small ? 11 : 7);
     const av::cuda_vision_encoder gpu(w);
     CHECK(gpu.weight_bytes() >= sizeof(float) * (w.patch_weight.size() + w.pos_embed.size()));
     for (const image_case& ic : cases) {
@@ -274,7 +262,7 @@ TEST_CASE("cuda vision encoder matches encode_image", "[cuda]") {
 TEST_CASE("cuda vision encoder refuses what encode_image refuses", "[cuda]") {
   SKIP_WITHOUT_CUDA();
   const av::vision_config c = av::tiny_vision_config(32);
-  const av::vision_weights w = weights_for(c, 1);
+  const av::vision_weights w = random_tower_weights(c, 1);
   const av::cuda_vision_encoder gpu(w);
   const auto p = random_patches(c, 1, 6, 6, 1);
   CHECK_THROWS_WITH(gpu.encode(p.data(), 1, 3, 4), Catch::Contains("spatial_merge_size 2"));
@@ -285,7 +273,7 @@ TEST_CASE("cuda vision encoder refuses what encode_image refuses", "[cuda]") {
 TEST_CASE("cuda vision tower encodes on the device and hits its cache the second time", "[cuda]") {
   SKIP_WITHOUT_CUDA();
   const av::vision_config c = av::tiny_vision_config(32);
-  auto w = std::make_shared<const av::vision_weights>(weights_for(c, 5));
+  auto w = std::make_shared<const av::vision_weights>(random_tower_weights(c, 5));
   av::vision_tower tower(w, 1 << 20, kn::backend::cuda);
   CHECK(tower.where() == kn::backend::cuda);
 
@@ -311,7 +299,7 @@ TEST_CASE("cuda vision tower encodes on the device and hits its cache the second
 TEST_CASE("cuda vision tower without a device is refused", "[cuda]") {
   if (kn::cuda_available()) return;  // the cases above cover a device; this one is for its absence
   const av::vision_config c = av::tiny_vision_config(32);
-  auto w = std::make_shared<const av::vision_weights>(weights_for(c, 5));
+  auto w = std::make_shared<const av::vision_weights>(random_tower_weights(c, 5));
   CHECK_THROWS_WITH(av::vision_tower(w, 1 << 20, kn::backend::cuda), Catch::Contains("CUDA device"));
   CHECK_THROWS_AS(av::cuda_vision_encoder(*w), std::invalid_argument);
   av::vision_tower cpu(w, 1 << 20);  // the CPU tower needs nothing from CUDA

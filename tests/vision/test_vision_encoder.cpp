@@ -20,26 +20,13 @@
 #include "runtime/vision/vision_encoder.hpp"
 #include "tests/support/python_with.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/vision_fixtures.hpp"
 
 using namespace anchorage;
+using anchorage::testing::random_patches;
+using anchorage::testing::random_tower_weights;
 
 namespace {
-
-// Patch values uniform in [-1, 1) (the processor's range after mean/std 0.5 normalisation).
-std::vector<float> random_patches(const vision_config& c, int grid_t, int grid_h, int grid_w,
-                                  std::uint64_t seed) {
-  std::vector<float> p(static_cast<std::size_t>(grid_t) * grid_h * grid_w * c.patch_values());
-  std::uint64_t x = seed;
-  for (float& v : p) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    v = static_cast<float>(static_cast<double>(x >> 40) * (2.0 / 16777216.0) - 1.0);
-  }
-  return p;
-}
-
-vision_weights weights_for(const vision_config& c, std::uint64_t seed) {
-  return load_vision_weights(c, random_vision_weights(c, seed), "random");
-}
 
 nlohmann::json hf_vision_config(const vision_config& c) {
   return {{"depth", c.depth},
@@ -158,7 +145,7 @@ TEST_CASE("vision encoder matches the numpy float64 reference of the Hugging Fac
 
 TEST_CASE("vision encoder: every output row depends on every patch of its frame", "[vision]") {
   const vision_config c = tiny_vision_config(32);
-  const vision_weights w = weights_for(c, 3);
+  const vision_weights w = random_tower_weights(c, 3);
   const int h = 8, wd = 8, n = h * wd;
   const std::vector<float> base = random_patches(c, 1, h, wd, 5);
   const std::vector<float> out = encode_image(w, base.data(), 1, h, wd);
@@ -176,7 +163,7 @@ TEST_CASE("vision encoder: every output row depends on every patch of its frame"
 
 TEST_CASE("vision encoder: attention stays inside each frame", "[vision]") {
   const vision_config c = tiny_vision_config(32);
-  const vision_weights w = weights_for(c, 4);
+  const vision_weights w = random_tower_weights(c, 4);
   const int h = 4, wd = 6, per_frame = h * wd;
   const std::vector<float> video = random_patches(c, 2, h, wd, 9);
   const std::vector<float> both = encode_image(w, video.data(), 2, h, wd);
@@ -192,7 +179,7 @@ TEST_CASE("vision encoder: attention stays inside each frame", "[vision]") {
 
 TEST_CASE("vision encoder: no state leaks from one image to the next", "[vision]") {
   const vision_config c = tiny_vision_config(32);
-  const vision_weights w = weights_for(c, 6);
+  const vision_weights w = random_tower_weights(c, 6);
   const std::vector<float> a = random_patches(c, 1, 4, 4, 1), b = random_patches(c, 1, 8, 6, 2);
   const std::vector<float> first = encode_image(w, a.data(), 1, 4, 4);
   const std::vector<float> between = encode_image(w, b.data(), 1, 8, 6);
@@ -204,7 +191,7 @@ TEST_CASE("vision encoder: no state leaks from one image to the next", "[vision]
 
 TEST_CASE("vision encoder: refuses a grid that does not tile into merge blocks", "[vision]") {
   const vision_config c = tiny_vision_config(32);
-  const vision_weights w = weights_for(c, 1);
+  const vision_weights w = random_tower_weights(c, 1);
   const std::vector<float> p = random_patches(c, 1, 6, 6, 1);
   CHECK_THROWS_WITH(encode_image(w, p.data(), 1, 3, 4), Catch::Contains("spatial_merge_size 2"));
   CHECK_THROWS_AS(encode_image(w, p.data(), 0, 2, 2), std::invalid_argument);

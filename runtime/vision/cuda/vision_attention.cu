@@ -8,7 +8,6 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/gemm.hpp"
-#include "runtime/vision/cuda/vision_reduce.cuh"
 
 namespace anchorage::vision_cuda {
 namespace {
@@ -30,7 +29,7 @@ __global__ void __launch_bounds__(kThreads) softmax_rows_kernel(float* scores, i
     row[j] = e;
     sum += e;
   }
-  const float inv = static_cast<float>(1.0 / block_sum_double<kThreads>(sum, red_sum));
+  const float inv = static_cast<float>(1.0 / kernels::cuda_impl::block_sum<kThreads>(sum, red_sum));
   for (int j = threadIdx.x; j < n; j += kThreads) row[j] *= inv;
 }
 

@@ -2,7 +2,6 @@
 #include "runtime/vision/cuda/vision_ops.hpp"
 
 #include "kernels/cuda/common.cuh"
-#include "runtime/vision/cuda/vision_reduce.cuh"
 
 namespace anchorage::vision_cuda {
 namespace {
@@ -19,13 +18,14 @@ __global__ void __launch_bounds__(kThreads) layer_norm_kernel(const float* x, in
   float* out = y + static_cast<long>(blockIdx.x) * width;
   double sum = 0.0;
   for (int i = threadIdx.x; i < width; i += kThreads) sum += in[i];
-  const double mean = block_sum_double<kThreads>(sum, red) / width;
+  const double mean = kernels::cuda_impl::block_sum<kThreads>(sum, red) / width;
   double squares = 0.0;
   for (int i = threadIdx.x; i < width; i += kThreads) {
     const double d = in[i] - mean;
     squares += d * d;
   }
-  const double inv = 1.0 / sqrt(block_sum_double<kThreads>(squares, red) / width + static_cast<double>(eps));
+  const double inv =
+      1.0 / sqrt(kernels::cuda_impl::block_sum<kThreads>(squares, red) / width + static_cast<double>(eps));
   for (int i = threadIdx.x; i < width; i += kThreads)
     out[i] = static_cast<float>((in[i] - mean) * inv) * weight[i] + bias[i];
 }
