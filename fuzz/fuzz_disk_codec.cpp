@@ -80,10 +80,11 @@ class host_state final : public state_adapter {
   std::size_t valid_ = 0;
 };
 
-// A line on the grid inside the prompt: the header's when it is one, else the first.
+// A line inside the prompt, on the grid or off it (version 4): the header's when it is one, else
+// the first grid line.
 std::size_t line_of(std::uint64_t line) {
   const std::size_t g = static_cast<std::size_t>(layout().grid);
-  return line >= g && line <= prompt_len && line % g == 0 ? static_cast<std::size_t>(line) : g;
+  return line >= 1 && line <= prompt_len ? static_cast<std::size_t>(line) : g;
 }
 
 template <class T>
@@ -132,14 +133,20 @@ void decode_checkpoint_file(const std::vector<unsigned char>& f) {
 }
 
 struct files {
-  std::vector<unsigned char> chunk, anchor, checkpoint;
+  std::vector<unsigned char> chunk, anchor, tail_chunk, tail_anchor, checkpoint;
 };
 
-// The three files of a state filled from `data`: the chunk at line 8, the anchor at 8, a
-// checkpoint of 8 prompt ids and 3 outputs.
+// The line off the grid the tail files are at (2 grid + 3: rows [2 grid, 2 grid + 3)).
+std::size_t tail_line() { return 2 * static_cast<std::size_t>(layout().grid) + 3; }
+
+// The files of a state filled from `data`: the chunk at line 8, the anchor at 8, the tail chunk
+// and anchor at 11 (version 4), a checkpoint of 8 prompt ids and 3 outputs.
 files encode_all(host_state& s) {
   const std::size_t g = static_cast<std::size_t>(layout().grid);
   files out;
+  s.set_valid_length(tail_line());
+  out.tail_chunk = encode_chunk(s, tail_line(), prompt());
+  out.tail_anchor = encode_anchor(s, tail_line(), chunk_hashes(prompt(), tail_line(), g));
   s.set_valid_length(2 * g);
   out.chunk = encode_chunk(s, 2 * g, prompt());
   out.anchor = encode_anchor(s, 2 * g, chunk_hashes(prompt(), 2 * g, g));
@@ -164,6 +171,13 @@ void round_trip(const std::uint8_t* data, std::size_t size) {
     fuzz::check(c.value.rows[v] == s.rows(v, g, 2 * g), "a chunk's rows round-trip");
   const auto a = decode_anchor(f.anchor, layout(), chunk_hashes(prompt(), 2 * g, g));
   fuzz::check(a.ok() && a.value.sections == s.sections(), "an anchor's sections round-trip");
+  const auto t = decode_chunk(f.tail_chunk, layout(), prompt(), tail_line());
+  fuzz::check(t.ok() && t.value.row_count == 3, "a tail chunk decodes to its 3 rows");
+  for (std::size_t v = 0; v < layout().views.size(); ++v)
+    fuzz::check(t.value.rows[v] == s.rows(v, 2 * g, tail_line()), "a tail chunk's rows round-trip");
+  const auto ta = decode_anchor(f.tail_anchor, layout(), chunk_hashes(prompt(), tail_line(), g));
+  fuzz::check(ta.ok() && ta.value.line == tail_line() && ta.value.sections == s.sections(),
+              "an anchor off the grid round-trips");
   const std::vector<token_id> p(prompt().begin(), prompt().begin() + static_cast<long>(2 * g));
   const auto k = decode_checkpoint(f.checkpoint, layout(), p, 0x1234);
   fuzz::check(k.ok() && k.value.sections == s.sections() && k.value.meta.seed == 99,
@@ -198,6 +212,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   fuzz::write_seed("chunk", {0}, f.chunk);
   fuzz::write_seed("anchor", {0}, f.anchor);
   fuzz::write_seed("checkpoint", {0}, f.checkpoint);
+  fuzz::write_seed("tail_chunk", {0}, f.tail_chunk);
+  fuzz::write_seed("tail_anchor", {0}, f.tail_anchor);
   fuzz::write_seed("round_trip", {2}, {7, 7, 7, 1, 2, 3});
   std::exit(0);
 }

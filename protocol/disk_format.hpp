@@ -21,28 +21,49 @@ namespace anchorage::disk_format {
 inline constexpr std::uint64_t chunk_magic = record_format::chunk_magic;
 inline constexpr std::uint64_t anchor_magic = record_format::anchor_magic;
 
-// The version every file is written with. Chunk files exist only in version 2.
+// The version a file on a grid line is written with. Chunk files exist in versions 2 and 4.
 inline constexpr std::uint32_t version = 2;
+// The version a file at a line off the grid is written with: the line right after an image
+// (docs/DISK_FORMAT.md, "Version 4"). Its chunk holds the rows from the grid line below to the
+// line, fewer than the grid; its anchor's chain ends in that chunk's hash. 4 and not 3: one
+// flipped bit of 2 is never 4 (nor 1), so a damaged version still reads as a bad version.
+inline constexpr std::uint32_t off_grid_version = 4;
 // Anchor files of version 1: two unnamed sections, read as these two names in this order.
 inline constexpr std::uint32_t anchor_version_1 = 1;
 inline constexpr const char* version_1_section_names[2] = {"gdn.S", "gdn.conv"};
 
+// The version of a file at `line`.
+inline constexpr std::uint32_t version_of_line(std::uint64_t line, std::uint64_t grid) {
+  return line % grid != 0 ? off_grid_version : version;
+}
+// The rows a chunk file at `line` holds: [line - chunk_rows, line), the grid on a grid line,
+// what lies above the grid line below it otherwise. grid > 0.
+inline constexpr std::uint64_t chunk_rows(std::uint64_t line, std::uint64_t grid) {
+  return line % grid != 0 ? line % grid : grid;
+}
+// The chunk files an anchor at `line` stands on: one per grid line up to it, and the line's own
+// when it is off the grid. grid > 0.
+inline constexpr std::uint64_t chain_length(std::uint64_t line, std::uint64_t grid) {
+  return (line + grid - 1) / grid;
+}
+
 // ---- Chunk file -----------------------------------------------------------------------------
 // [0, chunk_fixed_bytes)              the fixed header (offsets below)
 // then view_count entries             entry_bytes each: one per view
-// then the tokens block               grid int32 token ids, positions [line - grid, line)
-// then one block per view             grid * bytes_per_token bytes: rows [line - grid, line)
+// then the tokens block               r int32 token ids, positions [line - r, line)
+// then one block per view             r * bytes_per_token bytes: rows [line - r, line)
+// where r = chunk_rows(line, grid): the grid, or (version 4) line mod grid.
 namespace chunk_offset {
 inline constexpr std::size_t magic = 0;          // u64 chunk_magic
-inline constexpr std::size_t version = 8;        // u32 2
+inline constexpr std::size_t version = 8;        // u32 version_of_line(line, grid): 2 or 4
 inline constexpr std::size_t header_crc = 12;    // u32 crc32 of bytes [16, header_bytes)
 inline constexpr std::size_t header_bytes = 16;  // u32 chunk_fixed_bytes + view_count * entry_bytes
 inline constexpr std::size_t grid = 20;          // u32 the engine's grid
 inline constexpr std::size_t fingerprint = 24;   // u64 the engine's layout fingerprint
 inline constexpr std::size_t file_bytes = 32;    // u64 the whole file's length
-inline constexpr std::size_t line = 40;          // u64 b: the chunk holds rows [b - grid, b)
+inline constexpr std::size_t line = 40;          // u64 b: the chunk holds rows [b - r, b)
 inline constexpr std::size_t prefix_hash = 48;   // u64 XXH3-64 of the int32 LE ids [0, b)
-inline constexpr std::size_t parent_hash = 56;   // u64 XXH3-64 of the ids [0, b - grid)
+inline constexpr std::size_t parent_hash = 56;   // u64 XXH3-64 of the ids [0, b - r)
 inline constexpr std::size_t view_count = 64;    // u32
 inline constexpr std::size_t tokens_crc = 68;    // u32 crc32 of the tokens block
 inline constexpr std::size_t reserved = 72;      // u64 zero
@@ -51,12 +72,13 @@ inline constexpr std::size_t chunk_fixed_bytes = 80;
 
 // ---- Anchor file ----------------------------------------------------------------------------
 // [0, anchor_fixed_bytes)             the fixed header (offsets below)
-// then chunk_count u64 hashes         the prefix hash at lines grid, 2 grid, ..., line
+// then chunk_count u64 hashes         the prefix hash at lines grid, 2 grid, ..., and at line
+//                                     (the last grid line, or the line off the grid above it)
 // then section_count entries          entry_bytes each (format 2), entry_v1_bytes (format 1)
 // then one block per section          its bytes, whole
 namespace anchor_offset {
 inline constexpr std::size_t magic = 0;           // u64 anchor_magic
-inline constexpr std::size_t version = 8;         // u32 2 (or 1)
+inline constexpr std::size_t version = 8;         // u32 version_of_line(line, grid) (or 1)
 inline constexpr std::size_t header_crc = 12;     // u32 crc32 of bytes [16, header_bytes)
 inline constexpr std::size_t header_bytes = 16;   // u32 anchor_fixed_bytes + 8 chunk_count
                                                   //     + section_count * entry size
@@ -64,7 +86,7 @@ inline constexpr std::size_t grid = 20;           // u32 the engine's grid
 inline constexpr std::size_t fingerprint = 24;    // u64 the engine's layout fingerprint
 inline constexpr std::size_t file_bytes = 32;     // u64 the whole file's length
 inline constexpr std::size_t line = 40;           // u64 b: the sections are the state at b
-inline constexpr std::size_t chunk_count = 48;    // u32 b / grid
+inline constexpr std::size_t chunk_count = 48;    // u32 chain_length(b, grid)
 inline constexpr std::size_t section_count = 52;  // u32 (2 in format 1)
 inline constexpr std::size_t reserved = 56;       // u64 zero
 }  // namespace anchor_offset
@@ -76,7 +98,7 @@ static_assert(chunk_offset::file_bytes == record_format::offset::file_bytes &&
               "chunks and anchors start with the record's preamble");
 
 // ---- Table entries --------------------------------------------------------------------------
-// Format 2, chunk views and anchor sections alike:
+// Formats 2 and 4, chunk views and anchor sections alike:
 //   [0, 48)  name, UTF-8, NUL-padded (a name of 48 bytes has no NUL)
 //   [48, 56) u64 size: bytes_per_token for a view, the section's bytes for a section
 //   [56, 60) u32 crc32 of the block

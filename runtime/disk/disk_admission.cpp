@@ -18,10 +18,28 @@ admission_plan disk_admission::plan(const std::vector<token_id>& tokens, const a
   const std::size_t n = tokens.size();
   if (n < options_.min_tokens) return out;
 
-  const std::size_t full_last = n / g * g;  // the prompt's own last line, taint aside
-  const std::size_t last = std::min(n, req.taint.value_or(n)) / g * g;
+  const std::size_t full_last = n / g * g;                       // the prompt's own last line, taint aside
+  const std::size_t clean = std::min(n, req.taint.value_or(n));  // no row at or above it is written
+  const std::size_t last = clean / g * g;
   const std::size_t first = req.resume / g * g + g;  // the smallest line > resume
-  if (full_last == 0 || first > last) return out;
+
+  // Rule 4: right after each image the prefill forwards, a chunk and an anchor (off the grid, a
+  // tail chunk holding the rows from the grid line below).
+  std::vector<std::size_t> image_ends;
+  for (std::size_t p = req.resume + 1; p < n && p <= clean; ++p)
+    if (is_image_row(tokens[p - 1]) && !is_image_row(tokens[p])) image_ends.push_back(p);
+  auto with_image_ends = [&](admission_plan& plan) {
+    for (std::size_t p : image_ends) {
+      plan.chunks.push_back(p);
+      plan.anchors.push_back(p);
+    }
+    for (auto* v : {&plan.chunks, &plan.anchors}) {
+      std::sort(v->begin(), v->end());
+      v->erase(std::unique(v->begin(), v->end()), v->end());
+    }
+    return plan;
+  };
+  if (full_last == 0 || first > last) return with_image_ends(out);
 
   // keys[i] is the key of line (i + 1) * g.
   const std::vector<std::uint64_t> keys = chunk_hashes(tokens, full_last, g);
@@ -48,10 +66,8 @@ admission_plan disk_admission::plan(const std::vector<token_id>& tokens, const a
       if (b >= first && b <= last) anchors.push_back(b);
   }
 
-  std::sort(anchors.begin(), anchors.end());
-  anchors.erase(std::unique(anchors.begin(), anchors.end()), anchors.end());
   out.anchors = std::move(anchors);
-  return out;
+  return with_image_ends(out);
 }
 
 std::size_t disk_admission::count_of(std::uint64_t key) const {

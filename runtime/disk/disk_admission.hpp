@@ -3,15 +3,18 @@
 // (docs/DISK_TIER.md, "What is written"). A pure policy: token ids and line numbers in, a plan out; no file,
 // no engine, no clock.
 //
-// Lines are multiples of the grid. Line b's chunk file holds rows [b - grid, b); an anchor file
-// at b holds the sections at b and is usable only with every chunk below it on disk. A line's key
-// is prefix_hash(tokens, b) (runtime/disk/disk_codec.hpp), so equal prefixes give equal keys.
+// Lines are multiples of the grid, and the ends of images (rule 4). Line b's chunk file holds
+// rows [b - grid, b) (an image's end off the grid: the rows from the grid line below); an anchor
+// file at b holds the sections at b and is usable only with every chunk below it on disk. A
+// line's key is prefix_hash(tokens, b) (runtime/disk/disk_codec.hpp), so equal prefixes give
+// equal keys.
 //
 // The plan for a request with n prompt tokens:
 //   last      = the largest line <= min(n, taint)   (rows above the taint are never written)
 //   forwarded = the lines b with resume < b <= last (the lines this prefill computes)
 //   chunks    = every forwarded line; empty when n < min_tokens
-//   anchors   = the forwarded lines picked by the rules below; always a subset of chunks:
+//   anchors   = the forwarded lines picked by the rules below; always a subset of chunks
+//               (rule 4 adds its lines to both):
 //     1. admit after two: every forwarded line is counted by its key; the longest forwarded line
 //        whose count, this request included, is at least 2 gets an anchor.
 //     2. first request: a session's first request (n >= min_tokens) gets anchors at the last
@@ -21,6 +24,10 @@
 //        (the key at p was last seen followed by another key at p + grid than this prompt's)
 //        gets an anchor at p, the last line both prompts share. An earlier prompt that ended
 //        before p + grid did not go on, so it is no branch.
+//     4. after an image: every row p with resume < p < n and p <= taint that follows an image's
+//        last row (is_image_row) gets a chunk and an anchor, on the grid or off it: a prompt
+//        that parts right after an image resumes there (the engine ends a chunk there, so the
+//        state is the one a cold prefill passes). Counts nothing.
 // A prompt under min_tokens writes nothing and changes no count. Lines at or below the resume
 // point are cached somewhere already: they are neither counted nor written. Whether the chunks
 // below an anchor are on disk, and whether a named file exists already, is the tier's concern.

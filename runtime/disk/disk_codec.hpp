@@ -27,38 +27,42 @@ using decode_result = store::record_result<T>;
 
 // XXH3-64 (seed 0) of the ids as int32 little-endian bytes: the key of the prefix [0, n).
 std::uint64_t prefix_hash(const token_id* tokens, std::size_t n);
-// The prefix hashes at lines grid, 2 grid, ..., line_b in one pass: the chunk chain an anchor
-// at line_b needs. Throws std::invalid_argument unless grid > 0, line_b is a multiple of it and
-// tokens holds at least line_b ids.
+// The prefix hashes at lines grid, 2 grid, ..., and at line_b, in one pass: the chunk chain an
+// anchor at line_b needs (disk_format::chain_length(line_b, grid) hashes; the last is line_b's
+// whether it is on the grid or off it). Throws std::invalid_argument unless grid > 0, line_b > 0
+// and tokens holds at least line_b ids.
 std::vector<std::uint64_t> chunk_hashes(const std::vector<token_id>& tokens, std::size_t line_b,
                                         std::size_t grid);
 
-// Sizes, for budgets and benchmarks, before anything is encoded.
+// Sizes, for budgets and benchmarks, before anything is encoded: a chunk on a grid line, a chunk
+// at `line` (fewer rows off the grid), an anchor at line_b.
 std::size_t chunk_file_bytes(const state_layout& layout);
+std::size_t chunk_file_bytes(const state_layout& layout, std::size_t line);
 std::size_t anchor_file_bytes(const state_layout& layout, std::size_t line_b);
 
 // ---- Chunk files ----------------------------------------------------------------------------
 
-// Rows [line_b - grid, line_b) of every view and their token ids, with prefix_tokens holding
-// (at least) the ids [0, line_b). Throws std::invalid_argument when line_b is not a positive
-// multiple of the grid, is past the adapter's valid length, or prefix_tokens is shorter, or a
-// name does not fit an entry.
+// Rows [line_b - r, line_b) of every view and their token ids, r = disk_format::chunk_rows
+// (the grid, or line_b mod grid off the grid: version 4), with prefix_tokens holding (at least)
+// the ids [0, line_b). Throws std::invalid_argument when line_b is 0, is past the adapter's
+// valid length, or prefix_tokens is shorter, or a name does not fit an entry.
 std::vector<unsigned char> encode_chunk(const state_adapter& from, std::size_t line_b,
                                         const std::vector<token_id>& prefix_tokens);
 
 // A chunk file's head (its header and token block) for rows that lie elsewhere: rows[v] points at
-// rows [line_b - grid, line_b) of view v. The file is the head followed by each view's rows, in
+// rows [line_b - r, line_b) of view v. The file is the head followed by each view's rows, in
 // layout order; a writer passes them as pieces, so the rows are never copied into a file buffer.
 // Throws as encode_chunk.
 std::vector<unsigned char> encode_chunk_head(const state_layout& layout, std::size_t line_b,
                                              const std::vector<token_id>& prefix_tokens,
                                              const std::vector<const unsigned char*>& rows);
 
-// A verified chunk: rows[v] holds rows [line - grid, line) of layout view v.
+// A verified chunk: rows[v] holds rows [line - row_count, line) of layout view v.
 struct chunk_read {
   std::uint64_t fingerprint = 0;
   std::size_t line = 0;
   std::size_t grid = 0;
+  std::size_t row_count = 0;  // the grid, or line mod grid off the grid
   std::uint64_t prefix_hash = 0;
   std::vector<token_id> tokens;
   std::vector<std::vector<unsigned char>> rows;
@@ -70,7 +74,7 @@ decode_result<disk_format::chunk_header> read_chunk_header(const unsigned char* 
 
 // Verifies magic, version, header crc, length, the fingerprint and grid against the layout's,
 // the line against line_b, the views' names and sizes against the layout's, the tokens' crc,
-// every stored id against prompt[line_b - grid, line_b), the prefix and parent hashes against
+// every stored id against prompt[line_b - r, line_b), the prefix and parent hashes against
 // the prompt's, and every view's crc; then copies the rows out.
 decode_result<chunk_read> decode_chunk(const unsigned char* data, std::size_t size,
                                        const state_layout& layout, const std::vector<token_id>& prompt,
@@ -79,12 +83,13 @@ decode_result<chunk_read> decode_chunk(const std::vector<unsigned char>& bytes, 
                                        const std::vector<token_id>& prompt, std::size_t line_b);
 
 // The same checks as decode_chunk without copying anything: rows[v] points into `data` at rows
-// [line - grid, line) of layout view v, valid while `data` is. What a restore keeps until every
+// [line - row_count, line) of layout view v, valid while `data` is. What a restore keeps until every
 // file of its chain passed, then applies straight from the bytes it read.
 struct chunk_view {
   std::uint64_t fingerprint = 0;
   std::size_t line = 0;
   std::size_t grid = 0;
+  std::size_t row_count = 0;
   std::vector<const unsigned char*> rows;
 };
 decode_result<chunk_view> verify_chunk(const unsigned char* data, std::size_t size,
@@ -92,7 +97,7 @@ decode_result<chunk_view> verify_chunk(const unsigned char* data, std::size_t si
                                        std::size_t line_b);
 void apply_chunk(state_adapter& into, const chunk_view& view);
 
-// Writes the rows into rows [line - grid, line) of every view; the valid length is unchanged
+// Writes the rows into rows [line - row_count, line) of every view; the valid length is unchanged
 // (the anchor sets it). Throws std::invalid_argument when the read was decoded against another
 // layout, std::out_of_range past the views' capacity.
 void apply_chunk(state_adapter& into, const chunk_read& read);
@@ -100,8 +105,8 @@ void apply_chunk(state_adapter& into, const chunk_read& read);
 // ---- Anchor files ---------------------------------------------------------------------------
 
 // Every section (the state at line_b, the caller's contract) and the chain of chunk hashes
-// below it (chunk_hashes(tokens, line_b, grid)), in format 2. Throws std::invalid_argument when
-// line_b is not a positive multiple of the grid or the chain is not line_b / grid long.
+// below it (chunk_hashes(tokens, line_b, grid)), in format 2 on a grid line and 4 off it. Throws
+// std::invalid_argument when line_b is 0 or the chain is not chain_length(line_b, grid) long.
 std::vector<unsigned char> encode_anchor(const state_adapter& from, std::size_t line_b,
                                          const std::vector<std::uint64_t>& chunk_hashes);
 
@@ -113,7 +118,7 @@ std::vector<unsigned char> encode_anchor_head(const state_layout& layout, std::s
 
 // A verified anchor: sections[s] holds layout section s.
 struct anchor_read {
-  std::uint32_t version = 0;  // 1 or 2: what the file was written with
+  std::uint32_t version = 0;  // 1, 2 or 4: what the file was written with
   std::uint64_t fingerprint = 0;
   std::size_t line = 0;
   std::vector<std::uint64_t> chunk_hashes;
@@ -123,10 +128,10 @@ struct anchor_read {
 // Header alone, as read_chunk_header. Format 1's sections come back named gdn.S and gdn.conv.
 decode_result<disk_format::anchor_header> read_anchor_header(const unsigned char* data, std::size_t size);
 
-// Verifies magic, version (2, or 1 read as gdn.S + gdn.conv), header crc, length, fingerprint
-// and grid, the line (expected.size() * grid), every chunk hash against `expected`, the
-// sections' names and sizes against the layout (each layout section exactly once) and every
-// section's crc; then copies the sections out.
+// Verifies magic, version (2 or 4 as the line says, or 1 read as gdn.S + gdn.conv), header crc,
+// length, fingerprint and grid, the chain's length (expected.size()), every chunk hash against `expected`,
+// the sections' names and sizes against the layout (each layout section exactly once) and every section's
+// crc; then copies the sections out.
 decode_result<anchor_read> decode_anchor(const unsigned char* data, std::size_t size,
                                          const state_layout& layout,
                                          const std::vector<std::uint64_t>& expected);

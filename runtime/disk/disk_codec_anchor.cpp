@@ -1,5 +1,8 @@
 // Anchor files (runtime/disk/disk_codec.hpp): every section at one line, with the chunk chain below.
 #include "runtime/disk/disk_codec.hpp"
+
+#include <algorithm>
+
 #include "runtime/disk/disk_codec_detail.hpp"
 
 namespace anchorage {
@@ -10,17 +13,17 @@ std::vector<unsigned char> encode_anchor_head(const state_layout& l, std::size_t
                                               const std::vector<const unsigned char*>& sections) {
   namespace o = df::anchor_offset;
   const std::size_t g = checked_line(l, b);
-  if (hashes.size() != b / g)
+  if (hashes.size() != df::chain_length(b, g))
     throw std::invalid_argument("encode_anchor: " + num(hashes.size()) + " chunk hashes for line " + num(b) +
-                                " (needs " + num(b / g) + ")");
+                                " (needs " + num(df::chain_length(b, g)) + ")");
   if (sections.size() != l.sections.size())
     throw std::invalid_argument("encode_anchor: " + num(sections.size()) + " sections for " +
                                 num(l.sections.size()));
   const std::size_t table = df::anchor_fixed_bytes + 8 * hashes.size();
   const std::size_t hb = table + l.sections.size() * df::entry_bytes;
   bytes out(hb, 0);
-  store::put_preamble(out, df::anchor_magic, df::version, hb, static_cast<std::uint32_t>(g), l.fingerprint,
-                      anchor_file_bytes(l, b));
+  store::put_preamble(out, df::anchor_magic, df::version_of_line(b, g), hb, static_cast<std::uint32_t>(g),
+                      l.fingerprint, anchor_file_bytes(l, b));
   put_u64(out, o::line, b);
   put_u32(out, o::chunk_count, static_cast<std::uint32_t>(hashes.size()));
   put_u32(out, o::section_count, static_cast<std::uint32_t>(l.sections.size()));
@@ -56,26 +59,30 @@ decode_result<df::anchor_header> read_anchor_header(const unsigned char* d, std:
   R r;
   auto& h = r.value;
   if (auto p = store::read_preamble(d, size, df::anchor_fixed_bytes, df::anchor_magic,
-                                    {df::anchor_version_1, df::version}, h))
+                                    {df::anchor_version_1, df::version, df::off_grid_version}, h))
     return R::failure(std::move(p));
   const std::uint32_t version = h.version;
   const std::uint64_t chunks = get_u32(d + o::chunk_count);
   const std::uint64_t count = get_u32(d + o::section_count);
-  const std::size_t esize = version == df::version ? df::entry_bytes : df::entry_v1_bytes;
+  const std::size_t esize = version == df::anchor_version_1 ? df::entry_v1_bytes : df::entry_bytes;
   const std::uint64_t table = df::anchor_fixed_bytes + 8 * chunks;
   if (auto p = store::check_header(d, size, h, table + count * esize)) return R::failure(std::move(p));
   if (auto p = check_reserved(d, o::reserved)) return R::failure(std::move(p));
   h.line = get_u64(d + o::line);
-  if (h.grid == 0 || chunks == 0 || h.line != chunks * h.grid)
-    return R::failure(fault::bad_header, "line " + num(h.line) + " is not its " + num(chunks) +
+  if (h.grid == 0 || chunks == 0 || h.line == 0 || df::chain_length(h.line, h.grid) != chunks)
+    return R::failure(fault::bad_header, "line " + num(h.line) + " does not stand on its " + num(chunks) +
                                              " chunks of grid " + num(h.grid));
+  // Version 1 anchors sit on the grid, as version 2's; version 4's are off it.
+  if (df::version_of_line(h.line, h.grid) != (version == df::anchor_version_1 ? df::version : version))
+    return R::failure(fault::bad_header, "line " + num(h.line) + " on grid " + num(h.grid) +
+                                             " in a version " + num(version) + " anchor");
   if (version == df::anchor_version_1 && count != 2)
     return R::failure(fault::bad_header, "a format 1 anchor has 2 sections, this one " + num(count));
   for (std::uint64_t i = 0; i < chunks; ++i)
     h.chunk_hashes.push_back(get_u64(d + df::anchor_fixed_bytes + 8 * i));
   for (std::uint64_t i = 0; i < count; ++i) {
     const unsigned char* e = d + table + i * esize;
-    if (version == df::version)
+    if (version != df::anchor_version_1)
       h.sections.push_back(get_entry(e));
     else
       h.sections.push_back({df::version_1_section_names[i], get_u64(e), get_u32(e + 8)});
@@ -92,11 +99,13 @@ decode_result<anchor_view> verify_anchor(const unsigned char* d, std::size_t siz
   R r;
   if (auto p = check_engine(h, l)) return R::failure(std::move(p));
   if (h.chunk_hashes.size() != expected.size())
-    return R::failure(fault::wrong_line, "the anchor is at line " + num(h.line) + ", asked for line " +
-                                             num(expected.size() * h.grid));
+    return R::failure(fault::wrong_line, "the anchor at line " + num(h.line) + " stands on " +
+                                             num(h.chunk_hashes.size()) + " chunks, asked for " +
+                                             num(expected.size()));
   for (std::size_t i = 0; i < expected.size(); ++i)
     if (h.chunk_hashes[i] != expected[i])
-      return R::failure(fault::wrong_chunks, "chunk hash " + num(i) + " (line " + num((i + 1) * h.grid) +
+      return R::failure(fault::wrong_chunks, "chunk hash " + num(i) + " (line " +
+                                                 num(std::min<std::uint64_t>((i + 1) * h.grid, h.line)) +
                                                  ") is " + hex(h.chunk_hashes[i]) + " in the file, " +
                                                  hex(expected[i]) + " expected");
   std::vector<std::size_t> to_layout;

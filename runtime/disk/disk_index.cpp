@@ -18,12 +18,13 @@ disk_index::disk_index(std::size_t grid, const eviction_clock& clock, disk_evict
 
 bool disk_index::add_chunk(std::uint64_t hash, std::size_t line, std::uint64_t parent, std::uint64_t bytes,
                            std::int64_t last_use_s, std::string path) {
-  const bool first = line == grid_;
-  if (line == 0 || line % grid_ != 0 || chunks_.count(hash) != 0 || (!first && chunks_.count(parent) == 0))
-    return false;
+  const bool first = line <= grid_;  // rows from 0: on the first line, or a tail below it
+  if (line == 0 || chunks_.count(hash) != 0 || (!first && chunks_.count(parent) == 0)) return false;
+  // A chunk's parent is the chunk at the grid line below it, wherever it lies.
+  if (!first && chunks_.at(parent).line != line - disk_format::chunk_rows(line, grid_)) return false;
   eviction_entry e;
   e.bytes = bytes;
-  e.tokens_saved = grid_;
+  e.tokens_saved = disk_format::chunk_rows(line, grid_);
   e.last_use_s = last_use_s;
   if (!first) e.parent = parent;
   if (!eviction_->add(hash, e)) return false;
@@ -36,15 +37,19 @@ bool disk_index::add_anchor(const std::string& ns, std::vector<std::uint64_t> ch
                             std::int64_t last_use_s, std::string path) {
   if (chain.empty() || !chain_indexed(chain)) return false;
   const std::uint64_t key = chain.back();
+  // The anchor sits at its last chunk's line: the grid lines below, then that one.
+  const std::size_t line = chunks_.at(key).line;
+  if (chain.size() != disk_format::chain_length(line, grid_)) return false;
+  for (std::size_t i = 0; i + 1 < chain.size(); ++i)
+    if (chunks_.at(chain[i]).line != (i + 1) * grid_) return false;
   const std::uint64_t id = disk_names::anchor_id(ns, key);
   if (anchors_.count(id) != 0) return false;
   eviction_entry e;
   e.bytes = bytes;
-  e.tokens_saved = chain.size() * grid_;
+  e.tokens_saved = line;
   e.last_use_s = last_use_s;
   e.parent = key;
   if (!eviction_->add(id, e)) return false;
-  const std::size_t line = chain.size() * grid_;
   std::uint64_t read_bytes = bytes;
   for (std::uint64_t c : chain) read_bytes += chunks_.at(c).bytes;
   anchor_files_bytes_ += bytes;
@@ -131,12 +136,23 @@ disk_hit disk_index::hit_of(const disk_anchor_entry& a) const {
 std::optional<disk_hit> disk_index::find(const std::vector<token_id>& prompt, const std::string& ns) const {
   if (prompt.size() < 2 || !disk_names::valid_ns(ns) || anchors_.empty()) return std::nullopt;
   const std::size_t top = (prompt.size() - 1) / grid_ * grid_;
-  if (top == 0) return std::nullopt;
-  const std::vector<std::uint64_t> hashes = chunk_hashes(prompt, top, grid_);
-  for (std::size_t i = hashes.size(); i-- > 0;) {
-    if (ends_in_image_key_rows(prompt, (i + 1) * grid_)) continue;
-    auto it = anchors_.find(disk_names::anchor_id(ns, hashes[i]));
-    if (it == anchors_.end() || it->second.ns != ns || !chain_indexed(it->second.chain)) continue;
+  // The lines an anchor may sit at, highest first: every grid line, and right after every image
+  // whose end lies off the grid (the row after its last, a text row the prefill still forwards).
+  std::vector<std::pair<std::size_t, std::uint64_t>> lines;  // line, prefix hash
+  const std::vector<std::uint64_t> hashes =
+      top == 0 ? std::vector<std::uint64_t>{} : chunk_hashes(prompt, top, grid_);
+  for (std::size_t i = 0; i < hashes.size(); ++i) lines.emplace_back((i + 1) * grid_, hashes[i]);
+  for (std::size_t p = 1; p < prompt.size(); ++p)
+    if (p % grid_ != 0 && is_image_row(prompt[p - 1]) && !is_image_row(prompt[p]))
+      lines.emplace_back(p, prefix_hash(prompt.data(), p));
+  std::sort(lines.begin(), lines.end());
+  for (std::size_t i = lines.size(); i-- > 0;) {
+    const auto [line, hash] = lines[i];
+    if (ends_in_image_key_rows(prompt, line)) continue;
+    auto it = anchors_.find(disk_names::anchor_id(ns, hash));
+    if (it == anchors_.end() || it->second.ns != ns || it->second.line != line ||
+        !chain_indexed(it->second.chain))
+      continue;
     return hit_of(it->second);
   }
   return std::nullopt;
@@ -145,7 +161,7 @@ std::optional<disk_hit> disk_index::find(const std::vector<token_id>& prompt, co
 std::optional<disk_hit> disk_index::find_exact(const std::vector<token_id>& tokens,
                                                const std::string& ns) const {
   const std::size_t n = tokens.size();
-  if (n == 0 || n % grid_ != 0 || !disk_names::valid_ns(ns)) return std::nullopt;
+  if (n == 0 || !disk_names::valid_ns(ns)) return std::nullopt;
   auto it = anchors_.find(disk_names::anchor_id(ns, prefix_hash(tokens.data(), n)));
   if (it == anchors_.end() || it->second.ns != ns || it->second.line != n || !chain_indexed(it->second.chain))
     return std::nullopt;
@@ -206,8 +222,10 @@ std::vector<std::uint64_t> disk_index::superseded_by(std::uint64_t id) const {
   std::vector<std::uint64_t> older;
   const disk_anchor_entry* a = anchor(id);
   if (!a) return older;
+  // An anchor off the grid lies on no other anchor's chain: only the grid lines below are shared.
   for (const auto& [oid, o] : anchors_)
-    if (oid != id && o.ns == a->ns && o.line < a->line && a->chain[o.line / grid_ - 1] == o.chain.back())
+    if (oid != id && o.ns == a->ns && o.line < a->line && o.line % grid_ == 0 &&
+        a->chain[o.line / grid_ - 1] == o.chain.back())
       older.push_back(oid);
   return older;
 }

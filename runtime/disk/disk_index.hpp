@@ -5,11 +5,13 @@
 // and says which paths leave with an entry. Testable with no file (tests/disk/test_disk_index.cpp).
 //
 // Ids (runtime/disk/disk_names.hpp): a chunk's is its prefix hash, an anchor's
-// disk_names::anchor_id(ns, key), a checkpoint's disk_names::checkpoint_id. Invariants:
-//   - a chunk at line b > grid has its parent (the chunk at b - grid) indexed; one at the first
-//     line has none;
-//   - an anchor's chain (the chunk hashes at grid, 2 grid, ..., line) ends in its key, and the
-//     chunk at its line (its eviction parent) is indexed when it is added;
+// disk_names::anchor_id(ns, key), a checkpoint's disk_names::checkpoint_id. Lines are grid lines,
+// or lines right after an image off the grid (docs/DISK_FORMAT.md, "Version 4"). Invariants:
+//   - a chunk at line b > grid has its parent (the chunk at the grid line below b: b - grid, or
+//     b - b mod grid off the grid) indexed; one at or below the first line has none;
+//   - an anchor's chain (the chunk hashes at grid, 2 grid, ..., and at its line when that is off
+//     the grid) ends in its key, and the chunk at its line (its eviction parent) is indexed when
+//     it is added;
 //   - removing an entry removes everything that stands on it (disk_eviction's tree), so an
 //     anchor whose chain lost a chunk is gone with it.
 // A lookup still checks each anchor's whole chain and its key against the prompt's hashes: the
@@ -35,7 +37,7 @@ namespace anchorage {
 // An anchor the index can restore: every chunk below it is indexed.
 struct disk_hit {
   std::string ns;
-  std::size_t line = 0;          // the prefix length it restores (a multiple of the grid)
+  std::size_t line = 0;          // the prefix length it restores (a grid line, or an image's end)
   std::uint64_t read_bytes = 0;  // the bytes a restore reads: its chunks and the anchor
 };
 
@@ -48,13 +50,13 @@ struct disk_checkpoint_hit {
 
 struct disk_chunk_entry {
   std::size_t line = 0;
-  std::uint64_t parent = 0;  // the prefix hash at line - grid; 0 at the first line
+  std::uint64_t parent = 0;  // the prefix hash at the grid line below; 0 at or below the first
   std::uint64_t bytes = 0;
 };
 struct disk_anchor_entry {
   std::string ns;
   std::size_t line = 0;
-  std::vector<std::uint64_t> chain;  // chunk hashes at grid, 2 grid, ..., line
+  std::vector<std::uint64_t> chain;  // chunk hashes at grid, 2 grid, ..., (and) line
   std::uint64_t bytes = 0;
   std::uint64_t read_bytes = 0;  // what a restore reads: bytes and every chunk of the chain
 };
@@ -72,11 +74,12 @@ class disk_index {
   // ---- Entries ------------------------------------------------------------------------------
   // Each add takes the file's path and its last use. False, and nothing changed, when the id is
   // already indexed, what it stands on is not, or bytes is 0.
-  // A chunk at `line` (a positive multiple of the grid); `parent` is ignored at the first line.
+  // A chunk at `line` (> 0: a grid line, or a line off it holding the rows from the grid line
+  // below); `parent`, the chunk at that grid line, is ignored at or below the first line.
   bool add_chunk(std::uint64_t hash, std::size_t line, std::uint64_t parent, std::uint64_t bytes,
                  std::int64_t last_use_s, std::string path);
-  // An anchor of `ns` at chain.size() * grid whose key is chain.back(); the whole chain must be
-  // indexed.
+  // An anchor of `ns` at the line of its key's chunk (chain.back()); the whole chain must be
+  // indexed, its chunks at grid, 2 grid, ... and the key's, chain_length(line) of them.
   bool add_anchor(const std::string& ns, std::vector<std::uint64_t> chain, std::uint64_t bytes,
                   std::int64_t last_use_s, std::string path);
   // A checkpoint of `key_hash` at `rows`. A checkpoint already indexed under the same name is
@@ -96,8 +99,9 @@ class disk_index {
   // The longest usable anchor of `ns` for `prompt` at a line <= prompt.size() - 1 whose key is
   // the prompt's prefix hash there (a hash match: the read checks the ids) and that is not
   // inside an image's first image_key_rows rows (ends_in_image_key_rows); nullopt when none.
+  // The lines tried: every grid line, and the end of every image of the prompt.
   std::optional<disk_hit> find(const std::vector<token_id>& prompt, const std::string& ns = "") const;
-  // The anchor of `ns` at exactly tokens.size() (on the grid); nullopt when none.
+  // The anchor of `ns` at exactly tokens.size(); nullopt when none.
   std::optional<disk_hit> find_exact(const std::vector<token_id>& tokens, const std::string& ns = "") const;
   // The longest line of any usable anchor, any namespace; 0 when none. Kept as anchors come and
   // go (every indexed anchor is usable: removing a chunk removes what stands on it), so the
@@ -122,7 +126,7 @@ class disk_index {
   std::vector<std::string> all_paths() const;
 
   // The anchors of the same namespace that `id` (an indexed anchor) supersedes: those at lower
-  // lines whose key lies on its chain.
+  // grid lines whose key lies on its chain (one off the grid lies on no other anchor's chain).
   std::vector<std::uint64_t> superseded_by(std::uint64_t id) const;
   // The checkpoints of `key_hash` at fewer rows than `rows`.
   std::vector<std::uint64_t> older_checkpoints(std::uint64_t key_hash, std::size_t rows) const;

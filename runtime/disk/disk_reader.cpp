@@ -1,5 +1,6 @@
 #include "runtime/disk/disk_reader.hpp"
 
+#include <algorithm>
 #include <cerrno>
 
 #include "protocol/disk_format.hpp"
@@ -29,13 +30,13 @@ disk_reader::disk_reader(file_env& env, const state_layout& layout)
 
 expected<verified_anchor> disk_reader::read_anchor(const std::vector<disk_read_file>& files,
                                                    const std::vector<token_id>& prompt,
-                                                   const std::vector<std::uint64_t>& chain,
+                                                   const std::vector<std::uint64_t>& chain, std::size_t line,
                                                    disk_read_failure& failure) {
   verified_anchor out;
-  out.line_ = chain.size() * grid_;
+  out.line_ = line;
   out.buffers_.resize(files.size());
   out.chunks_.reserve(chain.size());
-  if (files.size() != chain.size() + 1) {
+  if (files.size() != chain.size() + 1 || line == 0 || chain.size() != df::chain_length(line, grid_)) {
     failure = {0, status::failure("a restore needs every chunk of the chain and the anchor")};
     return failure.why;
   }
@@ -56,7 +57,7 @@ expected<verified_anchor> disk_reader::read_anchor(const std::vector<disk_read_f
     out.bytes_read_ += files[i].bytes;
     const unsigned char* d = out.buffers_[i].data();
     if (i < chain.size()) {
-      auto v = verify_chunk(d, files[i].bytes, layout_, prompt, (i + 1) * grid_);
+      auto v = verify_chunk(d, files[i].bytes, layout_, prompt, std::min((i + 1) * grid_, line));
       if (!v.ok()) return stop(files[i].path + ": " + v.error, v.fault);
       out.chunks_.push_back(std::move(v.value));
     } else {
@@ -85,15 +86,20 @@ expected<checkpoint_read> disk_reader::read_checkpoint(const disk_read_file& fil
   return std::move(d.value);
 }
 
-expected<std::vector<token_id>> disk_reader::read_chain_tokens(const std::vector<std::string>& chunk_paths) {
+expected<std::vector<token_id>> disk_reader::read_chain_tokens(const std::vector<std::string>& chunk_paths,
+                                                               std::size_t line) {
+  if (line == 0 || chunk_paths.size() != df::chain_length(line, grid_))
+    return status::failure("a chain of " + std::to_string(chunk_paths.size()) +
+                           " chunks does not reach line " + std::to_string(line));
   const std::size_t hb = df::chunk_fixed_bytes + layout_.views.size() * df::entry_bytes;
   std::vector<unsigned char> block(grid_ * df::token_bytes);
   std::vector<token_id> tokens;
-  tokens.reserve(chunk_paths.size() * grid_);
-  for (const std::string& path : chunk_paths) {
-    if (const file_result r = env_.read(path, hb, block.data(), block.size()); !r)
+  tokens.reserve(line);
+  for (std::size_t c = 0; c < chunk_paths.size(); ++c) {
+    const std::size_t rows = df::chunk_rows(std::min((c + 1) * grid_, line), grid_);
+    if (const file_result r = env_.read(chunk_paths[c], hb, block.data(), rows * df::token_bytes); !r)
       return status::failure(r.message);
-    for (std::size_t i = 0; i < grid_; ++i)
+    for (std::size_t i = 0; i < rows; ++i)
       tokens.push_back(static_cast<token_id>(disk_codec_detail::get_u32(block.data() + i * df::token_bytes)));
   }
   return tokens;

@@ -63,22 +63,25 @@ class disk_reader {
   // `env` and `layout` must outlive the reader.
   disk_reader(file_env& env, const state_layout& layout);
 
-  // Reads `files` (the chunks at lines grid, 2 grid, ..., then the anchor) and verifies each
-  // against `prompt` (at least chain.size() * grid ids) and `chain` (the chunks' hashes). The
+  // Reads `files` (the chunks at lines grid, 2 grid, ..., and at `line` when it is off the grid,
+  // then the anchor at `line`) and verifies each against `prompt` (at least `line` ids) and
+  // `chain` (the chunks' hashes, disk_format::chain_length(line, grid) of them). The
   // first failure stops the read (the file in flight is waited for and discarded) and names
   // the file (`failure`); the status then is the failure's.
   expected<verified_anchor> read_anchor(const std::vector<disk_read_file>& files,
                                         const std::vector<token_id>& prompt,
-                                        const std::vector<std::uint64_t>& chain, disk_read_failure& failure);
+                                        const std::vector<std::uint64_t>& chain, std::size_t line,
+                                        disk_read_failure& failure);
 
   // Reads and verifies one checkpoint file against `prompt` and the key; a failure's fault
   // in `failure` (its file 0).
   expected<checkpoint_read> read_checkpoint(const disk_read_file& file, const std::vector<token_id>& prompt,
                                             std::uint64_t key_hash, disk_read_failure& failure);
 
-  // The token ids a chain of chunk files holds, from their token blocks alone (no rows, no
-  // crc check: a listing, not a restore).
-  expected<std::vector<token_id>> read_chain_tokens(const std::vector<std::string>& chunk_paths);
+  // The token ids [0, line) a chain of chunk files holds (an anchor's at `line`), from their
+  // token blocks alone (no rows, no crc check: a listing, not a restore).
+  expected<std::vector<token_id>> read_chain_tokens(const std::vector<std::string>& chunk_paths,
+                                                    std::size_t line);
 
  private:
   file_env& env_;

@@ -28,8 +28,9 @@ disk_scanner::verdict disk_scanner::check_chunk(const std::string& path, std::ui
                  : decode_result<df::chunk_header>::failure(df::fault::truncated, "header");
   if (h.ok() && (h.value.fingerprint != layout_.fingerprint || h.value.grid != grid_))
     return verdict::foreign;
+  // A line off the grid is version 4's (read_chunk_header checked it) and holds fewer rows.
   if (!h.ok() || h.value.prefix_hash != hash || env_.size(path) != h.value.file_bytes || h.value.line == 0 ||
-      h.value.line % grid_ != 0 || h.value.file_bytes != chunk_file_bytes(layout_))
+      h.value.file_bytes != chunk_file_bytes(layout_, h.value.line))
     return verdict::damaged;
   out = std::move(h.value);
   return verdict::ok;
@@ -43,7 +44,8 @@ disk_scanner::verdict disk_scanner::check_anchor(const std::string& path, std::u
   if (h.ok() && (h.value.fingerprint != layout_.fingerprint || h.value.grid != grid_))
     return verdict::foreign;
   if (!h.ok() || h.value.chunk_hashes.empty() || h.value.chunk_hashes.back() != key ||
-      env_.size(path) != h.value.file_bytes || h.value.line != h.value.chunk_hashes.size() * grid_)
+      env_.size(path) != h.value.file_bytes ||
+      h.value.chunk_hashes.size() != df::chain_length(h.value.line, grid_))
     return verdict::damaged;
   out = std::move(h.value);
   return verdict::ok;

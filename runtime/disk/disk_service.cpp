@@ -186,7 +186,7 @@ disk_write_lines disk_service::plan_writes(const disk_plan_request& req) {
   out.rows_from = plan.chunks.back();
   for (std::size_t b : plan.chunks)
     if (!store_.has_chunk(prefix_hash(served.data(), b))) {
-      out.rows_from = b - grid_;
+      out.rows_from = b - disk_format::chunk_rows(b, grid_);
       break;
     }
   return out;

@@ -34,7 +34,9 @@ void disk_staging::begin(const std::vector<token_id>& served, const disk_write_l
 
 void disk_staging::after_prefill_step(const state_adapter& state) {
   const std::size_t len = state.valid_length();
-  if (!staging_ || len % grid_ != 0) return;
+  // Grid lines, and the lines right after an image (the engine ends a chunk there too).
+  if (!staging_ || (len % grid_ != 0 && !std::binary_search(lines_.chunks.begin(), lines_.chunks.end(), len)))
+    return;
   passed_ = std::max(passed_, len);
   if (std::binary_search(lines_.anchors.begin(), lines_.anchors.end(), len)) {
     const std::uint64_t need = staged_section_bytes(layout_);

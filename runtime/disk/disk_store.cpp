@@ -66,7 +66,7 @@ std::vector<std::vector<token_id>> disk_store::token_prefixes() {
   for (const disk_anchor_entry* a : index_.usable_anchors()) {
     std::vector<std::string> paths;
     for (std::uint64_t c : a->chain) paths.push_back(*index_.path(c));
-    if (auto tokens = reader_.read_chain_tokens(paths)) out.push_back(std::move(*tokens));
+    if (auto tokens = reader_.read_chain_tokens(paths, a->line)) out.push_back(std::move(*tokens));
   }
   std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) {
     return x.size() < y.size() || (x.size() == y.size() && x < y);
@@ -86,13 +86,13 @@ expected<disk_restore> disk_store::restore(const disk_hit& hit, const std::vecto
 
 expected<verified_read> disk_store::read_verified(const disk_hit& hit, const std::vector<token_id>& prompt,
                                                   bool* damaged) {
-  if (hit.line == 0 || hit.line % grid_ != 0 || prompt.size() < hit.line) {
+  if (hit.line == 0 || prompt.size() < hit.line) {
     ++counts_.restore_failure_reasons.missing;
     return status::failure("no anchor at line " + std::to_string(hit.line) + " for this prompt");
   }
   const std::uint64_t aid = disk_names::anchor_id(hit.ns, prefix_hash(prompt.data(), hit.line));
   const disk_anchor_entry* a = index_.anchor(aid);
-  if (!a || !index_.chain_indexed(a->chain)) {
+  if (!a || a->line != hit.line || !index_.chain_indexed(a->chain)) {
     ++counts_.restore_failure_reasons.missing;
     return status::failure("the anchor at line " + std::to_string(hit.line) + " is not on disk");
   }
@@ -105,7 +105,7 @@ expected<verified_read> disk_store::read_verified(const disk_hit& hit, const std
   files.push_back({*index_.path(aid), static_cast<std::size_t>(a->bytes)});
 
   disk_read_failure failure;
-  auto read = reader_.read_anchor(files, prompt, chain, failure);
+  auto read = reader_.read_anchor(files, prompt, chain, hit.line, failure);
   if (!read) {
     if (failure.gone) {  // deleted under the index: gone, as if evicted
       ++counts_.restore_failure_reasons.missing;

@@ -55,15 +55,15 @@ std::vector<file_piece> encode_file(const state_layout& layout, const staged_wri
     for (std::size_t i = 0; i < sections.size(); ++i)
       pieces.push_back({sections[i], layout.sections[i].bytes});
   } else {
-    if (f.line < grid || f.line - grid < w.row_lo || f.line > w.row_hi ||
-        w.rows.size() != layout.views.size())
+    const std::size_t r = disk_format::chunk_rows(f.line, grid);
+    if (f.line < r || f.line - r < w.row_lo || f.line > w.row_hi || w.rows.size() != layout.views.size())
       throw std::out_of_range("rows below line " + std::to_string(f.line) + " are not staged");
     std::vector<const unsigned char*> rows;
     for (std::size_t v = 0; v < layout.views.size(); ++v)
-      rows.push_back(w.rows[v].data() + (f.line - grid - w.row_lo) * layout.views[v].bytes_per_token);
+      rows.push_back(w.rows[v].data() + (f.line - r - w.row_lo) * layout.views[v].bytes_per_token);
     head = encode_chunk_head(layout, f.line, w.tokens, rows);
     for (std::size_t v = 0; v < rows.size(); ++v)
-      pieces.push_back({rows[v], grid * layout.views[v].bytes_per_token});
+      pieces.push_back({rows[v], r * layout.views[v].bytes_per_token});
   }
   pieces.insert(pieces.begin(), {head.data(), head.size()});
   return pieces;
@@ -148,14 +148,12 @@ disk_write_report disk_store::commit(const staged_write& w, const disk_write_pla
     const std::uint64_t bytes = *results[i];
     // Indexed only when everything it stands on still is (an eviction, a failed restore or a
     // clear may have taken a part meanwhile); otherwise it could never be used.
+    const std::size_t below = f.line - disk_format::chunk_rows(f.line, grid_);  // a chunk's parent line
     const bool usable =
         plan.epoch == index_.epoch() &&
-        (f.anchor ? index_.add_anchor(w.ns,
-                                      std::vector<std::uint64_t>(
-                                          hashes.begin(), hashes.begin() + static_cast<long>(f.line / grid_)),
-                                      bytes, now, path)
-                  : index_.add_chunk(f.id, f.line, f.line > grid_ ? hashes[f.line / grid_ - 2] : 0, bytes,
-                                     now, path));
+        (f.anchor
+             ? index_.add_anchor(w.ns, chunk_hashes(w.tokens, f.line, grid_), bytes, now, path)
+             : index_.add_chunk(f.id, f.line, below > 0 ? hashes[below / grid_ - 1] : 0, bytes, now, path));
     if (!usable) {
       env_.remove(path);
       continue;

@@ -17,16 +17,29 @@ std::vector<std::uint64_t> disk_write_planner::line_hashes(const staged_write& w
   return top == 0 ? std::vector<std::uint64_t>{} : chunk_hashes(w.tokens, top, grid_);
 }
 
+std::uint64_t disk_write_planner::key_at(const staged_write& w, const std::vector<std::uint64_t>& hashes,
+                                         std::size_t line) const {
+  return line % grid_ == 0 ? hashes[line / grid_ - 1] : prefix_hash(w.tokens.data(), line);
+}
+
+std::vector<std::uint64_t> disk_write_planner::chain_at(const staged_write& w,
+                                                        const std::vector<std::uint64_t>& hashes,
+                                                        std::size_t line) const {
+  std::vector<std::uint64_t> chain(hashes.begin(), hashes.begin() + static_cast<long>(line / grid_));
+  if (line % grid_ != 0) chain.push_back(prefix_hash(w.tokens.data(), line));
+  return chain;
+}
+
 std::uint64_t disk_write_planner::bytes_needed(const staged_write& w) const {
   std::uint64_t n = 0;
   std::vector<std::size_t> lines = w.chunks;
   std::sort(lines.begin(), lines.end());
   lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
   for (std::size_t b : lines)
-    if (b > 0 && b % grid_ == 0 && b <= w.tokens.size() && !index_.has_chunk(prefix_hash(w.tokens.data(), b)))
-      n += chunk_file_bytes(layout_);
+    if (b > 0 && b <= w.tokens.size() && !index_.has_chunk(prefix_hash(w.tokens.data(), b)))
+      n += chunk_file_bytes(layout_, b);
   for (const auto& a : w.anchors)
-    if (a.line > 0 && a.line % grid_ == 0 && a.line <= w.tokens.size() &&
+    if (a.line > 0 && a.line <= w.tokens.size() &&
         !index_.has_anchor(disk_names::anchor_id(w.ns, prefix_hash(w.tokens.data(), a.line))))
       n += anchor_file_bytes(layout_, a.line);
   return n;
@@ -46,30 +59,36 @@ disk_write_plan disk_write_planner::plan(const staged_write& w, std::uint64_t fr
   // The prefix hash at every line of the write, in one pass: hashes[b / grid - 1] is line b's.
   const std::vector<std::uint64_t> hashes = line_hashes(w);
   std::unordered_set<std::uint64_t> planned;
+  // Tail chunks (lines off the grid, right after an image) sit beside the grid chunks: a hole
+  // below one ends nothing but it.
   for (std::size_t b : lines) {
-    if (b == 0 || b % grid_ != 0 || b > w.tokens.size()) continue;
-    const std::uint64_t hash = hashes[b / grid_ - 1];
+    if (b == 0 || b > w.tokens.size()) continue;
+    const std::uint64_t hash = key_at(w, hashes, b);
     if (index_.known_chunk(hash)) {
       ++p.chunks_present;
       continue;
     }
     // A hole below (a line neither on disk nor written here): nothing above it could be used.
-    if (b > grid_) {
-      const std::uint64_t parent = hashes[b / grid_ - 2];
-      if (!index_.known_chunk(parent) && planned.count(parent) == 0) break;
+    const std::size_t below = b - disk_format::chunk_rows(b, grid_);
+    if (below > 0) {
+      const std::uint64_t parent = hashes[below / grid_ - 1];
+      if (!index_.known_chunk(parent) && planned.count(parent) == 0) {
+        if (b % grid_ == 0) break;
+        continue;
+      }
     }
     planned.insert(hash);
     p.files.push_back({false, false, b, 0, names_.folder(), names_.chunk_name(hash), hash});
-    p.bytes += chunk_file_bytes(layout_);
+    p.bytes += chunk_file_bytes(layout_, b);
   }
   for (std::size_t i = 0; i < w.anchors.size(); ++i) {
     const std::size_t line = w.anchors[i].line;
-    if (line == 0 || line % grid_ != 0 || line > w.tokens.size()) continue;
-    const auto chain_end = hashes.begin() + static_cast<long>(line / grid_);
-    const std::uint64_t key = *(chain_end - 1);
+    if (line == 0 || line > w.tokens.size()) continue;
+    const std::vector<std::uint64_t> chain = chain_at(w, hashes, line);
+    const std::uint64_t key = chain.back();
     const std::uint64_t id = disk_names::anchor_id(w.ns, key);
     if (index_.has_anchor(id) || index_.in_flight(id)) continue;
-    if (!std::all_of(hashes.begin(), chain_end,
+    if (!std::all_of(chain.begin(), chain.end(),
                      [&](std::uint64_t h) { return index_.known_chunk(h) || planned.count(h) != 0; }))
       continue;
     p.files.push_back({true, false, line, i, names_.anchor_dir(w.ns), names_.anchor_name(key), id});

@@ -6,7 +6,9 @@
 //
 // The rules:
 //   - chunks in ascending line order, each one not indexed and not in flight; a hole below (a
-//     line neither known nor planned) ends the chunks, since nothing above it could be used;
+//     line neither known nor planned) ends the chunks, since nothing above it could be used; a
+//     tail chunk (a line off the grid, right after an image) stands on the grid line below it,
+//     and a hole there skips it alone;
 //   - then each anchor whose whole chain is known or planned, not indexed and not in flight;
 //   - the bytes from the layout alone (chunk_file_bytes, anchor_file_bytes), before anything is
 //     encoded;
@@ -87,6 +89,12 @@ class disk_write_planner {
  private:
   void plan_room(disk_write_plan& p, std::uint64_t free_bytes,
                  const std::unordered_set<std::uint64_t>& keep) const;
+  // The key of `line` (a grid line's from `hashes`, line_hashes(w); one off the grid hashed) and
+  // the chain an anchor there stands on.
+  std::uint64_t key_at(const staged_write& w, const std::vector<std::uint64_t>& hashes,
+                       std::size_t line) const;
+  std::vector<std::uint64_t> chain_at(const staged_write& w, const std::vector<std::uint64_t>& hashes,
+                                      std::size_t line) const;
 
   const state_layout& layout_;
   const disk_names& names_;

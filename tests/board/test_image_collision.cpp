@@ -6,95 +6,18 @@
 // or A's embeddings; each check below compares B's answer with a board that never saw A.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "runtime/image/image_rows.hpp"
-#include "runtime/vision/vision_tower.hpp"
-#include "tests/support/disk_driver.hpp"
-#include "tests/support/engine_fixture.hpp"
+#include "tests/support/board_images.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/support/vision_fixtures.hpp"
 
 using namespace anchorage;
 using namespace anchorage::testing;
 
 namespace {
-
-constexpr int patch_side = 8;  // 8 x 8 patches: 4 x 4 rows after the 2 x 2 merge
-
-std::shared_ptr<vision_tower> tower_for(const model_config& c) {
-  const vision_config v = tiny_vision_config(c.d_model);
-  auto w = std::make_shared<const vision_weights>(random_tower_weights(v, 41));
-  return std::make_shared<vision_tower>(std::move(w), 64u << 20);
-}
-
-// One image of patch_side x patch_side random patches, at `start`.
-prompt_image image_at(const vision_config& v, std::size_t start, image_digest digest, std::uint64_t seed) {
-  prompt_image p;
-  p.start = start;
-  p.grid_h = p.grid_w = patch_side;
-  p.merge = v.spatial_merge_size;
-  p.digest_lo = digest.lo;
-  p.digest_hi = digest.hi;
-  p.patches = std::make_shared<const std::vector<float>>(random_patches(v, 1, patch_side, patch_side, seed));
-  return p;
-}
-
-// head, the image's rows, tail.
-struct image_prompt {
-  prompt_image image;
-  std::vector<token_id> tokens;
-};
-
-image_prompt make_prompt(const vision_config& v, const std::vector<token_id>& head,
-                         const std::vector<token_id>& tail, image_digest digest, std::uint64_t seed) {
-  image_prompt p{image_at(v, head.size(), digest, seed), head};
-  const int side = patch_side / v.spatial_merge_size;
-  const std::vector<token_id> rows = image_row_ids(digest, image_grid{side, side});
-  p.tokens.insert(p.tokens.end(), rows.begin(), rows.end());
-  p.tokens.insert(p.tokens.end(), tail.begin(), tail.end());
-  return p;
-}
-
-board_job image_job(const image_prompt& p, long max_tokens, const std::string& id,
-                    const std::string& session) {
-  board_job j = job_of(p.tokens, max_tokens, id, session);
-  j.images = {p.image};
-  return j;
-}
-
-board_runner_options with_tower(board_runner_options o, std::shared_ptr<vision_tower> tower) {
-  o.vision = std::move(tower);
-  return o;
-}
-
-// A run's answer and the engine's whole state after it (the prompt and the answer forwarded).
-struct answer {
-  run_result run;
-  snapshot state;
-};
-
-answer answer_of(board_runner& r, const board_job& j, disk_driver* disk = nullptr) {
-  answer a{run_to_end(r, r.start(j), disk), {}};
-  REQUIRE(a.run.done);
-  a.state = take_snapshot(r.slot0().cache_state());
-  return a;
-}
-
-bool same_state(const snapshot& x, const snapshot& y) {
-  return x.length == y.length && x.sections == y.sections && x.views == y.views;
-}
-
-// What a board that never saw another image answers.
-answer alone(const model_config& c, const image_prompt& p, long max_tokens) {
-  board_runner r(make_engine(c), with_tower(small_runner_options(), tower_for(c)));
-  answer a = answer_of(r, image_job(p, max_tokens, "alone", "alone"));
-  REQUIRE(a.run.done->source == cache_source::cold);
-  return a;
-}
 
 struct collision {
   model_config c = test_config("qwen35-tiny", 1024);
@@ -103,9 +26,9 @@ struct collision {
   std::vector<token_id> head = test_tokens(3 * g + 5, 771), tail = test_tokens(2 * g + 7, 772);
   image_digest da{0x0123456789abcdefULL, 0x1111111111111111ULL};
   image_digest db{0x0123456789abcdefULL, 0x2222222222222222ULL};  // the same low 64 bits
-  image_prompt a = make_prompt(v, head, tail, da, 1), b = make_prompt(v, head, tail, db, 2);
+  image_prompt a = make_image_prompt(v, head, tail, da, 1), b = make_image_prompt(v, head, tail, db, 2);
   static constexpr long max_tokens = 8;
-  answer a_alone = alone(c, a, max_tokens), b_alone = alone(c, b, max_tokens);
+  image_answer a_alone = answer_alone(c, a, max_tokens), b_alone = answer_alone(c, b, max_tokens);
 
   collision() {
     // The rows differ at the image's first row (every one of rows 0..3 depends on all 128 bits),
@@ -114,12 +37,6 @@ struct collision {
     REQUIRE(a.tokens.size() == b.tokens.size());
     REQUIRE(a.tokens[head.size()] != b.tokens[head.size()]);
     REQUIRE_FALSE(same_state(a_alone.state, b_alone.state));
-  }
-  // `got` answers as `want` does, bit for bit.
-  static void check_answers_as(const answer& got, const answer& want) {
-    CHECK(got.run.text == want.run.text);
-    CHECK(got.run.events.back().output.content == want.run.events.back().output.content);
-    CHECK(same_state(got.state, want.state));
   }
   long image_start() const { return static_cast<long>(head.size()); }
   long image_end() const { return static_cast<long>(a.image.end()); }
@@ -132,8 +49,8 @@ TEST_CASE("image collision: digests equal in their low 64 bits share no resident
   collision k;
   auto tower = tower_for(k.c);
   board_runner r(make_engine(k.c), with_tower(small_runner_options(), tower));
-  const answer a1 = answer_of(r, image_job(k.a, k.max_tokens, "a1", "s"));
-  collision::check_answers_as(a1, k.a_alone);
+  const image_answer a1 = answer_of(r, image_job(k.a, k.max_tokens, "a1", "s"));
+  check_answers_as(a1, k.a_alone);
 
   // A's next turn (its prompt and answer, then more), and the same turn with B's image in place
   // of A's: the end anchor holds A's conversation.
@@ -144,15 +61,15 @@ TEST_CASE("image collision: digests equal in their low 64 bits share no resident
   b_next.tokens = a_next.tokens;
   std::copy(k.b.tokens.begin() + k.image_start(), k.b.tokens.begin() + k.image_end(),
             b_next.tokens.begin() + k.image_start());
-  const answer a_next_alone = alone(k.c, a_next, k.max_tokens),
-               b_next_alone = alone(k.c, b_next, k.max_tokens);
+  const image_answer a_next_alone = answer_alone(k.c, a_next, k.max_tokens),
+                     b_next_alone = answer_alone(k.c, b_next, k.max_tokens);
   REQUIRE_FALSE(same_state(a_next_alone.state, b_next_alone.state));
 
-  const answer b2 = answer_of(r, image_job(b_next, k.max_tokens, "b2", "s"));
+  const image_answer b2 = answer_of(r, image_job(b_next, k.max_tokens, "b2", "s"));
   INFO("B resumed at " << b2.run.done->resumed_at << " from " << to_string(b2.run.done->source));
   CHECK(b2.run.done->resumed_at > 0);  // the head is shared
   CHECK(b2.run.done->resumed_at <= k.image_start());
-  collision::check_answers_as(b2, b_next_alone);
+  check_answers_as(b2, b_next_alone);
   // B's rows were encoded, not taken from A's cache entry.
   CHECK(tower->stats().encodes == 2);
   CHECK(tower->stats().hits == 0);
@@ -160,7 +77,7 @@ TEST_CASE("image collision: digests equal in their low 64 bits share no resident
   // And A's turn after it, with B's rows resident, comes back past its image from what the device
   // tiers kept of A (so B, had its key been A's, could have been answered from it there too). A
   // session resume: its rows above A's prompt are A's decoded ones, so no bit check against cold.
-  const answer a2 = answer_of(r, image_job(a_next, k.max_tokens, "a2", "s"));
+  const image_answer a2 = answer_of(r, image_job(a_next, k.max_tokens, "a2", "s"));
   INFO("A resumed at " << a2.run.done->resumed_at << " from " << to_string(a2.run.done->source));
   CHECK(a2.run.done->source != cache_source::cold);
   CHECK(a2.run.done->resumed_at > k.image_end());
@@ -190,18 +107,18 @@ TEST_CASE("image collision: digests equal in their low 64 bits share no disk anc
     // A restart: B finds no anchor past its image start.
     board_runner r(make_engine(k.c), with_tower(o, tower_for(k.c)));
     disk_driver rd(env, r.slot0().layout(), d);
-    const answer b = answer_of(r, image_job(k.b, k.max_tokens, "b", "b"), &rd);
+    const image_answer b = answer_of(r, image_job(k.b, k.max_tokens, "b", "b"), &rd);
     INFO("B resumed at " << b.run.done->resumed_at << " from " << to_string(b.run.done->source));
     CHECK(b.run.done->resumed_at <= k.image_start());
-    collision::check_answers_as(b, k.b_alone);
+    check_answers_as(b, k.b_alone);
   }
   {
     // The same disk answers A past its image (so the check above could fail).
     board_runner r(make_engine(k.c), with_tower(o, tower_for(k.c)));
     disk_driver rd(env, r.slot0().layout(), d);
-    const answer a = answer_of(r, image_job(k.a, k.max_tokens, "a", "a"), &rd);
+    const image_answer a = answer_of(r, image_job(k.a, k.max_tokens, "a", "a"), &rd);
     CHECK(a.run.done->source == cache_source::disk);
     CHECK(a.run.done->resumed_at > k.image_end());
-    collision::check_answers_as(a, k.a_alone);
+    check_answers_as(a, k.a_alone);
   }
 }

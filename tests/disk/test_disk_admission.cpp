@@ -2,10 +2,12 @@
 // before its prefill, from token ids alone.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <vector>
 
 #include "runtime/disk/disk_admission.hpp"
 #include "runtime/disk/disk_codec.hpp"
+#include "tests/support/image_row_fixtures.hpp"
 
 using namespace anchorage;
 
@@ -230,4 +232,64 @@ TEST_CASE("the counting map stays within its capacity and forgets the oldest", "
   admission_request bad = cold();
   bad.grid = 0;
   CHECK_THROWS_AS(a.plan(p, bad), std::invalid_argument);
+}
+
+TEST_CASE("right after each image the prefill forwards: a chunk and an anchor, off the grid or on it",
+          "[admission][image]") {
+  // ids(200) with an image's rows at [from, to): its first text row after it is `to`.
+  auto with_image = [](std::size_t from, std::size_t to) {
+    auto t = ids(200);
+    for (std::size_t i = from; i < to; ++i) t[i] = testing::image_row_id(7, i - from);
+    return t;
+  };
+  auto with_line = [](lines l, std::size_t b) {
+    l.push_back(b);
+    std::sort(l.begin(), l.end());
+    return l;
+  };
+  {
+    disk_admission a = small_policy();
+    const admission_plan plan = a.plan(with_image(40, 60), cold());  // ends at 60, off the grid
+    CHECK(plan.chunks == with_line(every_line(g, 192), 60));
+    CHECK(plan.anchors == lines{60});
+    CHECK(a.count_of(prefix_hash(with_image(40, 60).data(), 60)) == 0);  // rule 4 counts nothing
+  }
+  {
+    disk_admission a = small_policy();
+    const admission_plan plan = a.plan(with_image(40, 64), cold());  // ends on the grid line 64
+    CHECK(plan.chunks == every_line(g, 192));
+    CHECK(plan.anchors == lines{64});
+  }
+  {
+    disk_admission a = small_policy();
+    auto two = with_image(40, 60);
+    for (std::size_t i = 100; i < 130; ++i) two[i] = testing::image_row_id(8, i - 100);
+    const admission_plan plan = a.plan(two, cold());
+    CHECK(plan.chunks == with_line(with_line(every_line(g, 192), 60), 130));
+    CHECK(plan.anchors == (lines{60, 130}));
+  }
+  {
+    // Resumed at or past the image's end, or tainted below it: the line is not this prefill's.
+    disk_admission a = small_policy();
+    admission_request resumed = cold();
+    resumed.resume = 60;
+    CHECK(a.plan(with_image(40, 60), resumed).anchors.empty());
+    admission_request tainted = cold();
+    tainted.taint = 59;
+    const admission_plan t = a.plan(with_image(40, 60), tainted);
+    CHECK(t.chunks == every_line(g, 48));
+    CHECK(t.anchors.empty());
+    resumed.resume = 59;  // a fresh policy: the plans above counted the grid lines (rule 1)
+    disk_admission fresh = small_policy();
+    const admission_plan r = fresh.plan(with_image(40, 60), resumed);
+    CHECK(r.chunks == with_line(every_line(64, 192), 60));
+    CHECK(r.anchors == lines{60});
+  }
+  {
+    // Under min_tokens: nothing, images or not.
+    disk_admission a = small_policy();
+    auto short_prompt = with_image(40, 60);
+    short_prompt.resize(63);
+    CHECK(a.plan(short_prompt, cold()).writes_nothing());
+  }
 }

@@ -2,6 +2,7 @@
 // prefill's bits in a fresh engine; format 1 anchors are read as gdn.S and gdn.conv.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 
 #include "tests/support/disk_fixture.hpp"
@@ -154,4 +155,84 @@ TEST_CASE("a format 1 anchor is read as gdn.S and gdn.conv", "[format][exact]") 
     CHECK(d.fault == df::fault::layout_mismatch);
     CHECK_THAT(d.error, Catch::Contains("2 sections"));
   }
+}
+
+TEST_CASE("a tail chunk and an anchor off the grid restore the writer's state bit for bit",
+          "[format][exact]") {
+  // The files right after an image (version 4): grid chunks, the tail chunk holding the rows from
+  // the grid line below to the line, the anchor there. Text rows here: an off-grid state is then
+  // the writer's, not a cold prefill's (the engine ends a chunk at an image's end only), so the
+  // check is against the writer continuing.
+  const std::string preset = GENERATE(as<std::string>{}, "tiny", "qwen35-tiny");
+  INFO("preset " << preset);
+  const model_config c = test_config(preset);
+  const std::size_t g = static_cast<std::size_t>(c.grid);
+  const std::size_t p = 2 * g + 13;
+  const auto prompt = test_tokens(p + 9);
+
+  auto writer = make_engine(c);
+  writer->prefill(slice(prompt, 0, p));
+  const state_layout layout = writer->layout();
+  std::vector<bytes> chunks;
+  for (std::size_t b : {g, 2 * g, p}) chunks.push_back(encode_chunk(writer->cache_state(), b, prompt));
+  const auto chain = chunk_hashes(prompt, p, g);
+  REQUIRE(chain.size() == df::chain_length(p, g));
+  REQUIRE(chain.size() == 3);
+  CHECK(chain.back() == prefix_hash(prompt.data(), p));
+  const bytes anchor = encode_anchor(writer->cache_state(), p, chain);
+
+  const auto tail = read_chunk_header(chunks[2].data(), chunks[2].size());
+  REQUIRE(tail.ok());
+  CHECK(tail.value.version == df::off_grid_version);
+  CHECK(tail.value.line == p);
+  CHECK(tail.value.parent_hash == chain[1]);
+  CHECK(chunks[2].size() == chunk_file_bytes(layout, p));
+  CHECK(chunks[2].size() < chunk_file_bytes(layout));
+  const auto grid_chunk = read_chunk_header(chunks[1].data(), chunks[1].size());
+  REQUIRE(grid_chunk.ok());
+  CHECK(grid_chunk.value.version == df::version);
+  const auto ah = read_anchor_header(anchor.data(), anchor.size());
+  REQUIRE(ah.ok());
+  CHECK(ah.value.version == df::off_grid_version);
+  CHECK(ah.value.line == p);
+  CHECK(ah.value.chunk_hashes == chain);
+  CHECK(anchor.size() == anchor_file_bytes(layout, p));
+
+  // Verified against the prompt, applied to a fresh engine: the writer's state, bit for bit.
+  auto resumed = make_engine(c);
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const std::size_t line = std::min((i + 1) * g, p);
+    const auto v = decode_chunk(chunks[i], layout, prompt, line);
+    INFO("chunk " << i << ": " << v.error);
+    REQUIRE(v.ok());
+    CHECK(v.value.row_count == df::chunk_rows(line, g));
+    apply_chunk(resumed->cache_state(), v.value);
+  }
+  const auto a = decode_anchor(anchor, layout, chain);
+  INFO(a.error);
+  REQUIRE(a.ok());
+  apply_anchor(resumed->cache_state(), a.value, p);
+  REQUIRE(resumed->length() == p);
+  require_same_state(take_snapshot(resumed->cache_state()), take_snapshot(writer->cache_state()), layout);
+  resumed->prefill(slice(prompt, p, prompt.size()));
+  writer->prefill(slice(prompt, p, prompt.size()));
+  CHECK(same_bytes(resumed->last_logits(), writer->last_logits()));
+
+  // A prompt that differs in the tail's rows is refused, and so is a tail relabelled version 2.
+  auto other = prompt;
+  other[p - 1] ^= 1;
+  CHECK(decode_chunk(chunks[2], layout, other, p).fault == df::fault::wrong_prefix);
+  CHECK(decode_anchor(anchor, layout, chunk_hashes(other, p, g)).fault == df::fault::wrong_chunks);
+  bytes relabelled = chunks[2];
+  put32(relabelled, df::chunk_offset::version, df::version);
+  reseal_header(relabelled, tail.value.header_bytes);
+  CHECK(read_chunk_header(relabelled.data(), relabelled.size()).fault == df::fault::bad_header);
+  bytes grid_as_4 = chunks[1];
+  put32(grid_as_4, df::chunk_offset::version, df::off_grid_version);
+  reseal_header(grid_as_4, grid_chunk.value.header_bytes);
+  CHECK(read_chunk_header(grid_as_4.data(), grid_as_4.size()).fault == df::fault::bad_header);
+  bytes anchor_as_2 = anchor;
+  put32(anchor_as_2, df::anchor_offset::version, df::version);
+  reseal_header(anchor_as_2, ah.value.header_bytes);
+  CHECK(read_anchor_header(anchor_as_2.data(), anchor_as_2.size()).fault == df::fault::bad_header);
 }

@@ -158,7 +158,8 @@ TEST_CASE("files of another engine, length, line or chain are refused", "[format
     const std::vector<std::uint64_t> two(d.hashes.begin(), d.hashes.begin() + 2);
     const auto r = decode_anchor(d.files.anchor, d.layout, two);
     CHECK(r.fault == df::fault::wrong_line);
-    CHECK_THAT(r.error, Catch::Contains("asked for line " + std::to_string(2 * g)));
+    CHECK_THAT(r.error, Catch::Contains("the anchor at line " + std::to_string(3 * g) +
+                                        " stands on 3 chunks, asked for 2"));
   }
   SECTION("a chunk hash list that does not match") {
     auto wrong = d.hashes;

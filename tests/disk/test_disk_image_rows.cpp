@@ -4,6 +4,7 @@
 // first image_key_rows rows (runtime/core/token_prefix.hpp's rule).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -141,4 +142,55 @@ TEST_CASE("disk: a generation checkpoint with an image's rows in its prompt roun
   auto other = prompt;
   other[4] = image_row_id(2, 2);
   CHECK(decode_checkpoint(f, eng->layout(), other, 0xabc).fault == df::fault::wrong_prefix);
+}
+
+TEST_CASE("disk_index: an anchor right after an image, off the grid, stands on a tail chunk",
+          "[disk][index][image]") {
+  constexpr std::size_t g = 4;
+  manual_clock clock{1000};
+  disk_index index{g, clock, disk_eviction_options{}};
+  const auto p = prompt_with_image(24, 6, 7);  // rows at [6, 13): the image ends at 13, off the grid
+  const std::size_t end = 13;
+  const auto grid_chain = chunk_hashes(p, 12, g);
+  for (std::size_t i = 0; i < grid_chain.size(); ++i)
+    REQUIRE(index.add_chunk(grid_chain[i], (i + 1) * g, i > 0 ? grid_chain[i - 1] : 0, 100, clock.now_s(),
+                            "c-" + std::to_string(i)));
+  const auto chain = chunk_hashes(p, end, g);
+  REQUIRE(chain.size() == 4);
+  REQUIRE(std::equal(grid_chain.begin(), grid_chain.end(), chain.begin()));
+  // The tail's parent is the grid line below it (12), not 13 - grid.
+  CHECK_FALSE(index.add_chunk(chain[3], end, grid_chain[1], 25, clock.now_s(), "tail"));
+  REQUIRE(index.add_chunk(chain[3], end, grid_chain[2], 25, clock.now_s(), "tail"));
+  CHECK(index.chunk(chain[3])->line == end);
+  // The anchor at the image's end and one at the grid line below it.
+  REQUIRE(index.add_anchor("", chain, 50, clock.now_s(), "a-end"));
+  REQUIRE(index.add_anchor("", grid_chain, 50, clock.now_s(), "a-12"));
+  const auto id_end = disk_names::anchor_id("", chain.back());
+  CHECK(index.anchor(id_end)->line == end);
+  CHECK(index.longest_durable_prefix_tokens() == end);
+
+  // A prompt that goes on after the image resumes right after it; one with another image (its
+  // first row differs) finds nothing: no anchor lies below that image.
+  auto hit = index.find(p);
+  REQUIRE(hit);
+  CHECK(hit->line == end);
+  CHECK(hit->read_bytes == 3 * 100 + 25 + 50);  // 3 grid chunks, the tail, the anchor
+  auto q = p;
+  q[6] = image_row_id(2, 0);
+  CHECK_FALSE(index.find(q));
+  CHECK(index.find_exact(std::vector<token_id>(p.begin(), p.begin() + end)));
+  // A prompt that ends at the image's end has no text row left to prefill: no resume there.
+  hit = index.find(std::vector<token_id>(p.begin(), p.begin() + end));
+  CHECK((!hit || hit->line < end));
+
+  // The image end's anchor supersedes the grid anchors below it, and none supersedes it.
+  const auto id_12 = disk_names::anchor_id("", grid_chain.back());
+  const auto older = index.superseded_by(id_end);
+  CHECK(std::find(older.begin(), older.end(), id_12) != older.end());
+  CHECK(index.superseded_by(id_12).empty());
+  // Removing the grid chunk below the tail removes the tail and the anchor on it.
+  const auto gone = index.remove(grid_chain[2]);
+  CHECK(std::find(gone.begin(), gone.end(), "tail") != gone.end());
+  CHECK(std::find(gone.begin(), gone.end(), "a-end") != gone.end());
+  CHECK_FALSE(index.has_anchor(id_end));
 }
