@@ -15,9 +15,10 @@ struct cache_settings {
   std::optional<std::uint64_t> spill_budget_bytes;  // --session-spill-gb
   std::optional<std::uint64_t> resident_bytes;      // --resident-gb
   std::optional<std::uint64_t> store_bytes;         // --cache-budget-gb
+  std::optional<std::uint64_t> image_cache_bytes;   // --image-cache-mb: the vision encoder's output
 
   bool any_disk() const { return disk_budget_bytes || disk_lifetime_s || disk_free_bytes; }
-  bool any_board() const { return spill_budget_bytes || resident_bytes || store_bytes; }
+  bool any_board() const { return spill_budget_bytes || resident_bytes || store_bytes || image_cache_bytes; }
 };
 
 }  // namespace anchorage

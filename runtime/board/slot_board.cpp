@@ -282,12 +282,15 @@ std::optional<std::vector<cache_tier>> slot_board::clear(cache_tier tier) {
     responses_->clear();
     done->push_back(cache_tier::response);
   }
+  // The vision encoder's output by digest goes with everything else (no tier of its own).
+  if (done && tier == cache_tier::all && vision_) vision_->clear();
   return done;
 }
 
 void slot_board::set_limits(const cache_settings& s) {
   for (auto& r : runners_) r->tiers().set_limits(s.resident_bytes, s.store_bytes);
   if (spill_ && s.spill_budget_bytes) spill_->set_budget(*s.spill_budget_bytes);
+  if (vision_ && s.image_cache_bytes) vision_->set_limit(*s.image_cache_bytes);
 }
 
 std::optional<slot_events> slot_board::start_idle(const board_job& tmpl, std::size_t min_tokens) {

@@ -67,9 +67,10 @@ class slot_board {
   slot_events spill_fetched(std::size_t slot, spill_fetch_ptr f);
   void disk_released(std::size_t slot, std::uint64_t bytes);
   void cancel(const std::string& id);
+  // A clear of `all` drops the vision cache's entries too.
   std::optional<std::vector<cache_tier>> clear(cache_tier tier);
-  // An operator's new device budgets and spill budget (the disk's are the disk actor's): set,
-  // and what they no longer allow evicted at once.
+  // An operator's new device budgets, spill budget and vision cache budget (the disk's are the
+  // disk actor's): set, and what they no longer allow evicted at once.
   void set_limits(const cache_settings& s);
 
   // The slots' tiers together (counters summed; the budget's limits are global) and each slot.

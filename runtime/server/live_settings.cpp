@@ -10,6 +10,7 @@ namespace {
 using json = nlohmann::json;
 
 constexpr double gib = 1073741824.0;
+constexpr double mib = 1048576.0;
 constexpr double day_s = 86400.0;
 
 enum class owner { disk, spill, device };
@@ -29,6 +30,7 @@ struct spec {
 };
 
 std::uint64_t bytes_of(double g) { return static_cast<std::uint64_t>(g * gib); }
+std::uint64_t bytes_of_mib(double m) { return static_cast<std::uint64_t>(m * mib); }
 std::int64_t seconds_of(double days) { return static_cast<std::int64_t>(std::llround(days * day_s)); }
 template <class T>
 std::optional<double> in_gib(const std::optional<T>& b) {
@@ -70,6 +72,18 @@ const std::vector<spec>& specs() {
        [](cache_settings& s, double v) { s.store_bytes = bytes_of(v); },
        [](const server_config& c) { return static_cast<double>(c.cache.store_bytes) / gib; },
        [](server_config& c, double v) { c.cache.store_bytes = static_cast<std::size_t>(bytes_of(v)); }},
+      // The vision cache (docs/IMAGES.md): on any server that caches; without a vision tower it
+      // holds nothing whatever its limit.
+      {"image_cache_mb", "image-cache-mb", "MiB", 0, 16777216, owner::device,
+       [](const cache_settings& s) {
+         return s.image_cache_bytes ? std::optional<double>(static_cast<double>(*s.image_cache_bytes) / mib)
+                                    : std::nullopt;
+       },
+       [](cache_settings& s, double v) { s.image_cache_bytes = bytes_of_mib(v); },
+       [](const server_config& c) { return static_cast<double>(c.cache.image_cache_bytes) / mib; },
+       [](server_config& c, double v) {
+         c.cache.image_cache_bytes = static_cast<std::size_t>(bytes_of_mib(v));
+       }},
   };
   return all;
 }

@@ -1,9 +1,9 @@
 #pragma once
 // The settings an operator changes while the server runs (issue 26; POST /v1/cache/settings and
 // the dashboard's Settings panel): the disk tier's budget, lifetime and free-space floor, the
-// session spill's budget and the device tiers' budgets. On the wire and in the file each is named
-// by its flag with '_' for '-' (disk_cache_gb, disk_lifetime_days, disk_free_gb,
-// session_spill_gb, resident_gb, cache_budget_gb) and counted in the flag's unit (GiB, days).
+// session spill's budget, the device tiers' budgets and the vision cache's. On the wire and in the file each
+// is named by its flag with '_' for '-' (disk_cache_gb, disk_lifetime_days, disk_free_gb, session_spill_gb,
+// resident_gb, cache_budget_gb, image_cache_mb) and counted in the flag's unit (GiB, days, MiB).
 //
 // A setting's value is, in order: the flag given at start (the setting is then pinned: a live
 // change is refused, and the page says which flag), else the value saved in

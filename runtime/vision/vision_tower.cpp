@@ -56,16 +56,33 @@ std::shared_ptr<const std::vector<float>> vision_tower::embeddings(const prompt_
 void vision_tower::keep(const key& k, std::shared_ptr<const std::vector<float>> rows) {
   const std::uint64_t b = bytes_of(*rows);
   if (b > stats_.limit_bytes) return;
-  while (stats_.bytes + b > stats_.limit_bytes && !ages_.empty()) {
+  make_room(b);
+  ages_.push_front(k);
+  cache_[k] = entry{std::move(rows), ages_.begin()};
+  stats_.bytes += b;
+  stats_.entries = cache_.size();
+}
+
+void vision_tower::make_room(std::uint64_t incoming) {
+  while (stats_.bytes + incoming > stats_.limit_bytes && !ages_.empty()) {
     auto it = cache_.find(ages_.back());
     stats_.bytes -= bytes_of(*it->second.rows);
     cache_.erase(it);
     ages_.pop_back();
   }
-  ages_.push_front(k);
-  cache_[k] = entry{std::move(rows), ages_.begin()};
-  stats_.bytes += b;
   stats_.entries = cache_.size();
+}
+
+void vision_tower::set_limit(std::uint64_t bytes) {
+  stats_.limit_bytes = bytes;
+  make_room(0);
+}
+
+void vision_tower::clear() {
+  cache_.clear();
+  ages_.clear();
+  stats_.bytes = 0;
+  stats_.entries = 0;
 }
 
 vision_stats vision_tower::stats() const {

@@ -41,6 +41,11 @@ class vision_tower {
   std::shared_ptr<const std::vector<float>> embeddings(const prompt_image& image);
   // Whether the cache holds `image`'s rows (no encoding, no change to the order).
   bool cached(const prompt_image& image) const;
+  // A new budget for the cache (an operator's live setting): the least recently used entries go
+  // until the rest fit; 0 keeps nothing from now on.
+  void set_limit(std::uint64_t bytes);
+  // Drops every entry (a clear of the caches); the counters stay.
+  void clear();
   vision_stats stats() const;
 
  private:
@@ -50,6 +55,8 @@ class vision_tower {
     std::list<key>::iterator age;
   };
   void keep(const key& k, std::shared_ptr<const std::vector<float>> rows);
+  // Drops the least recently used entries until `incoming` more bytes fit the limit.
+  void make_room(std::uint64_t incoming);
 
   std::shared_ptr<const vision_weights> weights_;
   std::shared_ptr<const cuda_vision_encoder> cuda_;  // set when the tower encodes on the device

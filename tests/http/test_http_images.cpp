@@ -121,6 +121,57 @@ TEST_CASE("http images: a conversation that resends its image encodes it once an
   CHECK(v["hits"].get<long>() >= 4);
 }
 
+TEST_CASE("http images: the vision cache takes a live budget at once, and a clear of all empties it",
+          "[http][images][settings]") {
+  const httplib::Headers token = {{"X-Admin-Token", "secret"}};
+  http_server s(vision_args({"--admin-token", "secret"}));
+  const std::string uri_a = png_uri(pixels()), uri_b = png_uri(pixels(true));
+  // Each request its own conversation (another head), so its prefill forwards the image's rows
+  // and asks the tower for them: no tier holds any of it.
+  auto ask = [&](const std::string& who, const std::string& uri) {
+    post_turn(s, greedy_turn(conversation(who, uri), 2));
+    return vision_of(s);
+  };
+  ask("A", uri_a);
+  json v = ask("B", uri_b);
+  REQUIRE(v["entries"] == 2);
+  const std::uint64_t one = v["bytes"].get<std::uint64_t>() / 2;  // the two images' rows are as large
+  REQUIRE(one > 0);
+  CHECK(v["limit_bytes"] == 512ULL << 20);
+
+  // A budget for one image: the least recently used (A's) goes at once.
+  const double one_and_a_half = static_cast<double>(one + one / 2) / 1048576.0;
+  REQUIRE(s.post_json("/v1/cache/settings", {{"image_cache_mb", one_and_a_half}}, token).status == 200);
+  v = vision_of(s);
+  CHECK(v["entries"] == 1);
+  CHECK(v["bytes"] == one);
+  CHECK(v["limit_bytes"].get<std::uint64_t>() < 2 * one);
+  const long hits = v["hits"];
+  v = ask("C", uri_b);  // B's rows are still there
+  CHECK(v["hits"] == hits + 1);
+  CHECK(v["encodes"] == 2);
+  v = ask("D", uri_a);  // A's are encoded again, and B's go for them
+  CHECK(v["encodes"] == 3);
+  CHECK(v["entries"] == 1);
+
+  // 0: nothing is kept from now on; every image is encoded for its request.
+  REQUIRE(s.post_json("/v1/cache/settings", {{"image_cache_mb", 0}}, token).status == 200);
+  v = vision_of(s);
+  CHECK(v["entries"] == 0);
+  CHECK(v["bytes"] == 0);
+  v = ask("E", uri_a);
+  CHECK(v["encodes"] == 4);
+  CHECK(v["entries"] == 0);
+
+  // Back to 512: kept again, until a clear of every cache.
+  REQUIRE(s.post_json("/v1/cache/settings", {{"image_cache_mb", 512}}, token).status == 200);
+  CHECK(ask("F", uri_a)["entries"] == 1);
+  REQUIRE(s.post("/v1/cache/clear?tier=all", "", token).status == 200);
+  v = vision_of(s);
+  CHECK(v["entries"] == 0);
+  CHECK(v["bytes"] == 0);
+}
+
 TEST_CASE("http images: one pixel apart never shares a state, the same pixels as WebP do", "[http][images]") {
   http_server s(vision_args());
   http_server ref(vision_args({"--no-cache"}));

@@ -48,7 +48,7 @@ TEST_CASE("http: GET /v1/cache/settings lists each live setting, its flag, and w
   const json j = r.body_json();
   CHECK(j["file"] == dir.str() + "/settings.json");
   CHECK(j["saved"] == json::object());
-  REQUIRE(j["settings"].size() == 6);
+  REQUIRE(j["settings"].size() == 7);
   CHECK(setting(j, "disk_cache_gb")["value"] == 50.0);
   CHECK(setting(j, "disk_cache_gb")["flag"] == "--disk-cache-gb");
   CHECK(setting(j, "disk_cache_gb")["unit"] == "GiB");
@@ -59,6 +59,9 @@ TEST_CASE("http: GET /v1/cache/settings lists each live setting, its flag, and w
   CHECK(setting(j, "disk_free_gb")["value"] == 0.0);
   CHECK(setting(j, "session_spill_gb")["available"] == true);
   CHECK(setting(j, "resident_gb")["value"] == 2.5);
+  CHECK(setting(j, "image_cache_mb")["value"] == 512.0);
+  CHECK(setting(j, "image_cache_mb")["unit"] == "MiB");
+  CHECK(setting(j, "image_cache_mb")["flag"] == "--image-cache-mb");
 
   // Without --cache-dir there is no disk tier and no spill, and nothing is saved.
   http_server bare;

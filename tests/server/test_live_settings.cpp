@@ -39,13 +39,18 @@ TEST_CASE("a change names known settings of tiers this server has, in range, non
   CHECK_FALSE(c.store_bytes);
   CHECK(c.any_disk());
   CHECK(c.any_board());
+  REQUIRE_FALSE(s.parse(json{{"image_cache_mb", 64}}, c));
+  CHECK(c.image_cache_bytes == std::uint64_t{64} << 20);
+  CHECK_FALSE(c.any_disk());
+  CHECK(c.any_board());
 
   const auto pinned = s.parse(json{{"resident_gb", 2}}, c);
   REQUIRE(pinned);
   CHECK(pinned->code == error_code::setting_pinned);
   CHECK(http_status(pinned->code) == 409);
-  for (const json& bad : {json::array(), json::object(), json{{"x", 1}}, json{{"disk_free_gb", true}},
-                          json{{"disk_cache_gb", 2e6}}, json{{"disk_lifetime_days", 1e-9}}}) {
+  for (const json& bad :
+       {json::array(), json::object(), json{{"x", 1}}, json{{"disk_free_gb", true}},
+        json{{"disk_cache_gb", 2e6}}, json{{"disk_lifetime_days", 1e-9}}, json{{"image_cache_mb", -1}}}) {
     INFO(bad.dump());
     const auto r = s.parse(bad, c);
     REQUIRE(r);
@@ -56,6 +61,7 @@ TEST_CASE("a change names known settings of tiers this server has, in range, non
   const auto r = none.parse(json{{"cache_budget_gb", 1}}, c);
   REQUIRE(r);
   CHECK_THAT(r->message, Catch::Contains("no such tier"));
+  CHECK(none.parse(json{{"image_cache_mb", 1}}, c));
 }
 
 TEST_CASE("saved settings come back at start, a flag given wins, and the file keeps what it does not change",
