@@ -50,10 +50,7 @@ TEST_CASE(
 
   temp_dir dir("anchorage-disk-image-anchor");
   uring_env env;  // outlives every runner below
-  board_runner_options o = small_runner_options();
-  disk_tier_options d = test_disk_options(dir.str());
-  d.admission.min_tokens = 64;
-  o.disk = d;
+  const auto [o, d] = with_test_disk(dir.str());
   {
     // The first prompt, once: rule 4 writes the tail chunk and the anchor at the image's end.
     board_runner w(make_engine(c), with_tower(o, tower_for(c)));

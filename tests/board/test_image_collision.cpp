@@ -89,10 +89,7 @@ TEST_CASE("image collision: digests equal in their low 64 bits share no disk anc
   collision k;
   temp_dir dir("anchorage-image-collision");
   uring_env env;  // outlives every runner below
-  board_runner_options o = small_runner_options();
-  disk_tier_options d = test_disk_options(dir.str());
-  d.admission.min_tokens = 64;
-  o.disk = d;
+  const auto [o, d] = with_test_disk(dir.str());
   {
     // A served twice, the device tiers emptied between: its lines above the image get anchors.
     board_runner w(make_engine(k.c), with_tower(o, tower_for(k.c)));

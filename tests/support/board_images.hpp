@@ -70,6 +70,19 @@ inline board_runner_options with_tower(board_runner_options o, std::shared_ptr<v
   return o;
 }
 
+// A small runner's options with a disk tier in `dir` that writes prompts of 64 ids and more, and
+// those disk options (for the disk_driver beside the runner).
+struct runner_with_disk {
+  board_runner_options runner;
+  disk_tier_options disk;
+};
+inline runner_with_disk with_test_disk(const std::string& dir) {
+  runner_with_disk r{small_runner_options(), test_disk_options(dir)};
+  r.disk.admission.min_tokens = 64;
+  r.runner.disk = r.disk;
+  return r;
+}
+
 // A run's answer and the engine's whole state after it (the prompt and the answer forwarded).
 struct image_answer {
   run_result run;
