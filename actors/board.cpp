@@ -18,6 +18,7 @@ board_actor::behavior_type board(board_ptr self, std::shared_ptr<engine> eng, bo
   ro.vision = opts.vision;
   init.spill_writer = opts.spill_writer;
   init.spill_reader = opts.spill_reader;
+  init.vision_encoder = opts.vision_encoder;
   if (opts.suffix_writer) {
     init.suffix_view = std::make_shared<suffix_lookup>();
     ro.lookup = init.suffix_view;

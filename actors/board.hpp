@@ -40,8 +40,11 @@ struct board_options {
   suffix_writer_actor suffix_writer;
   std::string suffix_path;
   std::string suffix_off;
-  // The model's vision tower and its cache (docs/IMAGES.md); null: the model has none.
+  // The model's vision tower and its cache (docs/IMAGES.md); null: the model has none. The
+  // vision encoder actor encodes a request's images off the board's thread (none: the board
+  // encodes them itself, as in tests without actors).
   std::shared_ptr<vision_tower> vision;
+  vision_encoder_actor vision_encoder;
 };
 
 // The board: the only owner of the engines and of the device tiers (each slot's resident prefix
@@ -62,6 +65,7 @@ struct board_state {
   done_receiver conductor;
   spill_writer_actor spill_writer;
   spill_reader_actor spill_reader;
+  vision_encoder_actor vision_encoder;
   // The suffix store's writer (none when it is off), the view it feeds (the slots' lookup
   // source) and its latest counters.
   suffix_writer_actor suffix_writer;

@@ -206,6 +206,27 @@ void send_spill_read(board_ptr self, std::size_t slot, spill_fetch_ptr f) {
             });
 }
 
+// A slot's images to encode: the vision encoder encodes them on its own thread while the board
+// serves the other slots; its reply goes back to that slot. Without an encoder (tests without
+// actors) the board encodes them itself.
+void send_vision_encode(board_ptr self, std::size_t slot, vision_encode_ptr job) {
+  auto& st = self->state;
+  auto again = [self, slot](vision_encode_ptr done) {
+    send_all(self, self->state.slots->encoded(slot, std::move(done)));
+  };
+  if (!st.vision_encoder) {
+    if (job) execute_vision_encode(*job);
+    return again(std::move(job));
+  }
+  self->request(st.vision_encoder, caf::infinite, vision_encode_atom::value, job)
+      .then([again](vision_encode_ptr& done) { again(std::move(done)); },
+            [again, job](caf::error& e) {
+              job->rows.clear();
+              job->failure = "the vision encoder failed: " + caf::to_string(e);
+              again(job);
+            });
+}
+
 }  // namespace
 
 // What a slot asked for: the disk's messages, the stats, the ledger entry before the sink's
@@ -216,6 +237,7 @@ void send_all(board_ptr self, slot_events tagged) {
   board_events& out = tagged.events;
   send_to_disk(self, tagged.slot, out);
   if (out.spill_read) send_spill_read(self, tagged.slot, std::move(out.spill_read));
+  if (out.vision_encode) send_vision_encode(self, tagged.slot, std::move(out.vision_encode));
   for (auto& job : out.spill_writes) send_spill(self, std::move(job), nullptr);
   if (out.tiers_changed) send_tiers(self);
   if (out.idle && st.idle) {

@@ -11,6 +11,7 @@
 #include "actors/disk.hpp"
 #include "actors/edge.hpp"
 #include "actors/spill_reader.hpp"
+#include "actors/vision_encoder.hpp"
 #include "actors/spill_writer.hpp"
 #include "actors/suffix_writer.hpp"
 #include "runtime/text/tokenizer/tokenizer_digest.hpp"
@@ -248,6 +249,12 @@ server::server(const server_config& cfg) : cfg_(cfg) {
   board_options bo = board_options_of(cfg_, mc);
   opts.limits.image_processor = vision.processor;
   bo.vision = vision.tower;
+  // Its own thread: an encode on a large tower takes seconds, which the other slots' decode
+  // would otherwise wait out. A tower on the device encodes in place (vision_tower::plan_encode).
+  if (vision.tower && vision.tower->where() == kernels::backend::cpu && cfg_.vision_encoder_thread) {
+    vision_encoder_ = system_->spawn<caf::detached>(anchorage::vision_encoder);
+    bo.vision_encoder = vision_encoder_;
+  }
   if (auto d = disk_options_of(cfg_)) {
     bo.disk = *d;
     // The disk tier's own actor: it scans the folder at its start, on its own thread.
@@ -345,6 +352,7 @@ void server::stop() {
   stop_one(disk_);
   stop_one(spill_writer_);
   stop_one(spill_reader_);
+  stop_one(vision_encoder_);
 }
 
 }  // namespace anchorage

@@ -62,9 +62,10 @@ class server {
   caf::actor_system_config sys_cfg_;
   std::unique_ptr<caf::actor_system> system_;
   conductor_actor conductor_;
-  disk_actor disk_;                  // with --cache-dir
-  spill_writer_actor spill_writer_;  // with --cache-dir and --session-spill on
-  spill_reader_actor spill_reader_;  // with it
+  disk_actor disk_;                      // with --cache-dir
+  spill_writer_actor spill_writer_;      // with --cache-dir and --session-spill on
+  spill_reader_actor spill_reader_;      // with it
+  vision_encoder_actor vision_encoder_;  // with a vision tower on the CPU
   // --suffix-store: stopped by the board, its one client, at the board's exit (after its last
   // add), not here.
   suffix_writer_actor suffix_writer_;

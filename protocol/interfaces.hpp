@@ -9,6 +9,7 @@
 #include "protocol/messages.hpp"
 #include "protocol/spill_messages.hpp"
 #include "protocol/suffix_messages.hpp"
+#include "protocol/vision_messages.hpp"
 
 namespace anchorage {
 
@@ -53,6 +54,10 @@ using spill_writer_actor =
 // board's thread) and hands the fetch back with its outcome.
 using spill_reader_actor =
     caf::typed_actor<caf::replies_to<spill_read_atom, spill_fetch_ptr>::with<spill_fetch_ptr>>;
+// The vision encoder: encodes a request's images with the tower's weights (off the board's
+// thread) and hands the job back with their rows or the failure.
+using vision_encoder_actor =
+    caf::typed_actor<caf::replies_to<vision_encode_atom, vision_encode_ptr>::with<vision_encode_ptr>>;
 
 // The conductor: renders, looks up, queues, dispatches; keeps the ledger and the metrics.
 // Quiesce (tests and tools, in place of polling the stats): answered true once nothing runs or

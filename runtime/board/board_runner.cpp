@@ -158,6 +158,11 @@ board_events board_runner::spill_fetched(spill_fetch_ptr f) {
   return ended_or_running(run_->spill_fetched(std::move(f)));
 }
 
+board_events board_runner::encoded(vision_encode_ptr job) {
+  if (!run_) return {};
+  return ended_or_running(run_->encoded(std::move(job)));
+}
+
 board_events board_runner::step() {
   if (!run_) return {};
   return ended_or_running(run_->step());

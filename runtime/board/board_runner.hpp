@@ -20,11 +20,13 @@ namespace anchorage {
 // request.
 //
 // start(job) -> [offered(disk's offer)] -> [spill_fetched(spill reader's reply)] ->
-// [restored(disk's read reply)] -> [planned(disk's write lines)] -> step()* until
+// [restored(disk's read reply)] -> [encoded(vision encoder's reply)] -> [planned(disk's write
+// lines)] -> step()* until
 // step_again is false (the finished event and the ledger entry come with the last one). With a
 // disk tier, a client's request waits in the restoring phase for the disk's offer (asked for
 // when it starts), then, when the disk may serve its start (the offer beats the device tiers, or
-// a generation checkpoint may exist), for the read; a request
+// a generation checkpoint may exist), for the read; a request whose prefill forwards images
+// the vision cache does not hold waits there for the vision encoder; a request
 // that will write to the disk waits in the planning phase for its admission. Cancel, clear and
 // stats are handled in those phases like in any other. A request that cannot start answers a
 // failed event and an error entry at once. cancel(id) between two steps ends the running request at its next
@@ -50,6 +52,7 @@ class board_runner {
   // The spill reader's answer to start()'s spill_read (its outcome filled; a failed read, or
   // null when the reader could not be asked, is the tiers above or cold).
   board_events spill_fetched(spill_fetch_ptr f);
+  board_events encoded(vision_encode_ptr job);
   board_events step();
   // A decode step batched with other slots' (slot_board): the running request's engine and the
   // token its next step forwards, when that step is a plain decode token (batch_token()); then

@@ -196,7 +196,7 @@ cache_source generation_run::restore_start(resume_offer& o) {
 // starts cold instead. Throws when even that fails (or a cold one does not fit).
 void generation_run::start_session(resume_offer& o) {
   try {
-    slot_.set_media(job_);
+    slot_.set_media(job_, &encoded_);
     session_ = std::make_unique<generation_session>(*slot_.eng, session_job());
     return;
   } catch (const std::exception&) {
@@ -207,13 +207,55 @@ void generation_run::start_session(resume_offer& o) {
     job_.prompt.assign(asked_.begin(), asked_.end());
     job_.cache = x_cache_info{};
   }
-  slot_.set_media(job_);
+  slot_.set_media(job_, &encoded_);
   session_ = std::make_unique<generation_session>(*slot_.eng, session_job());
+}
+
+// The images the prefill forwards from the planned resume that the vision cache does not hold
+// go to the vision encoder first, off the board's thread (an encode takes seconds on a large
+// tower, and the other slots decode meanwhile); the run waits in its restoring phase. nullopt:
+// nothing to encode there (no images, all cached, a tower on the device, or the last answer
+// failed: image_media then meets the failure in place and the request gets its 400).
+std::optional<board_events> generation_run::encode_first() {
+  vision_tower* tower = slot_.opts.vision.get();
+  if (!tower || job_.images.empty() || encode_failed_) return std::nullopt;
+  const bool cold = pending_.source == cache_source::cold;
+  const std::vector<token_id>& served = cold || pending_.served.empty() ? asked_ : pending_.served;
+  vision_encode_ptr job =
+      tower->plan_encode(images_forwarded(served, cold ? 0 : pending_.at, job_.images, encoded_));
+  if (!job) return std::nullopt;
+  board_events out;
+  out.sink = job_.sink;
+  out.vision_encode = std::move(job);
+  encoding_ = true;
+  phase_ = phase::restoring;
+  return out;
+}
+
+board_events generation_run::encoded(vision_encode_ptr job) {
+  if (phase_ != phase::restoring || !encoding_) return {};
+  encoding_ = false;
+  if (job) {
+    if (vision_tower* tower = slot_.opts.vision.get()) tower->take_encoded(*job);
+    for (auto& [digest, rows] : job->by_digest()) encoded_[digest] = rows;
+    if (!job->failure.empty()) encode_failed_ = true;
+  } else {
+    encode_failed_ = true;
+  }
+  if (replan_) {
+    // A clear came while the images were encoded: the plan again, from the tiers as they are
+    // (the reads the plan took stay with the tiers, which offer them only if still theirs).
+    replan_ = false;
+    if (auto* d = slot_.tiers->disk()) d->expect(std::nullopt);
+    replan();
+  }
+  return begin_request();  // a replan that resumes lower may have more images to encode
 }
 
 // The request's start once the reads (if any) answered: the restore, the session, the tiers'
 // begin, and (with a disk tier, for a request that is no guest) the admission of its writes.
 board_events generation_run::begin_request() {
+  if (auto encode = encode_first()) return std::move(*encode);
   resume_offer o = std::move(pending_);
   pending_ = resume_offer{};
   source_ = restore_start(o);
@@ -296,7 +338,7 @@ bool generation_run::resume_checkpoint(const verified_checkpoint& c, board_event
   generation_job g = session_job();
   g.resume_output.assign(meta.tokens.begin() + static_cast<long>(meta.prompt_tokens), meta.tokens.end());
   try {
-    slot_.set_media(job_);
+    slot_.set_media(job_, &encoded_);
     session_ = std::make_unique<generation_session>(e, std::move(g));
   } catch (const std::exception& ex) {
     log_warn() << "a generation checkpoint does not resume (" << ex.what() << ")";

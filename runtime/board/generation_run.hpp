@@ -2,8 +2,9 @@
 // The main path (runtime/board/run.hpp): the tiers' plan for the prompt made when the run
 // starts (with a disk tier, once the disk's offer for a client's request came); a spilled
 // conversation read and verified by the spill reader, then (with a disk tier) a checkpoint of
-// this generation or the disk's prefix read by the disk actor, while the run waits in its
-// restoring phase; the plan restored into the slot's engine (any failure is the
+// this generation or the disk's prefix read by the disk actor, then the images its prefill
+// forwards that the vision cache does not hold encoded by the vision encoder, while the run
+// waits in its restoring phase; the plan restored into the slot's engine (any failure is the
 // cold path); the disk's admission of its writes asked for in the planning phase; then a
 // prefill chunk or a decode block per step, the tiers anchoring after each chunk and
 // checkpoints staged every --generation-checkpoint-tokens. At the end the tiers keep the end
@@ -28,6 +29,7 @@ class generation_run : public run {
   board_events start() override;
   board_events offered(disk_offer_reply reply) override;
   board_events spill_fetched(spill_fetch_ptr f) override;
+  board_events encoded(vision_encode_ptr job) override;
   board_events restored(disk_read_reply reply) override;
   board_events planned(const disk_write_lines& lines) override;
   void cleared(const std::vector<cache_tier>& done) override;
@@ -63,6 +65,7 @@ class generation_run : public run {
   resume_offer cold_after_failure(const resume_offer& failed);
   cache_source restore_start(resume_offer& o);
   void start_session(resume_offer& o);
+  std::optional<board_events> encode_first();
   board_events begin_request();
   bool resume_checkpoint(const verified_checkpoint& c, board_events& out);
   void keep_end();
@@ -74,6 +77,9 @@ class generation_run : public run {
   bool replan_ = false;              // a clear came while restoring: the plan is stale
   bool offering_ = false;            // restoring: the disk's offer is asked for, the plan not made
   bool fetching_spill_ = false;      // restoring: the spill reader reads the planned conversation
+  bool encoding_ = false;            // restoring: the vision encoder encodes the prompt's images
+  bool encode_failed_ = false;       // its answer was a failure: image_media meets it in place
+  encoded_rows encoded_;             // what it encoded for this prompt (kept whatever the cache keeps)
   std::uint64_t job_key_ = 0;        // the generation's checkpoint key (generation_key); 0: none
   bool served_as_asked_ = true;      // the served prompt is the client's (no end alignment)
   std::size_t next_checkpoint_ = 0;  // output ids at which the next checkpoint is staged

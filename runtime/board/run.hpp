@@ -1,7 +1,7 @@
 #pragma once
 // One request's life on a slot (runtime/board/slot_state.hpp): start() -> [offered()] ->
-// [spill_fetched()] -> [restored()] -> [planned()] -> step()* until step_again is false; the finished event
-// and the ledger entry come with the last step (run_report). One type per kind of request:
+// [spill_fetched()] -> [restored()] -> [encoded()] -> [planned()] -> step()* until step_again is false; the
+// finished event and the ledger entry come with the last step (run_report). One type per kind of request:
 //   generation_run    the main path: the tiers' plan restored, prefilled, decoded; the tiers
 //                     keep what it leaves (runtime/board/generation_run.hpp)
 //   replayed_run      an answer replayed without the engine: the response cache's, or a summary
@@ -46,6 +46,8 @@ class run {
   // (the generation's).
   virtual board_events offered(disk_offer_reply) { return {}; }
   virtual board_events spill_fetched(spill_fetch_ptr) { return {}; }
+  // The vision encoder's answer (the generation's images its prefill forwards).
+  virtual board_events encoded(vision_encode_ptr) { return {}; }
   virtual board_events restored(disk_read_reply) { return {}; }
   virtual board_events planned(const disk_write_lines&) { return {}; }
   // The slot emptied tiers (`done`) while the run was in any phase.

@@ -256,6 +256,10 @@ slot_events slot_board::spill_fetched(std::size_t slot, spill_fetch_ptr f) {
   return tagged(slot, runners_.at(slot)->spill_fetched(std::move(f)));
 }
 
+slot_events slot_board::encoded(std::size_t slot, vision_encode_ptr job) {
+  return tagged(slot, runners_.at(slot)->encoded(std::move(job)));
+}
+
 void slot_board::disk_released(std::size_t slot, std::uint64_t bytes) {
   runners_.at(slot)->disk_released(bytes);
 }

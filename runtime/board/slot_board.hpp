@@ -65,6 +65,7 @@ class slot_board {
   slot_events restored(std::size_t slot, disk_read_reply reply);
   slot_events planned(std::size_t slot, const disk_write_lines& lines);
   slot_events spill_fetched(std::size_t slot, spill_fetch_ptr f);
+  slot_events encoded(std::size_t slot, vision_encode_ptr job);
   void disk_released(std::size_t slot, std::uint64_t bytes);
   void cancel(const std::string& id);
   // A clear of `all` drops the vision cache's entries too.

@@ -15,6 +15,7 @@
 #include "protocol/compaction_messages.hpp"
 #include "protocol/disk_messages.hpp"
 #include "protocol/spill_messages.hpp"
+#include "protocol/vision_messages.hpp"
 #include "runtime/board/compaction_prewrites.hpp"
 #include "runtime/board/image_media.hpp"
 #include "runtime/cache/response_cache.hpp"
@@ -49,6 +50,9 @@ struct board_events {
   // A spilled conversation to read and verify (the spill tier's planned offer): to the spill
   // reader, its reply to spill_fetched() (the run waits in the restoring phase).
   spill_fetch_ptr spill_read;
+  // Images to encode before the prefill (the vision cache does not hold them): to the vision
+  // encoder, its reply to encoded() (the run waits in the restoring phase).
+  vision_encode_ptr vision_encode;
   // A request ended: the ids the engine read and wrote for it (its prompt, then its output), for
   // the persistent suffix store's writer (docs/SUFFIX_STORE.md). Not set for idle work, a
   // replayed answer or a request that failed before its prompt was forwarded.
@@ -141,10 +145,11 @@ struct slot_state {
     }
   }
   // Hands the engine `job`'s images for its prompt (set before a session starts, after any
-  // restore: the rows the engine holds need no embeddings). Throws what image_media throws.
-  void set_media(const board_job& job) {
+  // restore: the rows the engine holds need no embeddings), the rows in `ready` as they are.
+  // Throws what image_media throws.
+  void set_media(const board_job& job, const encoded_rows* ready = nullptr) {
     eng->set_media(
-        image_media(job.prompt, eng->length(), job.images, opts.vision.get(), eng->config().d_model));
+        image_media(job.prompt, eng->length(), job.images, opts.vision.get(), eng->config().d_model, ready));
   }
   void take_spills(board_events& out) {
     for (auto& j : pending_spills) out.spill_writes.push_back(std::move(j));

@@ -111,6 +111,15 @@ const std::vector<option>& options() {
        "none, tiny or small: a random vision tower beside a model that has none, for tests and "
        "benchmarks (none: the checkpoint's own, if any)",
        [](server_config& c, const std::string& v) { set_engine(c, "--vision-preset", v); }},
+      {"vision-encoder", "thread|board",
+       "where a request's images are encoded with a vision tower on the CPU: on the vision encoder's own "
+       "thread while the other slots run (thread), or on the board's (board: the layout before it, for "
+       "comparisons)",
+       [](server_config& c, const std::string& v) {
+         if (v != "thread" && v != "board")
+           throw std::invalid_argument("--vision-encoder takes thread or board, not '" + v + "'");
+         c.vision_encoder_thread = v == "thread";
+       }},
       {"served-model-name", "NAME", "model id clients name (anchorage)",
        [](server_config& c, const std::string& v) { c.served_model_name = v; }},
       {"admin-token", "TOKEN", "token for admin routes (or ANCHORAGE_ADMIN_TOKEN)",

@@ -54,6 +54,9 @@ struct server_config {
     // folder (store.dir) is <--cache-dir>/disk, set when the spill starts.
     spill_options store;
   } spill;
+  // --vision-encoder thread|board: where a request's images are encoded (docs/IMAGES.md): on the
+  // vision encoder's own thread while the other slots run, or on the board's (for comparisons).
+  bool vision_encoder_thread = true;
   // The persistent suffix store (docs/SUFFIX_STORE.md): the ids of every finished request in an
   // append-only log the lookup drafter asks, in <--cache-dir>/suffix or a user directory
   // (suffix_store_dir below).

@@ -1,6 +1,7 @@
 #include "runtime/vision/vision_tower.hpp"
 
 #include <chrono>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -33,15 +34,7 @@ std::shared_ptr<const std::vector<float>> vision_tower::embeddings(const prompt_
     ++stats_.hits;
     return it->second.rows;
   }
-  const vision_config& c = weights_->config;
-  if (image.merge != c.spatial_merge_size)
-    throw std::invalid_argument("an image merged " + std::to_string(image.merge) + " x " +
-                                std::to_string(image.merge) + " for a tower that merges " +
-                                std::to_string(c.spatial_merge_size));
-  const std::size_t patch_rows = static_cast<std::size_t>(image.grid_t) * image.grid_h * image.grid_w;
-  if (!image.patches || image.patches->size() != patch_rows * static_cast<std::size_t>(c.patch_values()))
-    throw std::invalid_argument("an image's patches are missing or not " + std::to_string(c.patch_values()) +
-                                " values a patch");
+  check_vision_image(weights_->config, image);
   const auto t0 = std::chrono::steady_clock::now();
   auto rows = std::make_shared<const std::vector<float>>(
       cuda_ ? cuda_->encode(image.patches->data(), image.grid_t, image.grid_h, image.grid_w)
@@ -51,6 +44,30 @@ std::shared_ptr<const std::vector<float>> vision_tower::embeddings(const prompt_
   ++stats_.encodes;
   keep(k, rows);
   return rows;
+}
+
+vision_encode_ptr vision_tower::plan_encode(const std::vector<prompt_image>& images) const {
+  if (cuda_) return nullptr;
+  auto job = std::make_shared<vision_encode>();
+  job->weights = weights_;
+  std::set<key> planned;
+  for (const prompt_image& p : images) {
+    const key k{p.digest_lo, p.digest_hi};
+    if (cache_.count(k) || !planned.insert(k).second) continue;
+    job->images.push_back(p);
+  }
+  return job->images.empty() ? nullptr : job;
+}
+
+void vision_tower::take_encoded(const vision_encode& job) {
+  for (std::size_t i = 0; i < job.rows.size() && i < job.images.size(); ++i) {
+    if (!job.rows[i]) continue;
+    ++stats_.encodes;
+    if (i < job.encode_ms.size()) stats_.encode_ms += job.encode_ms[i];
+    const key k{job.images[i].digest_lo, job.images[i].digest_hi};
+    if (cache_.count(k)) continue;  // another request's job kept it meanwhile
+    keep(k, job.rows[i]);
+  }
 }
 
 void vision_tower::keep(const key& k, std::shared_ptr<const std::vector<float>> rows) {

@@ -5,7 +5,9 @@
 // when the budget is passed; an image larger than the whole budget is encoded and not kept.
 // The encoder runs where the tower was built to run it: on the CPU (encode_image) or on the CUDA
 // device (cuda_vision_encoder, its weights uploaded once by the constructor); the cache is the
-// same either way. Not thread-safe: the board's thread owns it.
+// same either way. On the CPU the board has the encoding done off its thread: plan_encode() names
+// the images to encode, the vision encoder actor runs them (runtime/vision/vision_encode.hpp), and
+// take_encoded() keeps what came back. Not thread-safe: the board's thread owns it.
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -17,6 +19,7 @@
 #include "kernels/device.hpp"
 #include "protocol/cache_stats.hpp"
 #include "protocol/prompt_image.hpp"
+#include "runtime/vision/vision_encode.hpp"
 #include "runtime/vision/vision_weights.hpp"
 
 namespace anchorage {
@@ -41,6 +44,13 @@ class vision_tower {
   std::shared_ptr<const std::vector<float>> embeddings(const prompt_image& image);
   // Whether the cache holds `image`'s rows (no encoding, no change to the order).
   bool cached(const prompt_image& image) const;
+  // The job that encodes those of `images` the cache does not hold (each digest once), for the
+  // vision encoder; nullptr when the cache holds them all, or when the tower encodes on the device
+  // (its encoder is quick and its device the engine's: embeddings() encodes there, in place).
+  vision_encode_ptr plan_encode(const std::vector<prompt_image>& images) const;
+  // A planned job's outcome: each image's rows kept (as embeddings() keeps what it encodes) and
+  // counted as an encode, with its time. Rows of a failed job up to the failure count too.
+  void take_encoded(const vision_encode& job);
   // A new budget for the cache (an operator's live setting): the least recently used entries go
   // until the rest fit; 0 keeps nothing from now on.
   void set_limit(std::uint64_t bytes);

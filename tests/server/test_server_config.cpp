@@ -95,6 +95,11 @@ TEST_CASE("flags keep the seed's spelling and check their values", "[config]") {
   CHECK_THROWS_WITH(parse_server_args({"--preset", "tiny", "--prefix-chunk", "40"}),
                     Catch::Contains("multiple of 16"));
   CHECK_THROWS_WITH(parse_server_args({"--preset", "nope"}), Catch::Contains("unknown model preset"));
+  // Where images are encoded (docs/IMAGES.md): the vision encoder's thread unless asked.
+  CHECK(c.vision_encoder_thread);
+  CHECK_FALSE(parse_server_args({"--vision-encoder", "board"}).vision_encoder_thread);
+  CHECK(parse_server_args({"--vision-encoder=thread"}).vision_encoder_thread);
+  CHECK_THROWS_WITH(parse_server_args({"--vision-encoder", "gpu"}), Catch::Contains("--vision-encoder"));
 }
 
 TEST_CASE("a config file sets the same keys as the flags, and flags win", "[config]") {

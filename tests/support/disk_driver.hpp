@@ -62,8 +62,8 @@ struct run_result {
   long steps = 0;
 };
 
-// Steps until the request ends (at most `max_steps`), the disk's messages and the spill reads
-// answered as they come.
+// Steps until the request ends (at most `max_steps`), the disk's messages, the spill reads and
+// the images to encode answered as they come.
 inline run_result run_to_end(board_runner& r, board_events first, disk_driver* disk = nullptr,
                              long max_steps = 100000) {
   run_result res;
@@ -88,6 +88,12 @@ inline run_result run_to_end(board_runner& r, board_events first, disk_driver* d
       uring_env reader;
       execute_spill_read(reader, *out.spill_read);
       out = r.spill_fetched(std::move(out.spill_read));
+      continue;
+    }
+    if (out.vision_encode) {
+      // The vision encoder's part, here.
+      execute_vision_encode(*out.vision_encode);
+      out = r.encoded(std::move(out.vision_encode));
       continue;
     }
     if (disk && out.disk_plan) {

@@ -89,11 +89,26 @@ inline void serve_spill_read(slot_board& b, slot_events& s) {
   }
 }
 
+// A slot's images to encode, encoded at once (the vision encoder's part), and what the slot did
+// next.
+inline void serve_vision_encode(slot_board& b, slot_events& s) {
+  while (s.events.vision_encode) {
+    vision_encode_ptr job = std::move(s.events.vision_encode);
+    execute_vision_encode(*job);
+    slot_events next = b.encoded(s.slot, std::move(job));
+    for (auto& ev : next.events.events) s.events.events.push_back(std::move(ev));
+    for (auto& j : next.events.spill_writes) s.events.spill_writes.push_back(std::move(j));
+    if (next.events.done) s.events.done = std::move(next.events.done);
+    s.events.vision_encode = std::move(next.events.vision_encode);
+  }
+}
+
 // Every step of every slot until none wants one; spills written as they are staged, spill reads
 // answered as they are asked for.
 inline void run_all(slot_board& b, board_run& log, spill_driver* w, slot_events first) {
   auto take = [&](slot_events& s) {
     serve_spill_read(b, s);
+    serve_vision_encode(b, s);
     for (auto& ev : s.events.events)
       if (ev.what == stream_event::kind::finished) log.finished[ev.id] = ev;
     if (w && b.spill()) w->serve(*b.spill(), s.events.spill_writes);
