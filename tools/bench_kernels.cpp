@@ -62,7 +62,8 @@ int main(int argc, char** argv) {
       {"n", n}, {"k", k}, {"int8_vectors", cpu::int8_vectors()}, {"types", nlohmann::json::object()}};
   std::mt19937 rng(1);
   std::normal_distribution<float> nd;
-  for (weight_type t : {weight_type::q8_0, weight_type::q4_0, weight_type::q4_k, weight_type::q5_k}) {
+  for (weight_type t :
+       {weight_type::q8_0, weight_type::q4_0, weight_type::q4_k, weight_type::q5_k, weight_type::q6_k}) {
     const auto rb = static_cast<std::size_t>(*row_bytes(t, k));
     std::vector<std::uint8_t> w(rb * static_cast<std::size_t>(n));
     std::vector<float> v(static_cast<std::size_t>(k));

@@ -16,7 +16,7 @@ void set_compute_threads(int n);
 int compute_threads();
 
 // How the products by a matrix kept in a block type kernels::cpu::int8_reads names (Q8_0, Q4_0,
-// Q4_K, Q5_K) take their activations (--activations), in both of runtime/engine/engine_linear's
+// Q4_K, Q5_K, Q6_K) take their activations (--activations), in both of runtime/engine/engine_linear's
 // forms (a prefill chunk's, and a decode's, a decode batch's or a verify round's rows):
 //   f32: as they are: the row kernels (quant_matmul) and dequantized panels by BLAS's gemm;
 //   q8:  rounded to 8 bits per block of 32 and multiplied as integers (kernels/int8_matmul.hpp),

@@ -28,7 +28,7 @@ struct engine_options {
   std::string weight_storage = "stored";
   // --threads: the cores the products use (runtime/engine/compute_threads.hpp); all when unset.
   std::optional<int> threads;
-  // --activations: how products by Q8_0, Q4_0, Q4_K and Q5_K matrices take their activations
+  // --activations: how products by Q8_0, Q4_0, Q4_K, Q5_K and Q6_K matrices take their activations
   // (runtime/engine/compute_threads.hpp): "q8" rounds them to 8 bits and multiplies integers,
   // "f32" keeps them (the default); "auto" is q8 where the CPU has AVX-512 VNNI.
   std::string activations = "f32";

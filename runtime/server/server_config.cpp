@@ -103,7 +103,7 @@ const std::vector<option>& options() {
       {"threads", "N", "cores the engine's products use (every core)",
        [](server_config& c, const std::string& v) { set_engine(c, "--threads", v); }},
       {"activations", "MODE",
-       "products by Q8_0, Q4_0, Q4_K and Q5_K matrices: q8 rounds the activations to 8 bits (integer "
+       "products by Q8_0, Q4_0, Q4_K, Q5_K and Q6_K matrices: q8 rounds the activations to 8 bits (integer "
        "products, as llama.cpp; faster, but a session resume parts from a cold prefill more often), f32 "
        "keeps them; auto: q8 where the CPU has AVX-512 VNNI (f32)",
        [](server_config& c, const std::string& v) { set_engine(c, "--activations", v); }},

@@ -25,7 +25,7 @@ using anchorage::testing::stored_rows;
 namespace {
 
 constexpr weight_type int8_types[] = {weight_type::q8_0, weight_type::q4_0, weight_type::q4_k,
-                                      weight_type::q5_k};
+                                      weight_type::q5_k, weight_type::q6_k};
 constexpr float sentinel = -12345.5f;
 
 // m rows of k activations, ldx apart: normal values, a row of zeros, a block with one outlier.
@@ -63,6 +63,13 @@ TEST_CASE(
   std::int32_t sum = 0;
   for (int e = 0; e < 32; ++e) sum += q.q[static_cast<std::size_t>(e)];
   CHECK(q.c[0] == static_cast<float>(sum));
+  REQUIRE(q.s.size() == 4);  // each 16 values' sum of q, exact
+  std::int32_t low = 0;
+  for (int e = 0; e < 16; ++e) low += q.q[static_cast<std::size_t>(e)];
+  CHECK(q.s[0] == low);
+  CHECK(q.s[1] == sum - low);
+  CHECK(q.s[2] == 0);
+  CHECK(q.s[3] == 0);
   CHECK(q.d[1] == 0.0f);
   CHECK(q.c[1] == 0.0f);
   // A scale a half cannot hold is kept rounded to one, and the values are rounded with the
@@ -116,6 +123,12 @@ TEST_CASE("activations: the vector rounding gives the plain loop's bits, ties, N
   REQUIRE(vec.q == plain.q);
   CHECK(std::memcmp(vec.d.data(), plain.d.data(), vec.d.size() * sizeof(float)) == 0);
   CHECK(std::memcmp(vec.c.data(), plain.c.data(), vec.c.size() * sizeof(float)) == 0);
+  CHECK(vec.s == plain.s);
+  for (std::size_t h = 0; h < vec.s.size(); ++h) {
+    std::int32_t sum = 0;
+    for (std::size_t e = 16 * h; e < 16 * h + 16; ++e) sum += vec.q[e];
+    CHECK(vec.s[h] == sum);
+  }
   // The ties went away from zero: d = 1 in block 0, so q = round(x).
   CHECK(vec.q[1] == -15);     // -14.5
   CHECK(vec.q[17] == 2);      // 1.5
@@ -130,6 +143,7 @@ TEST_CASE("activations: the vector rounding gives the plain loop's bits, ties, N
   cpu::quantize_rows(3, m, x.data(), k, parts);
   CHECK(parts.q == vec.q);
   CHECK(std::memcmp(parts.c.data(), vec.c.data(), vec.c.size() * sizeof(float)) == 0);
+  CHECK(parts.s == vec.s);
 }
 
 TEST_CASE(
@@ -208,9 +222,65 @@ TEST_CASE(
       }
     }
   }
-  CHECK_FALSE(cpu::int8_reads(weight_type::q6_k));
   CHECK_FALSE(cpu::int8_reads(weight_type::f32));
+  CHECK_FALSE(cpu::int8_reads(weight_type::f16));
   CHECK_FALSE(cpu::int8_reads(weight_type::bf16));
+}
+
+TEST_CASE("int8_matmul: each Q6_K scale goes with its own 16 values in every form", "[int8][kernels]") {
+  // Q6_K super-blocks whose 16 scales all differ (in size and sign, so any two swapped change an
+  // output by a factor of at least 1 + 2/33), multiplied by activation rows each nonzero in one
+  // 16-value half only: row j of each 16 touches scale j alone. A scale paired with the wrong
+  // 16 values (within a block of 32 or across blocks) moves the output far off the dequantized
+  // product. m = 1 and 4 take the few-rows form, 16 and 48 the panel form; plain forced too.
+  const int k = 512, n = 19;  // two super-blocks; a full panel and a short one
+  const auto rb = static_cast<std::size_t>(*row_bytes(weight_type::q6_k, k));
+  std::vector<std::uint8_t> w(rb * n);
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (int r = 0; r < n; ++r)
+    for (int b = 0; b < k / 256; ++b) {
+      std::uint8_t* blk = w.data() + rb * static_cast<std::size_t>(r) + 210 * static_cast<std::size_t>(b);
+      for (int e = 0; e < 192; ++e) blk[e] = static_cast<std::uint8_t>(byte(rng));
+      for (int j = 0; j < 16; ++j) {  // 3, -5, 7, -9, ... 33, -35 (rotated by row and block)
+        const int at = (j + r + 5 * b) % 16;
+        blk[192 + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>((at % 2 ? -1 : 1) * (3 + 2 * at)));
+      }
+      const std::uint16_t d = f32_to_f16(0.001f * static_cast<float>(1 + r % 3));
+      blk[208] = static_cast<std::uint8_t>(d & 0xff);
+      blk[209] = static_cast<std::uint8_t>(d >> 8);
+    }
+  for (int m : {1, 4, 16, 48}) {
+    // row i nonzero in half i % (k / 16) only
+    std::vector<float> x(static_cast<std::size_t>(m) * k, 0.0f);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (int i = 0; i < m; ++i) {
+      const int h = (i * 7) % (k / 16);
+      for (int e = 0; e < 16; ++e) x[static_cast<std::size_t>(i) * k + 16 * h + e] = nd(rng) + 0.25f;
+    }
+    cpu::q8_activations q;
+    cpu::quantize_activations(m, k, x.data(), k, q);
+    for (bool plain : {false, true}) {
+      std::vector<float> y(static_cast<std::size_t>(m) * n, sentinel);
+      cpu::int8_matmul(weight_type::q6_k, q, n, w.data(), y.data(), n, plain);
+      std::vector<float> wf(static_cast<std::size_t>(k));
+      for (int r = 0; r < n; ++r) {
+        dequantize_row(weight_type::q6_k, w.data() + rb * static_cast<std::size_t>(r), wf.data(), k);
+        for (int i = 0; i < m; ++i) {
+          INFO("m " << m << " plain " << plain << " row " << r << " activation row " << i);
+          double exact = 0, mag = 0;
+          for (int j = 0; j < k; ++j) {
+            const double xv = static_cast<double>(q.d[static_cast<std::size_t>(i) * (k / 32) + j / 32]) *
+                              q.q[static_cast<std::size_t>(i) * k + j];
+            exact += wf[static_cast<std::size_t>(j)] * xv;
+            mag += std::fabs(wf[static_cast<std::size_t>(j)] * xv);
+          }
+          REQUIRE(mag > 0);
+          CHECK(std::fabs(y[static_cast<std::size_t>(i) * n + r] - exact) <= 1e-6 * mag);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("int8_matmul's vector form runs on a CPU with AVX-512 VNNI", "[int8][kernels]") {
