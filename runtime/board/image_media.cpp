@@ -73,10 +73,7 @@ std::vector<prompt_image> images_forwarded(const std::vector<std::int32_t>& prom
     const auto key = image_key_of_rows(prompt.data() + i, end - i);
     if (!key) return;
     const prompt_image* image = image_of(images, key->digest);
-    if (!image || ready.count({image->digest_lo, image->digest_hi})) return;
-    for (const prompt_image& p : out)
-      if (p.digest_lo == image->digest_lo && p.digest_hi == image->digest_hi) return;
-    out.push_back(*image);
+    if (image && !ready.count({image->digest_lo, image->digest_hi})) out.push_back(*image);
   });
   return out;
 }

@@ -22,9 +22,10 @@ prompt_media image_media(const std::vector<std::int32_t>& prompt, std::size_t fr
                          const std::vector<prompt_image>& images, vision_tower* tower, int d_model,
                          const encoded_rows* ready = nullptr);
 
-// The images of `images` whose rows in `prompt` lie at or above `from` (in part), each once, in
-// the prompt's order, less those `ready` holds: what image_media would ask the tower for. A run
-// of rows it cannot read is skipped (image_media refuses it).
+// The images of `images` whose rows in `prompt` lie at or above `from` (in part), in the prompt's
+// order (an image shown twice comes twice: vision_tower::plan_encode keeps each digest once),
+// less those `ready` holds: what image_media would ask the tower for. A run of rows it cannot
+// read is skipped (image_media refuses it).
 std::vector<prompt_image> images_forwarded(const std::vector<std::int32_t>& prompt, std::size_t from,
                                            const std::vector<prompt_image>& images,
                                            const encoded_rows& ready);

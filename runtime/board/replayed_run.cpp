@@ -10,7 +10,6 @@ replayed_run::replayed_run(slot_state& slot, board_job job, std::int64_t start_n
   g.resume_output = std::move(hit.output);
   g.replay_finish = hit.finish_reason;
   slot_.eng->abandon_prefill();  // a request cancelled inside its prefill left its queue
-  slot_.set_media(job_);
   session_ = std::make_unique<generation_session>(*slot_.eng, std::move(g));
   job_.cache = x_cache_info{};
   job_.cache.source = cache_source::response;
@@ -27,7 +26,6 @@ replayed_run::replayed_run(slot_state& slot, board_job job, std::int64_t start_n
   g.resume_output.assign(s.output.begin(),
                          s.output.begin() + static_cast<long>(std::min(limit, s.output.size())));
   g.replay_finish = g.resume_output.size() < s.output.size() ? run_finish::length : s.finish_reason;
-  slot_.set_media(job_);
   session_ = std::make_unique<generation_session>(*slot_.eng, std::move(g));
   job_.cache = x_cache_info{};
   job_.cache.source = cache_source::end;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "runtime/core/image_end.hpp"
 #include "runtime/core/token_prefix.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 
@@ -128,9 +129,7 @@ void resident_prefix::after_prefill_step(const state_adapter& state, kernels::ba
   // An anchor at every line, and right after every image: the engine ends a chunk there too
   // (engine.hpp), so a prompt that parts after an image resumes after it, bit for bit.
   if (!exact_run_ || len == 0) return;
-  const bool image_end =
-      is_image_row(served_[len - 1]) && (len == served_.size() || !is_image_row(served_[len]));
-  if (len % grid != 0 && !image_end) return;
+  if (len % grid != 0 && !image_ends_at(served_, len)) return;
   taint_ = len;
   anchors_.take(state, where);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "runtime/core/image_end.hpp"
 #include "runtime/disk/disk_codec.hpp"
 
 namespace anchorage {
@@ -27,7 +28,7 @@ admission_plan disk_admission::plan(const std::vector<token_id>& tokens, const a
   // tail chunk holding the rows from the grid line below).
   std::vector<std::size_t> image_ends;
   for (std::size_t p = req.resume + 1; p < n && p <= clean; ++p)
-    if (is_image_row(tokens[p - 1]) && !is_image_row(tokens[p])) image_ends.push_back(p);
+    if (image_ends_at(tokens, p)) image_ends.push_back(p);
   auto with_image_ends = [&](admission_plan& plan) {
     for (std::size_t p : image_ends) {
       plan.chunks.push_back(p);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "runtime/core/image_end.hpp"
 #include "runtime/disk/disk_codec.hpp"
 #include "runtime/disk/disk_names.hpp"
 
@@ -143,8 +144,7 @@ std::optional<disk_hit> disk_index::find(const std::vector<token_id>& prompt, co
       top == 0 ? std::vector<std::uint64_t>{} : chunk_hashes(prompt, top, grid_);
   for (std::size_t i = 0; i < hashes.size(); ++i) lines.emplace_back((i + 1) * grid_, hashes[i]);
   for (std::size_t p = 1; p < prompt.size(); ++p)
-    if (p % grid_ != 0 && is_image_row(prompt[p - 1]) && !is_image_row(prompt[p]))
-      lines.emplace_back(p, prefix_hash(prompt.data(), p));
+    if (p % grid_ != 0 && image_ends_at(prompt, p)) lines.emplace_back(p, prefix_hash(prompt.data(), p));
   std::sort(lines.begin(), lines.end());
   for (std::size_t i = lines.size(); i-- > 0;) {
     const auto [line, hash] = lines[i];

@@ -1,6 +1,5 @@
 #include "runtime/vision/vision_encode.hpp"
 
-#include <chrono>
 #include <exception>
 #include <stdexcept>
 
@@ -37,13 +36,12 @@ void execute_vision_encode(vision_encode& job) {
   for (std::size_t i = 0; i < job.images.size(); ++i) {
     const prompt_image& image = job.images[i];
     try {
-      check_vision_image(job.weights->config, image);
-      const auto t0 = std::chrono::steady_clock::now();
-      auto rows = std::make_shared<const std::vector<float>>(
-          encode_image(*job.weights, image.patches->data(), image.grid_t, image.grid_h, image.grid_w));
-      job.encode_ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-      job.rows.push_back(std::move(rows));
+      timed_rows done =
+          encode_checked(job.weights->config, image, [&](const float* patches, int t, int h, int w) {
+            return encode_image(*job.weights, patches, t, h, w);
+          });
+      job.encode_ms.push_back(done.ms);
+      job.rows.push_back(std::move(done.rows));
     } catch (const std::exception& e) {
       job.failure = "image " + std::to_string(i) + " of the request: " + e.what();
       return;

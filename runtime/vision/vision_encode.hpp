@@ -4,6 +4,7 @@
 // vision encoder actor executes it with the tower's weights (execute_vision_encode), and the tower
 // takes the rows into its cache (vision_tower::take_encoded) while the run keeps them for its own
 // prompt (a cache too small to keep them must not send the run back to the encoder).
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -37,6 +38,26 @@ struct vision_encode {
 // Throws std::invalid_argument when `image` cannot go through an encoder of `c`: a merge size
 // other than the tower's, or patches missing or not patch_values() floats a patch.
 void check_vision_image(const vision_config& c, const prompt_image& image);
+
+// One image's rows and the milliseconds its encode took.
+struct timed_rows {
+  std::shared_ptr<const std::vector<float>> rows;
+  double ms = 0;
+};
+
+// `image` checked against `c` (check_vision_image), then encoded by `encode(patches, grid_t,
+// grid_h, grid_w)` (the CPU's encode_image or the device's encoder) and timed: the one encode
+// of an image, whoever runs it (the tower in place, the vision encoder actor off the board).
+template <class Encode>
+timed_rows encode_checked(const vision_config& c, const prompt_image& image, Encode&& encode) {
+  check_vision_image(c, image);
+  const auto t0 = std::chrono::steady_clock::now();
+  timed_rows out;
+  out.rows = std::make_shared<const std::vector<float>>(
+      encode(image.patches->data(), image.grid_t, image.grid_h, image.grid_w));
+  out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
 
 // Encodes the job's images in order on the CPU (encode_image), stopping at the first that fails
 // (`failure` then names it, and the rows end before it). Touches nothing but the job and the

@@ -1,11 +1,11 @@
 #include "runtime/vision/vision_tower.hpp"
 
-#include <chrono>
 #include <set>
 #include <stdexcept>
 #include <string>
 
 #include "runtime/vision/cuda_vision_encoder.hpp"
+#include "runtime/vision/vision_encode.hpp"
 #include "runtime/vision/vision_encoder.hpp"
 
 namespace anchorage {
@@ -34,16 +34,13 @@ std::shared_ptr<const std::vector<float>> vision_tower::embeddings(const prompt_
     ++stats_.hits;
     return it->second.rows;
   }
-  check_vision_image(weights_->config, image);
-  const auto t0 = std::chrono::steady_clock::now();
-  auto rows = std::make_shared<const std::vector<float>>(
-      cuda_ ? cuda_->encode(image.patches->data(), image.grid_t, image.grid_h, image.grid_w)
-            : encode_image(*weights_, image.patches->data(), image.grid_t, image.grid_h, image.grid_w));
-  stats_.encode_ms +=
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  timed_rows done = encode_checked(weights_->config, image, [&](const float* patches, int t, int h, int w) {
+    return cuda_ ? cuda_->encode(patches, t, h, w) : encode_image(*weights_, patches, t, h, w);
+  });
+  stats_.encode_ms += done.ms;
   ++stats_.encodes;
-  keep(k, rows);
-  return rows;
+  keep(k, done.rows);
+  return done.rows;
 }
 
 vision_encode_ptr vision_tower::plan_encode(const std::vector<prompt_image>& images) const {

@@ -52,12 +52,6 @@ void write_head_twice(const model_config& c, const std::string& dir, const std::
   REQUIRE(d.service->store().entries() == 1);
 }
 
-// Runs one actor's queued messages, nothing else.
-template <class Handle>
-void run_only(caf_fixture& f, const Handle& a) {
-  while (f.sched->prioritize(a)) f.sched->run_once();
-}
-
 struct board_bench {
   caf_fixture f;
   model_config c = test_config("tiny", 1024);
@@ -127,17 +121,17 @@ TEST_CASE("a cancel and a clear sent while the board restores from disk are hand
   REQUIRE(t.offer_for(prompt));  // the disk offers the head
 
   caf::anon_send(t.b, run_atom::value, j);
-  run_only(t.f, t.b);
+  t.f.run_only(t.b);
   REQUIRE(t.runner().current_phase() == board_runner::phase::restoring);  // its offer asked for
-  run_only(t.f, t.disk);
-  run_only(t.f, t.b);
+  t.f.run_only(t.disk);
+  t.f.run_only(t.b);
   // The read is out, at the disk; the board is restoring and still serves its mailbox.
   REQUIRE(t.runner().current_phase() == board_runner::phase::restoring);
   const std::size_t tiers_before = t.seen->tiers.size();
   caf::anon_send<caf::message_priority::high>(t.b, cancel_atom::value, std::string("r1"));
   caf::anon_send(t.b, clear_atom::value, cache_tier::store);
-  run_only(t.f, t.b);
-  run_only(t.f, t.sink);
+  t.f.run_only(t.b);
+  t.f.run_only(t.sink);
   CHECK(t.runner().current_phase() == board_runner::phase::restoring);  // still waiting for the disk
   CHECK(t.seen->tiers.size() == tiers_before + 1);                      // the clear answered with stats
   CHECK(t.seen->ledger.empty());
@@ -160,13 +154,13 @@ TEST_CASE("a staged write goes out and comes back between two board steps, the b
   caf::anon_send(t.b, run_atom::value, t.job(prompt, 24));
   auto& st = caf_fixture::state_of<board_state>(t.b);
   // The board alone: the disk's offer is asked, then nothing moves until the disk answers.
-  run_only(t.f, t.b);
+  t.f.run_only(t.b);
   REQUIRE(t.runner().current_phase() == board_runner::phase::restoring);
-  run_only(t.f, t.disk);
+  t.f.run_only(t.disk);
   // The board alone: its admission is asked, then nothing moves until the disk answers.
-  run_only(t.f, t.b);
+  t.f.run_only(t.b);
   REQUIRE(t.runner().current_phase() == board_runner::phase::planning);
-  run_only(t.f, t.disk);
+  t.f.run_only(t.disk);
   // The board alone again: it prefills, stages, submits, and keeps decoding.
   while (t.runner().stats().disk_staging->submissions == 0) {
     REQUIRE(t.f.sched->prioritize(t.b));
@@ -181,9 +175,9 @@ TEST_CASE("a staged write goes out and comes back between two board steps, the b
   CHECK(st.steps == steps_at_submit + 3);  // three steps with the write still unplanned at the disk
   CHECK(t.runner().stats().disk_staged_bytes > 0);
   // The disk and its writer run; the reply waits in the board's mailbox behind its next step.
-  run_only(t.f, t.disk);
-  run_only(t.f, t.disk_st().writer);
-  run_only(t.f, t.disk);
+  t.f.run_only(t.disk);
+  t.f.run_only(t.disk_st().writer);
+  t.f.run_only(t.disk);
   REQUIRE(t.runner().current_phase() == board_runner::phase::running);
   REQUIRE(t.f.sched->prioritize(t.b));
   t.f.sched->run_once();  // a step or the reply, in mailbox order

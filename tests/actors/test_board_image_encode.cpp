@@ -17,20 +17,6 @@
 using namespace anchorage;
 using namespace anchorage::testing;
 
-namespace {
-
-std::shared_ptr<engine> fresh(const model_config& c) {
-  return std::shared_ptr<engine>(make_engine(c).release());
-}
-
-// Runs one actor's queued messages, nothing else.
-template <class Handle>
-void run_only(caf_fixture& f, const Handle& a) {
-  while (f.sched->prioritize(a)) f.sched->run_once();
-}
-
-}  // namespace
-
 TEST_CASE("while one slot's image is encoded, another slot's decode steps go on", "[actors][board][images]") {
   const model_config c = test_config("qwen35-tiny", 1024);
   const std::size_t g = static_cast<std::size_t>(c.grid);
@@ -46,10 +32,10 @@ TEST_CASE("while one slot's image is encoded, another slot's decode steps go on"
   board_options bo;
   bo.decode_block = 1;
   bo.cache = small_runner_options().cache;
-  bo.slots = {fresh(c)};
+  bo.slots = {shared_engine(c)};
   bo.vision = tower;
   bo.vision_encoder = encoder;
-  board_actor b = f.spawn(board, fresh(c), bo, caf::actor_cast<done_receiver>(sink));
+  board_actor b = f.spawn(board, shared_engine(c), bo, caf::actor_cast<done_receiver>(sink));
   f.sched->run();
   auto& st = caf_fixture::state_of<board_state>(b);
   auto job = [&](board_job j) {
@@ -66,8 +52,8 @@ TEST_CASE("while one slot's image is encoded, another slot's decode steps go on"
   const std::size_t c_slot = *st.slots->slot_of("c1");
   // A's request with its image on the other slot: the encode goes to the vision encoder.
   caf::anon_send(b, run_atom::value, job(image_job(p, 8, "a1", "A")));
-  run_only(f, b);  // the board alone: it handles the run, then C's steps, until C ends
-  run_only(f, sink);
+  f.run_only(b);  // the board alone: it handles the run, then C's steps, until C ends
+  f.run_only(sink);
   const std::size_t a_slot = *st.slots->slot_of("a1");
   REQUIRE(a_slot != c_slot);
   CHECK(st.slots->runner(a_slot).current_phase() == board_runner::phase::restoring);
@@ -79,7 +65,7 @@ TEST_CASE("while one slot's image is encoded, another slot's decode steps go on"
   CHECK(tower->stats().encodes == 0);
 
   // The encoder encodes; the board keeps its rows and A runs.
-  run_only(f, encoder);
+  f.run_only(encoder);
   CHECK(caf_fixture::state_of<vision_encoder_state>(encoder).images == 1);
   f.sched->run();
   REQUIRE(seen->ledger.size() == 2);

@@ -24,20 +24,10 @@ using namespace anchorage::testing;
 
 namespace {
 
-std::shared_ptr<engine> fresh(const model_config& c) {
-  return std::shared_ptr<engine>(make_engine(c).release());
-}
-
 std::vector<token_id> plus(std::vector<token_id> t, std::size_t n, std::uint64_t seed) {
   const auto more = test_tokens(n, seed);
   t.insert(t.end(), more.begin(), more.end());
   return t;
-}
-
-// Runs one actor's queued messages, nothing else.
-template <class Handle>
-void run_only(caf_fixture& f, const Handle& a) {
-  while (f.sched->prioritize(a)) f.sched->run_once();
 }
 
 }  // namespace
@@ -51,8 +41,8 @@ TEST_CASE("while one slot's conversation is read back from the spill, another sl
   const auto a1 = test_tokens(3 * g + 11, 851);
   std::vector<token_id> a_rows;
   {
-    auto k = keeper_on(dir.str(), fresh(c)->layout(), 2 * g);
-    slot_board s({fresh(c)}, evicting_options(k));
+    auto k = keeper_on(dir.str(), shared_engine(c)->layout(), 2 * g);
+    slot_board s({shared_engine(c)}, evicting_options(k));
     spill_driver w;
     board_run log;
     run_all(s, log, &w, s.start(job_of(a1, 6, "a1", "A")));
@@ -65,7 +55,7 @@ TEST_CASE("while one slot's conversation is read back from the spill, another sl
   caf_fixture f;
   auto seen = std::make_shared<recorded>();
   caf::actor sink = f.spawn(recorder, seen);
-  std::shared_ptr<engine> eng = fresh(c);
+  std::shared_ptr<engine> eng = shared_engine(c);
   auto keeper = keeper_on(dir.str(), eng->layout(), 2 * g);
   REQUIRE(keeper->store().manifest_count() == 1);
   spill_reader_actor reader = f.spawn(anchorage::spill_reader, std::make_shared<uring_env>());
@@ -73,7 +63,7 @@ TEST_CASE("while one slot's conversation is read back from the spill, another sl
   board_options bo;
   bo.decode_block = 1;
   bo.cache = evicting_options(keeper).cache;
-  bo.slots = {fresh(c)};
+  bo.slots = {shared_engine(c)};
   bo.spill = keeper;
   bo.spill_reader = reader;
   bo.spill_writer = writer;
@@ -96,8 +86,8 @@ TEST_CASE("while one slot's conversation is read back from the spill, another sl
   const std::size_t c_slot = *st.slots->slot_of("c1");
   // A's next turn on the other slot: the read goes to the spill reader.
   caf::anon_send(b, run_atom::value, job(a2, 8, "a2", "A"));
-  run_only(f, b);  // the board alone: it handles the run, then C's steps, until C ends
-  run_only(f, sink);
+  f.run_only(b);  // the board alone: it handles the run, then C's steps, until C ends
+  f.run_only(sink);
   const std::size_t a_slot = *st.slots->slot_of("a2");
   REQUIRE(a_slot != c_slot);
   CHECK(st.slots->runner(a_slot).current_phase() == board_runner::phase::restoring);
@@ -109,7 +99,7 @@ TEST_CASE("while one slot's conversation is read back from the spill, another sl
   CHECK(keeper->stats().store.reads == 0);
 
   // The reader reads; the board applies its verified bytes and A runs.
-  run_only(f, reader);
+  f.run_only(reader);
   CHECK(caf_fixture::state_of<spill_reader_state>(reader).reads == 1);
   f.sched->run();
   REQUIRE(seen->ledger.size() == 2);
@@ -121,7 +111,7 @@ TEST_CASE("while one slot's conversation is read back from the spill, another sl
     if (ev.id == "a2" && ev.what == stream_event::kind::finished) got = ev.output.content;
 
   // A server that ran only A.
-  slot_board ref({fresh(c)}, small_runner_options());
+  slot_board ref({shared_engine(c)}, small_runner_options());
   board_run rlog;
   run_all(ref, rlog, nullptr, ref.start(job_of(a1, 6, "a1", "A")));
   REQUIRE(ref.runner(0).tiers().resident().tokens() == a_rows);

@@ -80,12 +80,6 @@ caf::behavior probe(caf::event_based_actor* self, disk_actor d, std::shared_ptr<
   };
 }
 
-// Runs one actor's queued messages, nothing else.
-template <class Handle>
-void run_only(caf_fixture& f, const Handle& a) {
-  while (f.sched->prioritize(a)) f.sched->run_once();
-}
-
 struct actor_bench : bench {
   caf_fixture f;
   std::shared_ptr<probe_log> log = std::make_shared<probe_log>();
@@ -173,7 +167,7 @@ TEST_CASE("the disk actor scans at its own start and a read passes writes queued
   rq.prompt = oq.prompt;
   rq.offer = b.log->offers[0].offer;
   caf::anon_send(p, disk_read_atom::value, rq);
-  run_only(b.f, p);
+  b.f.run_only(p);
   long writer_jobs_at_read = -1;
   b.log->at_read = [&] { writer_jobs_at_read = caf_fixture::state_of<disk_writer_state>(st.writer).jobs; };
   b.f.sched->run();
@@ -215,8 +209,8 @@ TEST_CASE("a drain is answered at once when idle, and after the write out is com
   caf::anon_send(p, disk_submit_atom::value, b.submission(*e, t));
   while (st.out.empty()) REQUIRE(b.f.sched->try_run_once());  // the job is at the writer now
   caf::anon_send(p, drain_atom::value);
-  run_only(b.f, p);
-  run_only(b.f, d);
+  b.f.run_only(p);
+  b.f.run_only(d);
   CHECK(st.drains.size() == 1);  // the disk has the drain and keeps it
   CHECK(b.log->order.size() == 1);
 

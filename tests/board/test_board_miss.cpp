@@ -14,10 +14,6 @@ using namespace anchorage::testing;
 
 namespace {
 
-std::shared_ptr<engine> fresh(const model_config& c) {
-  return std::shared_ptr<engine>(make_engine(c).release());
-}
-
 long requests_of(const cache_stats& s) {
   long n = 0;
   for (miss_reason r : all_miss_reasons)
@@ -35,8 +31,8 @@ TEST_CASE(
   const bool damaged = GENERATE(false, true);
   INFO((damaged ? "the spilled block damaged" : "the spill intact"));
   temp_dir dir("anchorage-board-miss");
-  auto k = keeper_on(dir.str(), fresh(c)->layout(), static_cast<std::size_t>(2 * c.grid));
-  slot_board s({fresh(c)}, evicting_options(k));
+  auto k = keeper_on(dir.str(), shared_engine(c)->layout(), static_cast<std::size_t>(2 * c.grid));
+  slot_board s({shared_engine(c)}, evicting_options(k));
   spill_driver w;
   board_run log;
   const auto a1 = test_tokens(static_cast<std::size_t>(3 * c.grid + 11), 861);
@@ -73,7 +69,7 @@ TEST_CASE("board miss reasons: a conversation another session overwrote without 
   o.cache.guest_max = 0;
   o.cache.pin_bytes = o.cache.park_bytes = 0;
   o.cache.session_cache = o.cache.prefix_cache = false;
-  slot_board s({fresh(c)}, o);
+  slot_board s({shared_engine(c)}, o);
   board_run log;
   const auto a1 = test_tokens(static_cast<std::size_t>(3 * c.grid + 11), 871);
   run_all(s, log, nullptr, s.start(job_of(a1, 6, "a1", "A")));

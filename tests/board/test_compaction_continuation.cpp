@@ -17,10 +17,6 @@ using namespace anchorage::testing;
 
 namespace {
 
-std::shared_ptr<engine> fresh(const model_config& c) {
-  return std::shared_ptr<engine>(make_engine(c).release());
-}
-
 stream_event run_job(board_runner& r, board_job j) {
   const run_result res = run_to_end(r, r.start(std::move(j)));
   REQUIRE(!res.events.empty());
@@ -42,7 +38,7 @@ std::vector<token_id> converse(board_runner& r, const model_config& c) {
 TEST_CASE("compaction: a continuation leaves the conversation's rows and anchors as they were",
           "[compaction][tiers][exact]") {
   const model_config c = test_config("tiny", 1024);
-  board_runner a(fresh(c), small_runner_options());
+  board_runner a(shared_engine(c), small_runner_options());
   const auto rows = converse(a, c);
   const resident_prefix& r = a.tiers().resident();
   REQUIRE(r.has_end_anchor());
@@ -77,7 +73,7 @@ TEST_CASE("compaction: a continuation leaves the conversation's rows and anchors
   CHECK(after.views == before.views);
 
   // Its next turn: what a board that never served the compaction gives, bit for bit.
-  board_runner ref(fresh(c), small_runner_options());
+  board_runner ref(shared_engine(c), small_runner_options());
   REQUIRE(converse(ref, c) == rows);
   auto p3 = rows;
   const auto more = test_tokens(11, 904);
@@ -97,7 +93,7 @@ TEST_CASE("compaction: a continuation leaves the conversation's rows and anchors
 TEST_CASE("compaction: the guard failing, or no conversation held, serves the request as sent",
           "[compaction][tiers]") {
   const model_config c = test_config("tiny", 1024);
-  board_runner a(fresh(c), small_runner_options());
+  board_runner a(shared_engine(c), small_runner_options());
   compaction_plan plan;
   plan.turn = {10, 20, 30};
   plan.user_lines = {"a line nobody said", "another"};

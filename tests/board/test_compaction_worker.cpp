@@ -19,10 +19,6 @@ using namespace anchorage::testing;
 
 namespace {
 
-std::shared_ptr<engine> fresh(const model_config& c) {
-  return std::shared_ptr<engine>(make_engine(c).release());
-}
-
 board_runner_options worker_options() {
   board_runner_options o = small_runner_options();
   o.prewrites = std::make_shared<compaction_prewrites>();
@@ -127,7 +123,7 @@ void check_unchanged(const held& before, board_runner& r) {
 // The next ordinary turn on `a` and on a board that never ran idle work: the same tokens, the
 // same state bit for bit.
 void check_next_turn(board_runner& a, const model_config& c, const std::vector<token_id>& rows) {
-  board_runner ref(fresh(c), worker_options());
+  board_runner ref(shared_engine(c), worker_options());
   REQUIRE(converse(ref, c) == rows);
   auto p3 = rows;
   const auto more = test_tokens(11, 904);
@@ -145,7 +141,7 @@ void check_next_turn(board_runner& a, const model_config& c, const std::vector<t
 TEST_CASE("compaction worker: a finished run keeps the summary and leaves the conversation as it was",
           "[compaction][worker][tiers][exact]") {
   const model_config c = test_config("tiny", 1024);
-  board_runner a(fresh(c), worker_options());
+  board_runner a(shared_engine(c), worker_options());
   const auto rows = converse(a, c);
   const held before = held::of(a);
   const board_job tmpl = worker_template(c, 9);
@@ -175,7 +171,7 @@ TEST_CASE("compaction worker: a finished run keeps the summary and leaves the co
   CHECK(got.usage.cached_tokens == got.usage.prompt_tokens);
   CHECK(got.usage.prompt_tokens == static_cast<long>(rows.size() + the_plan(c).turn.size()));
   CHECK(a.compactions_prewritten() == 1);
-  board_runner ref(fresh(c), worker_options());
+  board_runner ref(shared_engine(c), worker_options());
   REQUIRE(converse(ref, c) == rows);
   const stream_event want = run_job(ref, compaction_request(c, rows, 9, "compact"));
   CHECK(want.cache.via == cache_via::compaction);
@@ -198,7 +194,7 @@ TEST_CASE("compaction worker: a preempted run leaves the conversation as it was 
   const model_config c = test_config("tiny", 1024);
   const long stop_after = GENERATE(0L, 1L, 2L, 4L);
   INFO("preempted after " << stop_after << " steps");
-  board_runner a(fresh(c), worker_options());
+  board_runner a(shared_engine(c), worker_options());
   const auto rows = converse(a, c);
   const held before = held::of(a);
   const board_job tmpl = worker_template(c, 16);
@@ -225,7 +221,7 @@ TEST_CASE("compaction worker: a preempted run leaves the conversation as it was 
 TEST_CASE("compaction worker: a summary of an end the conversation moved past is never used",
           "[compaction][worker][tiers]") {
   const model_config c = test_config("tiny", 1024);
-  board_runner a(fresh(c), worker_options());
+  board_runner a(shared_engine(c), worker_options());
   auto rows = converse(a, c);
   const board_job tmpl = worker_template(c, 9);
   REQUIRE(drive_idle(a, a.start_idle(tmpl)).reply->what == idle_reply::outcome::finished);
@@ -253,7 +249,7 @@ TEST_CASE("compaction worker: a summary of an end the conversation moved past is
 TEST_CASE("compaction worker: the summary answers only a request whose sampling it honours",
           "[compaction][worker][tiers]") {
   const model_config c = test_config("tiny", 1024);
-  board_runner a(fresh(c), worker_options());
+  board_runner a(shared_engine(c), worker_options());
   const auto rows = converse(a, c);
   REQUIRE(drive_idle(a, a.start_idle(worker_template(c, 9))).reply->what == idle_reply::outcome::finished);
   struct change {
@@ -293,7 +289,7 @@ TEST_CASE("compaction worker: the summary answers only a request whose sampling 
 TEST_CASE("compaction worker: only an opencode session's conversation is prewritten for",
           "[compaction][worker][tiers]") {
   const model_config c = test_config("tiny", 1024);
-  board_runner a(fresh(c), worker_options());
+  board_runner a(shared_engine(c), worker_options());
   board_job t1 = job_of(test_tokens(static_cast<std::size_t>(4 * c.grid), 911), 6, "t1", "other");
   run_job(a, t1);
   const board_job tmpl = worker_template(c, 9);

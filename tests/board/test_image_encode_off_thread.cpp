@@ -19,10 +19,6 @@ using namespace anchorage::testing;
 
 namespace {
 
-std::shared_ptr<engine> fresh(const model_config& c) {
-  return std::shared_ptr<engine>(make_engine(c).release());
-}
-
 // The text of `id`'s deltas in `evs`.
 std::string text_of(const std::vector<stream_event>& evs, const std::string& id) {
   std::string t;
@@ -46,7 +42,7 @@ TEST_CASE("an image is encoded off the board's thread: the other slot decodes wh
 
   board_runner_options o = with_tower(small_runner_options(), tower);
   o.decode_block = 1;
-  slot_board s({fresh(c), fresh(c)}, o);
+  slot_board s({shared_engine(c), shared_engine(c)}, o);
   std::vector<stream_event> seen;
   auto keep = [&](slot_events& e) {
     for (auto& ev : e.events.events) seen.push_back(ev);
@@ -173,4 +169,36 @@ TEST_CASE("an encode that fails answers the request with a 400 naming it, and th
   REQUIRE(ok.done);
   CHECK(ok.done->finish_reason != run_finish::error);
   CHECK(tower->stats().encodes == 1);
+}
+
+TEST_CASE("the tower plans each digest once and none it holds", "[board][images]") {
+  const model_config c = test_config("qwen35-tiny", 1024);
+  auto tower = tower_for(c);
+  const image_prompt p = make_image_prompt(tower->config(), test_tokens(5, 921), test_tokens(6, 922),
+                                           image_digest{0x71, 0x72}, 3);
+  const image_prompt q = make_image_prompt(tower->config(), test_tokens(5, 923), test_tokens(6, 924),
+                                           image_digest{0x73, 0x74}, 3);
+
+  // The same picture shown twice, then another: two to encode, in the prompt's order.
+  vision_encode_ptr job = tower->plan_encode({p.image, p.image, q.image});
+  REQUIRE(job);
+  REQUIRE(job->images.size() == 2);
+  CHECK(job->images[0].digest_lo == 0x71);
+  CHECK(job->images[1].digest_lo == 0x73);
+
+  // Once the tower holds the first, only the second is planned; once it holds both, nothing.
+  auto first = std::make_shared<vision_encode>();
+  first->weights = job->weights;
+  first->images = {p.image};
+  execute_vision_encode(*first);
+  REQUIRE(first->failure.empty());
+  tower->take_encoded(*first);
+  vision_encode_ptr rest = tower->plan_encode({p.image, q.image, p.image});
+  REQUIRE(rest);
+  REQUIRE(rest->images.size() == 1);
+  CHECK(rest->images[0].digest_lo == 0x73);
+  execute_vision_encode(*rest);
+  tower->take_encoded(*rest);
+  CHECK_FALSE(tower->plan_encode({q.image, p.image}));
+  CHECK(tower->stats().encodes == 2);
 }

@@ -5,6 +5,7 @@
 #include "runtime/board/generation_run.hpp"
 #include "runtime/board/replayed_run.hpp"
 #include "runtime/io/clock.hpp"
+#include "tests/support/board_images.hpp"
 #include "tests/support/disk_driver.hpp"
 #include "tests/support/run_driver.hpp"
 
@@ -71,4 +72,34 @@ TEST_CASE("replayed run: ids that cannot be the job's output refuse to replay", 
   bad.output = {1 << 30};
   bad.finish_reason = run_finish::length;
   CHECK_THROWS(replayed_run(slot, job_of(test_tokens(30, 623), 4), steady_ns(), bad));
+}
+
+TEST_CASE("replayed run: an image's answer replays without encoding the image",
+          "[board][run][replayed][images]") {
+  const model_config c = test_config("qwen35-tiny", 1024);
+  auto tower = tower_for(c);
+  const image_prompt p =
+      make_image_prompt(tower->config(), test_tokens(static_cast<std::size_t>(c.grid) + 1, 631),
+                        test_tokens(9, 632), image_digest{0x81, 0x82}, 5);
+  slot_state slot(shared_engine(c), with_tower(small_runner_options(), tower));
+  generation_run live(slot, image_job(p, 6, "live", "A"), steady_ns(), std::nullopt);
+  const driven want = drive(live, live.start());
+  REQUIRE(want.finished());
+  REQUIRE(tower->stats().encodes == 1);
+
+  // The vision cache has lost the picture since; the replay neither reads nor encodes it.
+  tower->clear();
+  slot_state other(shared_engine(c), with_tower(small_runner_options(), tower));
+  cached_response hit;
+  hit.output = std::vector<token_id>(want.suffix_add->begin() + static_cast<long>(p.tokens.size()),
+                                     want.suffix_add->end());
+  hit.finish_reason = want.finished()->finish_reason;
+  replayed_run r(other, image_job(p, 6, "again", "A"), steady_ns(), hit);
+  const driven got = drive(r, r.start());
+  REQUIRE(got.finished());
+  CHECK(got.text == want.text);
+  CHECK(got.finished()->cache.source == cache_source::response);
+  CHECK(tower->stats().encodes == 1);
+  CHECK(tower->stats().hits == 0);
+  CHECK(other.eng->length() == 0);
 }

@@ -21,10 +21,6 @@ using namespace anchorage::testing;
 
 namespace {
 
-std::shared_ptr<engine> fresh(const model_config& c) {
-  return std::shared_ptr<engine>(make_engine(c).release());
-}
-
 bool same(const snapshot& a, const snapshot& b) {
   return a.length == b.length && a.sections == b.sections && a.views == b.views;
 }
@@ -58,8 +54,8 @@ TEST_CASE(
     "[spill][tiers][exact]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-inflight");
-  auto k = keeper_on(dir.str(), fresh(c)->layout(), static_cast<std::size_t>(2 * c.grid));
-  slot_board s({fresh(c)}, evicting_options(k));
+  auto k = keeper_on(dir.str(), shared_engine(c)->layout(), static_cast<std::size_t>(2 * c.grid));
+  slot_board s({shared_engine(c)}, evicting_options(k));
   spill_driver w;
   board_run log;
   std::vector<spill_job_ptr> held;
@@ -91,7 +87,7 @@ TEST_CASE(
   CHECK(got.cache.source == cache_source::spill);
   CHECK(got.cache.resumed_at == static_cast<long>(a_rows.size()));
   // A server that ran only A.
-  slot_board ref({fresh(c)}, small_runner_options());
+  slot_board ref({shared_engine(c)}, small_runner_options());
   board_run rlog;
   run_all(ref, rlog, nullptr, ref.start(job_of(a1, 6, "a1", "A")));
   REQUIRE(ref.runner(0).tiers().resident().tokens() == a_rows);
@@ -109,8 +105,8 @@ TEST_CASE("spill: with a spill in flight, a request that would not resume from i
           "[spill][tiers]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-inflight-other");
-  auto k = keeper_on(dir.str(), fresh(c)->layout(), static_cast<std::size_t>(2 * c.grid));
-  slot_board s({fresh(c), fresh(c)}, evicting_options(k));
+  auto k = keeper_on(dir.str(), shared_engine(c)->layout(), static_cast<std::size_t>(2 * c.grid));
+  slot_board s({shared_engine(c), shared_engine(c)}, evicting_options(k));
   spill_driver w;
   board_run log;
   std::vector<spill_job_ptr> held;

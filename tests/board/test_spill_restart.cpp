@@ -26,10 +26,6 @@ using namespace anchorage::testing;
 
 namespace {
 
-std::shared_ptr<engine> fresh(const model_config& c) {
-  return std::shared_ptr<engine>(make_engine(c).release());
-}
-
 // The next turn of the conversation slot 0 holds: its tokens and `n` more.
 std::vector<token_id> next_turn(const slot_board& b, std::size_t n, std::uint64_t seed) {
   auto t = b.runner(0).tiers().resident().tokens();
@@ -72,9 +68,9 @@ TEST_CASE("spill: a planned stop and a new start resume the next turn from the s
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-restart");
   board_runner_options o = small_runner_options();
-  auto k1 = keeper_on(dir.str(), fresh(c)->layout());
+  auto k1 = keeper_on(dir.str(), shared_engine(c)->layout());
   o.spill = k1;
-  slot_board a({fresh(c)}, o);
+  slot_board a({shared_engine(c)}, o);
   spill_driver w;
   board_run log;
   const auto p1 = test_tokens(static_cast<std::size_t>(3 * c.grid + 7), 801);
@@ -94,11 +90,11 @@ TEST_CASE("spill: a planned stop and a new start resume the next turn from the s
 
   // A new process: a fresh engine, a fresh keeper on the same folder; the board reads the
   // conversation back before any request.
-  auto k2 = keeper_on(dir.str(), fresh(c)->layout());
+  auto k2 = keeper_on(dir.str(), shared_engine(c)->layout());
   REQUIRE(k2->store().manifest_count() == 1);
   board_runner_options o2 = small_runner_options();
   o2.spill = k2;
-  slot_board b({fresh(c)}, o2);
+  slot_board b({shared_engine(c)}, o2);
   const auto& r = b.runner(0).tiers().resident();
   CHECK(r.tokens() == a.runner(0).tiers().resident().tokens());
   CHECK(r.taint() == a.runner(0).tiers().resident().taint());
@@ -133,7 +129,7 @@ TEST_CASE("spill: re-spilling an unchanged conversation writes no block, a grown
           "[spill][tiers]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-content");
-  spilling s({fresh(c)}, dir.str());
+  spilling s({shared_engine(c)}, dir.str());
   auto& [k, a, w, log] = s;
   run_all(a, log, &w,
           a.start(job_of(test_tokens(static_cast<std::size_t>(4 * c.grid + 3), 811), 5, "t1", "A")));
@@ -174,8 +170,8 @@ TEST_CASE(
     "[spill][tiers][exact]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-evict");
-  auto k = keeper_on(dir.str(), fresh(c)->layout(), static_cast<std::size_t>(2 * c.grid));
-  slot_board s({fresh(c)}, evicting_options(k));
+  auto k = keeper_on(dir.str(), shared_engine(c)->layout(), static_cast<std::size_t>(2 * c.grid));
+  slot_board s({shared_engine(c)}, evicting_options(k));
   spill_driver w;
   board_run log;
   const auto a1 = test_tokens(static_cast<std::size_t>(3 * c.grid + 11), 821);
@@ -201,7 +197,7 @@ TEST_CASE(
   CHECK(got.cache.resumed_at == static_cast<long>(a_rows.size()));
   // A server that ran only A.
   board_runner_options plain = small_runner_options();
-  slot_board ref({fresh(c)}, plain);
+  slot_board ref({shared_engine(c)}, plain);
   board_run rlog;
   run_all(ref, rlog, nullptr, ref.start(job_of(a1, 6, "a1", "A")));
   run_all(ref, rlog, nullptr, ref.start(job_of(a2, 6, "a2", "A")));
@@ -225,7 +221,7 @@ TEST_CASE("spill: a damaged block is never read back, the slot starts empty and 
   std::vector<token_id> p2;
   std::string cold_answer;
   {
-    spilling s({fresh(c)}, dir.str());
+    spilling s({shared_engine(c)}, dir.str());
     auto& [k, a, w, log] = s;
     run_all(a, log, &w,
             a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid), 831), 5, "t1", "A")));
@@ -237,16 +233,16 @@ TEST_CASE("spill: a damaged block is never read back, the slot starts empty and 
   // One bit of one block flipped on disk.
   REQUIRE(flip_a_block_bit(dir.str()));
   board_runner_options o = small_runner_options();
-  auto k = keeper_on(dir.str(), fresh(c)->layout());
+  auto k = keeper_on(dir.str(), shared_engine(c)->layout());
   o.spill = k;
-  slot_board b({fresh(c)}, o);
+  slot_board b({shared_engine(c)}, o);
   CHECK(b.runner(0).tiers().resident().tokens().empty());
   CHECK(b.runner(0).slot0().length() == 0);
   CHECK(k->store().manifest_count() == 0);
   board_run log;
   run_all(b, log, nullptr, b.start(job_of(p2, 5, "t2", "A")));
   CHECK(log.finished.at("t2").cache.source == cache_source::cold);
-  slot_board ref({fresh(c)}, small_runner_options());
+  slot_board ref({shared_engine(c)}, small_runner_options());
   board_run rlog;
   run_all(ref, rlog, nullptr, ref.start(job_of(p2, 5, "t2", "A")));
   CHECK(log.finished.at("t2").output.content == rlog.finished.at("t2").output.content);
@@ -260,7 +256,7 @@ TEST_CASE("spill: a kill -9 during a spill leaves the previous one, which the ne
   std::size_t first_rows = 0;
   std::string never_answer;
   {
-    spilling s({fresh(c)}, dir.str());
+    spilling s({shared_engine(c)}, dir.str());
     auto& [k, a, w, log] = s;
     run_all(a, log, &w,
             a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid + 5), 841), 5, "t1", "A")));
@@ -289,11 +285,11 @@ TEST_CASE("spill: a kill -9 during a spill leaves the previous one, which the ne
     // No commit: the process is gone.
   }
   board_runner_options o = small_runner_options();
-  auto k = keeper_on(dir.str(), fresh(c)->layout());
+  auto k = keeper_on(dir.str(), shared_engine(c)->layout());
   CHECK(count_files(dir.str(), ".tmp") == 0);
   CHECK(count_files(dir.str(), ".blk") == k->store().block_count());
   o.spill = k;
-  slot_board b({fresh(c)}, o);
+  slot_board b({shared_engine(c)}, o);
   REQUIRE(b.runner(0).tiers().resident().tokens().size() == first_rows);
   // Turn 2 again: from the first spill's end anchor, the answer the server that never died gave.
   board_run log;
@@ -307,7 +303,7 @@ TEST_CASE("spill: a full disk during a spill is a soft failure, the earlier spil
           "[spill][tiers]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-enospc");
-  spilling s({fresh(c)}, dir.str());
+  spilling s({shared_engine(c)}, dir.str());
   auto& [k, a, w, log] = s;
   run_all(a, log, &w,
           a.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 5), 851), 5, "t1", "A")));
@@ -337,7 +333,7 @@ TEST_CASE("spill: an engine of other weights never reads another's spill", "[spi
   temp_dir dir("anchorage-spill-foreign");
   std::vector<token_id> p2;
   {
-    spilling s({fresh(c)}, dir.str());
+    spilling s({shared_engine(c)}, dir.str());
     auto& [k, a, w, log] = s;
     run_all(a, log, &w,
             a.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 5), 861), 5, "t1", "A")));
@@ -365,7 +361,7 @@ TEST_CASE("spill: two slots' conversations come back to their own slots after a 
   std::map<std::size_t, std::vector<token_id>> held;
   std::map<std::size_t, std::string> session;
   {
-    spilling s({fresh(c), fresh(c)}, dir.str());
+    spilling s({shared_engine(c), shared_engine(c)}, dir.str());
     auto& [k, a, w, log] = s;
     slot_events sa =
         a.start(job_of(test_tokens(static_cast<std::size_t>(2 * c.grid + 3), 871), 4, "a1", "A"));
@@ -385,10 +381,10 @@ TEST_CASE("spill: two slots' conversations come back to their own slots after a 
     w.serve(*k, jobs);
   }
   board_runner_options o = small_runner_options();
-  auto k = keeper_on(dir.str(), fresh(c)->layout());
+  auto k = keeper_on(dir.str(), shared_engine(c)->layout());
   REQUIRE(k->resident_manifests().size() == 2);
   o.spill = k;
-  slot_board b({fresh(c), fresh(c)}, o);
+  slot_board b({shared_engine(c), shared_engine(c)}, o);
   for (std::size_t s = 0; s < 2; ++s) {
     CHECK(b.runner(s).tiers().resident().tokens() == held[s]);
     // The session's next turn goes to its slot and resumes there from the spill.
@@ -406,7 +402,7 @@ TEST_CASE("spill: two slots' conversations come back to their own slots after a 
 TEST_CASE("spill: the tier reads only when reading costs less than the prefill it saves", "[spill][tiers]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-spill-cost");
-  spilling s({fresh(c)}, dir.str());
+  spilling s({shared_engine(c)}, dir.str());
   auto& [k, a, w, log] = s;
   run_all(a, log, &w,
           a.start(job_of(test_tokens(static_cast<std::size_t>(3 * c.grid + 2), 881), 4, "t1", "A")));

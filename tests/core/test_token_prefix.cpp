@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "runtime/core/image_end.hpp"
 #include "runtime/core/token_prefix.hpp"
 
 using namespace anchorage;
@@ -52,4 +53,18 @@ TEST_CASE("common_prefix never ends inside an image's first image_key_rows rows"
   std::vector<token_id> other = two;
   other[a.size() + 2] = row(200);
   CHECK(common_prefix(two, other) == a.size());
+}
+
+TEST_CASE("image_ends_at: right after an image's last row, at the prompt's end too", "[core][images]") {
+  const std::vector<token_id> t = {7, row(1), row(2), row(3), 8, row(4), row(5)};
+  CHECK_FALSE(image_ends_at(t, 0));
+  CHECK_FALSE(image_ends_at(t, 1));  // after text
+  CHECK_FALSE(image_ends_at(t, 2));  // inside the first image
+  CHECK_FALSE(image_ends_at(t, 3));
+  CHECK(image_ends_at(t, 4));  // the first image's end, text after it
+  CHECK_FALSE(image_ends_at(t, 5));
+  CHECK_FALSE(image_ends_at(t, 6));
+  CHECK(image_ends_at(t, 7));        // the second image's end is the prompt's
+  CHECK_FALSE(image_ends_at(t, 8));  // past the end
+  CHECK_FALSE(image_ends_at({1, 2}, 2));
 }

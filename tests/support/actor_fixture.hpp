@@ -37,6 +37,12 @@ struct caf_fixture {
   }
   std::vector<caf::actor> spawned;
 
+  // Runs `a`'s queued messages, one at a time, and nothing else's.
+  template <class Handle>
+  void run_only(const Handle& a) {
+    while (sched->prioritize(a)) sched->run_once();
+  }
+
   // The state of a typed stateful actor (for assertions between steps).
   template <class State, class Handle>
   static State& state_of(const Handle& a) {

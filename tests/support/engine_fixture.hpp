@@ -69,6 +69,11 @@ inline std::unique_ptr<engine> make_engine(const model_config& c, std::uint64_t 
   return std::make_unique<engine>(c, test_weights(c, seed));
 }
 
+// The same engine shared, as a slot, a board or a run holds it.
+inline std::shared_ptr<engine> shared_engine(const model_config& c) {
+  return std::shared_ptr<engine>(make_engine(c).release());
+}
+
 // Deterministic token ids in [0, 256): byte-level text.
 inline std::vector<token_id> test_tokens(std::size_t n, std::uint64_t seed = 3) {
   std::vector<token_id> t(n);

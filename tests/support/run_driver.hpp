@@ -1,19 +1,17 @@
 #pragma once
 // A run (runtime/board/run.hpp) driven by hand over a slot_state, without the slot around it:
-// drive() steps it to its end, collecting its events (no disk tier, no spill reads).
+// drive() steps it to its end, collecting its events (no disk tier, no spill reads; an image's
+// encode runs in place, as the vision encoder would run it).
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "runtime/board/run.hpp"
+#include "runtime/vision/vision_encode.hpp"
 #include "tests/support/engine_fixture.hpp"
 
 namespace anchorage::testing {
-
-inline std::shared_ptr<engine> shared_engine(const model_config& c) {
-  return std::shared_ptr<engine>(make_engine(c).release());
-}
 
 struct driven {
   std::vector<stream_event> events;
@@ -45,6 +43,12 @@ inline driven drive(run& r, board_events first) {
   board_events out = std::move(first);
   for (;;) {
     collect(d, out);
+    if (out.vision_encode) {  // the vision encoder's part, in place
+      vision_encode_ptr job = std::move(out.vision_encode);
+      execute_vision_encode(*job);
+      out = r.encoded(std::move(job));
+      continue;
+    }
     if (!out.step_again) return d;
     ++d.steps;
     out = r.step();

@@ -20,10 +20,6 @@ using namespace anchorage::testing;
 
 namespace {
 
-std::shared_ptr<engine> fresh(const model_config& c) {
-  return std::shared_ptr<engine>(make_engine(c).release());
-}
-
 std::vector<token_id> grown(std::vector<token_id> t, std::size_t n, std::uint64_t seed) {
   const auto more = test_tokens(n, seed);
   t.insert(t.end(), more.begin(), more.end());
@@ -75,7 +71,7 @@ TEST_CASE("compaction: a parked conversation is continued from the park, reading
   const model_config c = test_config("tiny", 1024);
   board_runner_options o = small_runner_options();
   o.cache.guest_max = 0;  // B is no guest: it parks A
-  slot_board s({fresh(c)}, o);
+  slot_board s({shared_engine(c)}, o);
   board_run log;
   const auto rows = a_then_b(s, log, nullptr, c);
   REQUIRE(s.runner(0).tiers().resident().saved(cache_via::park));
@@ -90,7 +86,7 @@ TEST_CASE("compaction: a parked conversation is continued from the park, reading
   // Its end anchor is the conversation's still.
   CHECK(s.runner(0).tiers().resident().end_position() == rows.size());
 
-  slot_board ref({fresh(c)}, o);
+  slot_board ref({shared_engine(c)}, o);
   board_run rlog;
   REQUIRE(a_then_b(ref, rlog, nullptr, c) == rows);
   check_next_turn(s, log, nullptr, ref, rlog, rows);
@@ -100,8 +96,8 @@ TEST_CASE("compaction: a spilled conversation is continued from the spill, readi
           "[compaction][tiers][spill][exact]") {
   const model_config c = test_config("tiny", 1024);
   temp_dir dir("anchorage-compaction-spill");
-  auto k = keeper_on(dir.str(), fresh(c)->layout(), static_cast<std::size_t>(2 * c.grid));
-  slot_board s({fresh(c)}, evicting_options(k));
+  auto k = keeper_on(dir.str(), shared_engine(c)->layout(), static_cast<std::size_t>(2 * c.grid));
+  slot_board s({shared_engine(c)}, evicting_options(k));
   spill_driver w;
   board_run log;
   const auto rows = a_then_b(s, log, &w, c);
@@ -116,7 +112,7 @@ TEST_CASE("compaction: a spilled conversation is continued from the spill, readi
   CHECK(s.runner(0).tiers().resident().end_position() == rows.size());
 
   // A server that ran only A.
-  slot_board ref({fresh(c)}, small_runner_options());
+  slot_board ref({shared_engine(c)}, small_runner_options());
   board_run rlog;
   const auto a1 = test_tokens(static_cast<std::size_t>(3 * c.grid + 11), 821);
   run_all(ref, rlog, nullptr, ref.start(job_of(a1, 6, "a1", "A")));
