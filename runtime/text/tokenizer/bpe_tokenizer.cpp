@@ -61,6 +61,26 @@ bpe_tokenizer bpe_tokenizer::from_file(const std::string& path) {
   return from_json(root, path);
 }
 
+namespace {
+
+// Each added token has an id of its own: no other added token's, and no vocabulary token's
+// unless it is that token (the same bytes). Otherwise decode would give one token's text for
+// another's id. Throws std::invalid_argument naming the entry (added_tokens[i] in file order).
+void check_added_ids(const std::vector<added_token>& added, const bpe_model& model) {
+  std::unordered_map<token_id, std::size_t> first;
+  for (std::size_t i = 0; i < added.size(); ++i) {
+    const added_token& a = added[i];
+    const std::string where = "added_tokens[" + std::to_string(i) + "].id: id " + std::to_string(a.id);
+    if (const auto [at, fresh] = first.emplace(a.id, i); !fresh)
+      throw std::invalid_argument(where + " is given twice (added_tokens[" + std::to_string(at->second) +
+                                  "] has it)");
+    if (model.has(a.id) && model.bytes(a.id) != a.content)
+      throw std::invalid_argument(where + " is the vocabulary's token for other text");
+  }
+}
+
+}  // namespace
+
 bpe_tokenizer bpe_tokenizer::from_json(const nlohmann::json& root, const std::string& path) {
   auto t = std::make_shared<tables>();
   t->path = path;
@@ -72,6 +92,7 @@ bpe_tokenizer bpe_tokenizer::from_json(const nlohmann::json& root, const std::st
     const text_normalizer& normalizer = t->normalizer;
     t->added = added_token_set::from_json(member_or_null(root, "added_tokens"),
                                           [&](const std::string& s) { return normalizer.apply(s); });
+    check_added_ids(t->added.tokens(), t->model);
     const nlohmann::json& decoder = member_or_null(root, "decoder");
     if (!decoder.is_null() && decoder.value("type", std::string()) != "ByteLevel") {
       throw std::invalid_argument("decoder: type " + decoder.value("type", decoder.dump()) +

@@ -102,6 +102,13 @@ TEST_CASE("bpe errors: unsupported components name the file and the JSON path", 
        "added_tokens[0].single_word"},
       {"a duplicated added token", [](json& j) { j["added_tokens"][1]["content"] = "<|endoftext|>"; },
        "added twice"},
+      {"an added token on a vocabulary token's id", [](json& j) { j["added_tokens"][1]["id"] = 115; },
+       "added_tokens[1].id: id 115 is the vocabulary's token for other text"},
+      {"two added tokens on one id", [](json& j) { j["added_tokens"][2]["id"] = j["added_tokens"][0]["id"]; },
+       "added_tokens[2].id: id"},
+      {"two added tokens on one id, named",
+       [](json& j) { j["added_tokens"][2]["id"] = j["added_tokens"][0]["id"]; },
+       "is given twice (added_tokens[0] has it)"},
       {"a WordPiece decoder",
        [](json& j) {
          j["decoder"] = {{"type", "WordPiece"}};
@@ -114,4 +121,17 @@ TEST_CASE("bpe errors: unsupported components name the file and the JSON path", 
     CHECK_THAT(message, Catch::StartsWith("tokenizer file '" + file + "': ") && Catch::Contains(e.expected));
   }
   CHECK(load_error(dir, [](json&) {}).empty());  // the unedited fixture loads
+}
+
+TEST_CASE("bpe errors: an added token may name the vocabulary's own token at its id", "[bpe]") {
+  anchorage::testing::temp_dir dir("bpe-errors");
+  CHECK(load_error(dir, [](json& j) {
+          j["added_tokens"].push_back({{"id", 115},
+                                       {"content", "s"},
+                                       {"single_word", false},
+                                       {"lstrip", false},
+                                       {"rstrip", false},
+                                       {"normalized", false},
+                                       {"special", false}});
+        }).empty());
 }
